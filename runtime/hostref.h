@@ -1,0 +1,65 @@
+/* hostref.h: host-side data, CPU references in double precision, and checks.
+ * Shared by `weft run` and the GPU tests, so a kernel is judged the same way everywhere. */
+#ifndef WEFT_HOSTREF_H
+#define WEFT_HOSTREF_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum hr_dtype { HR_F32 = 0, HR_F16 = 1, HR_BF16 = 2 } hr_dtype;
+typedef enum hr_op { HR_SUM = 0, HR_MAX = 1, HR_MIN = 2, HR_PROD = 3 } hr_op;
+
+int hr_dtype_parse(const char *s, hr_dtype *out);   /* "f32"/"f16"/"bf16" -> 0, else -1 */
+const char *hr_dtype_name(hr_dtype dt);
+size_t hr_dtype_size(hr_dtype dt);
+int hr_op_parse(const char *s, hr_op *out);          /* "sum"/"max"/"min"/"prod" -> 0, else -1 */
+
+/* IEEE conversions, round to nearest even; NaN stays NaN, overflow gives inf. */
+float hr_f16_to_f32(uint16_t h);
+uint16_t hr_f32_to_f16(float f);
+float hr_bf16_to_f32(uint16_t h);
+uint16_t hr_f32_to_bf16(float f);
+double hr_load(hr_dtype dt, const void *base, size_t i);   /* element i as double */
+
+/* Deterministic uniform random values in [lo, hi), rounded to dt. Never all zeros. */
+void hr_fill_uniform(hr_dtype dt, void *dst, size_t n, uint64_t seed, double lo, double hi);
+/* Values for a product over `cols` factors that stays finite: exp(uniform(-a, a)), a small. */
+void hr_fill_for_prod(hr_dtype dt, void *dst, size_t n, size_t cols, uint64_t seed);
+/* Poison: every byte 0xff (a NaN in f32, f16 and bf16), so an unwritten output is caught. */
+void hr_fill_poison(void *dst, size_t bytes);
+
+/* Reductions of each row of x[rows][cols] (dt) in double: out[rows]. Multi-threaded. */
+void hr_row_reduce_ref(hr_dtype dt, hr_op op, const void *x, long rows, long cols, double *out);
+/* sum of |x| per row: the scale of rounding error for sum */
+void hr_row_abs_sum(hr_dtype dt, const void *x, long rows, long cols, double *out);
+/* Numerically stable softmax of each row in double: out[rows*cols]. Multi-threaded. */
+void hr_row_softmax_ref(hr_dtype dt, const void *x, long rows, long cols, double *out);
+
+typedef struct hr_report {
+  size_t n;            /* elements compared */
+  size_t bad;          /* outside tolerance (NaN counts as bad) */
+  size_t unwritten;    /* still holding the poison pattern */
+  double max_abs_err;
+  double max_rel_err;  /* |got-want| / |want| over elements with want != 0 */
+  size_t first_bad;    /* index of the first bad element (valid if bad > 0) */
+  double first_got, first_want;
+} hr_report;
+
+/* Compare got (out_dt) with want: element i passes if |got-want| <= atol[i or 0] + rtol*|want|.
+ * atol may have one entry (n_atol == 1) or n. Returns 0 if all pass, 1 otherwise. */
+int hr_compare(hr_dtype out_dt, const void *got, const double *want, size_t n,
+               const double *atol, size_t n_atol, double rtol, hr_report *r);
+/* One line describing r, e.g. "3/4096 outside tolerance, first at [17]: got 1.5 want 1.25;
+ * max abs err 0.25, max rel err 0.2; 0 unwritten" */
+void hr_report_format(const hr_report *r, char *buf, size_t len);
+
+/* Tolerances weft uses, per output dtype and op (documented in README):
+ *  reductions in f32 accumulation: sum: atol = 1e-5 * sum|x| + 1e-30; max/min: exact;
+ *  prod: rtol 1e-4;  softmax: rtol f32 2e-5, f16 2e-3, bf16 1.6e-2 (one ulp of the output plus
+ *  the f32 math), atol 1e-7 for f32 and half an ulp of the smallest normal for f16/bf16. */
+double hr_softmax_rtol(hr_dtype out_dt);
+double hr_softmax_atol(hr_dtype out_dt);
+
+/* Wall-clock milliseconds (CLOCK_MONOTONIC). */
+double hr_now_ms(void);
+
+#endif

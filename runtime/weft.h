@@ -1,0 +1,148 @@
+/* weft.h: the public C API.
+ *
+ * A context owns a generator (an embedded Lua state), a kernel cache and, once something is
+ * launched, a CUDA device.  Compiling needs no GPU and no driver; launching does.
+ * Contexts are not thread-safe: use one per thread.  Errors are status codes; the context
+ * (or kernel) keeps a last-error string that names the thing, the value and the fix.
+ *
+ *   weft_ctx *ctx;  weft_kernel *k;
+ *   if (weft_ctx_create(&ctx, NULL)) { ... }
+ *   const char *set[] = {"cluster=4"};
+ *   if (weft_compile_file(ctx, "examples/row_softmax.lua", set, 1, &k))
+ *       fprintf(stderr, "%s\n", weft_ctx_error(ctx));
+ *   int rows = 4096, cols = 8192;
+ *   void *args[] = {&d_out, &d_in, &rows, &cols};       // order = manifest->args
+ *   if (weft_launch(k, args, stream)) fprintf(stderr, "%s\n", weft_kernel_error(k));
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum weft_status {
+  WEFT_OK = 0,
+  WEFT_ERR_CONFIG = 1,    /* the config is invalid: message names file, field, value, allowed */
+  WEFT_ERR_COMPILE = 2,   /* NVRTC rejected the generated source (log + saved source in message) */
+  WEFT_ERR_CACHE = 3,     /* cache folder refused, or WEFT_NO_COMPILE set and the kernel is not cached */
+  WEFT_ERR_NO_DRIVER = 4, /* libcuda.so.1 cannot be loaded: no NVIDIA driver on this machine */
+  WEFT_ERR_NO_DEVICE = 5, /* driver present but no usable GPU (or not sm_90) */
+  WEFT_ERR_CUDA = 6,      /* a driver call failed; the message names the call */
+  WEFT_ERR_LAUNCH = 7,    /* the arguments do not fit the kernel (sizes over its limits, ...) */
+  WEFT_ERR_IO = 8,        /* a file could not be read or written */
+  WEFT_ERR_NOMEM = 9,
+  WEFT_ERR_INVALID = 10,  /* API misuse (NULL handle, wrong argument count, ...) */
+  WEFT_ERR_INTERNAL = 11  /* a bug in weft: please report the message */
+} weft_status;
+
+const char *weft_status_name(weft_status s);
+
+typedef struct weft_ctx weft_ctx;
+typedef struct weft_kernel weft_kernel;
+
+typedef struct weft_ctx_options {
+  int device;            /* CUDA device ordinal used when launching (default 0) */
+  const char *cache_dir; /* NULL: $WEFT_CACHE_DIR, else $XDG_CACHE_HOME/weft, else ~/.cache/weft */
+  const char *source_dir;/* NULL: $WEFT_SOURCE_DIR, else the gen/ and templates/ embedded at build */
+} weft_ctx_options;
+
+weft_status weft_ctx_create(weft_ctx **out, const weft_ctx_options *opts);
+void weft_ctx_destroy(weft_ctx *ctx);
+const char *weft_ctx_error(const weft_ctx *ctx);
+
+/* ---- the manifest: the only contract between gen/ and runtime/ -------------------------- */
+typedef struct weft_arg {
+  const char *name;
+  const char *type;   /* "ptr", "i32", "i64", "f32" */
+  const char *dtype;  /* element type behind a pointer ("f32", "f16", "bf16"), else NULL */
+  const char *role;   /* "in", "out", "size", "scalar" */
+} weft_arg;
+
+/* grid dimension = times * ceil(value of argument `arg` / per); arg == NULL: grid = times */
+typedef struct weft_grid_dim {
+  const char *arg;
+  long per;
+  long times;
+} weft_grid_dim;
+
+typedef struct weft_limit {
+  const char *arg; /* a size argument */
+  long min, max;   /* allowed range, inclusive */
+} weft_limit;
+
+typedef struct weft_param { /* the validated config, flattened: "tile.m" = "128" */
+  const char *key;
+  const char *value;
+} weft_param;
+
+typedef struct weft_manifest {
+  const char *family;
+  const char *name;     /* encodes every parameter: identity and part of the cache key */
+  const char *entry;    /* extern "C" symbol in the cubin */
+  const char *source;   /* generated CUDA C, self-contained */
+  const char *json;     /* the whole manifest as JSON (what `weft gen` writes) */
+  char hash[65];        /* sha-256 of source + options (hex) */
+  unsigned block[3];
+  unsigned cluster[3];
+  unsigned smem;        /* dynamic shared memory, bytes */
+  int nonportable_cluster;
+  int n_options;
+  const char **options; /* NVRTC options */
+  int n_args;
+  const weft_arg *args;
+  weft_grid_dim grid[3];
+  int n_limits;
+  const weft_limit *limits;
+  int n_params;
+  const weft_param *params;
+} weft_manifest;
+
+const char *weft_manifest_param(const weft_manifest *m, const char *key); /* NULL if absent */
+
+/* ---- generate (no compile) ------------------------------------------------------------- */
+/* overrides are "key=value" strings, nested keys with dots ("tile.m=128"). */
+weft_status weft_generate_file(weft_ctx *ctx, const char *path, const char *const *overrides,
+                               int n_overrides, weft_manifest **out);
+weft_status weft_generate_string(weft_ctx *ctx, const char *chunkname, const char *text,
+                                 const char *const *overrides, int n_overrides,
+                                 weft_manifest **out);
+void weft_manifest_free(weft_manifest *m);
+
+/* ---- compile (generate + NVRTC through the cache; no GPU needed) ----------------------- */
+weft_status weft_compile_file(weft_ctx *ctx, const char *path, const char *const *overrides,
+                              int n_overrides, weft_kernel **out);
+weft_status weft_compile_string(weft_ctx *ctx, const char *chunkname, const char *text,
+                                const char *const *overrides, int n_overrides, weft_kernel **out);
+/* compile an already generated manifest; the kernel takes ownership of m */
+weft_status weft_compile_manifest(weft_ctx *ctx, weft_manifest *m, weft_kernel **out);
+
+const weft_manifest *weft_kernel_manifest(const weft_kernel *k);
+const char *weft_kernel_ptx(const weft_kernel *k, size_t *size);
+const void *weft_kernel_cubin(const weft_kernel *k, size_t *size);
+int weft_kernel_cache_hit(const weft_kernel *k);  /* 1 if the last compile came from the cache */
+double weft_kernel_compile_ms(const weft_kernel *k);
+const char *weft_kernel_error(const weft_kernel *k);
+void weft_kernel_destroy(weft_kernel *k);
+
+/* Resources of the compiled kernel, read from the cubin by the driver (needs a GPU). */
+typedef struct weft_resources {
+  int registers, local_bytes, static_smem, max_threads;
+} weft_resources;
+weft_status weft_kernel_resources(weft_kernel *k, weft_resources *out);
+
+/* ---- launch ---------------------------------------------------------------------------- */
+/* args: one pointer per manifest argument, in manifest order (as for cuLaunchKernel).
+ * The grid is derived from the size arguments as the manifest says.
+ * stream: a CUstream (NULL = the default stream). */
+weft_status weft_launch(weft_kernel *k, void **args, void *stream);
+
+/* The CUDA context weft launches into (the device's primary context), as a CUcontext. */
+weft_status weft_ctx_cuda(weft_ctx *ctx, void **cucontext);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
