@@ -1,5 +1,6 @@
 # Writes OUT: a C file holding every file in FILES (paths relative to SRC) as a byte array,
 # so the runtime needs no gen/ or templates/ on disk. Run by the build (see CMakeLists.txt).
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "")
 set(table "")
 set(i 0)

@@ -59,6 +59,7 @@ typedef struct weft_arg {
   const char *type;   /* "ptr", "i32", "i64", "f32" */
   const char *dtype;  /* element type behind a pointer ("f32", "f16", "bf16"), else NULL */
   const char *role;   /* "in", "out", "size", "scalar" */
+  const char *congruent; /* another pointer argument this one must equal modulo 16, or NULL */
 } weft_arg;
 
 /* grid dimension = times * ceil(value of argument `arg` / per); arg == NULL: grid = times */
@@ -125,6 +126,8 @@ const void *weft_kernel_cubin(const weft_kernel *k, size_t *size);
 int weft_kernel_cache_hit(const weft_kernel *k);  /* 1 if the last compile came from the cache */
 double weft_kernel_compile_ms(const weft_kernel *k);
 const char *weft_kernel_error(const weft_kernel *k);
+const char *weft_kernel_log(const weft_kernel *k);   /* NVRTC log (ptxas resource lines) */
+const char *weft_version(void);
 void weft_kernel_destroy(weft_kernel *k);
 
 /* Resources of the compiled kernel, read from the cubin by the driver (needs a GPU). */

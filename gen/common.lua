@@ -1,0 +1,51 @@
+-- gen/common.lua: schema fields and rules shared by several families.
+local ops = require("gen.ops")
+
+local M = {}
+
+M.SMEM_LIMIT = 232448            -- sm_90: 227 KB of shared memory per block (opt-in)
+M.PORTABLE_CLUSTER = 8
+M.MAX_CLUSTER = 16               -- with the non-portable cluster size attribute
+M.CTYPE = { f32 = "f32", f16 = "f16", bf16 = "bf16" }
+M.ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
+
+function M.dtype(values, default)
+  return { name = "dtype", kind = "enum", values = values or { "f32", "f16", "bf16" },
+           default = default or "f32", tag = "", doc = "element type in memory; arithmetic is f32" }
+end
+
+function M.op()
+  return { name = "op", kind = "custom", check = ops.check, default = "sum", tag = "",
+           doc = 'sum | max | min | prod | { combine = "<CUDA expr of a, b>", identity = "<expr>" }' }
+end
+
+function M.cluster(default)
+  return { name = "cluster", kind = "int", min = 1, max = M.MAX_CLUSTER, default = default or 1, tag = "c",
+           doc = "CTAs per thread-block cluster (1..8; 16 with nonportable = true)" }
+end
+
+function M.nonportable()
+  return { name = "nonportable", kind = "bool", default = false, tag = "np",
+           doc = "allow cluster sizes above 8 (the non-portable cluster size attribute)" }
+end
+
+function M.threads(default)
+  return { name = "threads", kind = "int", values = { 64, 128, 256, 512, 1024 }, default = default or 256,
+           tag = "t", doc = "threads per CTA" }
+end
+
+function M.check_cluster(cfg, errs)
+  if cfg.cluster > M.PORTABLE_CLUSTER and not cfg.nonportable then
+    errs.add("cluster", cfg.cluster, string.format(
+      "must be at most %d; up to %d needs nonportable = true", M.PORTABLE_CLUSTER, M.MAX_CLUSTER))
+  end
+end
+
+-- The manifest's grid when each row (or item) gets one cluster: x = items * cluster.
+function M.grid_per_cluster(arg, cluster)
+  return { { arg = arg, per = 1, times = cluster }, { per = 1, times = 1 }, { per = 1, times = 1 } }
+end
+
+M.INT_MAX = 2147483647
+
+return M

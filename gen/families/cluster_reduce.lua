@@ -1,0 +1,47 @@
+-- gen/families/cluster_reduce.lua: seed 000's cluster_allreduce as a kernel of its own, so the
+-- primitive is tested and measured directly: every CTA of every cluster block-reduces its
+-- inputs, combines across the cluster, and writes what it got back.
+local common = require("gen.common")
+
+local F = {
+  name = "cluster_reduce",
+  template = "templates/cluster_reduce.cu",
+  doc = "the cluster allreduce primitive as a kernel: out[cluster][cta][iter][w]",
+}
+
+F.fields = {
+  common.dtype({ "f32" }),
+  common.op(),
+  { name = "width", kind = "int", min = 1, max = 8, default = 1, tag = "w",
+    doc = "W: values combined per call (the slot holds 2*W)" },
+  common.cluster(2),
+  common.nonportable(),
+  common.threads(128),
+  { name = "need_tail_sync", kind = "bool", default = true, tag = "ts",
+    doc = "true: a trailing cluster barrier retires the slot; false: alternate two slots" },
+  { name = "iters", kind = "int", min = 1, max = 64, default = 1, tag = "i",
+    doc = "combines per kernel (exercises slot reuse)" },
+}
+
+function F.check(cfg, errs) common.check_cluster(cfg, errs) end
+
+function F.derive(cfg)
+  return {
+    values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
+               cluster = cfg.cluster, width = cfg.width, iters = cfg.iters,
+               need_tail_sync = cfg.need_tail_sync },
+    block = { cfg.threads, 1, 1 },
+    cluster = { cfg.cluster, 1, 1 },
+    smem = 0,
+    static_smem = 4 * (cfg.threads // 32 * cfg.width + 4 * cfg.width),
+    args = {
+      { name = "out", type = "ptr", dtype = "f32", role = "out" },
+      { name = "in", type = "ptr", dtype = "f32", role = "in" },
+      { name = "clusters", type = "i32", role = "size" },
+    },
+    grid = common.grid_per_cluster("clusters", cfg.cluster),
+    limits = { { arg = "clusters", min = 1, max = common.INT_MAX // cfg.cluster } },
+  }
+end
+
+return F

@@ -1,0 +1,43 @@
+-- gen/families/row_reduce.lua: out[r] = op(x[r][0], ..., x[r][cols-1]) in f32, one row per
+-- cluster, combined across the cluster with seed 000's cluster_allreduce.
+local common = require("gen.common")
+
+local F = {
+  name = "row_reduce",
+  template = "templates/row_reduce.cu",
+  doc = "reduce each row of x[rows][cols] to out[rows] (f32)",
+}
+
+F.fields = {
+  common.dtype(),
+  common.op(),
+  common.cluster(1),
+  common.nonportable(),
+  common.threads(256),
+  { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
+    doc = "16-byte loads in flight per thread" },
+}
+
+function F.check(cfg, errs) common.check_cluster(cfg, errs) end
+
+function F.derive(cfg)
+  return {
+    values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
+               cluster = cfg.cluster, unroll = cfg.unroll, ctype = common.CTYPE[cfg.dtype] },
+    block = { cfg.threads, 1, 1 },
+    cluster = { cfg.cluster, 1, 1 },
+    smem = 0,
+    static_smem = 4 * (cfg.threads // 32 + 2),
+    args = {
+      { name = "out", type = "ptr", dtype = "f32", role = "out" },
+      { name = "x", type = "ptr", dtype = cfg.dtype, role = "in" },
+      { name = "rows", type = "i32", role = "size" },
+      { name = "cols", type = "i32", role = "size" },
+    },
+    grid = common.grid_per_cluster("rows", cfg.cluster),
+    limits = { { arg = "rows", min = 1, max = common.INT_MAX // cfg.cluster },
+               { arg = "cols", min = 1, max = common.INT_MAX } },
+  }
+end
+
+return F

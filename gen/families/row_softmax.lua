@@ -1,0 +1,81 @@
+-- gen/families/row_softmax.lua: y = softmax(x) along each row, numerically stable (online max
+-- and sum), one row per cluster.  mode = "onchip" keeps each CTA's slice of the row in
+-- registers (read once, write once) up to max_cols; mode = "stream" takes any length and reads
+-- the row twice.
+local common = require("gen.common")
+
+local F = {
+  name = "row_softmax",
+  template = "templates/row_softmax.cu",
+  doc = "softmax of each row of x[rows][cols] into y (same dtype; y may be x)",
+}
+
+local MAX_DATA_REGS = 128   -- registers of row data per thread before spills become likely
+
+F.fields = {
+  common.dtype(),
+  { name = "mode", kind = "enum", values = { "onchip", "stream" }, default = "onchip", tag = "",
+    doc = "onchip: slice in registers, cols <= max_cols; stream: any cols, two reads" },
+  { name = "max_cols", kind = "int", min = 0, max = common.INT_MAX, default = 0, tag = "mc",
+    doc = "onchip: the longest row the kernel takes (sets registers per thread); stream: leave 0" },
+  common.cluster(1),
+  common.nonportable(),
+  common.threads(256),
+  { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
+    doc = "stream: 16-byte loads in flight per thread (onchip: leave 4)" },
+}
+
+local function per_thread(cfg)
+  local v = 16 // common.ESIZE[cfg.dtype]
+  local per_cta = cfg.cluster * cfg.threads * v
+  return (cfg.max_cols + per_cta - 1) // per_cta, v
+end
+
+function F.check(cfg, errs)
+  common.check_cluster(cfg, errs)
+  if cfg.mode == "onchip" then
+    if cfg.max_cols == 0 then
+      errs.add("max_cols", 0, 'mode = "onchip" needs the longest row: max_cols = <cols>, or use mode = "stream"')
+    else
+      local pt, v = per_thread(cfg)
+      if pt * 4 > MAX_DATA_REGS then
+        errs.add("max_cols", cfg.max_cols, string.format(
+          "needs %d 16-byte vectors (%d registers) per thread with cluster = %d, threads = %d; at most %d fit " ..
+          "(max_cols <= %d): raise cluster or threads, or use mode = \"stream\"",
+          pt, pt * 4, cfg.cluster, cfg.threads, MAX_DATA_REGS // 4,
+          MAX_DATA_REGS // 4 * cfg.cluster * cfg.threads * v))
+      end
+    end
+    if cfg.unroll ~= 4 then errs.add("unroll", cfg.unroll, 'applies to mode = "stream" only; leave it 4') end
+  elseif cfg.max_cols ~= 0 then
+    errs.add("max_cols", cfg.max_cols, 'applies to mode = "onchip" only; leave it 0 with mode = "stream"')
+  end
+end
+
+function F.derive(cfg)
+  local depth, cols_max = cfg.unroll, common.INT_MAX
+  if cfg.mode == "onchip" then
+    local pt, v = per_thread(cfg)
+    depth, cols_max = pt, pt * cfg.cluster * cfg.threads * v
+    if cols_max > common.INT_MAX then cols_max = common.INT_MAX end
+  end
+  return {
+    values = { threads = cfg.threads, cluster = cfg.cluster, mode = cfg.mode, depth = depth,
+               min_blocks = 1, ctype = common.CTYPE[cfg.dtype] },
+    block = { cfg.threads, 1, 1 },
+    cluster = { cfg.cluster, 1, 1 },
+    smem = 0,
+    static_smem = 4 * (cfg.threads // 32 * 2 + 4),
+    args = {
+      { name = "y", type = "ptr", dtype = cfg.dtype, role = "out", congruent = "x" },
+      { name = "x", type = "ptr", dtype = cfg.dtype, role = "in" },
+      { name = "rows", type = "i32", role = "size" },
+      { name = "cols", type = "i32", role = "size" },
+    },
+    grid = common.grid_per_cluster("rows", cfg.cluster),
+    limits = { { arg = "rows", min = 1, max = common.INT_MAX // cfg.cluster },
+               { arg = "cols", min = 1, max = cols_max } },
+  }
+end
+
+return F

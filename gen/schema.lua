@@ -1,0 +1,108 @@
+-- gen/schema.lua: validating a config against a family's schema.
+--
+-- A schema is data: an ordered list of fields.  Each field has
+--   name     key in the config ("threads"; nested tables use dotted names later: "tile.m")
+--   kind     "int" | "bool" | "enum" | "string" | "custom"
+--   values   allowed values (enum, or int from a set), or
+--   min/max  integer range
+--   default  value when the key is absent (nil: required)
+--   tag      short prefix used in the kernel name ("t" -> "t256")
+--   check    for kind "custom": function(value) -> normalised value | nil, "what is allowed"
+--   doc      one line for the config reference
+-- Messages follow one shape:  <file>: <field> = <value>: <what is allowed>
+
+local M = {}
+
+local function show(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "table" then
+    local parts = {}
+    for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. " = " .. show(x) end
+    table.sort(parts)
+    return "{ " .. table.concat(parts, ", ") .. " }"
+  end
+  return tostring(v)
+end
+M.show = show
+
+local function list(values)
+  local parts = {}
+  for i, v in ipairs(values) do parts[i] = show(v) end
+  return table.concat(parts, ", ")
+end
+M.list = list
+
+-- An error collector: one per validation, so messages from every field arrive together.
+function M.errors(file)
+  local e = { file = file, items = {} }
+  function e.add(field, value, allowed)
+    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, field, show(value), allowed)
+  end
+  function e.raw(msg) e.items[#e.items + 1] = file .. ": " .. msg end
+  function e.ok() return #e.items == 0 end
+  function e.text() return table.concat(e.items, "\n") end
+  return e
+end
+
+local function check_field(f, v, errs)
+  if f.kind == "int" then
+    if math.type(v) ~= "integer" then
+      if type(v) == "number" and v == math.floor(v) then v = math.tointeger(v)
+      else errs.add(f.name, v, "must be an integer" .. (f.values and (" in {" .. list(f.values) .. "}") or
+        (f.min and string.format(" in %d..%d", f.min, f.max) or ""))); return nil end
+    end
+    if f.values then
+      for _, a in ipairs(f.values) do if a == v then return v end end
+      errs.add(f.name, v, "must be one of " .. list(f.values)); return nil
+    end
+    if (f.min and v < f.min) or (f.max and v > f.max) then
+      errs.add(f.name, v, string.format("must be an integer in %d..%d", f.min, f.max)); return nil
+    end
+    return v
+  elseif f.kind == "bool" then
+    if type(v) ~= "boolean" then errs.add(f.name, v, "must be true or false"); return nil end
+    return v
+  elseif f.kind == "enum" then
+    for _, a in ipairs(f.values) do if a == v then return v end end
+    errs.add(f.name, v, "must be one of " .. list(f.values)); return nil
+  elseif f.kind == "string" then
+    if type(v) ~= "string" or v == "" then errs.add(f.name, v, "must be a non-empty string"); return nil end
+    return v
+  elseif f.kind == "custom" then
+    local nv, allowed = f.check(v)
+    if nv == nil then errs.add(f.name, v, allowed); return nil end
+    return nv
+  end
+  error("schema: field " .. f.name .. " has unknown kind " .. tostring(f.kind))
+end
+
+-- validate(cfg, fields, file) -> normalised config | nil, message
+-- Unknown keys, wrong types and values out of range are all reported, not just the first.
+function M.validate(cfg, fields, file)
+  local errs = M.errors(file)
+  local byname, names = {}, {}
+  for _, f in ipairs(fields) do byname[f.name] = f; names[#names + 1] = f.name end
+  local unknown = {}
+  for k in pairs(cfg) do
+    if k ~= "family" and not byname[k] then unknown[#unknown + 1] = k end
+  end
+  table.sort(unknown, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(unknown) do
+    errs.add(tostring(k), cfg[k], "unknown key for family " .. show(cfg.family) ..
+      "; known keys: " .. table.concat(names, ", "))
+  end
+  local out = { family = cfg.family }
+  for _, f in ipairs(fields) do
+    local v = cfg[f.name]
+    if v == nil then
+      if f.default == nil then errs.raw(f.name .. " is required (" .. (f.doc or "") .. ")")
+      else out[f.name] = f.default end
+    else
+      out[f.name] = check_field(f, v, errs)
+    end
+  end
+  if not errs.ok() then return nil, errs.text() end
+  return out
+end
+
+return M

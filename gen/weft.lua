@@ -1,0 +1,121 @@
+-- gen/weft.lua: the generator's entry point.
+--
+--   config text ─► sandboxed load ─► --set overrides ─► validate (family schema + rules)
+--               ─► derive (grid, block, smem, args) ─► name ─► render ─► manifest
+--
+-- The manifest is the only contract with runtime/: the runtime launches from it and never
+-- re-derives what the generator decided.  Same config -> byte-identical source and manifest.
+
+local config = require("gen.config")
+local schema = require("gen.schema")
+local template = require("gen.template")
+local common = require("gen.common")
+local json = require("gen.json")
+
+local M = {}
+
+M.VERSION = "0.1.0"
+M.ARCH = "sm_90a"
+M.FAMILIES = { "cluster_reduce", "row_reduce", "row_softmax" }
+
+local function family_module(name)
+  for _, f in ipairs(M.FAMILIES) do
+    if f == name then return require("gen.families." .. name) end
+  end
+  return nil
+end
+M.family_module = family_module
+
+-- The kernel name encodes every parameter, in schema order: weft_<family>_<tag><value>_...
+function M.kernel_name(fam, cfg)
+  local parts = { "weft", fam.name }
+  for _, f in ipairs(fam.fields) do
+    local v = cfg[f.name]
+    local tok
+    if type(v) == "table" then tok = v.tag
+    elseif type(v) == "boolean" then tok = v and "1" or "0"
+    else tok = tostring(v) end
+    parts[#parts + 1] = f.tag .. tok
+  end
+  return table.concat(parts, "_")
+end
+
+-- Flatten the validated config to sorted "key" = "value" strings for the C side.
+local function flatten(cfg, fam)
+  local out = { { key = "family", value = fam.name } }
+  for _, f in ipairs(fam.fields) do
+    local v = cfg[f.name]
+    if type(v) == "table" then   -- an operator
+      out[#out + 1] = { key = f.name, value = v.name }
+      out[#out + 1] = { key = f.name .. ".combine", value = v.combine }
+      out[#out + 1] = { key = f.name .. ".identity", value = v.identity }
+    else
+      out[#out + 1] = { key = f.name, value = tostring(v) }
+    end
+  end
+  table.sort(out, function(a, b) return a.key < b.key end)
+  return out
+end
+
+local function nvrtc_options()
+  return { "--gpu-architecture=" .. M.ARCH, "--std=c++17", "--generate-line-info",
+           "--extra-device-vectorization", "--ptxas-options=--verbose" }
+end
+
+-- generate(text, file, overrides, read) -> manifest | nil, message
+--   read(path) -> text | nil, message: the host's access to templates/ (embedded or on disk)
+function M.generate(text, file, overrides, read)
+  local cfg, err = config.load(text, file)
+  if not cfg then return nil, err end
+  cfg, err = config.apply(cfg, overrides, file)
+  if not cfg then return nil, err end
+
+  local fam = type(cfg.family) == "string" and family_module(cfg.family)
+  if not fam then
+    return nil, string.format("%s: family = %s: must be one of %s", file, schema.show(cfg.family),
+      schema.list(M.FAMILIES))
+  end
+  local ncfg
+  ncfg, err = schema.validate(cfg, fam.fields, file)
+  if not ncfg then return nil, err end
+  local errs = schema.errors(file)
+  fam.check(ncfg, errs)
+  if not errs.ok() then return nil, errs.text() end
+
+  local d = fam.derive(ncfg)
+  local smem_total = d.smem + (d.static_smem or 0)
+  if smem_total > common.SMEM_LIMIT then
+    return nil, string.format("%s: shared memory = %d bytes: at most %d (227 KB) per block on sm_90; %s",
+      file, smem_total, common.SMEM_LIMIT, d.smem_hint or "use smaller tiles or fewer stages")
+  end
+
+  local name = M.kernel_name(fam, ncfg)
+  local values = { name = name }
+  for k, v in pairs(d.values) do values[k] = v end
+  local source
+  source, err = template.render(fam.template, values, read)
+  if not source then return nil, err end
+
+  local m = {
+    weft_version = M.VERSION,
+    family = fam.name,
+    name = name,
+    entry = name,
+    arch = M.ARCH,
+    options = nvrtc_options(),
+    block = d.block,
+    cluster = d.cluster,
+    smem = d.smem,
+    nonportable_cluster = ncfg.nonportable == true,
+    args = d.args,
+    grid = d.grid,
+    limits = d.limits,
+    params = flatten(ncfg, fam),
+    config_file = file,
+  }
+  m.json = json.encode(m)   -- everything but the source, which goes next to it as <name>.cu
+  m.source = source
+  return m
+end
+
+return M

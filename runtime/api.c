@@ -1,0 +1,351 @@
+/* api.c: the public C API (weft.h): contexts, compile through the cache, launch. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge.h"
+#include "cache.h"
+#include "driver.h"
+#include "hash.h"
+#include "hostref.h"
+#include "manifest.h"
+#include "jit.h"
+#include "util.h"
+#include "weft.h"
+
+#define ERRLEN 16384
+
+struct weft_ctx {
+  bridge *gen;
+  cache *cache;            /* opened at the first compile: `weft gen` needs no cache folder */
+  char *cache_root;
+  int device;
+  const drv_table *drv;    /* set at the first launch */
+  CUdevice cudev;
+  CUcontext cuctx;
+  char err[ERRLEN];
+};
+
+struct weft_kernel {
+  weft_ctx *ctx;
+  weft_manifest *m;
+  cache_entry bin;
+  int hit;
+  double compile_ms;
+  CUlibrary lib;
+  CUfunction fn;
+  int grid_arg[3];         /* index of the size argument behind each grid dimension, or -1 */
+  char err[ERRLEN];
+};
+
+const char *weft_status_name(weft_status s) {
+  static const char *names[] = {"ok", "config error", "compile error", "cache error", "no driver",
+                                "no device", "CUDA error", "launch error", "I/O error",
+                                "out of memory", "invalid use", "internal error"};
+  return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown status";
+}
+
+static weft_status fail(char *buf, weft_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static weft_status fail(char *buf, weft_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, ERRLEN, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+weft_status weft_ctx_create(weft_ctx **out, const weft_ctx_options *opts) {
+  if (!out) return WEFT_ERR_INVALID;
+  *out = NULL;
+  weft_ctx *c = calloc(1, sizeof *c);
+  if (!c) return WEFT_ERR_NOMEM;
+  const char *src = opts && opts->source_dir ? opts->source_dir : getenv("WEFT_SOURCE_DIR");
+  char err[1024];
+  if (bridge_open(&c->gen, src, 0, err, sizeof err) != 0) { free(c); return WEFT_ERR_INTERNAL; }
+  c->device = opts ? opts->device : 0;
+  c->cache_root = util_strdup(opts ? opts->cache_dir : NULL);
+  *out = c;
+  return WEFT_OK;
+}
+
+void weft_ctx_destroy(weft_ctx *c) {
+  if (!c) return;
+  bridge_close(c->gen);
+  cache_close(c->cache);
+  free(c->cache_root);
+  if (c->cuctx && c->drv) c->drv->cuDevicePrimaryCtxRelease(c->cudev);
+  free(c);
+}
+
+const char *weft_ctx_error(const weft_ctx *c) { return c ? c->err : "no context"; }
+
+/* ---- generate --------------------------------------------------------------------------- */
+
+weft_status weft_generate_string(weft_ctx *c, const char *chunkname, const char *text,
+                                 const char *const *ov, int n_ov, weft_manifest **out) {
+  if (!c || !text || !out) return WEFT_ERR_INVALID;
+  return bridge_generate(c->gen, chunkname ? chunkname : "(config string)", text, ov, n_ov, out,
+                         c->err, sizeof c->err);
+}
+
+weft_status weft_generate_file(weft_ctx *c, const char *path, const char *const *ov, int n_ov,
+                               weft_manifest **out) {
+  if (!c || !path || !out) return WEFT_ERR_INVALID;
+  char *text;
+  if (util_read_file(path, &text, NULL, c->err, sizeof c->err) != 0) return WEFT_ERR_IO;
+  weft_status st = weft_generate_string(c, path, text, ov, n_ov, out);
+  free(text);
+  return st;
+}
+
+/* ---- compile ---------------------------------------------------------------------------- */
+
+typedef struct build_job { const weft_manifest *m; } build_job;
+
+static int build_cb(void *ud, cache_entry *out, char *err, size_t errlen) {
+  const build_job *j = ud;
+  return jit_compile(j->m->name, j->m->source, j->m->options, j->m->n_options, out, err, errlen);
+}
+
+static void cache_key(const weft_manifest *m, const char *nvrtc, unsigned char key[32]) {
+  hash_ctx *h = hash_begin();
+  hash_add_str(h, "weft-cache-v1");
+  hash_add_str(h, nvrtc);
+  hash_add_str(h, "sm_90a");
+  hash_add_str(h, m->source);
+  for (int i = 0; i < m->n_options; i++) hash_add_str(h, m->options[i]);
+  hash_end(h, key);
+}
+
+weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **out) {
+  if (!c || !m || !out) return WEFT_ERR_INVALID;
+  *out = NULL;
+  char nv[32];
+  jit_nvrtc_version(nv, sizeof nv);
+  if (!c->cache) {
+    char sub[64];
+    snprintf(sub, sizeof sub, "v1-nvrtc%s-sm_90a", nv);
+    if (cache_open(&c->cache, c->cache_root, sub, c->err, sizeof c->err) != 0) {
+      weft_manifest_free(m);
+      return WEFT_ERR_CACHE;
+    }
+  }
+  weft_kernel *k = calloc(1, sizeof *k);
+  if (!k) { weft_manifest_free(m); return fail(c->err, WEFT_ERR_NOMEM, "out of memory"); }
+  k->ctx = c;
+  k->m = m;
+  for (int i = 0; i < 3; i++) k->grid_arg[i] = m->grid[i].arg ? manifest_arg_index(m, m->grid[i].arg) : -1;
+  unsigned char key[32];
+  cache_key(m, nv, key);
+  build_job job = {m};
+  cache_result res;
+  double t0 = hr_now_ms();
+  if (cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err) != 0) {
+    weft_kernel_destroy(k);
+    return strstr(c->err, "WEFT_NO_COMPILE") ? WEFT_ERR_CACHE : WEFT_ERR_COMPILE;
+  }
+  k->compile_ms = hr_now_ms() - t0;
+  k->hit = res == CACHE_HIT;
+  *out = k;
+  return WEFT_OK;
+}
+
+weft_status weft_compile_string(weft_ctx *c, const char *chunkname, const char *text,
+                                const char *const *ov, int n_ov, weft_kernel **out) {
+  weft_manifest *m;
+  weft_status st = weft_generate_string(c, chunkname, text, ov, n_ov, &m);
+  return st ? st : weft_compile_manifest(c, m, out);
+}
+
+weft_status weft_compile_file(weft_ctx *c, const char *path, const char *const *ov, int n_ov,
+                              weft_kernel **out) {
+  weft_manifest *m;
+  weft_status st = weft_generate_file(c, path, ov, n_ov, &m);
+  return st ? st : weft_compile_manifest(c, m, out);
+}
+
+const weft_manifest *weft_kernel_manifest(const weft_kernel *k) { return k ? k->m : NULL; }
+const char *weft_kernel_ptx(const weft_kernel *k, size_t *size) {
+  if (size) *size = k ? k->bin.ptx_size : 0;
+  return k ? k->bin.ptx : NULL;
+}
+const void *weft_kernel_cubin(const weft_kernel *k, size_t *size) {
+  if (size) *size = k ? k->bin.cubin_size : 0;
+  return k ? k->bin.cubin : NULL;
+}
+const char *weft_kernel_log(const weft_kernel *k) { return k && k->bin.log ? k->bin.log : ""; }
+int weft_kernel_cache_hit(const weft_kernel *k) { return k ? k->hit : 0; }
+double weft_kernel_compile_ms(const weft_kernel *k) { return k ? k->compile_ms : 0; }
+const char *weft_kernel_error(const weft_kernel *k) { return k ? k->err : "no kernel"; }
+
+void weft_kernel_destroy(weft_kernel *k) {
+  if (!k) return;
+  if (k->lib && k->ctx->drv) k->ctx->drv->cuLibraryUnload(k->lib);
+  cache_entry_free(&k->bin);
+  weft_manifest_free(k->m);
+  free(k);
+}
+
+/* ---- the device ------------------------------------------------------------------------- */
+
+#define CU(call, what)                                                                    \
+  do {                                                                                    \
+    CUresult r_ = (call);                                                                 \
+    if (r_ != CUDA_SUCCESS) {                                                             \
+      char d_[512];                                                                       \
+      drv_describe(d, r_, what, d_, sizeof d_);                                           \
+      return fail(err, WEFT_ERR_CUDA, "%s", d_);                                          \
+    }                                                                                     \
+  } while (0)
+
+static weft_status ctx_device(weft_ctx *c, char *err) {
+  if (c->cuctx) {
+    CUcontext cur = NULL;
+    c->drv->cuCtxGetCurrent(&cur);
+    if (cur != c->cuctx) c->drv->cuCtxSetCurrent(c->cuctx);
+    return WEFT_OK;
+  }
+  char e[1024];
+  const drv_table *d = drv_get(e, sizeof e);
+  if (!d) return fail(err, WEFT_ERR_NO_DRIVER, "cannot launch: %s", e);
+  int n = 0;
+  CU(d->cuDeviceGetCount(&n), "cuDeviceGetCount");
+  if (c->device < 0 || c->device >= n)
+    return fail(err, WEFT_ERR_NO_DEVICE, "cannot launch: device %d requested, but %d GPU%s visible",
+                c->device, n, n == 1 ? " is" : "s are");
+  CU(d->cuDeviceGet(&c->cudev, c->device), "cuDeviceGet");
+  int major = 0, minor = 0;
+  CU(d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->cudev), "cuDeviceGetAttribute");
+  CU(d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->cudev), "cuDeviceGetAttribute");
+  if (major != 9 || minor != 0) {
+    char name[256] = "";
+    d->cuDeviceGetName(name, sizeof name, c->cudev);
+    return fail(err, WEFT_ERR_NO_DEVICE,
+                "cannot launch: device %d (%s) is sm_%d%d; weft's kernels are built for sm_90a (H100/H200)",
+                c->device, name, major, minor);
+  }
+  CU(d->cuDevicePrimaryCtxRetain(&c->cuctx, c->cudev), "cuDevicePrimaryCtxRetain");
+  c->drv = d;
+  CU(d->cuCtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
+  return WEFT_OK;
+}
+
+weft_status weft_ctx_cuda(weft_ctx *c, void **cucontext) {
+  if (!c || !cucontext) return WEFT_ERR_INVALID;
+  weft_status st = ctx_device(c, c->err);
+  *cucontext = st ? NULL : (void *)c->cuctx;
+  return st;
+}
+
+static weft_status kernel_load(weft_kernel *k) {
+  char *err = k->err;
+  weft_status st = ctx_device(k->ctx, err);
+  if (st) return st;
+  if (k->fn) return WEFT_OK;
+  const drv_table *d = k->ctx->drv;
+  CU(d->cuLibraryLoadData(&k->lib, k->bin.cubin, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CUkernel kern;
+  CU(d->cuLibraryGetKernel(&kern, k->lib, k->m->entry), "cuLibraryGetKernel");
+  CU(d->cuKernelGetFunction(&k->fn, kern), "cuKernelGetFunction");
+  if (k->m->smem > 48 * 1024)
+    CU(d->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->m->smem),
+       "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  if (k->m->nonportable_cluster)
+    CU(d->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+       "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
+  return WEFT_OK;
+}
+
+weft_status weft_kernel_resources(weft_kernel *k, weft_resources *out) {
+  if (!k || !out) return WEFT_ERR_INVALID;
+  weft_status st = kernel_load(k);
+  if (st) return st;
+  const drv_table *d = k->ctx->drv;
+  char *err = k->err;
+  CU(d->cuFuncGetAttribute(&out->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, k->fn), "cuFuncGetAttribute");
+  CU(d->cuFuncGetAttribute(&out->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k->fn), "cuFuncGetAttribute");
+  CU(d->cuFuncGetAttribute(&out->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn), "cuFuncGetAttribute");
+  CU(d->cuFuncGetAttribute(&out->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn), "cuFuncGetAttribute");
+  return WEFT_OK;
+}
+
+static long arg_int(const weft_arg *a, void *p) {
+  if (strcmp(a->type, "i64") == 0) return (long)*(int64_t *)p;
+  return (long)*(int32_t *)p;
+}
+
+static size_t dtype_size(const char *dt) { return dt && strcmp(dt, "f32") == 0 ? 4 : 2; }
+
+/* Everything the kernel assumes about its arguments, checked before launch. */
+static weft_status check_args(weft_kernel *k, void **args) {
+  const weft_manifest *m = k->m;
+  for (int i = 0; i < m->n_args; i++)
+    if (!args[i]) return fail(k->err, WEFT_ERR_INVALID, "%s: argument %d (%s) is NULL", m->name, i, m->args[i].name);
+  for (int i = 0; i < m->n_limits; i++) {
+    int a = manifest_arg_index(m, m->limits[i].arg);
+    long v = arg_int(&m->args[a], args[a]);
+    if (v < m->limits[i].min || v > m->limits[i].max)
+      return fail(k->err, WEFT_ERR_LAUNCH, "%s: %s = %ld: this kernel takes %s in %ld..%ld%s", m->name,
+                  m->limits[i].arg, v, m->limits[i].arg, m->limits[i].min, m->limits[i].max,
+                  m->limits[i].max < 2147483647L / 2 ? " (set by its config: raise it there, or use another mode)" : "");
+  }
+  for (int i = 0; i < m->n_args; i++) {
+    const weft_arg *a = &m->args[i];
+    if (strcmp(a->type, "ptr") != 0) continue;
+    CUdeviceptr p = *(CUdeviceptr *)args[i];
+    if (!p) return fail(k->err, WEFT_ERR_LAUNCH, "%s: pointer argument %s is 0", m->name, a->name);
+    if (p % dtype_size(a->dtype))
+      return fail(k->err, WEFT_ERR_LAUNCH, "%s: %s = 0x%llx is not aligned to its element size (%zu bytes)",
+                  m->name, a->name, (unsigned long long)p, dtype_size(a->dtype));
+    if (a->congruent) {
+      int j = manifest_arg_index(m, a->congruent);
+      CUdeviceptr q = *(CUdeviceptr *)args[j];
+      if ((p - q) % 16)
+        return fail(k->err, WEFT_ERR_LAUNCH,
+                    "%s: %s and %s must have the same address modulo 16 (0x%llx vs 0x%llx), so their rows "
+                    "split the same way into 16-byte vectors", m->name, a->name, a->congruent,
+                    (unsigned long long)p, (unsigned long long)q);
+    }
+  }
+  return WEFT_OK;
+}
+
+weft_status weft_launch(weft_kernel *k, void **args, void *stream) {
+  if (!k || !args) return WEFT_ERR_INVALID;
+  weft_status st = check_args(k, args);
+  if (st) return st;
+  st = kernel_load(k);
+  if (st) return st;
+  const weft_manifest *m = k->m;
+  unsigned grid[3];
+  for (int i = 0; i < 3; i++) {
+    long g = m->grid[i].times;
+    if (k->grid_arg[i] >= 0) {
+      long v = arg_int(&m->args[k->grid_arg[i]], args[k->grid_arg[i]]);
+      g *= (v + m->grid[i].per - 1) / m->grid[i].per;
+    }
+    if (g < 1 || g > (i == 0 ? 2147483647L : 65535L))
+      return fail(k->err, WEFT_ERR_LAUNCH, "%s: grid dimension %d = %ld is out of range", m->name, i, g);
+    grid[i] = (unsigned)g;
+  }
+  CUlaunchAttribute attr[1];
+  CUlaunchConfig cfg = {0};
+  cfg.gridDimX = grid[0]; cfg.gridDimY = grid[1]; cfg.gridDimZ = grid[2];
+  cfg.blockDimX = m->block[0]; cfg.blockDimY = m->block[1]; cfg.blockDimZ = m->block[2];
+  cfg.sharedMemBytes = m->smem;
+  cfg.hStream = (CUstream)stream;
+  if (m->cluster[0] * m->cluster[1] * m->cluster[2] > 1) {
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr[0].value.clusterDim.x = m->cluster[0];
+    attr[0].value.clusterDim.y = m->cluster[1];
+    attr[0].value.clusterDim.z = m->cluster[2];
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  const drv_table *d = k->ctx->drv;
+  char *err = k->err;
+  CU(d->cuLaunchKernelEx(&cfg, k->fn, args, NULL), "cuLaunchKernelEx");
+  return WEFT_OK;
+}

@@ -1,0 +1,310 @@
+/* bridge.c: the Lua state behind the generator (see bridge.h). */
+#include "bridge.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+#include "util.h"
+
+struct weft_embedded { const char *path; const char *data; size_t size; };
+extern const struct weft_embedded weft_embedded_files[];
+
+struct bridge {
+  lua_State *L;
+  char *source_dir;
+};
+
+/* ---- the generator's files: embedded, or a source tree ---------------------------------- */
+
+/* Pushes the file's text, or returns 0 with nothing pushed. */
+static int push_file(lua_State *L, bridge *b, const char *path) {
+  if (b->source_dir) {
+    char full[4096], e[512];
+    snprintf(full, sizeof full, "%s/%s", b->source_dir, path);
+    char *text; size_t n;
+    if (util_read_file(full, &text, &n, e, sizeof e) != 0) return 0;
+    lua_pushlstring(L, text, n);
+    free(text);
+    return 1;
+  }
+  for (const struct weft_embedded *f = weft_embedded_files; f->path; f++)
+    if (strcmp(f->path, path) == 0) { lua_pushlstring(L, f->data, f->size); return 1; }
+  return 0;
+}
+
+int bridge_read(bridge *b, const char *path, const char **data, size_t *size) {
+  lua_State *L = b->L;
+  if (!push_file(L, b, path)) return -1;
+  /* keep it alive in the registry under its path */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, path);
+  *data = lua_tolstring(L, -1, size);
+  lua_pop(L, 1);
+  return 0;
+}
+
+static int l_read(lua_State *L) {
+  bridge *b = lua_touserdata(L, lua_upvalueindex(1));
+  const char *path = luaL_checkstring(L, 1);
+  if (push_file(L, b, path)) return 1;
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: not found in %s", path, b->source_dir ? b->source_dir : "the embedded generator files");
+  return 2;
+}
+
+/* package.searchers entry: "gen.a.b" -> gen/a/b.lua */
+static int l_searcher(lua_State *L) {
+  bridge *b = lua_touserdata(L, lua_upvalueindex(1));
+  const char *name = luaL_checkstring(L, 1);
+  if (strncmp(name, "gen.", 4) != 0) {
+    lua_pushfstring(L, "\n\tweft loads only gen.* modules, not '%s'", name);
+    return 1;
+  }
+  luaL_Buffer buf;
+  luaL_buffinit(L, &buf);
+  for (const char *p = name; *p; p++) luaL_addchar(&buf, *p == '.' ? '/' : *p);
+  luaL_addstring(&buf, ".lua");
+  luaL_pushresult(&buf);
+  const char *path = lua_tostring(L, -1);
+  if (!push_file(L, b, path)) {
+    lua_pushfstring(L, "\n\tno file '%s'", path);
+    return 1;
+  }
+  size_t n;
+  const char *text = lua_tolstring(L, -1, &n);
+  char chunk[512];
+  snprintf(chunk, sizeof chunk, "@%s", path);
+  if (luaL_loadbufferx(L, text, n, chunk, "t") != LUA_OK) return lua_error(L);
+  lua_pushstring(L, path);
+  return 2;
+}
+
+static int l_traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  luaL_traceback(L, L, msg ? msg : "(error object is not a string)", 1);
+  return 1;
+}
+
+int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, size_t errlen) {
+  bridge *b = calloc(1, sizeof *b);
+  if (!b) { snprintf(err, errlen, "out of memory"); return -1; }
+  if (source_dir && *source_dir) b->source_dir = util_strdup(source_dir);
+  lua_State *L = b->L = luaL_newstate();
+  if (!L) { free(b->source_dir); free(b); snprintf(err, errlen, "cannot create a Lua state"); return -1; }
+  static const luaL_Reg libs[] = {
+    {LUA_GNAME, luaopen_base}, {LUA_LOADLIBNAME, luaopen_package}, {LUA_COLIBNAME, luaopen_coroutine},
+    {LUA_TABLIBNAME, luaopen_table}, {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
+    {LUA_UTF8LIBNAME, luaopen_utf8}, {LUA_DBLIBNAME, luaopen_debug}, {NULL, NULL}};
+  for (const luaL_Reg *l = libs; l->func; l++) { luaL_requiref(L, l->name, l->func, 1); lua_pop(L, 1); }
+  if (with_io) {
+    luaL_requiref(L, LUA_IOLIBNAME, luaopen_io, 1); lua_pop(L, 1);
+    luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 1); lua_pop(L, 1);
+  } else {
+    /* the generator itself touches no files: all I/O is the C side's */
+    lua_pushnil(L); lua_setglobal(L, "dofile");
+    lua_pushnil(L); lua_setglobal(L, "loadfile");
+  }
+  /* package.searchers = { preload, weft's } ; package.path/cpath unused */
+  lua_getglobal(L, "package");
+  lua_newtable(L);
+  lua_getfield(L, -2, "searchers");
+  lua_rawgeti(L, -1, 1);          /* the preload searcher */
+  lua_rawseti(L, -3, 1);
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, b);
+  lua_pushcclosure(L, l_searcher, 1);
+  lua_rawseti(L, -2, 2);
+  lua_setfield(L, -2, "searchers");
+  lua_pop(L, 1);
+  /* weft_read(path): the generator's access to templates/ */
+  lua_pushlightuserdata(L, b);
+  lua_pushcclosure(L, l_read, 1);
+  lua_setglobal(L, "weft_read");
+  *out = b;
+  return 0;
+}
+
+void bridge_close(bridge *b) {
+  if (!b) return;
+  lua_close(b->L);
+  free(b->source_dir);
+  free(b);
+}
+
+/* ---- manifest table -> weft_manifest ---------------------------------------------------- */
+
+static const char *field_str(lua_State *L, int t, const char *k, weft_manifest *m) {
+  lua_getfield(L, t, k);
+  const char *s = lua_type(L, -1) == LUA_TSTRING ? manifest_str(m, lua_tostring(L, -1)) : NULL;
+  lua_pop(L, 1);
+  return s;
+}
+
+static long field_int(lua_State *L, int t, const char *k, long dflt) {
+  lua_getfield(L, t, k);
+  long v = lua_isinteger(L, -1) ? (long)lua_tointeger(L, -1) : dflt;
+  lua_pop(L, 1);
+  return v;
+}
+
+static void field_dim3(lua_State *L, int t, const char *k, unsigned out[3]) {
+  lua_getfield(L, t, k);
+  for (int i = 0; i < 3; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    out[i] = lua_isinteger(L, -1) ? (unsigned)lua_tointeger(L, -1) : 1;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+static int to_manifest(lua_State *L, int t, weft_manifest *m) {
+  m->family = field_str(L, t, "family", m);
+  m->name = field_str(L, t, "name", m);
+  m->entry = field_str(L, t, "entry", m);
+  m->source = field_str(L, t, "source", m);
+  m->json = field_str(L, t, "json", m);
+  if (!m->family || !m->name || !m->entry || !m->source || !m->json) return -1;
+  field_dim3(L, t, "block", m->block);
+  field_dim3(L, t, "cluster", m->cluster);
+  m->smem = (unsigned)field_int(L, t, "smem", 0);
+  lua_getfield(L, t, "nonportable_cluster");
+  m->nonportable_cluster = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+
+  lua_getfield(L, t, "options");
+  m->n_options = (int)lua_rawlen(L, -1);
+  const char **opts = manifest_alloc(m, sizeof(char *) * (size_t)(m->n_options + 1));
+  for (int i = 0; opts && i < m->n_options; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    opts[i] = manifest_str(m, lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  m->options = opts;
+  lua_pop(L, 1);
+
+  lua_getfield(L, t, "args");
+  m->n_args = (int)lua_rawlen(L, -1);
+  weft_arg *args = manifest_alloc(m, sizeof(weft_arg) * (size_t)(m->n_args + 1));
+  for (int i = 0; args && i < m->n_args; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    int a = lua_gettop(L);
+    args[i].name = field_str(L, a, "name", m);
+    args[i].type = field_str(L, a, "type", m);
+    args[i].dtype = field_str(L, a, "dtype", m);
+    args[i].role = field_str(L, a, "role", m);
+    args[i].congruent = field_str(L, a, "congruent", m);
+    lua_pop(L, 1);
+  }
+  m->args = args;
+  lua_pop(L, 1);
+
+  lua_getfield(L, t, "grid");
+  for (int i = 0; i < 3; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    int g = lua_gettop(L);
+    m->grid[i].arg = field_str(L, g, "arg", m);
+    m->grid[i].per = field_int(L, g, "per", 1);
+    m->grid[i].times = field_int(L, g, "times", 1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+
+  lua_getfield(L, t, "limits");
+  m->n_limits = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  weft_limit *lim = manifest_alloc(m, sizeof(weft_limit) * (size_t)(m->n_limits + 1));
+  for (int i = 0; lim && i < m->n_limits; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    int g = lua_gettop(L);
+    lim[i].arg = field_str(L, g, "arg", m);
+    lim[i].min = field_int(L, g, "min", 0);
+    lim[i].max = field_int(L, g, "max", 0);
+    lua_pop(L, 1);
+  }
+  m->limits = lim;
+  lua_pop(L, 1);
+
+  lua_getfield(L, t, "params");
+  m->n_params = (int)lua_rawlen(L, -1);
+  weft_param *par = manifest_alloc(m, sizeof(weft_param) * (size_t)(m->n_params + 1));
+  for (int i = 0; par && i < m->n_params; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    int g = lua_gettop(L);
+    par[i].key = field_str(L, g, "key", m);
+    par[i].value = field_str(L, g, "value", m);
+    lua_pop(L, 1);
+  }
+  m->params = par;
+  lua_pop(L, 1);
+  if (!opts || !args || !lim || !par) return -1;
+  for (int i = 0; i < 3; i++)
+    if (m->grid[i].arg && manifest_arg_index(m, m->grid[i].arg) < 0) return -1;
+  manifest_seal(m);
+  return 0;
+}
+
+weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
+                            const char *const *overrides, int n_overrides, weft_manifest **out,
+                            char *err, size_t errlen) {
+  lua_State *L = b->L;
+  int top = lua_gettop(L);
+  weft_status st = WEFT_OK;
+  *out = NULL;
+  lua_pushcfunction(L, l_traceback);
+  int h = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "gen.weft");
+  if (lua_pcall(L, 1, 1, h) != LUA_OK) {
+    snprintf(err, errlen, "weft's generator failed to load (a bug in weft):\n%s", lua_tostring(L, -1));
+    st = WEFT_ERR_INTERNAL;
+    goto done;
+  }
+  lua_getfield(L, -1, "generate");
+  lua_pushstring(L, text);
+  lua_pushstring(L, chunkname);
+  lua_createtable(L, n_overrides, 0);
+  for (int i = 0; i < n_overrides; i++) { lua_pushstring(L, overrides[i]); lua_rawseti(L, -2, i + 1); }
+  lua_getglobal(L, "weft_read");
+  if (lua_pcall(L, 4, 2, h) != LUA_OK) {
+    snprintf(err, errlen, "weft's generator failed (a bug in weft, please report it):\n%s", lua_tostring(L, -1));
+    st = WEFT_ERR_INTERNAL;
+    goto done;
+  }
+  if (lua_isnil(L, -2)) {
+    snprintf(err, errlen, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "invalid config");
+    st = WEFT_ERR_CONFIG;
+    goto done;
+  }
+  weft_manifest *m = manifest_new();
+  if (!m) { snprintf(err, errlen, "out of memory"); st = WEFT_ERR_NOMEM; goto done; }
+  if (to_manifest(L, lua_gettop(L) - 1, m) != 0) {
+    weft_manifest_free(m);
+    snprintf(err, errlen, "weft's generator returned an incomplete manifest for %s (a bug in weft)", chunkname);
+    st = WEFT_ERR_INTERNAL;
+    goto done;
+  }
+  *out = m;
+done:
+  lua_settop(L, top);
+  return st;
+}
+
+int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen) {
+  lua_State *L = b->L;
+  lua_pushcfunction(L, l_traceback);
+  int h = lua_gettop(L);
+  lua_createtable(L, argc, 0);
+  for (int i = 0; i < argc; i++) { lua_pushstring(L, argv[i]); lua_rawseti(L, -2, i + 1); }
+  lua_setglobal(L, "arg");
+  if (luaL_loadfilex(L, path, "t") != LUA_OK || lua_pcall(L, 0, 0, h) != LUA_OK) {
+    snprintf(err, errlen, "%s", lua_tostring(L, -1));
+    lua_settop(L, h - 1);
+    return 1;
+  }
+  lua_settop(L, h - 1);
+  return 0;
+}

@@ -1,0 +1,25 @@
+/* bridge.h: the embedded Lua generator.  Every call into Lua goes through lua_pcall, so a Lua
+ * error never longjmps across the C API; it comes back as a status and a message. */
+#ifndef WEFT_BRIDGE_H
+#define WEFT_BRIDGE_H
+#include "weft.h"
+
+typedef struct bridge bridge;
+
+/* source_dir: read gen/ and templates/ from this tree (development), or NULL for the copies
+ * embedded at build time.  with_io: also open io and os (the Lua test runner only). */
+int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, size_t errlen);
+void bridge_close(bridge *b);
+
+/* Render a config. WEFT_ERR_CONFIG for bad configs, WEFT_ERR_INTERNAL for generator bugs. */
+weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
+                            const char *const *overrides, int n_overrides, weft_manifest **out,
+                            char *err, size_t errlen);
+
+/* Run a Lua script with arg = {argv...} (tests). Returns its exit status: 0 ok, 1 error. */
+int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen);
+
+/* Read a file of the generator's tree (embedded or source_dir): "templates/weft/types.cuh". */
+int bridge_read(bridge *b, const char *path, const char **data, size_t *size);
+
+#endif

@@ -1,0 +1,128 @@
+/* cmd_gen.c: `weft gen` and `weft build`.  Files are written only after everything succeeded
+ * (generation, and for build the compile), each atomically: a bad config writes nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util.h"
+
+int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  const char *v = NULL;
+  if (!strcmp(a, "--set") || !strcmp(a, "-s")) {
+    if (*i + 1 >= argc) { fprintf(stderr, "weft: %s needs key=value\n", a); return -1; }
+    v = argv[++*i];
+  } else if (!strncmp(a, "--set=", 6)) {
+    v = a + 6;
+  }
+  if (v) {
+    if (c->n_sets == CLI_MAX_SETS) { fprintf(stderr, "weft: too many --set (max %d)\n", CLI_MAX_SETS); return -1; }
+    c->sets[c->n_sets++] = v;
+    return 1;
+  }
+  if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
+    if (*i + 1 >= argc) { fprintf(stderr, "weft: %s needs a folder\n", a); return -1; }
+    c->out_dir = argv[++*i];
+    return 1;
+  }
+  if (a[0] != '-') {
+    if (c->config) { fprintf(stderr, "weft: two configs given ('%s' and '%s'); one per command\n", c->config, a); return -1; }
+    c->config = a;
+    return 1;
+  }
+  return 0;
+}
+
+int cli_status_exit(weft_status st) {
+  switch (st) {
+    case WEFT_OK: return CLI_OK;
+    case WEFT_ERR_CONFIG: case WEFT_ERR_INVALID: case WEFT_ERR_IO: return CLI_USAGE;
+    case WEFT_ERR_NO_DRIVER: case WEFT_ERR_NO_DEVICE: return CLI_NO_GPU;
+    default: return CLI_FAIL;
+  }
+}
+
+void cmd_gen_help(int build) {
+  printf("usage: weft %s CONFIG.lua [--set key=value ...] -o DIR\n\n", build ? "build" : "gen");
+  if (build)
+    printf("Generates and compiles the kernel for sm_90a (NVRTC, through the cache), then writes\n"
+           "DIR/<name>.cu, .json, .ptx and .cubin and prints the kernel's registers, shared memory\n"
+           "and local memory (spills).  Needs no GPU.\n");
+  else
+    printf("Writes DIR/<name>.cu (self-contained CUDA C, #line directives into templates/) and\n"
+           "DIR/<name>.json (the manifest: name, entry, block, cluster, smem, args, grid, limits).\n");
+}
+
+static int write_file(const char *dir, const char *name, const char *ext, const void *data, size_t n) {
+  char path[4096], err[1024];
+  snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
+  if (util_write_atomic(path, data, n, err, sizeof err) != 0) { fprintf(stderr, "weft: %s\n", err); return -1; }
+  printf("  wrote %s\n", path);
+  return 0;
+}
+
+/* ptxas's resource report, from the NVRTC log */
+static void print_resources(const char *log) {
+  int regs = -1, stack = -1, spill_st = -1, spill_ld = -1, smem = 0;
+  const char *p;
+  if ((p = strstr(log, "Used "))) sscanf(p, "Used %d registers", &regs);
+  if ((p = strstr(log, "bytes stack frame"))) {
+    while (p > log && p[-1] != '\n' && p[-1] != '.') p--;
+    sscanf(p, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &spill_st, &spill_ld);
+  }
+  if ((p = strstr(log, "registers, used")) && (p = strstr(p, "barriers, "))) sscanf(p, "barriers, %d bytes smem", &smem);
+  printf("  registers %d, static shared memory %d bytes, stack frame %d bytes, spill stores %d bytes, "
+         "spill loads %d bytes\n", regs, smem, stack, spill_st, spill_ld);
+  if (spill_st > 0 || spill_ld > 0) printf("  warning: the kernel spills registers to local memory\n");
+}
+
+int cmd_gen(int argc, char **argv, int build) {
+  cli_common c = {0};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_gen_help(build); return CLI_OK; }
+    int r = cli_common_arg(&c, argc, argv, &i);
+    if (r < 0) return CLI_USAGE;
+    if (r == 0) { fprintf(stderr, "weft %s: unknown option '%s' (weft help %s)\n", build ? "build" : "gen", argv[i], build ? "build" : "gen"); return CLI_USAGE; }
+  }
+  if (!c.config || !c.out_dir) {
+    fprintf(stderr, "weft %s: needs CONFIG.lua and -o DIR (weft help %s)\n", build ? "build" : "gen", build ? "build" : "gen");
+    return CLI_USAGE;
+  }
+  weft_ctx *ctx;
+  if (weft_ctx_create(&ctx, NULL)) { fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
+  weft_manifest *m = NULL;
+  weft_kernel *k = NULL;
+  int rc = CLI_FAIL;
+  weft_status st = weft_generate_file(ctx, c.config, c.sets, c.n_sets, &m);
+  if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  const weft_manifest *mm = m;
+  if (build) {
+    st = weft_compile_manifest(ctx, m, &k);
+    m = NULL;   /* owned by the kernel now, or freed */
+    if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+    mm = weft_kernel_manifest(k);
+  }
+  char err[1024];
+  if (util_mkdirs(c.out_dir, 0755, err, sizeof err) != 0) { fprintf(stderr, "weft: %s\n", err); rc = CLI_USAGE; goto out; }
+  printf("%s\n", mm->name);
+  if (write_file(c.out_dir, mm->name, ".cu", mm->source, strlen(mm->source)) ||
+      write_file(c.out_dir, mm->name, ".json", mm->json, strlen(mm->json)))
+    goto out;
+  if (build) {
+    size_t np, nc;
+    const char *ptx = weft_kernel_ptx(k, &np);
+    const void *cubin = weft_kernel_cubin(k, &nc);
+    if (write_file(c.out_dir, mm->name, ".ptx", ptx, np ? np - 1 : 0) ||
+        write_file(c.out_dir, mm->name, ".cubin", cubin, nc))
+      goto out;
+    printf("  compiled in %.1f ms (%s)\n", weft_kernel_compile_ms(k), weft_kernel_cache_hit(k) ? "cache hit" : "NVRTC");
+    print_resources(weft_kernel_log(k));
+  }
+  rc = CLI_OK;
+out:
+  weft_manifest_free(m);
+  weft_kernel_destroy(k);
+  weft_ctx_destroy(ctx);
+  return rc;
+}

@@ -1,0 +1,43 @@
+/* main.c: `weft`, the command line: gen, build, run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+    "weft %s: generates fused CUDA kernels from Lua configs, compiles them with NVRTC, runs them.\n"
+    "\n"
+    "usage: weft <command> CONFIG.lua [--set key=value ...] [options]\n"
+    "\n"
+    "commands:\n"
+    "  gen    write <name>.cu and <name>.json (the manifest) to -o DIR\n"
+    "  build  also compile: <name>.ptx and <name>.cubin, and print registers, shared and local memory\n"
+    "  run    compile (JIT, cached), run on random data, check against a CPU reference, time it\n"
+    "  help   weft help <command>\n"
+    "\n"
+    "--set key=value overrides a config key (nested keys with dots: --set tile.m=128); values are\n"
+    "numbers, true/false, or strings.  Environment: WEFT_CACHE_DIR (kernel cache), WEFT_NO_COMPILE=1\n"
+    "(cache misses are errors), WEFT_SOURCE_DIR (use gen/ and templates/ from a source tree).\n",
+    weft_version());
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { usage(stderr); return CLI_USAGE; }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return CLI_OK; }
+  if (!strcmp(cmd, "--version")) { printf("weft %s\n", weft_version()); return CLI_OK; }
+  if (!strcmp(cmd, "help")) {
+    if (argc < 3) { usage(stdout); return CLI_OK; }
+    if (!strcmp(argv[2], "gen")) { cmd_gen_help(0); return CLI_OK; }
+    if (!strcmp(argv[2], "build")) { cmd_gen_help(1); return CLI_OK; }
+    if (!strcmp(argv[2], "run")) { cmd_run_help(); return CLI_OK; }
+    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run)\n", argv[2]);
+    return CLI_USAGE;
+  }
+  if (!strcmp(cmd, "gen")) return cmd_gen(argc - 1, argv + 1, 0);
+  if (!strcmp(cmd, "build")) return cmd_gen(argc - 1, argv + 1, 1);
+  if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run; weft --help)\n", cmd);
+  return CLI_USAGE;
+}

@@ -1,0 +1,110 @@
+/* util.c: files, strings, environment. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (n + 65536 + 1 > cap) {
+      cap = cap ? cap * 2 : 65536 * 2;
+      char *nb = realloc(buf, cap);
+      if (!nb) { free(buf); fclose(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
+      buf = nb;
+    }
+    size_t got = fread(buf + n, 1, cap - n - 1, f);
+    n += got;
+    if (got == 0) break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) { free(buf); snprintf(err, errlen, "%s: read error", path); return -1; }
+  buf[n] = 0;
+  *out = buf;
+  if (size) *size = n;
+  return 0;
+}
+
+int util_write_atomic(const char *path, const void *data, size_t size, char *err, size_t errlen) {
+  size_t plen = strlen(path) + 32;
+  char *tmp = malloc(plen);
+  if (!tmp) { snprintf(err, errlen, "out of memory"); return -1; }
+  snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) { snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno)); free(tmp); return -1; }
+  const char *p = data;
+  size_t left = size;
+  while (left) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+      close(fd); unlink(tmp); free(tmp); return -1;
+    }
+    p += w; left -= (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    snprintf(err, errlen, "%s: cannot flush: %s", tmp, strerror(errno));
+    unlink(tmp); free(tmp); return -1;
+  }
+  if (rename(tmp, path) != 0) {
+    snprintf(err, errlen, "%s: cannot rename into place: %s", path, strerror(errno));
+    unlink(tmp); free(tmp); return -1;
+  }
+  free(tmp);
+  return 0;
+}
+
+int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
+  char *p = util_strdup(path);
+  if (!p) { snprintf(err, errlen, "out of memory"); return -1; }
+  for (char *s = p + 1;; s++) {
+    if (*s == '/' || *s == 0) {
+      char c = *s;
+      *s = 0;
+      if (mkdir(p, mode) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: cannot create folder: %s", p, strerror(errno));
+        free(p); return -1;
+      }
+      *s = c;
+      if (!c) break;
+    }
+  }
+  free(p);
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "%s: not a folder", path);
+    return -1;
+  }
+  return 0;
+}
+
+char *util_strdup(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+char *util_fmt(char *buf, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, len, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+int util_env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}

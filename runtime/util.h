@@ -1,0 +1,19 @@
+/* util.h: small helpers shared by runtime modules (files, strings, errors). */
+#ifndef WEFT_UTIL_H
+#define WEFT_UTIL_H
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Reads a whole file; *out is NUL-terminated (size excludes the NUL). 0 or -1 with err. */
+int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen);
+/* Writes atomically: a temporary file in the same folder, fsync, rename. 0 or -1 with err. */
+int util_write_atomic(const char *path, const void *data, size_t size, char *err, size_t errlen);
+/* mkdir -p with the given mode for every created component. 0 or -1 with err. */
+int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen);
+char *util_strdup(const char *s);
+/* snprintf that never overflows and returns buf */
+char *util_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Environment flag: set and not "" and not "0" */
+int util_env_flag(const char *name);
+
+#endif

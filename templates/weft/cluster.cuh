@@ -1,0 +1,104 @@
+// weft/cluster.cuh: thread-block-cluster primitives and cluster_allreduce.
+//
+// cluster_allreduce is weft's version of the seed's Mojo `cluster_allreduce` (seed 000):
+// - the caller reduces within its CTA first, leaving the CTA's W values in thread 0;
+// - every CTA publishes them in its `slot` (2*W floats of shared memory, at the same offset in
+//   every CTA) and every CTA gathers every peer's values through distributed shared memory
+//   (mapa + ld.shared::cluster) rather than reduce-to-one-then-broadcast;
+// - every CTA folds the peers in rank order 0..CLUSTER-1, so the result is bit-identical in
+//   every CTA of the cluster and callers may branch on it;
+// - the low W floats of the slot are what peers read; the high W carry the result from
+//   thread 0 to the rest of the block;
+// - TAIL_SYNC: a trailing cluster barrier retires the slot, so the same slot may serve the next
+//   combine.  Without it, a caller that combines in a loop alternates two slots: a CTA that
+//   races ahead writes the slot its peers are not reading, and it cannot get more than one
+//   combine ahead, because each combine starts with a cluster barrier.  Such a caller must
+//   call cluster_retire() before exiting, so no CTA leaves while a peer still reads its slot;
+// - CLUSTER == 1: no cross-CTA traffic; the call only publishes thread 0's values to the block.
+//
+// Memory order: thread 0's st.shared of the slot is made visible to peers by
+// barrier.cluster.arrive.release, and the peers' ld.shared::cluster come after
+// barrier.cluster.wait.acquire.
+#pragma once
+#include "weft/types.cuh"
+#include "weft/ops.cuh"
+
+namespace weft {
+
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ u32 cluster_id_x() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster must call it (the .aligned form: warp-uniform).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+               "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ u32 smem_u32(const void *p) {
+  u32 a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+// The address of the same shared-memory location in CTA `rank` of this cluster.
+__device__ __forceinline__ u32 map_shared_rank(u32 saddr, u32 rank) {
+  u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(saddr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float ld_shared_cluster(u32 addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+template <int CLUSTER> __device__ __forceinline__ void cluster_retire() {
+  if constexpr (CLUSTER > 1) cluster_sync();
+}
+
+template <int CLUSTER, bool TAIL_SYNC, class C, int W>
+__device__ __forceinline__ Vals<W> cluster_allreduce(float *slot, const Vals<W> &v) {
+  static_assert(CLUSTER >= 1 && CLUSTER <= 16, "cluster size is 1..16");
+  if constexpr (CLUSTER == 1) {
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int i = 0; i < W; ++i) slot[W + i] = v.v[i];
+    }
+  } else {
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int i = 0; i < W; ++i) slot[i] = v.v[i];
+    }
+    cluster_sync();
+    if (threadIdx.x == 0) {
+      const u32 base = smem_u32(slot);
+      Vals<W> peer[CLUSTER];
+#pragma unroll
+      for (int r = 0; r < CLUSTER; ++r) {   // all loads issued before the fold uses them
+        const u32 a = map_shared_rank(base, (u32)r);
+#pragma unroll
+        for (int i = 0; i < W; ++i) peer[r].v[i] = ld_shared_cluster(a + 4u * i);
+      }
+      Vals<W> acc = peer[0];
+#pragma unroll
+      for (int r = 1; r < CLUSTER; ++r) acc = C::combine(acc, peer[r]);
+#pragma unroll
+      for (int i = 0; i < W; ++i) slot[W + i] = acc.v[i];
+    }
+  }
+  __syncthreads();
+  Vals<W> out;
+#pragma unroll
+  for (int i = 0; i < W; ++i) out.v[i] = slot[W + i];
+  if constexpr (TAIL_SYNC) {
+    if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+  }
+  return out;
+}
+
+}  // namespace weft

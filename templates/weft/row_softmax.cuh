@@ -1,0 +1,172 @@
+// weft/row_softmax.cuh: numerically stable softmax of long rows split across a cluster
+// (family row_softmax).  Each thread keeps an online pair (max m, sum of exp(x - m)); pairs
+// combine across the block and then the cluster (cluster_allreduce, W = 2), so every CTA of a
+// row uses the same bits for the row's max and sum.
+//   onchip: the CTA's slice of the row stays in registers (PT vectors per thread): the row is
+//           read once and written once.  cols <= CLUSTER * THREADS * PT * V.
+//   stream: any length; the slice is read twice (the second read may hit L2) and written once.
+#pragma once
+#include "weft/types.cuh"
+#include "weft/block.cuh"
+#include "weft/cluster.cuh"
+
+namespace weft {
+
+constexpr float LOG2E = 1.4426950408889634f;
+
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+// x - m with m = -inf treated as 0, so a thread whose elements are all -inf gets exp() = 0.
+__device__ __forceinline__ float shift_of(float m) { return m == neg_inf() ? 0.0f : m; }
+
+// (max, sum) pairs: (m1, s1) + (m2, s2) = (m, s1 e^(m1-m) + s2 e^(m2-m)); identity (-inf, 0).
+struct OnlineSoftmax {
+  __device__ __forceinline__ static Vals<2> combine(const Vals<2> &a, const Vals<2> &b) {
+    Vals<2> r;
+    const float m = fmaxf(a.v[0], b.v[0]);
+    const float sa = a.v[0] == m ? a.v[1] : a.v[1] * ex2((a.v[0] - m) * LOG2E);
+    const float sb = b.v[0] == m ? b.v[1] : b.v[1] * ex2((b.v[0] - m) * LOG2E);
+    r.v[0] = m;
+    r.v[1] = sa + sb;
+    return r;
+  }
+};
+
+// The CTA's share of a row: vectors [vbeg, vend) plus, in the last CTA, the unaligned scalars.
+template <class T, int CLUSTER> struct RowSlice {
+  RowSplit<T> s;
+  long vbeg, vend;
+  bool scalar_owner;
+  __device__ __forceinline__ RowSlice(const T *p, long cols, u32 rank) : s(p, cols) {
+    const long chunk = (s.nvec + CLUSTER - 1) / CLUSTER;
+    vbeg = (long)rank * chunk;
+    vend = vbeg + chunk < s.nvec ? vbeg + chunk : s.nvec;
+    scalar_owner = rank == CLUSTER - 1 && threadIdx.x < s.head + s.tail;
+  }
+};
+
+template <int CLUSTER, int THREADS>
+__device__ __forceinline__ Vals<2> softmax_combine(float m, float sum, float *scratch, float *slot) {
+  Vals<2> v;
+  v.v[0] = m;
+  v.v[1] = sum;
+  v = block_reduce<OnlineSoftmax, THREADS, 2>(v, scratch);
+  return cluster_allreduce<CLUSTER, true, OnlineSoftmax, 2>(slot, v);
+}
+
+template <class T, int CLUSTER, int THREADS, int PT>
+__device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long cols) {
+  constexpr int V = VecOf<T>::N;
+  __shared__ float scratch[(THREADS / 32) * 2];
+  __shared__ float slot[4];
+  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+  const long row = blockIdx.x / CLUSTER;
+  const T *p = x + row * cols;
+  T *q = y + row * cols;
+  const RowSlice<T, CLUSTER> sl(p, cols, rank);
+  const U4 *vp = reinterpret_cast<const U4 *>(p + sl.s.head);
+  U4 *vq = reinterpret_cast<U4 *>(q + sl.s.head);
+
+  U4 r[PT];   // the slice, held in registers: indices are compile-time after unrolling
+#pragma unroll
+  for (int k = 0; k < PT; ++k) {
+    const long j = sl.vbeg + threadIdx.x + (long)k * THREADS;
+    if (j < sl.vend) r[k] = load_stream(vp + j);
+  }
+  float xs = neg_inf();
+  if (sl.scalar_owner) xs = to_f32(p[sl.s.scalar_index(threadIdx.x)]);
+
+  float m = xs;
+#pragma unroll
+  for (int k = 0; k < PT; ++k)
+    if (sl.vbeg + threadIdx.x + (long)k * THREADS < sl.vend) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) m = fmaxf(m, lane_f32<T>(r[k], e));
+    }
+  const float ms = shift_of(m);
+  float sum = sl.scalar_owner ? ex2((xs - ms) * LOG2E) : 0.0f;
+#pragma unroll
+  for (int k = 0; k < PT; ++k)
+    if (sl.vbeg + threadIdx.x + (long)k * THREADS < sl.vend) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum += ex2((lane_f32<T>(r[k], e) - ms) * LOG2E);
+    }
+
+  const Vals<2> tot = softmax_combine<CLUSTER, THREADS>(m, sum, scratch, slot);
+  const float M = shift_of(tot.v[0]), inv = 1.0f / tot.v[1];
+#pragma unroll
+  for (int k = 0; k < PT; ++k) {
+    const long j = sl.vbeg + threadIdx.x + (long)k * THREADS;
+    if (j < sl.vend) {
+      float f[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) f[e] = ex2((lane_f32<T>(r[k], e) - M) * LOG2E) * inv;
+      store_stream(vq + j, pack_f32<T>(f));
+    }
+  }
+  if (sl.scalar_owner) q[sl.s.scalar_index(threadIdx.x)] = from_f32<T>(ex2((xs - M) * LOG2E) * inv);
+}
+
+template <class T, int CLUSTER, int THREADS, int UNROLL>
+__device__ __forceinline__ void row_softmax_stream(T *y, const T *x, long cols) {
+  constexpr int V = VecOf<T>::N;
+  __shared__ float scratch[(THREADS / 32) * 2];
+  __shared__ float slot[4];
+  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+  const long row = blockIdx.x / CLUSTER;
+  const T *p = x + row * cols;
+  T *q = y + row * cols;
+  const RowSlice<T, CLUSTER> sl(p, cols, rank);
+  const U4 *vp = reinterpret_cast<const U4 *>(p + sl.s.head);
+  U4 *vq = reinterpret_cast<U4 *>(q + sl.s.head);
+
+  float xs = neg_inf();
+  if (sl.scalar_owner) xs = to_f32(p[sl.s.scalar_index(threadIdx.x)]);
+  float m = xs, sum = sl.scalar_owner ? ex2((xs - shift_of(xs)) * LOG2E) : 0.0f;
+  for (long i = sl.vbeg + threadIdx.x; i < sl.vend; i += (long)THREADS * UNROLL) {
+    U4 r[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (i + (long)u * THREADS < sl.vend) r[u] = load_keep(vp + i + (long)u * THREADS);
+    float bm = m;   // one rescale per batch, not per element
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (i + (long)u * THREADS < sl.vend) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) bm = fmaxf(bm, lane_f32<T>(r[u], e));
+      }
+    const float bs = shift_of(bm);
+    if (bm != m) sum = sum == 0.0f ? 0.0f : sum * ex2((m - bs) * LOG2E);
+    m = bm;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (i + (long)u * THREADS < sl.vend) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) sum += ex2((lane_f32<T>(r[u], e) - bs) * LOG2E);
+      }
+  }
+
+  const Vals<2> tot = softmax_combine<CLUSTER, THREADS>(m, sum, scratch, slot);
+  const float M = shift_of(tot.v[0]), inv = 1.0f / tot.v[1];
+  for (long i = sl.vbeg + threadIdx.x; i < sl.vend; i += (long)THREADS * UNROLL) {
+    U4 r[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (i + (long)u * THREADS < sl.vend) r[u] = load_stream(vp + i + (long)u * THREADS);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (i + (long)u * THREADS < sl.vend) {
+        float f[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) f[e] = ex2((lane_f32<T>(r[u], e) - M) * LOG2E) * inv;
+        store_stream(vq + i + (long)u * THREADS, pack_f32<T>(f));
+      }
+  }
+  if (sl.scalar_owner) q[sl.s.scalar_index(threadIdx.x)] = from_f32<T>(ex2((xs - M) * LOG2E) * inv);
+}
+
+}  // namespace weft

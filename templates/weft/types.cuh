@@ -1,0 +1,118 @@
+// weft/types.cuh: element types, conversions and 16-byte memory access, with no CUDA headers
+// (NVRTC compiles weft sources with no include path, which keeps a compile well under 1 s).
+#pragma once
+
+namespace weft {
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef float f32;
+
+// Storage types for the 16-bit formats; arithmetic is always in f32.
+struct f16 { u16 bits; };
+struct bf16 { u16 bits; };
+
+struct __align__(16) U4 { u32 x, y, z, w; };   // one 16-byte access
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(bf16 x) { return __uint_as_float((u32)x.bits << 16); }
+__device__ __forceinline__ float to_f32(f16 x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+}
+
+template <class T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ bf16 from_f32<bf16>(float x) {
+  bf16 r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
+  return r;
+}
+template <> __device__ __forceinline__ f16 from_f32<f16>(float x) {
+  f16 r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
+  return r;
+}
+
+// Elements of T in one 16-byte vector.
+template <class T> struct VecOf { static constexpr int N = 16 / (int)sizeof(T); };
+
+// Element i of a 16-byte vector holding T, as f32.
+template <class T> __device__ __forceinline__ float lane_f32(const U4 &v, int i);
+template <> __device__ __forceinline__ float lane_f32<f32>(const U4 &v, int i) {
+  return __uint_as_float(i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w);
+}
+template <> __device__ __forceinline__ float lane_f32<bf16>(const U4 &v, int i) {
+  u32 w = (i >> 1) == 0 ? v.x : (i >> 1) == 1 ? v.y : (i >> 1) == 2 ? v.z : v.w;
+  bf16 h; h.bits = (u16)((i & 1) ? (w >> 16) : (w & 0xffff));
+  return to_f32(h);
+}
+template <> __device__ __forceinline__ float lane_f32<f16>(const U4 &v, int i) {
+  u32 w = (i >> 1) == 0 ? v.x : (i >> 1) == 1 ? v.y : (i >> 1) == 2 ? v.z : v.w;
+  f16 h; h.bits = (u16)((i & 1) ? (w >> 16) : (w & 0xffff));
+  return to_f32(h);
+}
+
+// Pack f32 values into one 16-byte vector of T.
+template <class T> __device__ __forceinline__ U4 pack_f32(const float *f);
+template <> __device__ __forceinline__ U4 pack_f32<f32>(const float *f) {
+  U4 v; v.x = __float_as_uint(f[0]); v.y = __float_as_uint(f[1]);
+  v.z = __float_as_uint(f[2]); v.w = __float_as_uint(f[3]);
+  return v;
+}
+template <class H> __device__ __forceinline__ u32 pack2(float lo, float hi) {
+  return (u32)from_f32<H>(lo).bits | ((u32)from_f32<H>(hi).bits << 16);
+}
+template <> __device__ __forceinline__ U4 pack_f32<bf16>(const float *f) {
+  U4 v; v.x = pack2<bf16>(f[0], f[1]); v.y = pack2<bf16>(f[2], f[3]);
+  v.z = pack2<bf16>(f[4], f[5]); v.w = pack2<bf16>(f[6], f[7]);
+  return v;
+}
+template <> __device__ __forceinline__ U4 pack_f32<f16>(const float *f) {
+  U4 v; v.x = pack2<f16>(f[0], f[1]); v.y = pack2<f16>(f[2], f[3]);
+  v.z = pack2<f16>(f[4], f[5]); v.w = pack2<f16>(f[6], f[7]);
+  return v;
+}
+
+// Data read once: through the non-coherent path, not kept in L1.
+__device__ __forceinline__ U4 load_stream(const U4 *p) {
+  U4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+// Data read twice (the second read should hit L2): plain cached load.
+__device__ __forceinline__ U4 load_keep(const U4 *p) {
+  U4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+// Results written once and not read again by this kernel: streaming store.
+__device__ __forceinline__ void store_stream(U4 *p, const U4 &v) {
+  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};"
+               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+// A row of n elements of T at p, split for 16-byte access: `head` scalars up to the first
+// 16-byte boundary, `nvec` vectors, `tail` scalars.  Rows of any length and any start
+// (aligned to sizeof(T)) work; only the vector part is fast, and it is nearly everything.
+template <class T> struct RowSplit {
+  long head, nvec, tail;
+  __device__ __forceinline__ RowSplit(const T *p, long n) {
+    constexpr int V = VecOf<T>::N;
+    long mis = (long)(((u64)p & 15) / sizeof(T));
+    head = mis ? (V - mis < n ? V - mis : n) : 0;
+    nvec = (n - head) / V;
+    tail = n - head - nvec * V;
+  }
+  // index of scalar k (0 <= k < head + tail) within the row
+  __device__ __forceinline__ long scalar_index(long k) const {
+    constexpr int V = VecOf<T>::N;
+    return k < head ? k : head + nvec * V + (k - head);
+  }
+};
+
+}  // namespace weft
