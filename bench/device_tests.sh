@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root, with build/ carried from the development
+# machine: ctest's files hold absolute paths, so the tree is made visible at the path it was
+# built at (WEFT_BUILT_AT, default /work/main).  Full logs go to $OUT.
+set -u
+here=$(pwd)
+built_at=${WEFT_BUILT_AT:-/work/main}
+if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfn "$here" "$built_at"; fi
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+cd "$built_at/build" || exit 1
+ctest -L gpu -j "${JOBS:-12}" --output-on-failure --timeout 300 "$@" 2>&1 | tee "$out/ctest_gpu.log" | tail -40
