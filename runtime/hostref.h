@@ -24,6 +24,10 @@ double hr_load(hr_dtype dt, const void *base, size_t i);   /* element i as doubl
 void hr_fill_uniform(hr_dtype dt, void *dst, size_t n, uint64_t seed, double lo, double hi);
 /* Values for a product over `cols` factors that stays finite: exp(uniform(-a, a)), a small. */
 void hr_fill_for_prod(hr_dtype dt, void *dst, size_t n, size_t cols, uint64_t seed);
+/* Factors whose products are exact in f32 in any order: each element is +-2^k, k in {-1, 0, 1},
+ * steered per row (of `cols` elements) so every prefix product stays within 2^-8..2^8.  A
+ * product reduction then has one right answer to the bit: a missed or repeated element shows. */
+void hr_fill_pow2_for_prod(hr_dtype dt, void *dst, size_t n, size_t cols, uint64_t seed);
 /* Poison: every byte 0xff (a NaN in f32, f16 and bf16), so an unwritten output is caught. */
 void hr_fill_poison(void *dst, size_t bytes);
 
