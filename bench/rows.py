@@ -14,33 +14,33 @@ import argparse, os, re, subprocess, sys, time
 SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists])
     ("row_softmax", "f32", 8192, 32768, [
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024"],
-        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=512"],
-        ["mode=onchip", "max_cols=32768", "cluster=4", "threads=256"]]),
+        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=512", "min_blocks=2"],
+        ["mode=onchip", "max_cols=32768", "cluster=4", "threads=256", "min_blocks=4"]]),
     ("row_softmax", "f32", 2048, 262144, [
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=1024"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=2"],
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=1024", "min_blocks=2"]]),
     ("row_softmax", "bf16", 4096, 262144, [
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "min_blocks=2"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2"],
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4"]]),
     ("row_softmax", "f32", 32, 1048576, [
         ["mode=stream", "cluster=16", "nonportable=true", "threads=1024", "unroll=4"],
         ["mode=stream", "cluster=8", "threads=1024", "unroll=4"],
-        ["mode=stream", "cluster=16", "nonportable=true", "threads=512", "unroll=8"]]),
+        ["mode=stream", "cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"]]),
     ("row_reduce", "f32", 8192, 32768, [
-        ["cluster=1", "threads=512", "unroll=4"], ["cluster=2", "threads=512", "unroll=4"],
+        ["cluster=1", "threads=512", "unroll=4", "min_blocks=2"], ["cluster=2", "threads=512", "unroll=4"],
         ["cluster=1", "threads=1024", "unroll=8"]]),
     ("row_reduce", "f32", 2048, 262144, [
-        ["cluster=4", "threads=512", "unroll=4"], ["cluster=2", "threads=1024", "unroll=4"],
+        ["cluster=4", "threads=512", "unroll=4", "min_blocks=2"], ["cluster=2", "threads=1024", "unroll=4"],
         ["cluster=8", "threads=512", "unroll=8"]]),
     ("row_reduce", "bf16", 4096, 262144, [
-        ["cluster=4", "threads=512", "unroll=4"], ["cluster=2", "threads=1024", "unroll=4"],
+        ["cluster=4", "threads=512", "unroll=4", "min_blocks=2"], ["cluster=2", "threads=1024", "unroll=4"],
         ["cluster=8", "threads=512", "unroll=8"]]),
     ("row_reduce", "f32", 32, 1048576, [
         ["cluster=16", "nonportable=true", "threads=1024", "unroll=4"],
         ["cluster=8", "threads=1024", "unroll=8"],
-        ["cluster=16", "nonportable=true", "threads=512", "unroll=8"]]),
+        ["cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"]]),
 ]
 
 TIME_RE = re.compile(r"time: (\S+): median ([\d.]+) us, ([\d.]+) GB/s; device copy of the input: ([\d.]+) us, "

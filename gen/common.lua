@@ -34,6 +34,18 @@ function M.threads(default)
            tag = "t", doc = "threads per CTA" }
 end
 
+function M.min_blocks()
+  return { name = "min_blocks", kind = "int", min = 1, max = 8, default = 1, tag = "mb",
+           doc = "CTAs per SM the compiler must fit (__launch_bounds__): caps registers per thread" }
+end
+
+function M.check_min_blocks(cfg, errs)
+  if cfg.threads * cfg.min_blocks > 2048 then
+    errs.add("min_blocks", cfg.min_blocks, string.format(
+      "with threads = %d at most %d CTAs fit on an SM (2048 threads)", cfg.threads, 2048 // cfg.threads))
+  end
+end
+
 function M.check_cluster(cfg, errs)
   if cfg.cluster > M.PORTABLE_CLUSTER and not cfg.nonportable then
     errs.add("cluster", cfg.cluster, string.format(

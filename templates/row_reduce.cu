@@ -7,6 +7,6 @@ struct Op {
   __device__ __forceinline__ static float combine(float a, float b) { return ${op_combine}; }
 };
 
-extern "C" __global__ void __launch_bounds__(${threads}) ${name}(float *out, const weft::${ctype} *x, int rows, int cols) {
+extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(float *out, const weft::${ctype} *x, int rows, int cols) {
   weft::row_reduce<weft::${ctype}, Op, ${cluster}, ${threads}, ${unroll}>(out, x, cols);
 }

@@ -14,15 +14,20 @@ F.fields = {
   common.cluster(1),
   common.nonportable(),
   common.threads(256),
+  common.min_blocks(),
   { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
     doc = "16-byte loads in flight per thread" },
 }
 
-function F.check(cfg, errs) common.check_cluster(cfg, errs) end
+function F.check(cfg, errs)
+  common.check_cluster(cfg, errs)
+  common.check_min_blocks(cfg, errs)
+end
 
 function F.derive(cfg)
   return {
     values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
+               min_blocks = cfg.min_blocks,
                cluster = cfg.cluster, unroll = cfg.unroll, ctype = common.CTYPE[cfg.dtype] },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },

@@ -21,6 +21,7 @@ F.fields = {
   common.cluster(1),
   common.nonportable(),
   common.threads(256),
+  common.min_blocks(),
   { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
     doc = "stream: 16-byte loads in flight per thread (onchip: leave 4)" },
 }
@@ -33,6 +34,7 @@ end
 
 function F.check(cfg, errs)
   common.check_cluster(cfg, errs)
+  common.check_min_blocks(cfg, errs)
   if cfg.mode == "onchip" then
     if cfg.max_cols == 0 then
       errs.add("max_cols", 0, 'mode = "onchip" needs the longest row: max_cols = <cols>, or use mode = "stream"')
@@ -61,7 +63,7 @@ function F.derive(cfg)
   end
   return {
     values = { threads = cfg.threads, cluster = cfg.cluster, mode = cfg.mode, depth = depth,
-               min_blocks = 1, ctype = common.CTYPE[cfg.dtype] },
+               min_blocks = cfg.min_blocks, ctype = common.CTYPE[cfg.dtype] },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },
     smem = 0,
