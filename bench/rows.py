@@ -11,36 +11,39 @@ usage: python3 bench/rows.py [--weft build/weft] [--quick]   (writes a table to 
 """
 import argparse, os, re, subprocess, sys, time
 
-SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists])
+SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists]); the first is the default pick
     ("row_softmax", "f32", 8192, 32768, [
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024"],
-        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=512", "min_blocks=2"],
-        ["mode=onchip", "max_cols=32768", "cluster=4", "threads=256", "min_blocks=4"]]),
+        ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024", "persistent=true"],
+        ["mode=onchip", "max_cols=32768", "cluster=4", "threads=256", "min_blocks=4", "persistent=true"]]),
     ("row_softmax", "f32", 2048, 262144, [
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=2"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=1024", "min_blocks=2"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=2", "persistent=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=1", "persistent=true"]]),
     ("row_softmax", "bf16", 4096, 262144, [
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "min_blocks=2"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4"],
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4", "persistent=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "min_blocks=2", "persistent=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2", "persistent=true"]]),
     ("row_softmax", "f32", 32, 1048576, [
         ["mode=stream", "cluster=16", "nonportable=true", "threads=1024", "unroll=4"],
         ["mode=stream", "cluster=8", "threads=1024", "unroll=4"],
-        ["mode=stream", "cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"]]),
+        ["mode=stream", "cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"],
+        ["mode=stream", "cluster=16", "nonportable=true", "threads=256", "unroll=8", "min_blocks=4"]]),
     ("row_reduce", "f32", 8192, 32768, [
-        ["cluster=1", "threads=512", "unroll=4", "min_blocks=2"], ["cluster=2", "threads=512", "unroll=4"],
-        ["cluster=1", "threads=1024", "unroll=8"]]),
+        ["cluster=1", "threads=512", "unroll=4", "min_blocks=2"],
+        ["cluster=1", "threads=512", "unroll=4", "min_blocks=2", "persistent=true"]]),
     ("row_reduce", "f32", 2048, 262144, [
-        ["cluster=4", "threads=512", "unroll=4", "min_blocks=2"], ["cluster=2", "threads=1024", "unroll=4"],
-        ["cluster=8", "threads=512", "unroll=8"]]),
+        ["cluster=4", "threads=512", "unroll=4", "min_blocks=2"],
+        ["cluster=4", "threads=512", "unroll=4", "min_blocks=2", "persistent=true"]]),
     ("row_reduce", "bf16", 4096, 262144, [
-        ["cluster=4", "threads=512", "unroll=4", "min_blocks=2"], ["cluster=2", "threads=1024", "unroll=4"],
-        ["cluster=8", "threads=512", "unroll=8"]]),
+        ["cluster=4", "threads=512", "unroll=4", "min_blocks=2"],
+        ["cluster=4", "threads=512", "unroll=8", "min_blocks=2", "persistent=true"]]),
     ("row_reduce", "f32", 32, 1048576, [
-        ["cluster=16", "nonportable=true", "threads=1024", "unroll=4"],
-        ["cluster=8", "threads=1024", "unroll=8"],
-        ["cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"]]),
+        ["cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"],
+        ["cluster=16", "nonportable=true", "threads=256", "unroll=8", "min_blocks=4"],
+        ["cluster=16", "nonportable=true", "threads=128", "unroll=8", "min_blocks=8"]]),
 ]
 
 TIME_RE = re.compile(r"time: (\S+): median ([\d.]+) us, ([\d.]+) GB/s; device copy of the input: ([\d.]+) us, "
@@ -77,14 +80,17 @@ def main():
     ap.add_argument("--weft", default="build/weft")
     ap.add_argument("--quick", action="store_true", help="first config of each shape only")
     args = ap.parse_args()
-    examples = {"row_softmax": "examples/row_softmax.lua", "row_reduce": "examples/row_reduce.lua"}
+    def example(family, sets):
+        if family == "row_reduce":
+            return "examples/row_reduce.lua"
+        return "examples/row_softmax_stream.lua" if "mode=stream" in sets else "examples/row_softmax.lua"
     rows_out = []
     log = open(os.path.join(os.environ.get("OUT", "/tmp"), "bench_rows.log"), "w")
     for family, dtype, rows, cols, configs in SHAPES:
         tt_us, t_gbs, t_copy = torch_baseline(family, dtype, rows, cols)
         best = None
         for sets in (configs[:1] if args.quick else configs):
-            cmd = [args.weft, "run", examples[family], "--set", "dtype=" + dtype]
+            cmd = [args.weft, "run", example(family, sets), "--set", "dtype=" + dtype]
             for s in sets:
                 cmd += ["--set", s]
             cmd += ["--rows", str(rows), "--cols", str(cols)]

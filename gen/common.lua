@@ -53,9 +53,19 @@ function M.check_cluster(cfg, errs)
   end
 end
 
--- The manifest's grid when each row (or item) gets one cluster: x = items * cluster.
-function M.grid_per_cluster(arg, cluster)
-  return { { arg = arg, per = 1, times = cluster }, { per = 1, times = 1 }, { per = 1, times = 1 } }
+-- The manifest's grid when each row (or item) gets one cluster: x = items * cluster.  With
+-- persistent, the number of clusters is capped at what the device can hold at once
+-- (cap = "coresident": the runtime asks the driver's occupancy calculator), and each cluster
+-- loops over items; every cluster is then resident together, which also makes a grid-wide
+-- wait safe.
+function M.grid_per_cluster(arg, cluster, persistent)
+  return { { arg = arg, per = 1, times = cluster, cap = persistent and "coresident" or nil },
+           { per = 1, times = 1 }, { per = 1, times = 1 } }
+end
+
+function M.persistent()
+  return { name = "persistent", kind = "bool", default = false, tag = "p",
+           doc = "launch only co-resident clusters, each looping over rows (fewer launches of CTAs)" }
 end
 
 M.INT_MAX = 2147483647

@@ -37,6 +37,7 @@ struct weft_kernel {
   CUlibrary lib;
   CUfunction fn;
   int grid_arg[3];         /* index of the size argument behind each grid dimension, or -1 */
+  long coresident;         /* clusters (or blocks) the device holds at once; 0 until loaded */
   char err[ERRLEN];
 };
 
@@ -255,6 +256,30 @@ static weft_status kernel_load(weft_kernel *k) {
   if (k->m->nonportable_cluster)
     CU(d->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
        "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
+  const unsigned *cl = k->m->cluster, *bl = k->m->block;
+  int n = 0;
+  if (cl[0] * cl[1] * cl[2] > 1) {
+    CUlaunchAttribute attr;
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cl[0]; attr.value.clusterDim.y = cl[1]; attr.value.clusterDim.z = cl[2];
+    CUlaunchConfig cfg = {0};
+    cfg.gridDimX = cl[0]; cfg.gridDimY = cl[1]; cfg.gridDimZ = cl[2];
+    cfg.blockDimX = bl[0]; cfg.blockDimY = bl[1]; cfg.blockDimZ = bl[2];
+    cfg.sharedMemBytes = k->m->smem;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CU(d->cuOccupancyMaxActiveClusters(&n, k->fn, &cfg), "cuOccupancyMaxActiveClusters");
+  } else {
+    int per_sm = 0, sms = 0;
+    CU(d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->fn, (int)(bl[0] * bl[1] * bl[2]), k->m->smem),
+       "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    CU(d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, k->ctx->cudev), "cuDeviceGetAttribute");
+    n = per_sm * sms;
+  }
+  if (n < 1)
+    return fail(k->err, WEFT_ERR_LAUNCH, "%s: no cluster of this kernel fits on the device (block %u, cluster %u, "
+                "%u bytes of dynamic shared memory)", k->m->name, bl[0] * bl[1] * bl[2], cl[0] * cl[1] * cl[2], k->m->smem);
+  k->coresident = n;
   return WEFT_OK;
 }
 
@@ -324,7 +349,9 @@ weft_status weft_launch(weft_kernel *k, void **args, void *stream) {
     long g = m->grid[i].times;
     if (k->grid_arg[i] >= 0) {
       long v = arg_int(&m->args[k->grid_arg[i]], args[k->grid_arg[i]]);
-      g *= (v + m->grid[i].per - 1) / m->grid[i].per;
+      long items = (v + m->grid[i].per - 1) / m->grid[i].per;
+      if (m->grid[i].cap && items > k->coresident) items = k->coresident;
+      g *= items;
     }
     if (g < 1 || g > (i == 0 ? 2147483647L : 65535L))
       return fail(k->err, WEFT_ERR_LAUNCH, "%s: grid dimension %d = %ld is out of range", m->name, i, g);

@@ -210,6 +210,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
     m->grid[i].arg = field_str(L, g, "arg", m);
     m->grid[i].per = field_int(L, g, "per", 1);
     m->grid[i].times = field_int(L, g, "times", 1);
+    m->grid[i].cap = field_str(L, g, "cap", m);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -241,8 +242,10 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
   m->params = par;
   lua_pop(L, 1);
   if (!opts || !args || !lim || !par) return -1;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
     if (m->grid[i].arg && manifest_arg_index(m, m->grid[i].arg) < 0) return -1;
+    if (m->grid[i].cap && strcmp(m->grid[i].cap, "coresident") != 0) return -1;
+  }
   manifest_seal(m);
   return 0;
 }

@@ -62,11 +62,14 @@ typedef struct weft_arg {
   const char *congruent; /* another pointer argument this one must equal modulo 16, or NULL */
 } weft_arg;
 
-/* grid dimension = times * ceil(value of argument `arg` / per); arg == NULL: grid = times */
+/* grid dimension = times * ceil(value of argument `arg` / per); arg == NULL: grid = times.
+ * cap = "coresident": ceil(...) is capped at the number of clusters (blocks when the cluster
+ * is 1) the device holds at once, from the driver's occupancy calculator. */
 typedef struct weft_grid_dim {
   const char *arg;
   long per;
   long times;
+  const char *cap;
 } weft_grid_dim;
 
 typedef struct weft_limit {

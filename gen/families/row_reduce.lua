@@ -15,6 +15,7 @@ F.fields = {
   common.nonportable(),
   common.threads(256),
   common.min_blocks(),
+  common.persistent(),
   { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
     doc = "16-byte loads in flight per thread" },
 }
@@ -39,7 +40,7 @@ function F.derive(cfg)
       { name = "rows", type = "i32", role = "size" },
       { name = "cols", type = "i32", role = "size" },
     },
-    grid = common.grid_per_cluster("rows", cfg.cluster),
+    grid = common.grid_per_cluster("rows", cfg.cluster, cfg.persistent),
     limits = { { arg = "rows", min = 1, max = common.INT_MAX // cfg.cluster },
                { arg = "cols", min = 1, max = common.INT_MAX } },
   }

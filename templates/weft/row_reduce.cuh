@@ -10,14 +10,10 @@
 namespace weft {
 
 template <class T, class Op, int CLUSTER, int THREADS, int UNROLL>
-__device__ __forceinline__ void row_reduce(float *__restrict__ out, const T *__restrict__ x, long cols) {
+__device__ __forceinline__ void row_reduce_row(float *__restrict__ out, const T *__restrict__ x, long row,
+                                               long cols, u32 rank, float *scratch, float *slot) {
   using C = Elementwise<Op>;
   constexpr int V = VecOf<T>::N;
-  __shared__ float scratch[THREADS / 32];
-  __shared__ float slot[2];
-
-  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
-  const long row = blockIdx.x / CLUSTER;
   const T *p = x + row * cols;
   const RowSplit<T> s(p, cols);
   const U4 *vp = reinterpret_cast<const U4 *>(p + s.head);
@@ -45,10 +41,23 @@ __device__ __forceinline__ void row_reduce(float *__restrict__ out, const T *__r
   Vals<1> v;
   v.v[0] = acc;
   v = block_reduce<C, THREADS, 1>(v, scratch);
-  // need_tail_sync: the trailing cluster barrier also keeps every CTA alive until its peers
-  // have read its slot.
-  const Vals<1> r = cluster_allreduce<CLUSTER, true, C, 1>(slot, v);
+  // No tail sync: the row loop alternates two slots, and retires them before exit.
+  const Vals<1> r = cluster_allreduce<CLUSTER, false, C, 1>(slot, v);
   if (rank == 0 && threadIdx.x == 0) out[row] = r.v[0];
+}
+
+// Each cluster takes rows cluster_id, cluster_id + nclusters, ...: once per row with one cluster
+// per row, many times in a persistent grid of co-resident clusters.
+template <class T, class Op, int CLUSTER, int THREADS, int UNROLL>
+__device__ __forceinline__ void row_reduce(float *__restrict__ out, const T *__restrict__ x, long rows, long cols) {
+  __shared__ float scratch[THREADS / 32];
+  __shared__ float slots[2][2];
+  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+  const long nclusters = gridDim.x / CLUSTER;
+  int it = 0;
+  for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
+    row_reduce_row<T, Op, CLUSTER, THREADS, UNROLL>(out, x, row, cols, rank, scratch, slots[it & 1]);
+  cluster_retire<CLUSTER>();
 }
 
 }  // namespace weft

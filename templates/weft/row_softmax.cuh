@@ -55,16 +55,14 @@ __device__ __forceinline__ Vals<2> softmax_combine(float m, float sum, float *sc
   v.v[0] = m;
   v.v[1] = sum;
   v = block_reduce<OnlineSoftmax, THREADS, 2>(v, scratch);
-  return cluster_allreduce<CLUSTER, true, OnlineSoftmax, 2>(slot, v);
+  // No tail sync: the row loop alternates two slots (see cluster.cuh) and retires at exit.
+  return cluster_allreduce<CLUSTER, false, OnlineSoftmax, 2>(slot, v);
 }
 
 template <class T, int CLUSTER, int THREADS, int PT>
-__device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long cols) {
+__device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long row, long cols, u32 rank,
+                                                       float *scratch, float *slot) {
   constexpr int V = VecOf<T>::N;
-  __shared__ float scratch[(THREADS / 32) * 2];
-  __shared__ float slot[4];
-  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
-  const long row = blockIdx.x / CLUSTER;
   const T *p = x + row * cols;
   T *q = y + row * cols;
   const RowSlice<T, CLUSTER> sl(p, cols, rank);
@@ -112,12 +110,9 @@ __device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long cols) 
 }
 
 template <class T, int CLUSTER, int THREADS, int UNROLL>
-__device__ __forceinline__ void row_softmax_stream(T *y, const T *x, long cols) {
+__device__ __forceinline__ void row_softmax_stream_row(T *y, const T *x, long row, long cols, u32 rank,
+                                                       float *scratch, float *slot) {
   constexpr int V = VecOf<T>::N;
-  __shared__ float scratch[(THREADS / 32) * 2];
-  __shared__ float slot[4];
-  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
-  const long row = blockIdx.x / CLUSTER;
   const T *p = x + row * cols;
   T *q = y + row * cols;
   const RowSlice<T, CLUSTER> sl(p, cols, rank);
@@ -167,6 +162,32 @@ __device__ __forceinline__ void row_softmax_stream(T *y, const T *x, long cols) 
       }
   }
   if (sl.scalar_owner) q[sl.s.scalar_index(threadIdx.x)] = from_f32<T>(ex2((xs - M) * LOG2E) * inv);
+}
+
+// The kernels: each cluster takes rows cluster_id, cluster_id + nclusters, ...; a grid with one
+// cluster per row runs the loop once, a persistent grid (co-resident clusters) many times.
+template <class T, int CLUSTER, int THREADS, int PT>
+__device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long rows, long cols) {
+  __shared__ float scratch[(THREADS / 32) * 2];
+  __shared__ float slots[2][4];
+  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+  const long nclusters = gridDim.x / CLUSTER;
+  int it = 0;
+  for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
+    row_softmax_onchip_row<T, CLUSTER, THREADS, PT>(y, x, row, cols, rank, scratch, slots[it & 1]);
+  cluster_retire<CLUSTER>();
+}
+
+template <class T, int CLUSTER, int THREADS, int UNROLL>
+__device__ __forceinline__ void row_softmax_stream(T *y, const T *x, long rows, long cols) {
+  __shared__ float scratch[(THREADS / 32) * 2];
+  __shared__ float slots[2][4];
+  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+  const long nclusters = gridDim.x / CLUSTER;
+  int it = 0;
+  for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
+    row_softmax_stream_row<T, CLUSTER, THREADS, UNROLL>(y, x, row, cols, rank, scratch, slots[it & 1]);
+  cluster_retire<CLUSTER>();
 }
 
 }  // namespace weft
