@@ -1,0 +1,3 @@
+-- expect: require_call.lua:2: attempt to call a nil value (global 'require')
+local weft = require("gen.weft")
+return { family = "row_reduce" }

@@ -1,0 +1,2 @@
+-- expect: the config must return a table, it returned nothing
+local cfg = { family = "row_reduce" }

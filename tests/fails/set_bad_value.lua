@@ -1,0 +1,3 @@
+-- expect: threads = 100: must be one of 64, 128, 256, 512, 1024
+-- set: threads=100
+return { family = "row_reduce", threads = 256 }
