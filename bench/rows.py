@@ -13,15 +13,20 @@ import argparse, os, re, subprocess, sys, time
 
 SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists]); the first is the default pick
     ("row_softmax", "f32", 8192, 32768, [
+        ["mode=tma", "max_cols=32768", "cluster=2", "threads=512", "persistent=true"],
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024"],
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024", "persistent=true"],
         ["mode=onchip", "max_cols=32768", "cluster=4", "threads=256", "min_blocks=4", "persistent=true"]]),
     ("row_softmax", "f32", 2048, 262144, [
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024"],
+        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true"],
+        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=1024", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=2", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=1", "persistent=true"]]),
     ("row_softmax", "bf16", 4096, 262144, [
+        ["mode=tma", "max_cols=262144", "cluster=8", "threads=512", "persistent=true"],
+        ["mode=tma", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
+        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4"],
         ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "min_blocks=2", "persistent=true"],

@@ -14,8 +14,8 @@ local MAX_DATA_REGS = 128   -- registers of row data per thread before spills be
 
 F.fields = {
   common.dtype(),
-  { name = "mode", kind = "enum", values = { "onchip", "stream" }, default = "onchip", tag = "",
-    doc = "onchip: slice in registers, cols <= max_cols; stream: any cols, two reads" },
+  { name = "mode", kind = "enum", values = { "onchip", "tma", "stream" }, default = "onchip", tag = "",
+    doc = "onchip: slice in registers; tma: slice in shared memory, next row prefetched by the bulk copy engine (both cols <= max_cols); stream: any cols, two reads" },
   { name = "max_cols", kind = "int", min = 0, max = common.INT_MAX, default = 0, tag = "mc",
     doc = "onchip: the longest row the kernel takes (sets registers per thread); stream: leave 0" },
   common.cluster(1),
@@ -36,7 +36,12 @@ end
 function F.check(cfg, errs)
   common.check_cluster(cfg, errs)
   common.check_min_blocks(cfg, errs)
-  if cfg.mode == "onchip" then
+  if cfg.mode == "tma" then
+    if cfg.max_cols == 0 then
+      errs.add("max_cols", 0, 'mode = "tma" needs the longest row: max_cols = <cols>, or use mode = "stream"')
+    end
+    if cfg.unroll ~= 4 then errs.add("unroll", cfg.unroll, 'applies to mode = "stream" only; leave it 4') end
+  elseif cfg.mode == "onchip" then
     if cfg.max_cols == 0 then
       errs.add("max_cols", 0, 'mode = "onchip" needs the longest row: max_cols = <cols>, or use mode = "stream"')
     else
@@ -51,24 +56,29 @@ function F.check(cfg, errs)
     end
     if cfg.unroll ~= 4 then errs.add("unroll", cfg.unroll, 'applies to mode = "stream" only; leave it 4') end
   elseif cfg.max_cols ~= 0 then
-    errs.add("max_cols", cfg.max_cols, 'applies to mode = "onchip" only; leave it 0 with mode = "stream"')
+    errs.add("max_cols", cfg.max_cols, 'applies to modes "onchip" and "tma" only; leave it 0 with mode = "stream"')
   end
 end
 
 function F.derive(cfg)
-  local depth, cols_max = cfg.unroll, common.INT_MAX
+  local depth, cols_max, smem = cfg.unroll, common.INT_MAX, 0
   if cfg.mode == "onchip" then
     local pt, v = per_thread(cfg)
     depth, cols_max = pt, pt * cfg.cluster * cfg.threads * v
-    if cols_max > common.INT_MAX then cols_max = common.INT_MAX end
+  elseif cfg.mode == "tma" then
+    local v = 16 // common.ESIZE[cfg.dtype]
+    local chunk = ((cfg.max_cols + v - 1) // v + cfg.cluster - 1) // cfg.cluster   -- vectors per CTA
+    depth, cols_max, smem = chunk, chunk * cfg.cluster * v, 2 * chunk * 16
   end
+  if cols_max > common.INT_MAX then cols_max = common.INT_MAX end
   return {
     values = { threads = cfg.threads, cluster = cfg.cluster, mode = cfg.mode, depth = depth,
                min_blocks = cfg.min_blocks, ctype = common.CTYPE[cfg.dtype] },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },
-    smem = 0,
-    static_smem = 4 * (cfg.threads // 32 * 2 + 4),
+    smem = smem,
+    smem_hint = "two stages of each CTA's slice of the row (2 * max_cols / cluster elements): raise cluster or lower max_cols",
+    static_smem = 4 * (cfg.threads // 32 * 2 + 8) + 16,
     args = {
       { name = "y", type = "ptr", dtype = cfg.dtype, role = "out", congruent = "x" },
       { name = "x", type = "ptr", dtype = cfg.dtype, role = "in" },

@@ -5,10 +5,13 @@
 //   onchip: the CTA's slice of the row stays in registers (PT vectors per thread): the row is
 //           read once and written once.  cols <= CLUSTER * THREADS * PT * V.
 //   stream: any length; the slice is read twice (the second read may hit L2) and written once.
+//   tma:    the slice lives in shared memory, two stages: the bulk copy engine fetches the
+//           cluster's next row while the threads work on this one.  cols <= CLUSTER * CHUNK * V.
 #pragma once
 #include "weft/types.cuh"
 #include "weft/block.cuh"
 #include "weft/cluster.cuh"
+#include "weft/bulk.cuh"
 
 namespace weft {
 
@@ -187,6 +190,79 @@ __device__ __forceinline__ void row_softmax_stream(T *y, const T *x, long rows, 
   int it = 0;
   for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
     row_softmax_stream_row<T, CLUSTER, THREADS, UNROLL>(y, x, row, cols, rank, scratch, slots[it & 1]);
+  cluster_retire<CLUSTER>();
+}
+
+// mode tma.  Stage s holds the slice of rows it = s, s+2, ...; its barrier completes once per
+// use, so the wait parity for iteration it is (it / 2) & 1.  Before thread 0 refills a stage, a
+// __syncthreads() at the top of the iteration guarantees every thread finished reading it.
+template <class T, int CLUSTER, int THREADS, int CHUNK>
+__device__ __forceinline__ void row_softmax_tma(T *y, const T *x, long rows, long cols) {
+  constexpr int V = VecOf<T>::N;
+  extern __shared__ __align__(128) U4 stage_buf[];   // [2][CHUNK]
+  __shared__ __align__(8) u64 full[2];
+  __shared__ float scratch[(THREADS / 32) * 2];
+  __shared__ float slots[2][4];
+  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+  const long nclusters = gridDim.x / CLUSTER;
+  const long first = blockIdx.x / CLUSTER;
+
+  // thread 0: start the copy of `row`'s slice into stage s
+  auto fetch = [&](long row, int s) {
+    const T *p = x + row * cols;
+    const RowSlice<T, CLUSTER> sl(p, cols, rank);
+    const long n = sl.vend > sl.vbeg ? sl.vend - sl.vbeg : 0;
+    mbar_arrive_expect(&full[s], (u32)(n * 16));
+    if (n) bulk_load(stage_buf + s * CHUNK, reinterpret_cast<const U4 *>(p + sl.s.head) + sl.vbeg, (u32)(n * 16), &full[s]);
+  };
+  if (threadIdx.x == 0) {
+    mbar_init(&full[0], 1);
+    mbar_init(&full[1], 1);
+    fence_barrier_init();
+    if (first < rows) fetch(first, 0);
+  }
+  __syncthreads();
+
+  int it = 0;
+  for (long row = first; row < rows; row += nclusters, ++it) {
+    const int s = it & 1;
+    __syncthreads();   // everyone is done with stage s^1 (row it-1): it may be refilled
+    if (threadIdx.x == 0 && row + nclusters < rows) fetch(row + nclusters, s ^ 1);
+
+    const T *p = x + row * cols;
+    T *q = y + row * cols;
+    const RowSlice<T, CLUSTER> sl(p, cols, rank);
+    const long n = sl.vend - sl.vbeg;
+    float xs = neg_inf();
+    if (sl.scalar_owner) xs = to_f32(p[sl.s.scalar_index(threadIdx.x)]);
+    mbar_wait(&full[s], (u32)((it >> 1) & 1));
+    const U4 *buf = stage_buf + s * CHUNK;
+
+    float m = xs;
+    for (long j = threadIdx.x; j < n; j += THREADS) {
+      const U4 v = lds128(buf + j);
+#pragma unroll
+      for (int e = 0; e < V; ++e) m = fmaxf(m, lane_f32<T>(v, e));
+    }
+    const float ms = shift_of(m);
+    float sum = sl.scalar_owner ? ex2((xs - ms) * LOG2E) : 0.0f;
+    for (long j = threadIdx.x; j < n; j += THREADS) {
+      const U4 v = lds128(buf + j);
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum += ex2((lane_f32<T>(v, e) - ms) * LOG2E);
+    }
+    const Vals<2> tot = softmax_combine<CLUSTER, THREADS>(m, sum, scratch, slots[s]);
+    const float M = shift_of(tot.v[0]), inv = 1.0f / tot.v[1];
+    U4 *vq = reinterpret_cast<U4 *>(q + sl.s.head) + sl.vbeg;
+    for (long j = threadIdx.x; j < n; j += THREADS) {
+      const U4 v = lds128(buf + j);
+      float f[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) f[e] = ex2((lane_f32<T>(v, e) - M) * LOG2E) * inv;
+      store_stream(vq + j, pack_f32<T>(f));
+    }
+    if (sl.scalar_owner) q[sl.s.scalar_index(threadIdx.x)] = from_f32<T>(ex2((xs - M) * LOG2E) * inv);
+  }
   cluster_retire<CLUSTER>();
 }
 

@@ -37,6 +37,12 @@ static const entry matrix[] = {
   {"row_softmax.lua", {"dtype=bf16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.bf16.f32", "st.global.cs.v4.u32"}, {0}},
   {"row_softmax.lua", {"dtype=f16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.f16.f32", "cvt.f32.f16"}, {0}},
   {"row_softmax_stream.lua", {"dtype=bf16"}, {CLUSTER_PTX, "cvt.rn.bf16.f32"}, {0}},
+  /* mode tma: the bulk copy engine feeding shared memory, counted on mbarriers */
+  {"row_softmax.lua", {"mode=tma", "max_cols=262144", "cluster=16", "nonportable=true"},
+   {CLUSTER_PTX, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+    "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "fence.mbarrier_init"}, {0}},
+  {"row_softmax.lua", {"mode=tma", "dtype=bf16", "max_cols=65536", "cluster=1", "persistent=true"},
+   {"cp.async.bulk.shared::cluster.global", "ld.shared.v4.u32"}, {"mapa", "barrier.cluster"}},
   /* every operator */
   {"row_reduce.lua", {"op=max"}, {CLUSTER_PTX, "max.f32"}, {0}},
   {"row_reduce.lua", {"op=min"}, {CLUSTER_PTX, "min.f32"}, {0}},
