@@ -41,7 +41,7 @@ static const entry matrix[] = {
   {"row_softmax.lua", {"mode=tma", "max_cols=262144", "cluster=16", "nonportable=true"},
    {CLUSTER_PTX, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
     "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "fence.mbarrier_init"}, {0}},
-  {"row_softmax.lua", {"mode=tma", "dtype=bf16", "max_cols=65536", "cluster=1", "persistent=true"},
+  {"row_softmax.lua", {"mode=tma", "dtype=bf16", "max_cols=32768", "cluster=1", "persistent=true"},
    {"cp.async.bulk.shared::cluster.global", "ld.shared.v4.u32"}, {"mapa", "barrier.cluster"}},
   /* every operator */
   {"row_reduce.lua", {"op=max"}, {CLUSTER_PTX, "max.f32"}, {0}},
