@@ -9,11 +9,19 @@ local M = {}
 
 local MAX_INSTRUCTIONS = 10000000
 
-local function sandbox()
+local LIMIT_MSG = "config ran for more than " .. MAX_INSTRUCTIONS .. " instructions: does it loop forever?"
+
+local function sandbox(state)
+  -- pcall would swallow the instruction limit's error: once the limit is hit, re-raise it.
+  local function guarded_pcall(f, ...)
+    local r = table.pack(pcall(f, ...))
+    if state.exceeded then error(LIMIT_MSG, 2) end
+    return table.unpack(r, 1, r.n)
+  end
   local env = {
     assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
     select = select, tonumber = tonumber, tostring = tostring, type = type,
-    pcall = pcall, rawequal = rawequal, rawget = rawget, rawlen = rawlen,
+    pcall = guarded_pcall, rawequal = rawequal, rawget = rawget, rawlen = rawlen,
     math = {}, string = {}, table = {}, utf8 = {},
   }
   for k, v in pairs(math) do if k ~= "random" and k ~= "randomseed" then env.math[k] = v end end
@@ -25,13 +33,30 @@ end
 
 -- load(text, file) -> table | nil, message
 function M.load(text, file)
-  local chunk, err = load(text, "@" .. file, "t", sandbox())
+  local state = { exceeded = false }
+  local chunk, err = load(text, "@" .. file, "t", sandbox(state))
   if not chunk then return nil, err end
   local co = coroutine.create(chunk)
-  debug.sethook(co, function() error("config ran for more than " .. MAX_INSTRUCTIONS ..
-    " instructions: does it loop forever?", 2) end, "", MAX_INSTRUCTIONS)
+  debug.sethook(co, function()
+    state.exceeded = true
+    -- and on every later instruction of the config itself (not of weft's pcall wrapper)
+    debug.sethook(co, function()
+      if debug.getinfo(2, "S").source == "@" .. file then error(LIMIT_MSG, 2) end
+    end, "", 1)
+    error(LIMIT_MSG, 2)
+  end, "", MAX_INSTRUCTIONS)
   local ok, result = coroutine.resume(co)
-  if not ok then return nil, tostring(result) end
+  if not ok then
+    if state.exceeded and (type(result) ~= "string" or not result:find(LIMIT_MSG, 1, true)) then
+      result = LIMIT_MSG
+    end
+    if type(result) ~= "string" then
+      return nil, string.format("%s: the config raised an error whose value is a %s (%s), not a message",
+        file, type(result), tostring(result))
+    end
+    if not result:find(file, 1, true) then result = file .. ": " .. result end
+    return nil, result
+  end
   if coroutine.status(co) ~= "dead" then return nil, file .. ": config yielded; it must return a table" end
   if type(result) ~= "table" then
     return nil, string.format("%s: the config must return a table, it returned %s", file,
@@ -54,7 +79,13 @@ end
 function M.apply(cfg, overrides, file)
   for _, o in ipairs(overrides or {}) do
     local key, value = o:match("^([^=]+)=(.*)$")
-    if not key or not key:match("^[%a_][%w_]*[%.%w_]*$") then
+    local well_formed = key ~= nil
+    if key then
+      for part in (key .. "."):gmatch("([^.]*)%.") do
+        if not part:match("^[%a_][%w_]*$") then well_formed = false end
+      end
+    end
+    if not well_formed then
       return nil, string.format('%s: --set %q: expected key=value, with key a name or dotted path (tile.m=128)', file, o)
     end
     local t, parts = cfg, {}

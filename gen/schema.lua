@@ -47,7 +47,8 @@ end
 local function check_field(f, v, errs)
   if f.kind == "int" then
     if math.type(v) ~= "integer" then
-      if type(v) == "number" and v == math.floor(v) then v = math.tointeger(v)
+      local iv = type(v) == "number" and math.tointeger(v) or nil   -- nil for 1.5, 1e300, inf, nan
+      if iv then v = iv
       else errs.add(f.name, v, "must be an integer" .. (f.values and (" in {" .. list(f.values) .. "}") or
         (f.min and string.format(" in %d..%d", f.min, f.max) or ""))); return nil end
     end
@@ -96,7 +97,7 @@ function M.validate(cfg, fields, file)
     local v = cfg[f.name]
     if v == nil then
       if f.default == nil then errs.raw(f.name .. " is required (" .. (f.doc or "") .. ")")
-      else out[f.name] = f.default end
+      else out[f.name] = check_field(f, f.default, errs) end   -- defaults are normalised too
     else
       out[f.name] = check_field(f, v, errs)
     end

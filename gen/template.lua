@@ -26,6 +26,7 @@ end
 local function fill_line(line, values, where, errors)
   local multiline = false
   local out = line:gsub("%${([^}]*)}", function(name)
+    if #errors >= MAX_ERRORS then return "" end
     if not name:match("^[%a_][%w_]*$") then
       errors[#errors + 1] = string.format("%s: bad hole ${%s}: names are letters, digits and _", where, name)
       return ""
@@ -44,6 +45,9 @@ local function fill_line(line, values, where, errors)
     if s:find("\n", 1, true) then multiline = true end
     return s
   end)
+  if #errors < MAX_ERRORS and line:gsub("%${[^}]*}", ""):find("${", 1, true) then
+    errors[#errors + 1] = string.format("%s: unclosed ${ (a hole is ${name})", where)
+  end
   return out, multiline
 end
 

@@ -85,8 +85,9 @@ function M.generate(text, file, overrides, read)
   local d = fam.derive(ncfg)
   local smem_total = d.smem + (d.static_smem or 0)
   if smem_total > common.SMEM_LIMIT then
-    return nil, string.format("%s: shared memory = %d bytes: at most %d (227 KB) per block on sm_90; %s",
-      file, smem_total, common.SMEM_LIMIT, d.smem_hint or "use smaller tiles or fewer stages")
+    local f = d.smem_field or "tile"
+    return nil, string.format("%s: %s = %s: needs %d bytes of shared memory per block, at most %d (227 KB) on sm_90; %s",
+      file, f, schema.show(ncfg[f]), smem_total, common.SMEM_LIMIT, d.smem_hint or "use smaller tiles or fewer stages")
   end
 
   local name = M.kernel_name(fam, ncfg)

@@ -77,6 +77,7 @@ function F.derive(cfg)
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },
     smem = smem,
+    smem_field = "max_cols",
     smem_hint = "two stages of each CTA's slice of the row (2 * max_cols / cluster elements): raise cluster or lower max_cols",
     static_smem = 4 * (cfg.threads // 32 * 2 + 8) + 16,
     args = {

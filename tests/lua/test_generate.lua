@@ -125,13 +125,20 @@ local function check_manifest(m, cfg, file, where)
   T.ok(lim[gx.arg].max * gx.times <= INT_MAX, where .. " grid.x fits an int")
   T.eq(lim[gx.arg].max, INT_MAX // cfg.cluster, where .. " grid arg max")
   if cfg.family == "row_softmax" then
-    if cfg.mode == "onchip" then
-      T.ok(lim.cols.max >= cfg.max_cols, where .. " onchip cols max >= max_cols")
-      local v = 16 // common.ESIZE[cfg.dtype]
-      T.eq(lim.cols.max % (cfg.cluster * cfg.threads * v), 0, where .. " onchip cols max: whole vectors per thread")
-      T.ok(lim.cols.max - cfg.max_cols < cfg.cluster * cfg.threads * v, where .. " onchip cols max: rounded up once")
-    else
+    local v = 16 // common.ESIZE[cfg.dtype]
+    if cfg.mode == "stream" then
       T.eq(lim.cols.max, INT_MAX, where .. " stream cols max")
+    else   -- the modes that hold a row slice on chip take rows up to max_cols (rounded up)
+      T.ok(lim.cols.max >= cfg.max_cols, where .. " " .. cfg.mode .. " cols max >= max_cols")
+      T.eq(lim.cols.max % (cfg.cluster * v), 0, where .. " cols max: whole vectors per CTA")
+      T.ok(lim.cols.max - cfg.max_cols < cfg.cluster * cfg.threads * v, where .. " cols max: rounded up once")
+      if cfg.mode == "onchip" then
+        T.eq(lim.cols.max % (cfg.cluster * cfg.threads * v), 0, where .. " onchip cols max: whole vectors per thread")
+      end
+    end
+    if cfg.mode == "tma" then   -- two stages of each CTA's slice in dynamic shared memory
+      local slice = (cfg.max_cols + cfg.cluster - 1) // cfg.cluster * common.ESIZE[cfg.dtype]
+      T.ok(m.smem >= 2 * slice, where .. " tma smem holds two slices")
     end
   end
 
