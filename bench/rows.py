@@ -11,26 +11,22 @@ usage: python3 bench/rows.py [--weft build/weft] [--quick]   (writes a table to 
 """
 import argparse, os, re, subprocess, sys, time
 
-SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists]); the first is the default pick
+SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists])
     ("row_softmax", "f32", 8192, 32768, [
-        ["mode=tma", "max_cols=32768", "cluster=2", "threads=512", "persistent=true"],
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024"],
-        ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024", "persistent=true"],
-        ["mode=onchip", "max_cols=32768", "cluster=4", "threads=256", "min_blocks=4", "persistent=true"]]),
+        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=1024", "persistent=true", "prefetch=true"],
+        ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024", "persistent=true", "prefetch=true", "max_cols=32768"]]),
     ("row_softmax", "f32", 2048, 262144, [
-        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true"],
-        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=1024", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=2", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=1", "persistent=true"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true", "prefetch=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=1024", "persistent=true", "prefetch=true"],
+        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true"]]),
     ("row_softmax", "bf16", 4096, 262144, [
-        ["mode=tma", "max_cols=262144", "cluster=8", "threads=512", "persistent=true"],
-        ["mode=tma", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
-        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "min_blocks=4", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "min_blocks=2", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2", "persistent=true"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2", "persistent=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "persistent=true", "prefetch=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true", "prefetch=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true", "prefetch=true", "min_blocks=2"],
+        ["mode=tma", "max_cols=262144", "cluster=8", "threads=512", "persistent=true"]]),
     ("row_softmax", "f32", 32, 1048576, [
         ["mode=stream", "cluster=16", "nonportable=true", "threads=1024", "unroll=4"],
         ["mode=stream", "cluster=8", "threads=1024", "unroll=4"],
@@ -84,6 +80,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", default="build/weft")
     ap.add_argument("--quick", action="store_true", help="first config of each shape only")
+    ap.add_argument("--family", help="only this family")
     args = ap.parse_args()
     def example(family, sets):
         if family == "row_reduce":
@@ -92,6 +89,8 @@ def main():
     rows_out = []
     log = open(os.path.join(os.environ.get("OUT", "/tmp"), "bench_rows.log"), "w")
     for family, dtype, rows, cols, configs in SHAPES:
+        if args.family and family != args.family:
+            continue
         tt_us, t_gbs, t_copy = torch_baseline(family, dtype, rows, cols)
         best = None
         for sets in (configs[:1] if args.quick else configs):

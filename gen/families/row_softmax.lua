@@ -23,6 +23,8 @@ F.fields = {
   common.threads(256),
   common.min_blocks(),
   common.persistent(),
+  { name = "prefetch", kind = "bool", default = false, tag = "pf",
+    doc = "onchip: load the next row into a second register set during this row's combine and output" },
   { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
     doc = "stream: 16-byte loads in flight per thread (onchip: leave 4)" },
 }
@@ -41,21 +43,26 @@ function F.check(cfg, errs)
       errs.add("max_cols", 0, 'mode = "tma" needs the longest row: max_cols = <cols>, or use mode = "stream"')
     end
     if cfg.unroll ~= 4 then errs.add("unroll", cfg.unroll, 'applies to mode = "stream" only; leave it 4') end
+    if cfg.prefetch then errs.add("prefetch", true, 'applies to mode = "onchip" only (tma always prefetches)') end
   elseif cfg.mode == "onchip" then
     if cfg.max_cols == 0 then
       errs.add("max_cols", 0, 'mode = "onchip" needs the longest row: max_cols = <cols>, or use mode = "stream"')
     else
       local pt, v = per_thread(cfg)
-      if pt * 4 > MAX_DATA_REGS then
+      local sets = cfg.prefetch and 2 or 1
+      if pt * 4 * sets > MAX_DATA_REGS then
         errs.add("max_cols", cfg.max_cols, string.format(
-          "needs %d 16-byte vectors (%d registers) per thread with cluster = %d, threads = %d; at most %d fit " ..
+          "needs %d 16-byte vectors (%d registers%s) per thread with cluster = %d, threads = %d; at most %d fit " ..
           "(max_cols <= %d): raise cluster or threads, or use mode = \"stream\"",
-          pt, pt * 4, cfg.cluster, cfg.threads, MAX_DATA_REGS // 4,
-          MAX_DATA_REGS // 4 * cfg.cluster * cfg.threads * v))
+          pt, pt * 4 * sets, cfg.prefetch and ", twice for prefetch" or "", cfg.cluster, cfg.threads,
+          MAX_DATA_REGS // 4 // sets, MAX_DATA_REGS // 4 // sets * cfg.cluster * cfg.threads * v))
       end
     end
     if cfg.unroll ~= 4 then errs.add("unroll", cfg.unroll, 'applies to mode = "stream" only; leave it 4') end
-  elseif cfg.max_cols ~= 0 then
+  elseif cfg.max_cols ~= 0 or cfg.prefetch then
+    if cfg.prefetch then errs.add("prefetch", true, 'applies to mode = "onchip" only') end
+  end
+  if cfg.mode == "stream" and cfg.max_cols ~= 0 then
     errs.add("max_cols", cfg.max_cols, 'applies to modes "onchip" and "tma" only; leave it 0 with mode = "stream"')
   end
 end
@@ -73,6 +80,7 @@ function F.derive(cfg)
   if cols_max > common.INT_MAX then cols_max = common.INT_MAX end
   return {
     values = { threads = cfg.threads, cluster = cfg.cluster, mode = cfg.mode, depth = depth,
+               prefetch = cfg.mode == "onchip" and (cfg.prefetch and ", true" or ", false") or "",
                min_blocks = cfg.min_blocks, ctype = common.CTYPE[cfg.dtype] },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },

@@ -62,22 +62,32 @@ __device__ __forceinline__ Vals<2> softmax_combine(float m, float sum, float *sc
   return cluster_allreduce<CLUSTER, false, OnlineSoftmax, 2>(slot, v);
 }
 
+// Issue the loads of a row's slice (PT vectors per thread) into registers.
 template <class T, int CLUSTER, int THREADS, int PT>
-__device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long row, long cols, u32 rank,
-                                                       float *scratch, float *slot) {
-  constexpr int V = VecOf<T>::N;
+__device__ __forceinline__ void load_slice(U4 (&r)[PT], const T *x, long row, long cols, u32 rank) {
   const T *p = x + row * cols;
-  T *q = y + row * cols;
   const RowSlice<T, CLUSTER> sl(p, cols, rank);
   const U4 *vp = reinterpret_cast<const U4 *>(p + sl.s.head);
-  U4 *vq = reinterpret_cast<U4 *>(q + sl.s.head);
-
-  U4 r[PT];   // the slice, held in registers: indices are compile-time after unrolling
 #pragma unroll
   for (int k = 0; k < PT; ++k) {
     const long j = sl.vbeg + threadIdx.x + (long)k * THREADS;
     if (j < sl.vend) r[k] = load_stream(vp + j);
   }
+}
+
+// One row whose slice is already in r.  With PREFETCH, the next row's loads are issued into
+// `next` as soon as this row's local max and sum are known, so they are in flight during the
+// block and cluster combine and the output pass.
+template <class T, int CLUSTER, int THREADS, int PT, bool PREFETCH>
+__device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long row, long next_row, long rows,
+                                                       long cols, u32 rank, float *scratch, float *slot,
+                                                       const U4 (&r)[PT], U4 (&next)[PT]) {
+  constexpr int V = VecOf<T>::N;
+  const T *p = x + row * cols;
+  T *q = y + row * cols;
+  const RowSlice<T, CLUSTER> sl(p, cols, rank);
+  U4 *vq = reinterpret_cast<U4 *>(q + sl.s.head);
+
   float xs = neg_inf();
   if (sl.scalar_owner) xs = to_f32(p[sl.s.scalar_index(threadIdx.x)]);
 
@@ -96,6 +106,9 @@ __device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long ro
 #pragma unroll
       for (int e = 0; e < V; ++e) sum += ex2((lane_f32<T>(r[k], e) - ms) * LOG2E);
     }
+  if constexpr (PREFETCH) {
+    if (next_row < rows) load_slice<T, CLUSTER, THREADS, PT>(next, x, next_row, cols, rank);
+  }
 
   const Vals<2> tot = softmax_combine<CLUSTER, THREADS>(m, sum, scratch, slot);
   const float M = shift_of(tot.v[0]), inv = 1.0f / tot.v[1];
@@ -169,15 +182,27 @@ __device__ __forceinline__ void row_softmax_stream_row(T *y, const T *x, long ro
 
 // The kernels: each cluster takes rows cluster_id, cluster_id + nclusters, ...; a grid with one
 // cluster per row runs the loop once, a persistent grid (co-resident clusters) many times.
-template <class T, int CLUSTER, int THREADS, int PT>
+template <class T, int CLUSTER, int THREADS, int PT, bool PREFETCH>
 __device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long rows, long cols) {
   __shared__ float scratch[(THREADS / 32) * 2];
   __shared__ float slots[2][4];
   const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
   const long nclusters = gridDim.x / CLUSTER;
+  const long first = blockIdx.x / CLUSTER;
+  U4 cur[PT];
+  if (first < rows) load_slice<T, CLUSTER, THREADS, PT>(cur, x, first, cols, rank);
   int it = 0;
-  for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
-    row_softmax_onchip_row<T, CLUSTER, THREADS, PT>(y, x, row, cols, rank, scratch, slots[it & 1]);
+  for (long row = first; row < rows; row += nclusters, ++it) {
+    U4 next[PT];
+    row_softmax_onchip_row<T, CLUSTER, THREADS, PT, PREFETCH>(y, x, row, row + nclusters, rows, cols, rank,
+                                                               scratch, slots[it & 1], cur, next);
+    if constexpr (PREFETCH) {
+#pragma unroll
+      for (int k = 0; k < PT; ++k) cur[k] = next[k];
+    } else if (row + nclusters < rows) {
+      load_slice<T, CLUSTER, THREADS, PT>(cur, x, row + nclusters, cols, rank);
+    }
+  }
   cluster_retire<CLUSTER>();
 }
 
