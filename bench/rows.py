@@ -15,7 +15,7 @@ SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists])
     ("row_softmax", "f32", 8192, 32768, [
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024"],
         ["mode=onchip", "max_cols=32768", "cluster=2", "threads=1024", "persistent=true", "prefetch=true"],
-        ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024", "persistent=true", "prefetch=true", "max_cols=32768"]]),
+        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=512", "persistent=true", "prefetch=true"]]),
     ("row_softmax", "f32", 2048, 262144, [
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true", "prefetch=true"],

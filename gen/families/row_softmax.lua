@@ -11,6 +11,7 @@ local F = {
 }
 
 local MAX_DATA_REGS = 128   -- registers of row data per thread before spills become likely
+local OVERHEAD_REGS = 24    -- what the rest of the onchip kernel needs beside the row data
 
 F.fields = {
   common.dtype(),
@@ -50,12 +51,15 @@ function F.check(cfg, errs)
     else
       local pt, v = per_thread(cfg)
       local sets = cfg.prefetch and 2 or 1
-      if pt * 4 * sets > MAX_DATA_REGS then
+      -- the register file (64K per SM) shared by min_blocks CTAs caps what each thread may hold
+      local cap = math.min(255, 65536 // (cfg.threads * cfg.min_blocks)) - OVERHEAD_REGS
+      local budget = math.min(MAX_DATA_REGS, cap - cap % 4)
+      if pt * 4 * sets > budget then
         errs.add("max_cols", cfg.max_cols, string.format(
           "needs %d 16-byte vectors (%d registers%s) per thread with cluster = %d, threads = %d; at most %d fit " ..
           "(max_cols <= %d): raise cluster or threads, or use mode = \"stream\"",
           pt, pt * 4 * sets, cfg.prefetch and ", twice for prefetch" or "", cfg.cluster, cfg.threads,
-          MAX_DATA_REGS // 4 // sets, MAX_DATA_REGS // 4 // sets * cfg.cluster * cfg.threads * v))
+          budget // 4 // sets, budget // 4 // sets * cfg.cluster * cfg.threads * v))
       end
     end
     if cfg.unroll ~= 4 then errs.add("unroll", cfg.unroll, 'applies to mode = "stream" only; leave it 4') end
