@@ -91,13 +91,11 @@ __device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long ro
   float xs = neg_inf();
   if (sl.scalar_owner) xs = to_f32(p[sl.s.scalar_index(threadIdx.x)]);
 
-  float m = xs;
+  VecMax<T> vm(xs);
 #pragma unroll
   for (int k = 0; k < PT; ++k)
-    if (sl.vbeg + threadIdx.x + (long)k * THREADS < sl.vend) {
-#pragma unroll
-      for (int e = 0; e < V; ++e) m = fmaxf(m, lane_f32<T>(r[k], e));
-    }
+    if (sl.vbeg + threadIdx.x + (long)k * THREADS < sl.vend) vm.add(r[k]);
+  const float m = vm.result();
   const float ms = shift_of(m);
   float sum = sl.scalar_owner ? ex2((xs - ms) * LOG2E) : 0.0f;
 #pragma unroll
@@ -263,12 +261,9 @@ __device__ __forceinline__ void row_softmax_tma(T *y, const T *x, long rows, lon
     mbar_wait(&full[s], (u32)((it >> 1) & 1));
     const U4 *buf = stage_buf + s * CHUNK;
 
-    float m = xs;
-    for (long j = threadIdx.x; j < n; j += THREADS) {
-      const U4 v = lds128(buf + j);
-#pragma unroll
-      for (int e = 0; e < V; ++e) m = fmaxf(m, lane_f32<T>(v, e));
-    }
+    VecMax<T> vm(xs);
+    for (long j = threadIdx.x; j < n; j += THREADS) vm.add(lds128(buf + j));
+    const float m = vm.result();
     const float ms = shift_of(m);
     float sum = sl.scalar_owner ? ex2((xs - ms) * LOG2E) : 0.0f;
     for (long j = threadIdx.x; j < n; j += THREADS) {

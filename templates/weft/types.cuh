@@ -62,8 +62,17 @@ template <> __device__ __forceinline__ U4 pack_f32<f32>(const float *f) {
   v.z = __float_as_uint(f[2]); v.w = __float_as_uint(f[3]);
   return v;
 }
-template <class H> __device__ __forceinline__ u32 pack2(float lo, float hi) {
-  return (u32)from_f32<H>(lo).bits | ((u32)from_f32<H>(hi).bits << 16);
+// Two f32 -> one word of two 16-bit values, one instruction (cvt ... x2 packs hi, lo).
+template <class H> __device__ __forceinline__ u32 pack2(float lo, float hi);
+template <> __device__ __forceinline__ u32 pack2<bf16>(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+template <> __device__ __forceinline__ u32 pack2<f16>(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 template <> __device__ __forceinline__ U4 pack_f32<bf16>(const float *f) {
   U4 v; v.x = pack2<bf16>(f[0], f[1]); v.y = pack2<bf16>(f[2], f[3]);
@@ -75,6 +84,46 @@ template <> __device__ __forceinline__ U4 pack_f32<f16>(const float *f) {
   v.z = pack2<f16>(f[4], f[5]); v.w = pack2<f16>(f[6], f[7]);
   return v;
 }
+
+// Running maximum over 16-byte vectors.  For the 16-bit formats it runs on packed pairs
+// (max.bf16x2 / max.f16x2: half the instructions of unpacking first); max is exact in any
+// format, and like fmaxf it ignores a NaN operand.
+template <class T> struct VecMax {
+  float m;
+  __device__ __forceinline__ VecMax(float init) : m(init) {}
+  __device__ __forceinline__ void add(const U4 &v) {
+    m = fmaxf(m, fmaxf(fmaxf(lane_f32<T>(v, 0), lane_f32<T>(v, 1)), fmaxf(lane_f32<T>(v, 2), lane_f32<T>(v, 3))));
+  }
+  __device__ __forceinline__ float result() const { return m; }
+};
+template <class H> struct VecMax2 {
+  float m;
+  u32 w;
+  __device__ __forceinline__ VecMax2(float init) : m(init), w(neg_inf_pair()) {}
+  __device__ __forceinline__ static u32 neg_inf_pair();
+  __device__ __forceinline__ static u32 max2(u32 a, u32 b);
+  __device__ __forceinline__ void add(const U4 &v) { w = max2(w, max2(max2(v.x, v.y), max2(v.z, v.w))); }
+  __device__ __forceinline__ float result() const {
+    H lo, hi;
+    lo.bits = (u16)(w & 0xffff);
+    hi.bits = (u16)(w >> 16);
+    return fmaxf(m, fmaxf(to_f32(lo), to_f32(hi)));
+  }
+};
+template <> __device__ __forceinline__ u32 VecMax2<bf16>::neg_inf_pair() { return 0xff80ff80u; }
+template <> __device__ __forceinline__ u32 VecMax2<f16>::neg_inf_pair() { return 0xfc00fc00u; }
+template <> __device__ __forceinline__ u32 VecMax2<bf16>::max2(u32 a, u32 b) {
+  u32 r;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <> __device__ __forceinline__ u32 VecMax2<f16>::max2(u32 a, u32 b) {
+  u32 r;
+  asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <> struct VecMax<bf16> : VecMax2<bf16> { using VecMax2<bf16>::VecMax2; };
+template <> struct VecMax<f16> : VecMax2<f16> { using VecMax2<f16>::VecMax2; };
 
 // Data read once: through the non-coherent path, not kept in L1.
 __device__ __forceinline__ U4 load_stream(const U4 *p) {

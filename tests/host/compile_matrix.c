@@ -34,9 +34,9 @@ static const entry matrix[] = {
   /* every dtype: the 16-bit formats convert with cvt */
   {"row_reduce.lua", {"dtype=f16"}, {CLUSTER_PTX, STREAM_LOAD, "cvt.f32.f16"}, {0}},
   {"row_reduce.lua", {"dtype=bf16"}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
-  {"row_softmax.lua", {"dtype=bf16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.bf16.f32", "st.global.cs.v4.u32"}, {0}},
-  {"row_softmax.lua", {"dtype=f16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.f16.f32", "cvt.f32.f16"}, {0}},
-  {"row_softmax_stream.lua", {"dtype=bf16"}, {CLUSTER_PTX, "cvt.rn.bf16.f32"}, {0}},
+  {"row_softmax.lua", {"dtype=bf16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.bf16x2.f32", "max.bf16x2", "st.global.cs.v4.u32"}, {0}},
+  {"row_softmax.lua", {"dtype=f16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.f16x2.f32", "max.f16x2", "cvt.f32.f16"}, {0}},
+  {"row_softmax_stream.lua", {"dtype=bf16"}, {CLUSTER_PTX, "cvt.rn.bf16x2.f32"}, {0}},
   /* mode tma: the bulk copy engine feeding shared memory, counted on mbarriers */
   {"row_softmax.lua", {"mode=tma", "max_cols=262144", "cluster=16", "nonportable=true"},
    {CLUSTER_PTX, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
