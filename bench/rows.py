@@ -14,18 +14,15 @@ import argparse, os, re, subprocess, sys, time
 SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists])
     ("row_softmax", "f32", 8192, 32768, [
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024"],
-        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=1024", "persistent=true", "prefetch=true"],
-        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=512", "persistent=true", "prefetch=true"]]),
+        ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024", "persistent=true"]]),
     ("row_softmax", "f32", 2048, 262144, [
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true", "prefetch=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=1024", "persistent=true", "prefetch=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024"],
         ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true"]]),
     ("row_softmax", "bf16", 4096, 262144, [
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "persistent=true", "prefetch=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true", "prefetch=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true", "prefetch=true", "min_blocks=2"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
+        ["mode=onchip", "max_cols=262144", "cluster=4", "threads=1024", "persistent=true"],
         ["mode=tma", "max_cols=262144", "cluster=8", "threads=512", "persistent=true"]]),
     ("row_softmax", "f32", 32, 1048576, [
         ["mode=stream", "cluster=16", "nonportable=true", "threads=1024", "unroll=4"],
