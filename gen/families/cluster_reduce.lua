@@ -21,15 +21,22 @@ F.fields = {
     doc = "true: a trailing cluster barrier retires the slot; false: alternate two slots" },
   { name = "iters", kind = "int", min = 1, max = 64, default = 1, tag = "i",
     doc = "combines per kernel (exercises slot reuse)" },
+  { name = "exchange", kind = "enum", values = { "pull", "push" }, default = "pull", tag = "x",
+    doc = "pull: publish, cluster barrier, mapa + ld.shared::cluster; push: st.async into every peer + mbarrier" },
 }
 
-function F.check(cfg, errs) common.check_cluster(cfg, errs) end
+function F.check(cfg, errs)
+  common.check_cluster(cfg, errs)
+  if cfg.exchange == "push" and cfg.need_tail_sync then
+    errs.add("need_tail_sync", true, 'must be false with exchange = "push" (push alternates two receive arrays)')
+  end
+end
 
 function F.derive(cfg)
   return {
     values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
                cluster = cfg.cluster, width = cfg.width, iters = cfg.iters,
-               need_tail_sync = cfg.need_tail_sync },
+               need_tail_sync = cfg.need_tail_sync, push = cfg.exchange == "push" },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },
     smem = 0,

@@ -22,6 +22,7 @@
 #pragma once
 #include "weft/types.cuh"
 #include "weft/ops.cuh"
+#include "weft/bulk.cuh"
 
 namespace weft {
 
@@ -40,11 +41,7 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
                "barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-__device__ __forceinline__ u32 smem_u32(const void *p) {
-  u32 a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
+__device__ __forceinline__ u32 smem_u32(const void *p) { return smem_addr(p); }
 // The address of the same shared-memory location in CTA `rank` of this cluster.
 __device__ __forceinline__ u32 map_shared_rank(u32 saddr, u32 rank) {
   u32 r;
@@ -98,6 +95,77 @@ __device__ __forceinline__ Vals<W> cluster_allreduce(float *slot, const Vals<W> 
   if constexpr (TAIL_SYNC) {
     if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
   }
+  return out;
+}
+
+// ---- the push variant: st.async into every peer, completion counted on the peer's mbarrier ----
+//
+// Instead of publish + cluster barrier + pull, each CTA writes its W values straight into every
+// peer's receive array (st.async ... mbarrier::complete_tx::bytes), and waits on its own
+// mbarrier until all CLUSTER * W * 4 bytes have landed.  No cluster barrier per combine.
+// Reuse: combines alternate two receive arrays.  A peer cannot write array b for combine k+2
+// before we finish reading it for combine k: to get there it must have received our combine-k+1
+// values, which we send only after finishing combine k.  The result reaches the block through
+// res[b], alternating the same way.  Call cluster_push_init once (all threads) before the first
+// combine, and cluster_retire at exit.
+template <int CLUSTER, int W> struct PushSlots {
+  float recv[2][CLUSTER * W];
+  float res[2][W];
+  u64 bar[2];
+};
+
+template <int CLUSTER, int W>
+__device__ __forceinline__ void cluster_push_init(PushSlots<CLUSTER, W> &s) {
+  if (threadIdx.x == 0) {
+    mbar_init(&s.bar[0], 1);
+    mbar_init(&s.bar[1], 1);
+    fence_barrier_init();
+  }
+  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();   // peers may target our barriers only after this
+}
+
+__device__ __forceinline__ void st_async_f32(u32 remote_addr, float v, u32 remote_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];"
+               :: "r"(remote_addr), "f"(v), "r"(remote_bar) : "memory");
+}
+
+// k: the combine's index (0, 1, 2, ...), the same in every CTA of the cluster.
+template <int CLUSTER, class C, int W>
+__device__ __forceinline__ Vals<W> cluster_allreduce_push(PushSlots<CLUSTER, W> &s, u32 k, const Vals<W> &v) {
+  static_assert(CLUSTER >= 1 && CLUSTER <= 16, "cluster size is 1..16");
+  const u32 b = k & 1, parity = (k >> 1) & 1;
+  if (threadIdx.x < 32) {
+    const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+    if (threadIdx.x == 0) mbar_arrive_expect(&s.bar[b], (u32)(CLUSTER * W * 4));
+    Vals<W> mine;   // thread 0's values, to lanes 0..CLUSTER-1: lane r sends to peer r
+#pragma unroll
+    for (int i = 0; i < W; ++i) mine.v[i] = __shfl_sync(0xffffffffu, v.v[i], 0);
+    if (threadIdx.x < CLUSTER) {
+      const u32 dst = map_shared_rank(smem_u32(&s.recv[b][rank * W]), threadIdx.x);
+      const u32 bar = map_shared_rank(smem_u32(&s.bar[b]), threadIdx.x);
+#pragma unroll
+      for (int i = 0; i < W; ++i) st_async_f32(dst + 4u * i, mine.v[i], bar);
+    }
+    if (threadIdx.x == 0) {
+      mbar_wait(&s.bar[b], parity);
+      Vals<W> acc;
+#pragma unroll
+      for (int i = 0; i < W; ++i) acc.v[i] = s.recv[b][i];
+#pragma unroll
+      for (int r = 1; r < CLUSTER; ++r) {
+        Vals<W> o;
+#pragma unroll
+        for (int i = 0; i < W; ++i) o.v[i] = s.recv[b][r * W + i];
+        acc = C::combine(acc, o);
+      }
+#pragma unroll
+      for (int i = 0; i < W; ++i) s.res[b][i] = acc.v[i];
+    }
+  }
+  __syncthreads();
+  Vals<W> out;
+#pragma unroll
+  for (int i = 0; i < W; ++i) out.v[i] = s.res[b][i];
   return out;
 }
 

@@ -59,6 +59,10 @@ static const entry matrix[] = {
   {"cluster_reduce.lua", {"need_tail_sync=false", "width=8", "op=sum"}, {CLUSTER_PTX, "add.f32"}, {0}},
   {"cluster_reduce.lua", {"cluster=16", "nonportable=true", "op=prod"}, {CLUSTER_PTX, "mul.f32"}, {0}},
   {"cluster_reduce.lua", {"threads=1024", "op=min", "iters=64"}, {CLUSTER_PTX, "min.f32"}, {0}},
+  /* the push exchange: st.async into peers, completion on mbarriers; no ld.shared::cluster */
+  {"cluster_reduce.lua", {"exchange=push", "cluster=8"},
+   {"st.async.shared::cluster.mbarrier::complete_tx::bytes.f32", "mapa.shared::cluster", "mbarrier.try_wait.parity",
+    "mbarrier.arrive.expect_tx"}, {"ld.shared::cluster"}},
 };
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }

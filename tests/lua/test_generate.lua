@@ -323,6 +323,7 @@ local function fixup(cfg, field)
       cfg.min_blocks = math.max(1, 2048 // cfg.threads)
     end
   end
+  if cfg.family == "cluster_reduce" and cfg.exchange == "push" then cfg.need_tail_sync = false end
   if cfg.family == "row_softmax" then
     if field == "mode" and cfg.mode == "stream" then cfg.max_cols = 0 end
     if field == "unroll" then cfg.mode = "stream"; cfg.max_cols = 0 end
