@@ -116,6 +116,7 @@ template <int CLUSTER, int W> struct PushSlots {
 
 template <int CLUSTER, int W>
 __device__ __forceinline__ void cluster_push_init(PushSlots<CLUSTER, W> &s) {
+  if constexpr (CLUSTER == 1) return;   // nothing to exchange (and no cluster to address)
   if (threadIdx.x == 0) {
     mbar_init(&s.bar[0], 1);
     mbar_init(&s.bar[1], 1);
@@ -134,7 +135,12 @@ template <int CLUSTER, class C, int W>
 __device__ __forceinline__ Vals<W> cluster_allreduce_push(PushSlots<CLUSTER, W> &s, u32 k, const Vals<W> &v) {
   static_assert(CLUSTER >= 1 && CLUSTER <= 16, "cluster size is 1..16");
   const u32 b = k & 1, parity = (k >> 1) & 1;
-  if (threadIdx.x < 32) {
+  if constexpr (CLUSTER == 1) {   // a launch without clusters: mapa and st.async do not apply
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int i = 0; i < W; ++i) s.res[b][i] = v.v[i];
+    }
+  } else if (threadIdx.x < 32) {
     const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
     if (threadIdx.x == 0) mbar_arrive_expect(&s.bar[b], (u32)(CLUSTER * W * 4));
     Vals<W> mine;   // thread 0's values, to lanes 0..CLUSTER-1: lane r sends to peer r

@@ -63,6 +63,7 @@ static const entry matrix[] = {
   {"cluster_reduce.lua", {"exchange=push", "cluster=8"},
    {"st.async.shared::cluster.mbarrier::complete_tx::bytes.f32", "mapa.shared::cluster", "mbarrier.try_wait.parity",
     "mbarrier.arrive.expect_tx"}, {"ld.shared::cluster"}},
+  {"cluster_reduce.lua", {"exchange=push", "cluster=1"}, {"bar.sync"}, {"st.async", "mapa", "barrier.cluster"}},
 };
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
