@@ -14,18 +14,18 @@ import argparse, os, re, subprocess, sys, time
 SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists])
     ("row_softmax", "f32", 8192, 32768, [
         ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024"],
-        ["mode=onchip", "max_cols=32768", "cluster=1", "threads=1024", "persistent=true"]]),
+        ["mode=onchip", "max_cols=32768", "cluster=2", "threads=512", "min_blocks=2", "exchange=push"]]),
     ("row_softmax", "f32", 2048, 262144, [
         ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024"],
-        ["mode=tma", "max_cols=262144", "cluster=16", "nonportable=true", "threads=512", "persistent=true"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true", "exchange=push"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "exchange=push"]]),
     ("row_softmax", "bf16", 4096, 262144, [
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2", "persistent=true"],
-        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=1024", "persistent=true"],
         ["mode=onchip", "max_cols=262144", "cluster=4", "threads=1024", "persistent=true"],
-        ["mode=tma", "max_cols=262144", "cluster=8", "threads=512", "persistent=true"]]),
+        ["mode=onchip", "max_cols=262144", "cluster=4", "threads=1024", "persistent=true", "exchange=push"],
+        ["mode=onchip", "max_cols=262144", "cluster=8", "threads=512", "min_blocks=2", "persistent=true", "exchange=push"]]),
     ("row_softmax", "f32", 32, 1048576, [
         ["mode=stream", "cluster=16", "nonportable=true", "threads=1024", "unroll=4"],
+        ["mode=stream", "cluster=16", "nonportable=true", "threads=1024", "unroll=4", "exchange=push"],
         ["mode=stream", "cluster=8", "threads=1024", "unroll=4"],
         ["mode=stream", "cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"],
         ["mode=stream", "cluster=16", "nonportable=true", "threads=256", "unroll=8", "min_blocks=4"]]),
@@ -39,6 +39,7 @@ SHAPES = [  # (family, dtype, rows, cols, [configs as --set lists])
         ["cluster=4", "threads=512", "unroll=4", "min_blocks=2"],
         ["cluster=4", "threads=512", "unroll=8", "min_blocks=2", "persistent=true"]]),
     ("row_reduce", "f32", 32, 1048576, [
+        ["cluster=16", "nonportable=true", "threads=128", "unroll=8", "min_blocks=8", "exchange=push"],
         ["cluster=16", "nonportable=true", "threads=512", "unroll=8", "min_blocks=2"],
         ["cluster=16", "nonportable=true", "threads=256", "unroll=8", "min_blocks=4"],
         ["cluster=16", "nonportable=true", "threads=128", "unroll=8", "min_blocks=8"]]),

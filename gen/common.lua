@@ -63,6 +63,11 @@ function M.grid_per_cluster(arg, cluster, persistent)
            { per = 1, times = 1 }, { per = 1, times = 1 } }
 end
 
+function M.exchange()
+  return { name = "exchange", kind = "enum", values = { "pull", "push" }, default = "pull", tag = "x",
+           doc = "cluster combine: pull (publish, cluster barrier, mapa + ld.shared::cluster) or push (st.async into every peer + mbarrier)" }
+end
+
 function M.persistent()
   return { name = "persistent", kind = "bool", default = false, tag = "p",
            doc = "launch only co-resident clusters, each looping over rows (fewer launches of CTAs)" }

@@ -8,5 +8,5 @@ struct Op {
 };
 
 extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(float *out, const weft::${ctype} *x, int rows, int cols) {
-  weft::row_reduce<weft::${ctype}, Op, ${cluster}, ${threads}, ${unroll}>(out, x, rows, cols);
+  weft::row_reduce<weft::${ctype}, Op, ${cluster}, ${threads}, ${unroll}, ${push}>(out, x, rows, cols);
 }

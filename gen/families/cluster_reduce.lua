@@ -21,8 +21,7 @@ F.fields = {
     doc = "true: a trailing cluster barrier retires the slot; false: alternate two slots" },
   { name = "iters", kind = "int", min = 1, max = 64, default = 1, tag = "i",
     doc = "combines per kernel (exercises slot reuse)" },
-  { name = "exchange", kind = "enum", values = { "pull", "push" }, default = "pull", tag = "x",
-    doc = "pull: publish, cluster barrier, mapa + ld.shared::cluster; push: st.async into every peer + mbarrier" },
+  common.exchange(),
 }
 
 function F.check(cfg, errs)

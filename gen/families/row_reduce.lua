@@ -16,6 +16,7 @@ F.fields = {
   common.threads(256),
   common.min_blocks(),
   common.persistent(),
+  common.exchange(),
   { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
     doc = "16-byte loads in flight per thread" },
 }
@@ -28,7 +29,7 @@ end
 function F.derive(cfg)
   return {
     values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
-               min_blocks = cfg.min_blocks,
+               min_blocks = cfg.min_blocks, push = cfg.exchange == "push",
                cluster = cfg.cluster, unroll = cfg.unroll, ctype = common.CTYPE[cfg.dtype] },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },

@@ -24,6 +24,7 @@ F.fields = {
   common.threads(256),
   common.min_blocks(),
   common.persistent(),
+  common.exchange(),
   { name = "prefetch", kind = "bool", default = false, tag = "pf",
     doc = "onchip: load the next row into a second register set during this row's combine and output" },
   { name = "unroll", kind = "int", values = { 1, 2, 4, 8 }, default = 4, tag = "u",
@@ -84,7 +85,8 @@ function F.derive(cfg)
   if cols_max > common.INT_MAX then cols_max = common.INT_MAX end
   return {
     values = { threads = cfg.threads, cluster = cfg.cluster, mode = cfg.mode, depth = depth,
-               prefetch = cfg.mode == "onchip" and (cfg.prefetch and ", true" or ", false") or "",
+               push = cfg.exchange == "push",
+               prefetch = cfg.prefetch,
                min_blocks = cfg.min_blocks, ctype = common.CTYPE[cfg.dtype] },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },

@@ -175,4 +175,24 @@ __device__ __forceinline__ Vals<W> cluster_allreduce_push(PushSlots<CLUSTER, W> 
   return out;
 }
 
+// Exchange<CLUSTER, W, PUSH>: the two combine disciplines behind one interface, for kernels
+// that combine once per row in a loop.  Declare `__shared__ typename Exchange<...>::Slots s;`,
+// call init(s) once (all threads), combine<C>(s, k, v) with k = 0, 1, 2, ... and
+// cluster_retire<CLUSTER>() before exit.
+template <int CLUSTER, int W, bool PUSH> struct Exchange;
+template <int CLUSTER, int W> struct Exchange<CLUSTER, W, false> {
+  struct Slots { float s[2][2 * W]; };
+  __device__ __forceinline__ static void init(Slots &) {}
+  template <class C> __device__ __forceinline__ static Vals<W> combine(Slots &sl, u32 k, const Vals<W> &v) {
+    return cluster_allreduce<CLUSTER, false, C, W>(sl.s[k & 1], v);
+  }
+};
+template <int CLUSTER, int W> struct Exchange<CLUSTER, W, true> {
+  using Slots = PushSlots<CLUSTER, W>;
+  __device__ __forceinline__ static void init(Slots &s) { cluster_push_init<CLUSTER, W>(s); }
+  template <class C> __device__ __forceinline__ static Vals<W> combine(Slots &s, u32 k, const Vals<W> &v) {
+    return cluster_allreduce_push<CLUSTER, C, W>(s, k, v);
+  }
+};
+
 }  // namespace weft

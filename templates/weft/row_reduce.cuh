@@ -9,9 +9,10 @@
 
 namespace weft {
 
-template <class T, class Op, int CLUSTER, int THREADS, int UNROLL>
+template <class T, class Op, int CLUSTER, int THREADS, int UNROLL, bool PUSH>
 __device__ __forceinline__ void row_reduce_row(float *__restrict__ out, const T *__restrict__ x, long row,
-                                               long cols, u32 rank, float *scratch, float *slot) {
+                                               long cols, u32 rank, float *scratch,
+                                               typename Exchange<CLUSTER, 1, PUSH>::Slots &ex, u32 k) {
   using C = Elementwise<Op>;
   constexpr int V = VecOf<T>::N;
   const T *p = x + row * cols;
@@ -42,21 +43,22 @@ __device__ __forceinline__ void row_reduce_row(float *__restrict__ out, const T 
   v.v[0] = acc;
   v = block_reduce<C, THREADS, 1>(v, scratch);
   // No tail sync: the row loop alternates two slots, and retires them before exit.
-  const Vals<1> r = cluster_allreduce<CLUSTER, false, C, 1>(slot, v);
+  const Vals<1> r = Exchange<CLUSTER, 1, PUSH>::template combine<C>(ex, k, v);
   if (rank == 0 && threadIdx.x == 0) out[row] = r.v[0];
 }
 
 // Each cluster takes rows cluster_id, cluster_id + nclusters, ...: once per row with one cluster
 // per row, many times in a persistent grid of co-resident clusters.
-template <class T, class Op, int CLUSTER, int THREADS, int UNROLL>
+template <class T, class Op, int CLUSTER, int THREADS, int UNROLL, bool PUSH>
 __device__ __forceinline__ void row_reduce(float *__restrict__ out, const T *__restrict__ x, long rows, long cols) {
   __shared__ float scratch[THREADS / 32];
-  __shared__ float slots[2][2];
+  __shared__ typename Exchange<CLUSTER, 1, PUSH>::Slots ex;
+  Exchange<CLUSTER, 1, PUSH>::init(ex);
   const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
   const long nclusters = gridDim.x / CLUSTER;
   int it = 0;
   for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
-    row_reduce_row<T, Op, CLUSTER, THREADS, UNROLL>(out, x, row, cols, rank, scratch, slots[it & 1]);
+    row_reduce_row<T, Op, CLUSTER, THREADS, UNROLL, PUSH>(out, x, row, cols, rank, scratch, ex, (u32)it);
   cluster_retire<CLUSTER>();
 }
 

@@ -52,14 +52,15 @@ template <class T, int CLUSTER> struct RowSlice {
   }
 };
 
-template <int CLUSTER, int THREADS>
-__device__ __forceinline__ Vals<2> softmax_combine(float m, float sum, float *scratch, float *slot) {
+// The row loop's k-th combine; the exchange alternates two slots and retires at exit.
+template <int CLUSTER, int THREADS, bool PUSH>
+__device__ __forceinline__ Vals<2> softmax_combine(float m, float sum, float *scratch,
+                                                   typename Exchange<CLUSTER, 2, PUSH>::Slots &ex, u32 k) {
   Vals<2> v;
   v.v[0] = m;
   v.v[1] = sum;
   v = block_reduce<OnlineSoftmax, THREADS, 2>(v, scratch);
-  // No tail sync: the row loop alternates two slots (see cluster.cuh) and retires at exit.
-  return cluster_allreduce<CLUSTER, false, OnlineSoftmax, 2>(slot, v);
+  return Exchange<CLUSTER, 2, PUSH>::template combine<OnlineSoftmax>(ex, k, v);
 }
 
 // Issue the loads of a row's slice (PT vectors per thread) into registers.
@@ -78,9 +79,10 @@ __device__ __forceinline__ void load_slice(U4 (&r)[PT], const T *x, long row, lo
 // One row whose slice is already in r.  With PREFETCH, the next row's loads are issued into
 // `next` as soon as this row's local max and sum are known, so they are in flight during the
 // block and cluster combine and the output pass.
-template <class T, int CLUSTER, int THREADS, int PT, bool PREFETCH>
+template <class T, int CLUSTER, int THREADS, int PT, bool PREFETCH, bool PUSH>
 __device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long row, long next_row, long rows,
-                                                       long cols, u32 rank, float *scratch, float *slot,
+                                                       long cols, u32 rank, float *scratch,
+                                                       typename Exchange<CLUSTER, 2, PUSH>::Slots &ex, u32 k,
                                                        const U4 (&r)[PT], U4 (&next)[PT]) {
   constexpr int V = VecOf<T>::N;
   const T *p = x + row * cols;
@@ -108,7 +110,7 @@ __device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long ro
     if (next_row < rows) load_slice<T, CLUSTER, THREADS, PT>(next, x, next_row, cols, rank);
   }
 
-  const Vals<2> tot = softmax_combine<CLUSTER, THREADS>(m, sum, scratch, slot);
+  const Vals<2> tot = softmax_combine<CLUSTER, THREADS, PUSH>(m, sum, scratch, ex, k);
   const float M = shift_of(tot.v[0]), inv = 1.0f / tot.v[1];
 #pragma unroll
   for (int k = 0; k < PT; ++k) {
@@ -123,9 +125,10 @@ __device__ __forceinline__ void row_softmax_onchip_row(T *y, const T *x, long ro
   if (sl.scalar_owner) q[sl.s.scalar_index(threadIdx.x)] = from_f32<T>(ex2((xs - M) * LOG2E) * inv);
 }
 
-template <class T, int CLUSTER, int THREADS, int UNROLL>
+template <class T, int CLUSTER, int THREADS, int UNROLL, bool PUSH>
 __device__ __forceinline__ void row_softmax_stream_row(T *y, const T *x, long row, long cols, u32 rank,
-                                                       float *scratch, float *slot) {
+                                                       float *scratch, typename Exchange<CLUSTER, 2, PUSH>::Slots &ex,
+                                                       u32 k) {
   constexpr int V = VecOf<T>::N;
   const T *p = x + row * cols;
   T *q = y + row * cols;
@@ -159,7 +162,7 @@ __device__ __forceinline__ void row_softmax_stream_row(T *y, const T *x, long ro
       }
   }
 
-  const Vals<2> tot = softmax_combine<CLUSTER, THREADS>(m, sum, scratch, slot);
+  const Vals<2> tot = softmax_combine<CLUSTER, THREADS, PUSH>(m, sum, scratch, ex, k);
   const float M = shift_of(tot.v[0]), inv = 1.0f / tot.v[1];
   for (long i = sl.vbeg + threadIdx.x; i < sl.vend; i += (long)THREADS * UNROLL) {
     U4 r[UNROLL];
@@ -180,10 +183,11 @@ __device__ __forceinline__ void row_softmax_stream_row(T *y, const T *x, long ro
 
 // The kernels: each cluster takes rows cluster_id, cluster_id + nclusters, ...; a grid with one
 // cluster per row runs the loop once, a persistent grid (co-resident clusters) many times.
-template <class T, int CLUSTER, int THREADS, int PT, bool PREFETCH>
+template <class T, int CLUSTER, int THREADS, int PT, bool PREFETCH, bool PUSH>
 __device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long rows, long cols) {
   __shared__ float scratch[(THREADS / 32) * 2];
-  __shared__ float slots[2][4];
+  __shared__ typename Exchange<CLUSTER, 2, PUSH>::Slots ex;
+  Exchange<CLUSTER, 2, PUSH>::init(ex);
   const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
   const long nclusters = gridDim.x / CLUSTER;
   const long first = blockIdx.x / CLUSTER;
@@ -192,8 +196,8 @@ __device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long rows, 
   int it = 0;
   for (long row = first; row < rows; row += nclusters, ++it) {
     U4 next[PT];
-    row_softmax_onchip_row<T, CLUSTER, THREADS, PT, PREFETCH>(y, x, row, row + nclusters, rows, cols, rank,
-                                                               scratch, slots[it & 1], cur, next);
+    row_softmax_onchip_row<T, CLUSTER, THREADS, PT, PREFETCH, PUSH>(y, x, row, row + nclusters, rows, cols, rank,
+                                                                     scratch, ex, (u32)it, cur, next);
     if constexpr (PREFETCH) {
 #pragma unroll
       for (int k = 0; k < PT; ++k) cur[k] = next[k];
@@ -204,28 +208,30 @@ __device__ __forceinline__ void row_softmax_onchip(T *y, const T *x, long rows, 
   cluster_retire<CLUSTER>();
 }
 
-template <class T, int CLUSTER, int THREADS, int UNROLL>
+template <class T, int CLUSTER, int THREADS, int UNROLL, bool PREFETCH_UNUSED, bool PUSH>
 __device__ __forceinline__ void row_softmax_stream(T *y, const T *x, long rows, long cols) {
   __shared__ float scratch[(THREADS / 32) * 2];
-  __shared__ float slots[2][4];
+  __shared__ typename Exchange<CLUSTER, 2, PUSH>::Slots ex;
+  Exchange<CLUSTER, 2, PUSH>::init(ex);
   const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
   const long nclusters = gridDim.x / CLUSTER;
   int it = 0;
   for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
-    row_softmax_stream_row<T, CLUSTER, THREADS, UNROLL>(y, x, row, cols, rank, scratch, slots[it & 1]);
+    row_softmax_stream_row<T, CLUSTER, THREADS, UNROLL, PUSH>(y, x, row, cols, rank, scratch, ex, (u32)it);
   cluster_retire<CLUSTER>();
 }
 
 // mode tma.  Stage s holds the slice of rows it = s, s+2, ...; its barrier completes once per
 // use, so the wait parity for iteration it is (it / 2) & 1.  Before thread 0 refills a stage, a
 // __syncthreads() at the top of the iteration guarantees every thread finished reading it.
-template <class T, int CLUSTER, int THREADS, int CHUNK>
+template <class T, int CLUSTER, int THREADS, int CHUNK, bool PREFETCH_UNUSED, bool PUSH>
 __device__ __forceinline__ void row_softmax_tma(T *y, const T *x, long rows, long cols) {
   constexpr int V = VecOf<T>::N;
   extern __shared__ __align__(128) U4 stage_buf[];   // [2][CHUNK]
   __shared__ __align__(8) u64 full[2];
   __shared__ float scratch[(THREADS / 32) * 2];
-  __shared__ float slots[2][4];
+  __shared__ typename Exchange<CLUSTER, 2, PUSH>::Slots ex;
+  Exchange<CLUSTER, 2, PUSH>::init(ex);
   const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
   const long nclusters = gridDim.x / CLUSTER;
   const long first = blockIdx.x / CLUSTER;
@@ -271,7 +277,7 @@ __device__ __forceinline__ void row_softmax_tma(T *y, const T *x, long rows, lon
 #pragma unroll
       for (int e = 0; e < V; ++e) sum += ex2((lane_f32<T>(v, e) - ms) * LOG2E);
     }
-    const Vals<2> tot = softmax_combine<CLUSTER, THREADS>(m, sum, scratch, slots[s]);
+    const Vals<2> tot = softmax_combine<CLUSTER, THREADS, PUSH>(m, sum, scratch, ex, (u32)it);
     const float M = shift_of(tot.v[0]), inv = 1.0f / tot.v[1];
     U4 *vq = reinterpret_cast<U4 *>(q + sl.s.head) + sl.vbeg;
     for (long j = threadIdx.x; j < n; j += THREADS) {

@@ -43,6 +43,10 @@ static const entry matrix[] = {
     "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "fence.mbarrier_init"}, {0}},
   {"row_softmax.lua", {"mode=tma", "dtype=bf16", "max_cols=32768", "cluster=1", "persistent=true"},
    {"cp.async.bulk.shared::cluster.global", "ld.shared.v4.u32"}, {"mapa", "barrier.cluster"}},
+  /* the push exchange inside the row loops */
+  {"row_softmax.lua", {"exchange=push", "cluster=8", "max_cols=65536", "persistent=true"},
+   {"st.async.shared::cluster.mbarrier::complete_tx::bytes.f32", "mbarrier.try_wait.parity", STREAM_LOAD}, {"ld.shared::cluster"}},
+  {"row_reduce.lua", {"exchange=push", "dtype=bf16"}, {"st.async.shared::cluster", STREAM_LOAD}, {"ld.shared::cluster"}},
   /* every operator */
   {"row_reduce.lua", {"op=max"}, {CLUSTER_PTX, "max.f32"}, {0}},
   {"row_reduce.lua", {"op=min"}, {CLUSTER_PTX, "min.f32"}, {0}},

@@ -42,7 +42,7 @@ static void test_generate(void **state) {
   const char *set[] = {"threads=512"};
   assert_int_equal(weft_generate_string(ctx, "inline.lua", ROW_REDUCE, set, 1, &m), WEFT_OK);
   assert_string_equal(m->family, "row_reduce");
-  assert_string_equal(m->name, "weft_row_reduce_bf16_max_c4_np0_t512_mb1_p0_u4");
+  assert_string_equal(m->name, "weft_row_reduce_bf16_max_c4_np0_t512_mb1_p0_xpull_u4");
   assert_string_equal(m->entry, m->name);
   assert_int_equal(m->block[0], 512);
   assert_int_equal(m->cluster[0], 4);
@@ -55,7 +55,7 @@ static void test_generate(void **state) {
   assert_string_equal(weft_manifest_param(m, "threads"), "512");
   assert_null(weft_manifest_param(m, "nope"));
   assert_int_equal(strlen(m->hash), 64);
-  assert_non_null(strstr(m->json, "\"name\": \"weft_row_reduce_bf16_max_c4_np0_t512_mb1_p0_u4\""));
+  assert_non_null(strstr(m->json, "\"name\": \"weft_row_reduce_bf16_max_c4_np0_t512_mb1_p0_xpull_u4\""));
   assert_non_null(strstr(m->source, "#line 1 \"templates/row_reduce.cu\""));
   /* same config, same bytes */
   weft_manifest *m2;
@@ -110,7 +110,7 @@ static void test_compile_and_cache(void **state) {
   const char *set[] = {"threads=1024"};
   assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, set, 1, &k), WEFT_ERR_CACHE);
   assert_non_null(strstr(weft_ctx_error(ctx), "WEFT_NO_COMPILE"));
-  assert_non_null(strstr(weft_ctx_error(ctx), "weft_row_reduce_bf16_max_c4_np0_t1024_mb1_p0_u4"));
+  assert_non_null(strstr(weft_ctx_error(ctx), "weft_row_reduce_bf16_max_c4_np0_t1024_mb1_p0_xpull_u4"));
   /* ... and a hit is fine */
   assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, NULL, 0, &k), WEFT_OK);
   weft_kernel_destroy(k);
