@@ -15,6 +15,9 @@ runs=(
   "examples/row_softmax_stream.lua --set cluster=2 --set persistent=true --rows 301 --cols 3001"
   "examples/cluster_reduce.lua --clusters 20"
   "examples/cluster_reduce.lua --set need_tail_sync=true --set cluster=8 --clusters 20"
+  "examples/cluster_reduce.lua --set exchange=push --set cluster=8 --clusters 20"
+  "examples/row_softmax.lua --set exchange=push --set cluster=4 --set max_cols=20000 --set persistent=true --rows 301 --cols 19999"
+  "examples/row_reduce.lua --set exchange=push --set cluster=2 --set dtype=bf16 --rows 301 --cols 1001"
 )
 printf '%-10s %-6s %s\n' tool rc config > "$log.summary"
 for tool in memcheck racecheck synccheck initcheck; do
