@@ -195,4 +195,15 @@ template <int CLUSTER, int W> struct Exchange<CLUSTER, W, true> {
   }
 };
 
+// The row loop of the row families: cluster c takes rows c, c + nclusters, ...; a grid of one
+// cluster per row runs the body once, a persistent grid many times.  body(row, k) gets the
+// combine index k for Exchange; both exchanges need the retiring barrier at the end.
+template <int CLUSTER, class Body>
+__device__ __forceinline__ void for_each_cluster_row(long rows, Body &&body) {
+  const long nclusters = gridDim.x / CLUSTER;
+  u32 k = 0;
+  for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++k) body(row, k);
+  cluster_retire<CLUSTER>();
+}
+
 }  // namespace weft

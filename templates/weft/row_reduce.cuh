@@ -47,19 +47,15 @@ __device__ __forceinline__ void row_reduce_row(float *__restrict__ out, const T 
   if (rank == 0 && threadIdx.x == 0) out[row] = r.v[0];
 }
 
-// Each cluster takes rows cluster_id, cluster_id + nclusters, ...: once per row with one cluster
-// per row, many times in a persistent grid of co-resident clusters.
 template <class T, class Op, int CLUSTER, int THREADS, int UNROLL, bool PUSH>
 __device__ __forceinline__ void row_reduce(float *__restrict__ out, const T *__restrict__ x, long rows, long cols) {
   __shared__ float scratch[THREADS / 32];
   __shared__ typename Exchange<CLUSTER, 1, PUSH>::Slots ex;
   Exchange<CLUSTER, 1, PUSH>::init(ex);
   const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
-  const long nclusters = gridDim.x / CLUSTER;
-  int it = 0;
-  for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
-    row_reduce_row<T, Op, CLUSTER, THREADS, UNROLL, PUSH>(out, x, row, cols, rank, scratch, ex, (u32)it);
-  cluster_retire<CLUSTER>();
+  for_each_cluster_row<CLUSTER>(rows, [&](long row, u32 k) {
+    row_reduce_row<T, Op, CLUSTER, THREADS, UNROLL, PUSH>(out, x, row, cols, rank, scratch, ex, k);
+  });
 }
 
 }  // namespace weft

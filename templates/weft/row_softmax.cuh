@@ -214,11 +214,9 @@ __device__ __forceinline__ void row_softmax_stream(T *y, const T *x, long rows, 
   __shared__ typename Exchange<CLUSTER, 2, PUSH>::Slots ex;
   Exchange<CLUSTER, 2, PUSH>::init(ex);
   const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
-  const long nclusters = gridDim.x / CLUSTER;
-  int it = 0;
-  for (long row = blockIdx.x / CLUSTER; row < rows; row += nclusters, ++it)
-    row_softmax_stream_row<T, CLUSTER, THREADS, UNROLL, PUSH>(y, x, row, cols, rank, scratch, ex, (u32)it);
-  cluster_retire<CLUSTER>();
+  for_each_cluster_row<CLUSTER>(rows, [&](long row, u32 k) {
+    row_softmax_stream_row<T, CLUSTER, THREADS, UNROLL, PUSH>(y, x, row, cols, rank, scratch, ex, k);
+  });
 }
 
 // mode tma.  Stage s holds the slice of rows it = s, s+2, ...; its barrier completes once per
