@@ -293,19 +293,21 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
     if (fail) goto out;
   }
   if (o->timing) {
-    double ms;
-    /* the primitive is latency-bound: report time per combine */
+    /* the primitive is latency-bound: report time per combine over back-to-back launches */
     CUevent a, b;
-    D->cuEventCreate(&a, 0); D->cuEventCreate(&b, 0);
-    for (int i = 0; i < o->warmup; i++) weft_launch(k, args, NULL);
-    D->cuEventRecord(a, NULL);
-    for (int i = 0; i < o->iters; i++) weft_launch(k, args, NULL);
-    D->cuEventRecord(b, NULL);
-    D->cuEventSynchronize(b);
-    float f;
-    D->cuEventElapsedTime(&f, a, b);
-    ms = f / o->iters;
-    D->cuEventDestroy(a); D->cuEventDestroy(b);
+    if (!cu_ok(D->cuEventCreate(&a, 0), "cuEventCreate")) goto out;
+    if (!cu_ok(D->cuEventCreate(&b, 0), "cuEventCreate")) { D->cuEventDestroy(a); goto out; }
+    int bad = 0;
+    for (int i = 0; i < o->warmup && !bad; i++) bad = weft_launch(k, args, NULL) != WEFT_OK;
+    bad = bad || !cu_ok(D->cuEventRecord(a, NULL), "cuEventRecord");
+    for (int i = 0; i < o->iters && !bad; i++) bad = weft_launch(k, args, NULL) != WEFT_OK;
+    bad = bad || !cu_ok(D->cuEventRecord(b, NULL), "cuEventRecord") || !cu_ok(D->cuEventSynchronize(b), "the kernel");
+    float f = 0;
+    bad = bad || !cu_ok(D->cuEventElapsedTime(&f, a, b), "cuEventElapsedTime");
+    D->cuEventDestroy(a);
+    D->cuEventDestroy(b);
+    if (bad) { fprintf(stderr, "weft run: timing failed: %s\n", weft_kernel_error(k)); goto out; }
+    double ms = f / o->iters;
     printf("time: %s: %.2f us per launch (mean of %d back-to-back), %.3f us per combine\n", m->name,
            ms * 1e3, o->iters, ms * 1e3 / I);
   }
