@@ -17,6 +17,7 @@ local M = {}
 M.VERSION = "0.1.0"
 M.ARCH = "sm_90a"
 M.FAMILIES = { "cluster_reduce", "row_reduce", "row_softmax" }
+M.refs = {}   -- kernel name -> custom operator reference function (see generate)
 
 local function family_module(name)
   for _, f in ipairs(M.FAMILIES) do
@@ -49,6 +50,7 @@ local function flatten(cfg, fam)
       out[#out + 1] = { key = f.name, value = v.name }
       out[#out + 1] = { key = f.name .. ".combine", value = v.combine }
       out[#out + 1] = { key = f.name .. ".identity", value = v.identity }
+      if v.ref then out[#out + 1] = { key = f.name .. ".ref", value = "lua" } end
     else
       out[#out + 1] = { key = f.name, value = tostring(v) }
     end
@@ -91,6 +93,12 @@ function M.generate(text, file, overrides, read)
   end
 
   local name = M.kernel_name(fam, ncfg)
+  -- A custom operator's host reference (op.ref, a Lua function) stays here for the runtime's
+  -- checks (bridge_fold), keyed by kernel name.
+  for _, f in ipairs(fam.fields) do
+    local v = ncfg[f.name]
+    if type(v) == "table" and v.ref then M.refs[name] = v.ref end
+  end
   local values = { name = name }
   for k, v in pairs(d.values) do values[k] = v end
   local source

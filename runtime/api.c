@@ -189,6 +189,12 @@ void weft_kernel_destroy(weft_kernel *k) {
   free(k);
 }
 
+weft_status weft_reference_fold(weft_kernel *k, const double *x, size_t n, double *out) {
+  if (!k || (!x && n) || !out) return WEFT_ERR_INVALID;
+  if (bridge_fold(k->ctx->gen, k->m->name, x, n, out, k->err, sizeof k->err) != 0) return WEFT_ERR_INVALID;
+  return WEFT_OK;
+}
+
 /* ---- the device ------------------------------------------------------------------------- */
 
 #define CU(call, what)                                                                    \

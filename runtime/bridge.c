@@ -296,6 +296,54 @@ done:
   return st;
 }
 
+/* A config's functions run outside its sandbox's instruction limit: bound them here too. */
+static void fold_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  luaL_error(L, "the custom operator's ref function ran too long: does it loop forever?");
+}
+
+int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *out, char *err, size_t errlen) {
+  lua_State *L = b->L;
+  int top = lua_gettop(L), rc = -1;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "gen.weft");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) { snprintf(err, errlen, "%s", lua_tostring(L, -1)); goto done; }
+  lua_getfield(L, -1, "refs");
+  lua_getfield(L, -1, name);
+  if (!lua_isfunction(L, -1)) {
+    snprintf(err, errlen, "%s: its operator has no host reference (give the custom op ref = function(a, b) ... end)", name);
+    goto done;
+  }
+  int fn = lua_gettop(L);
+  double acc = n ? x[0] : 0;
+  double budget = 1000.0 * (double)n + 1e6;   /* instructions: generous for any sane a op b */
+  lua_sethook(L, fold_hook, LUA_MASKCOUNT, budget > 2e9 ? 2000000000 : (int)budget);
+  for (size_t i = 1; i < n; i++) {
+    lua_pushvalue(L, fn);
+    lua_pushnumber(L, acc);
+    lua_pushnumber(L, x[i]);
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+      snprintf(err, errlen, "%s: op.ref failed: %s", name, lua_tostring(L, -1));
+      lua_sethook(L, NULL, 0, 0);
+      goto done;
+    }
+    int isnum;
+    acc = lua_tonumberx(L, -1, &isnum);
+    lua_pop(L, 1);
+    if (!isnum) {
+      snprintf(err, errlen, "%s: op.ref returned a non-number", name);
+      lua_sethook(L, NULL, 0, 0);
+      goto done;
+    }
+  }
+  lua_sethook(L, NULL, 0, 0);
+  *out = acc;
+  rc = 0;
+done:
+  lua_settop(L, top);
+  return rc;
+}
+
 int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen) {
   lua_State *L = b->L;
   lua_pushcfunction(L, l_traceback);

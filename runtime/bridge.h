@@ -16,6 +16,10 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
                             const char *const *overrides, int n_overrides, weft_manifest **out,
                             char *err, size_t errlen);
 
+/* Fold x[0..n) in order with the Lua reference function (op.ref) of the custom operator of
+ * kernel `name`: acc = x[0]; acc = ref(acc, x[i]).  -1 with err if there is none or it fails. */
+int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *out, char *err, size_t errlen);
+
 /* Run a Lua script with arg = {argv...} (tests). Returns its exit status: 0 ok, 1 error. */
 int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen);
 

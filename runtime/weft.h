@@ -133,6 +133,10 @@ const char *weft_kernel_log(const weft_kernel *k);   /* NVRTC log (ptxas resourc
 const char *weft_version(void);
 void weft_kernel_destroy(weft_kernel *k);
 
+/* The host reference of a custom reduction operator given in Lua (op.ref = function(a, b)):
+ * folds x[0..n) in order.  WEFT_ERR_INVALID if the kernel's operator has none. */
+weft_status weft_reference_fold(weft_kernel *k, const double *x, size_t n, double *out);
+
 /* Resources of the compiled kernel, read from the cubin by the driver (needs a GPU). */
 typedef struct weft_resources {
   int registers, local_bytes, static_smem, max_threads;

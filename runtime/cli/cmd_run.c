@@ -133,7 +133,19 @@ static int bind_args(const weft_manifest *m, void **slots, const char *const *na
   return 0;
 }
 
-static int check_rows(rows_run *r, const void *hx, const char *op_name) {
+/* Reference rows for a custom operator, folded by its Lua ref function. */
+static int custom_reference(weft_kernel *k, hr_dtype dt, const void *hx, long rows, long cols, double *want) {
+  double *row = malloc((size_t)cols * sizeof *row);
+  if (!row) return -1;
+  for (long i = 0; i < rows; i++) {
+    for (long j = 0; j < cols; j++) row[j] = hr_load(dt, hx, (size_t)(i * cols + j));
+    if (weft_reference_fold(k, row, (size_t)cols, &want[i])) { free(row); return -1; }
+  }
+  free(row);
+  return 0;
+}
+
+static int check_rows(weft_kernel *k, rows_run *r, const void *hx, const char *op_name) {
   size_t n = (size_t)r->rows * (size_t)r->cols;
   size_t out_n = r->softmax ? n : (size_t)r->rows;
   hr_dtype out_dt = r->softmax ? r->dt : HR_F32;
@@ -150,13 +162,20 @@ static int check_rows(rows_run *r, const void *hx, const char *op_name) {
     double a = hr_softmax_atol(r->dt);
     bad = hr_compare(out_dt, got, want, out_n, &a, 1, hr_softmax_rtol(r->dt), &rep);
   } else {
-    hr_op op;
-    hr_op_parse(op_name, &op);
-    hr_row_reduce_ref(r->dt, op, hx, r->rows, r->cols, want);
+    hr_op op = HR_SUM;
+    int custom = hr_op_parse(op_name, &op) != 0;
+    if (custom) {
+      if (custom_reference(k, r->dt, hx, r->rows, r->cols, want)) {
+        fprintf(stderr, "weft run: %s\n", weft_kernel_error(k));
+        goto out;
+      }
+    } else {
+      hr_row_reduce_ref(r->dt, op, hx, r->rows, r->cols, want);
+    }
     atol = calloc((size_t)r->rows, sizeof *atol);
     /* sum: f32 rounding grows with the magnitudes added, far below one element of the row,
      * so a missed or repeated element fails; max, min: exact; prod: the data makes it exact */
-    if (op == HR_SUM) {
+    if (op == HR_SUM || custom) {   /* a custom op may add: allow sum's rounding */
       hr_row_abs_sum(r->dt, hx, r->rows, r->cols, atol);
       for (long i = 0; i < r->rows; i++) atol[i] = ldexp(atol[i], -22) + 1e-30;
     }
@@ -203,8 +222,9 @@ static int run_rows(weft_kernel *k, const run_opts *o, int softmax) {
   if (weft_launch(k, r.args[0], NULL)) { fprintf(stderr, "weft run: %s\n", weft_kernel_error(k)); goto out; }
   if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
   if (o->check) {
-    if (custom) printf("check: %s: NOT CHECKED (custom op: the host cannot evaluate its CUDA expression)\n", m->name);
-    else if (check_rows(&r, hx, op)) goto out;
+    if (custom && !weft_manifest_param(m, "op.ref"))
+      printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end to check it)\n", m->name);
+    else if (check_rows(k, &r, hx, op)) goto out;
   }
   if (o->timing) {
     timed tk = {.k = k, .args_for = rows_args, .ud = &r, .nsets = nsets};
@@ -244,9 +264,11 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
   float *hx = malloc(nin * 4), *got = malloc(nout * 4);
   CUdeviceptr dx = 0, dy = 0;
   int rc = CLI_FAIL;
-  hr_op op;
+  hr_op op = HR_SUM;
   int custom = hr_op_parse(opn, &op) != 0;
-  if (!hx || !got) goto out;
+  int have_ref = custom && weft_manifest_param(m, "op.ref") != NULL;
+  double *ref_in = malloc((size_t)C * T * sizeof *ref_in);   /* one fold's inputs, for op.ref */
+  if (!hx || !got || !ref_in) goto out;
   if (!custom && op == HR_PROD) hr_fill_pow2_for_prod(HR_F32, hx, nin, (size_t)T * W, o->seed);
   else hr_fill_uniform(HR_F32, hx, nin, o->seed, -1.0, 1.0);
   if (!(dx = dev_alloc(nin * 4)) || !(dy = dev_alloc(nout * 4))) goto out;
@@ -268,6 +290,7 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
           uint32_t b0;
           memcpy(&b0, &got[((size_t)(cl * C) * I + it) * W + w], 4);
           double want = 0, scale = 0;
+          int nv = 0;
           for (int c = 0; c < C; c++) {
             const float *g = &got[((size_t)(cl * C + c) * I + it) * W + w];
             uint32_t b;
@@ -278,10 +301,15 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
               double x = hx[(((size_t)(cl * C + c) * I + it) * T + t) * W + w];
               want = (c == 0 && t == 0) ? x : fold(op, want, x);
               scale += fabs(x);
+              ref_in[nv++] = x;
             }
           }
-          if (custom) continue;
-          double tol = op == HR_SUM ? ldexp(scale, -22) : 0;   /* prod, max, min: exact */
+          if (custom && !have_ref) continue;
+          if (have_ref && weft_reference_fold(k, ref_in, (size_t)nv, &want)) {
+            fprintf(stderr, "weft run: %s\n", weft_kernel_error(k));
+            goto out;
+          }
+          double tol = (op == HR_SUM || custom) ? ldexp(scale, -22) : 0;   /* prod, max, min: exact */
           double e = fabs((double)got[((size_t)(cl * C) * I + it) * W + w] - want);
           if (!(e <= tol)) bad++;
           if (e > worst) worst = e;
@@ -289,7 +317,7 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
     int fail = differ || bad || unwritten;
     printf("check: %s: %s (%zu values differ between CTAs of a cluster, %zu outside tolerance%s, %zu unwritten; "
            "max abs err %.3g)\n", m->name, fail ? "FAIL" : "PASS", differ, bad,
-           custom ? " (custom op: values NOT CHECKED, bit-identity checked)" : "", unwritten, worst);
+           custom && !have_ref ? " (custom op without ref: values NOT CHECKED, bit-identity checked)" : "", unwritten, worst);
     if (fail) goto out;
   }
   if (o->timing) {
@@ -315,7 +343,7 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
 out:
   if (dx) D->cuMemFree(dx);
   if (dy) D->cuMemFree(dy);
-  free(hx); free(got);
+  free(hx); free(got); free(ref_in);
   return rc;
 }
 

@@ -162,6 +162,38 @@ static void test_launch_without_driver(void **state) {
   assert_string_equal(weft_status_name(WEFT_ERR_NO_DRIVER), "no driver");
 }
 
+static void test_reference_fold(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  const char *with_ref =
+      "return { family = 'row_reduce', op = { combine = 'fmaxf(fabsf(a), fabsf(b))', identity = '0.0f',"
+      " ref = function(a, b) return math.max(math.abs(a), math.abs(b)) end } }";
+  weft_kernel *k;
+  assert_int_equal(weft_compile_string(ctx, "ref.lua", with_ref, NULL, 0, &k), WEFT_OK);
+  assert_string_equal(weft_manifest_param(weft_kernel_manifest(k), "op.ref"), "lua");
+  const double x[] = {0.5, -3.0, 2.0, -1.0};
+  double r = 0;
+  assert_int_equal(weft_reference_fold(k, x, 4, &r), WEFT_OK);
+  assert_true(r == 3.0);
+  weft_kernel_destroy(k);
+  /* no ref: a plain refusal */
+  assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, NULL, 0, &k), WEFT_OK);
+  assert_null(weft_manifest_param(weft_kernel_manifest(k), "op.ref"));
+  assert_int_equal(weft_reference_fold(k, x, 4, &r), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(k), "no host reference"));
+  weft_kernel_destroy(k);
+  /* a ref that never returns is stopped, not waited on */
+  const char *looping =
+      "return { family = 'row_reduce', op = { combine = 'a + b', identity = '0.0f',"
+      " ref = function(a, b) while true do end end } }";
+  assert_int_equal(weft_compile_string(ctx, "loop.lua", looping, NULL, 0, &k), WEFT_OK);
+  assert_int_equal(weft_reference_fold(k, x, 4, &r), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(k), "ran too long"));
+  weft_kernel_destroy(k);
+  weft_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_generate),
@@ -169,6 +201,7 @@ int main(void) {
     cmocka_unit_test(test_compile_and_cache),
     cmocka_unit_test(test_nvrtc_error_points_at_template),
     cmocka_unit_test(test_launch_without_driver),
+    cmocka_unit_test(test_reference_fold),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
