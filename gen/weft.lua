@@ -64,6 +64,30 @@ local function nvrtc_options()
            "--extra-device-vectorization", "--ptxas-options=--verbose" }
 end
 
+-- check(cfg, file) -> family module, validated config, derivation | nil, message
+-- Everything generate() decides before rendering: schema, the family's rules, derived limits.
+-- Sweeps use it to prune candidates without rendering them.
+function M.check(cfg, file)
+  local fam = type(cfg.family) == "string" and family_module(cfg.family)
+  if not fam then
+    return nil, string.format("%s: family = %s: must be one of %s", file, schema.show(cfg.family),
+      schema.list(M.FAMILIES))
+  end
+  local ncfg, err = schema.validate(cfg, fam.fields, file)
+  if not ncfg then return nil, err end
+  local errs = schema.errors(file)
+  fam.check(ncfg, errs)
+  if not errs.ok() then return nil, errs.text() end
+  local d = fam.derive(ncfg)
+  local smem_total = d.smem + (d.static_smem or 0)
+  if smem_total > common.SMEM_LIMIT then
+    local f = d.smem_field or "tile"
+    return nil, string.format("%s: %s = %s: needs %d bytes of shared memory per block, at most %d (227 KB) on sm_90; %s",
+      file, f, schema.show(ncfg[f]), smem_total, common.SMEM_LIMIT, d.smem_hint or "use smaller tiles or fewer stages")
+  end
+  return fam, ncfg, d
+end
+
 -- generate(text, file, overrides, read) -> manifest | nil, message
 --   read(path) -> text | nil, message: the host's access to templates/ (embedded or on disk)
 function M.generate(text, file, overrides, read)
@@ -72,25 +96,9 @@ function M.generate(text, file, overrides, read)
   cfg, err = config.apply(cfg, overrides, file)
   if not cfg then return nil, err end
 
-  local fam = type(cfg.family) == "string" and family_module(cfg.family)
-  if not fam then
-    return nil, string.format("%s: family = %s: must be one of %s", file, schema.show(cfg.family),
-      schema.list(M.FAMILIES))
-  end
-  local ncfg
-  ncfg, err = schema.validate(cfg, fam.fields, file)
-  if not ncfg then return nil, err end
-  local errs = schema.errors(file)
-  fam.check(ncfg, errs)
-  if not errs.ok() then return nil, errs.text() end
-
-  local d = fam.derive(ncfg)
-  local smem_total = d.smem + (d.static_smem or 0)
-  if smem_total > common.SMEM_LIMIT then
-    local f = d.smem_field or "tile"
-    return nil, string.format("%s: %s = %s: needs %d bytes of shared memory per block, at most %d (227 KB) on sm_90; %s",
-      file, f, schema.show(ncfg[f]), smem_total, common.SMEM_LIMIT, d.smem_hint or "use smaller tiles or fewer stages")
-  end
+  local fam, ncfg, d
+  fam, ncfg, d = M.check(cfg, file)
+  if not fam then return nil, ncfg end
 
   local name = M.kernel_name(fam, ncfg)
   -- A custom operator's host reference (op.ref, a Lua function) stays here for the runtime's
