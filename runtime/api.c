@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "hash.h"
 #include "hostref.h"
+#include "internal.h"
 #include "manifest.h"
 #include "jit.h"
 #include "util.h"
@@ -236,6 +237,20 @@ static weft_status ctx_device(weft_ctx *c, char *err) {
   CU(d->cuDevicePrimaryCtxRetain(&c->cuctx, c->cudev), "cuDevicePrimaryCtxRetain");
   c->drv = d;
   CU(d->cuCtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
+  return WEFT_OK;
+}
+
+bridge *api_bridge(weft_ctx *c) { return c->gen; }
+
+weft_status api_device_info(weft_ctx *c, char *name, size_t len, int *sm, int *driver) {
+  weft_status st = ctx_device(c, c->err);
+  if (st) return st;
+  int major = 0, minor = 0;
+  c->drv->cuDeviceGetName(name, (int)len, c->cudev);
+  c->drv->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->cudev);
+  c->drv->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->cudev);
+  *sm = major * 10 + minor;
+  *driver = c->drv->driver_version;
   return WEFT_OK;
 }
 

@@ -129,6 +129,8 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
   return 0;
 }
 
+lua_State *bridge_lua(bridge *b) { return b->L; }
+
 void bridge_close(bridge *b) {
   if (!b) return;
   lua_close(b->L);

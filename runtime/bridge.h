@@ -23,6 +23,9 @@ int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *
 /* Run a Lua script with arg = {argv...} (tests). Returns its exit status: 0 ok, 1 error. */
 int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen);
 
+/* The Lua state (for modules that convert generator output, e.g. sweep.c). */
+struct lua_State *bridge_lua(bridge *b);
+
 /* Read a file of the generator's tree (embedded or source_dir): "templates/weft/types.cuh". */
 int bridge_read(bridge *b, const char *path, const char **data, size_t *size);
 

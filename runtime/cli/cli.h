@@ -21,7 +21,36 @@ typedef struct cli_common {
 int cli_common_arg(cli_common *c, int argc, char **argv, int *i);
 int cli_status_exit(weft_status st);   /* map a status to an exit code */
 
+/* ptxas's resource report (--ptxas-options=--verbose), from the NVRTC log; -1 where absent */
+typedef struct cli_resources { int registers, smem, stack, spill_stores, spill_loads; } cli_resources;
+void cli_parse_resources(const char *log, cli_resources *r);
+
+/* What one run measured (weft run / weft tune). */
+typedef struct run_result {
+  int checked, passed;     /* checked against the reference, and correct */
+  int timed;
+  double us;               /* median time of one launch */
+  double metric;           /* e.g. GB/s */
+  double baseline;         /* ratio to the family's baseline (copy bandwidth), 0 if none */
+  char metric_name[16], baseline_name[16];
+} run_result;
+
+typedef struct run_opts {
+  cli_common c;
+  long rows, cols, clusters;
+  int iters, warmup;
+  unsigned long long seed;
+  int check, timing;
+  int quiet;               /* print only failures */
+  run_result *result;      /* filled when not NULL */
+} run_opts;
+
+/* Runs a compiled kernel on random data: check, then time (see weft help run). */
+int run_kernel(weft_kernel *k, const run_opts *o);
+
 int cmd_gen(int argc, char **argv, int build);
+int cmd_tune(int argc, char **argv);
+void cmd_tune_help(void);
 int cmd_run(int argc, char **argv);
 void cmd_gen_help(int build);
 void cmd_run_help(void);

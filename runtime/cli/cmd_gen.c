@@ -62,19 +62,25 @@ static int write_file(const char *dir, const char *name, const char *ext, const 
   return 0;
 }
 
-/* ptxas's resource report, from the NVRTC log */
-static void print_resources(const char *log) {
-  int regs = -1, stack = -1, spill_st = -1, spill_ld = -1, smem = 0;
+void cli_parse_resources(const char *log, cli_resources *r) {
   const char *p;
-  if ((p = strstr(log, "Used "))) sscanf(p, "Used %d registers", &regs);
+  r->registers = r->stack = r->spill_stores = r->spill_loads = -1;
+  r->smem = 0;
+  if ((p = strstr(log, "Used "))) sscanf(p, "Used %d registers", &r->registers);
   if ((p = strstr(log, "bytes stack frame"))) {
     while (p > log && p[-1] != '\n' && p[-1] != '.') p--;
-    sscanf(p, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &spill_st, &spill_ld);
+    sscanf(p, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &r->stack, &r->spill_stores,
+           &r->spill_loads);
   }
-  if ((p = strstr(log, "registers, used")) && (p = strstr(p, "barriers, "))) sscanf(p, "barriers, %d bytes smem", &smem);
+  if ((p = strstr(log, "registers, used")) && (p = strstr(p, "barriers, "))) sscanf(p, "barriers, %d bytes smem", &r->smem);
+}
+
+static void print_resources(const char *log) {
+  cli_resources r;
+  cli_parse_resources(log, &r);
   printf("  registers %d, static shared memory %d bytes, stack frame %d bytes, spill stores %d bytes, "
-         "spill loads %d bytes\n", regs, smem, stack, spill_st, spill_ld);
-  if (spill_st > 0 || spill_ld > 0) printf("  warning: the kernel spills registers to local memory\n");
+         "spill loads %d bytes\n", r.registers, r.smem, r.stack, r.spill_stores, r.spill_loads);
+  if (r.spill_stores > 0 || r.spill_loads > 0) printf("  warning: the kernel spills registers to local memory\n");
 }
 
 int cmd_gen(int argc, char **argv, int build) {

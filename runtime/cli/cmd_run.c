@@ -11,18 +11,16 @@
 #include "cli.h"
 #include "driver.h"
 #include "hostref.h"
+#include "internal.h"
+#include "jit.h"
+#include "tunedb.h"
 
-typedef struct run_opts {
-  cli_common c;
-  long rows, cols, clusters;
-  int iters, warmup;
-  uint64_t seed;
-  int check, timing;
-} run_opts;
 
 void cmd_run_help(void) {
   printf("usage: weft run CONFIG.lua [--set key=value ...] [--rows R] [--cols C] [--clusters N]\n"
-         "                [--iters N] [--seed S] [--no-check] [--no-time]\n\n"
+         "                [--iters N] [--seed S] [--no-check] [--no-time] [--tuned [--db PATH]]\n\n"
+         "--tuned runs the best config `weft tune` stored for this GPU, the config's family and dtype,\n"
+         "and this shape; without one it says so and runs CONFIG.lua as given.\n"
          "Compiles the kernel (cached), fills its inputs with random data and its outputs with a NaN\n"
          "poison, launches it, and checks every output against a CPU reference in double precision\n"
          "(row_reduce, row_softmax; cluster_reduce also checks that every CTA of a cluster got the same\n"
@@ -104,8 +102,18 @@ static int rotation_sets(size_t bytes_per_set) {
   return n > 16 ? 16 : (int)n;
 }
 
-static void print_timing(const char *name, double ms, double bytes, double copy_ms, double copy_bytes) {
+static void print_timing(const run_opts *o, const char *name, double ms, double bytes, double copy_ms,
+                         double copy_bytes) {
   double gbs = bytes / (ms * 1e6), cgbs = 2.0 * copy_bytes / (copy_ms * 1e6);
+  if (o->result) {
+    o->result->timed = 1;
+    o->result->us = ms * 1e3;
+    o->result->metric = gbs;
+    o->result->baseline = gbs / cgbs;
+    snprintf(o->result->metric_name, sizeof o->result->metric_name, "GB/s");
+    snprintf(o->result->baseline_name, sizeof o->result->baseline_name, "copy");
+  }
+  if (o->quiet) return;
   printf("time: %s: median %.2f us, %.1f GB/s; device copy of the input: %.2f us, %.1f GB/s (read+write); "
          "ratio to copy %.3f\n", name, ms * 1e3, gbs, copy_ms * 1e3, cgbs, gbs / cgbs);
 }
@@ -113,6 +121,7 @@ static void print_timing(const char *name, double ms, double bytes, double copy_
 /* ---- rows: row_reduce and row_softmax ---------------------------------------------------- */
 
 typedef struct rows_run {
+  const run_opts *o;
   const weft_manifest *m;
   int softmax;
   hr_dtype dt;
@@ -183,7 +192,8 @@ static int check_rows(weft_kernel *k, rows_run *r, const void *hx, const char *o
   }
   char line[512];
   hr_report_format(&rep, line, sizeof line);
-  printf("check: %s: %s (%s)\n", r->m->name, bad ? "FAIL" : "PASS", line);
+  if (r->o->result) { r->o->result->checked = 1; r->o->result->passed = !bad; }
+  if (!r->o->quiet || bad) printf("check: %s: %s (%s)\n", r->m->name, bad ? "FAIL" : "PASS", line);
 out:
   free(got); free(want); free(atol);
   return bad;
@@ -191,7 +201,7 @@ out:
 
 static int run_rows(weft_kernel *k, const run_opts *o, int softmax) {
   const weft_manifest *m = weft_kernel_manifest(k);
-  rows_run r = {.m = m, .softmax = softmax};
+  rows_run r = {.o = o, .m = m, .softmax = softmax};
   if (hr_dtype_parse(weft_manifest_param(m, "dtype"), &r.dt)) { fprintf(stderr, "weft run: bad dtype\n"); return CLI_FAIL; }
   const char *op = softmax ? "softmax" : weft_manifest_param(m, "op");
   int custom = op && !strcmp(op, "custom");
@@ -218,13 +228,13 @@ static int run_rows(weft_kernel *k, const run_opts *o, int softmax) {
     void *vals[] = {&r.x[s], &r.y[s], &r.rows, &r.cols};
     if (bind_args(m, r.args[s], names, vals, 4)) goto out;
   }
-  printf("run: %s rows=%d cols=%d (%s)\n", m->name, r.rows, r.cols, hr_dtype_name(r.dt));
+  if (!o->quiet) printf("run: %s rows=%d cols=%d (%s)\n", m->name, r.rows, r.cols, hr_dtype_name(r.dt));
   if (weft_launch(k, r.args[0], NULL)) { fprintf(stderr, "weft run: %s\n", weft_kernel_error(k)); goto out; }
   if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
   if (o->check) {
-    if (custom && !weft_manifest_param(m, "op.ref"))
-      printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end to check it)\n", m->name);
-    else if (check_rows(k, &r, hx, op)) goto out;
+    if (custom && !weft_manifest_param(m, "op.ref")) {
+      if (!o->quiet) printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end to check it)\n", m->name);
+    } else if (check_rows(k, &r, hx, op)) goto out;
   }
   if (o->timing) {
     timed tk = {.k = k, .args_for = rows_args, .ud = &r, .nsets = nsets};
@@ -234,7 +244,7 @@ static int run_rows(weft_kernel *k, const run_opts *o, int softmax) {
     double ms, cms;
     if (time_median(&tk, o->warmup, o->iters, &ms) || time_median(&tc, o->warmup, o->iters, &cms)) goto out;
     if (scratch) D->cuMemFree(scratch);
-    print_timing(m->name, ms, (double)(in_bytes + out_bytes), cms, (double)in_bytes);
+    print_timing(o, m->name, ms, (double)(in_bytes + out_bytes), cms, (double)in_bytes);
   }
   rc = CLI_OK;
 out:
@@ -277,7 +287,7 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
   const char *names[] = {"in", "out", "clusters"};
   void *vals[] = {&dx, &dy, &clusters};
   if (bind_args(m, args, names, vals, 3)) goto out;
-  printf("run: %s clusters=%d\n", m->name, clusters);
+  if (!o->quiet) printf("run: %s clusters=%d\n", m->name, clusters);
   if (weft_launch(k, args, NULL)) { fprintf(stderr, "weft run: %s\n", weft_kernel_error(k)); goto out; }
   if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
   if (!cu_ok(D->cuMemcpyDtoH(got, dy, nout * 4), "cuMemcpyDtoH")) goto out;
@@ -315,7 +325,8 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
           if (e > worst) worst = e;
         }
     int fail = differ || bad || unwritten;
-    printf("check: %s: %s (%zu values differ between CTAs of a cluster, %zu outside tolerance%s, %zu unwritten; "
+    if (o->result) { o->result->checked = !custom || have_ref; o->result->passed = !fail; }
+    if (!o->quiet || fail) printf("check: %s: %s (%zu values differ between CTAs of a cluster, %zu outside tolerance%s, %zu unwritten; "
            "max abs err %.3g)\n", m->name, fail ? "FAIL" : "PASS", differ, bad,
            custom && !have_ref ? " (custom op without ref: values NOT CHECKED, bit-identity checked)" : "", unwritten, worst);
     if (fail) goto out;
@@ -336,7 +347,15 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
     D->cuEventDestroy(b);
     if (bad) { fprintf(stderr, "weft run: timing failed: %s\n", weft_kernel_error(k)); goto out; }
     double ms = f / o->iters;
-    printf("time: %s: %.2f us per launch (mean of %d back-to-back), %.3f us per combine\n", m->name,
+    if (o->result) {
+      o->result->timed = 1;
+      o->result->us = ms * 1e3;
+      o->result->metric = ms * 1e3 / I;
+      o->result->baseline = 0;
+      snprintf(o->result->metric_name, sizeof o->result->metric_name, "us/combine");
+      o->result->baseline_name[0] = 0;
+    }
+    if (!o->quiet) printf("time: %s: %.2f us per launch (mean of %d back-to-back), %.3f us per combine\n", m->name,
            ms * 1e3, o->iters, ms * 1e3 / I);
   }
   rc = CLI_OK;
@@ -347,7 +366,19 @@ out:
   return rc;
 }
 
-/* ---- command ------------------------------------------------------------------------------ */
+/* ---- entry points --------------------------------------------------------------------------- */
+
+int run_kernel(weft_kernel *k, const run_opts *o) {
+  if (o->result) memset(o->result, 0, sizeof *o->result);
+  D = drv_get(NULL, 0);
+  if (!D) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
+  const char *fam = weft_kernel_manifest(k)->family;
+  if (!strcmp(fam, "row_reduce")) return run_rows(k, o, 0);
+  if (!strcmp(fam, "row_softmax")) return run_rows(k, o, 1);
+  if (!strcmp(fam, "cluster_reduce")) return run_cluster_reduce(k, o);
+  fprintf(stderr, "weft run: no runner for family %s yet\n", fam);
+  return CLI_FAIL;
+}
 
 static int num_arg(int argc, char **argv, int *i, long *out) {
   if (*i + 1 >= argc) { fprintf(stderr, "weft run: %s needs a number\n", argv[*i]); return -1; }
@@ -359,8 +390,47 @@ static int num_arg(int argc, char **argv, int *i, long *out) {
   return 0;
 }
 
+/* --tuned: the best config `weft tune` stored for this GPU, family, dtype and shape, or NULL
+ * (with a notice) when there is none.  Returns the compiled kernel or NULL. */
+static weft_kernel *compile_tuned(weft_ctx *ctx, const run_opts *o, const char *db_path) {
+  weft_manifest *m;
+  if (weft_generate_file(ctx, o->c.config, o->c.sets, o->c.n_sets, &m)) return NULL;
+  char gpu[256], nv[32], shape[256], err[1024];
+  int sm = 0, driver = 0;
+  if (api_device_info(ctx, gpu, sizeof gpu, &sm, &driver)) { weft_manifest_free(m); return NULL; }
+  jit_nvrtc_version(nv, sizeof nv);
+  if (o->clusters > 0) snprintf(shape, sizeof shape, "clusters=%ld", o->clusters);
+  else snprintf(shape, sizeof shape, "cols=%ld rows=%ld", o->cols, o->rows);
+  const char *dtype = weft_manifest_param(m, "dtype");
+  tune_key key = {gpu, sm, driver, nv, 1, m->family, dtype ? dtype : "", shape};
+  tunedb *db = NULL;
+  tune_row best;
+  int found = -1;
+  if (tunedb_open(&db, db_path, err, sizeof err) == 0) found = tunedb_best(db, &key, &best, err, sizeof err);
+  weft_kernel *k = NULL;
+  if (found == 0) {
+    /* the stored candidate: its base config plus its overrides, one per line */
+    const char *sets[128];
+    int n = 0;
+    for (char *p = strtok(best.config, "\n"); p && n < 128; p = strtok(NULL, "\n")) sets[n++] = p;
+    printf("tuned: %s, %s, %s: %s (%.2f us when tuned, from %s)\n", m->family, key.dtype, shape, best.kernel,
+           best.time_us, tunedb_path(db));
+    if (weft_compile_string(ctx, best.sweep, best.base, sets, n, &k)) k = NULL;
+    tunedb_row_free(&best);
+  } else {
+    printf("tuned: no tuned config for %s %s %s on %s (sm_%d, driver %d, NVRTC %s)%s%s; using %s as given\n",
+           m->family, key.dtype, shape, gpu, sm, driver, nv, found < 0 ? ": " : "", found < 0 ? err : "",
+           o->c.config);
+  }
+  if (db) tunedb_close(db);
+  weft_manifest_free(m);
+  return found == 0 ? k : NULL;
+}
+
 int cmd_run(int argc, char **argv) {
   run_opts o = {.iters = 50, .warmup = 3, .seed = 12345, .check = 1, .timing = 1};
+  int tuned = 0;
+  const char *db_path = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long v;
@@ -372,6 +442,12 @@ int cmd_run(int argc, char **argv) {
     if (!strcmp(a, "--seed")) { if (num_arg(argc, argv, &i, &v)) return CLI_USAGE; o.seed = (uint64_t)v; continue; }
     if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
     if (!strcmp(a, "--no-time")) { o.timing = 0; continue; }
+    if (!strcmp(a, "--tuned")) { tuned = 1; continue; }
+    if (!strcmp(a, "--db")) {
+      if (i + 1 >= argc) { fprintf(stderr, "weft run: --db needs a path\n"); return CLI_USAGE; }
+      db_path = argv[++i];
+      continue;
+    }
     int r = cli_common_arg(&o.c, argc, argv, &i);
     if (r < 0) return CLI_USAGE;
     if (r == 0) { fprintf(stderr, "weft run: unknown option '%s' (weft help run)\n", a); return CLI_USAGE; }
@@ -381,19 +457,23 @@ int cmd_run(int argc, char **argv) {
   if (weft_ctx_create(&ctx, NULL)) { fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
   weft_kernel *k = NULL;
   int rc;
-  weft_status st = weft_compile_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &k);
+  weft_status st = WEFT_OK;
+  if (tuned) {
+    if (o.rows <= 0 && o.cols <= 0 && o.clusters <= 0) {
+      fprintf(stderr, "weft run: --tuned needs the shape (--rows R --cols C, or --clusters N)\n");
+      weft_ctx_destroy(ctx);
+      return CLI_USAGE;
+    }
+    k = compile_tuned(ctx, &o, db_path);
+  }
+  if (!k) st = weft_compile_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &k);
   if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
   printf("compile: %s in %.1f ms (%s)\n", weft_kernel_manifest(k)->name, weft_kernel_compile_ms(k),
          weft_kernel_cache_hit(k) ? "cache hit" : "NVRTC");
   void *cuctx;
   st = weft_ctx_cuda(ctx, &cuctx);
   if (st) { fprintf(stderr, "weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
-  D = drv_get(NULL, 0);
-  const char *fam = weft_kernel_manifest(k)->family;
-  if (!strcmp(fam, "row_reduce")) rc = run_rows(k, &o, 0);
-  else if (!strcmp(fam, "row_softmax")) rc = run_rows(k, &o, 1);
-  else if (!strcmp(fam, "cluster_reduce")) rc = run_cluster_reduce(k, &o);
-  else { fprintf(stderr, "weft run: no runner for family %s yet\n", fam); rc = CLI_FAIL; }
+  rc = run_kernel(k, &o);
 out:
   weft_kernel_destroy(k);
   weft_ctx_destroy(ctx);

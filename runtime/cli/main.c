@@ -14,6 +14,7 @@ static void usage(FILE *f) {
     "  gen    write <name>.cu and <name>.json (the manifest) to -o DIR\n"
     "  build  also compile: <name>.ptx and <name>.cubin, and print registers, shared and local memory\n"
     "  run    compile (JIT, cached), run on random data, check against a CPU reference, time it\n"
+    "  tune   expand a sweep, compile its candidates in parallel, check and time each, keep the best\n"
     "  help   weft help <command>\n"
     "\n"
     "--set key=value overrides a config key (nested keys with dots: --set tile.m=128); values are\n"
@@ -32,12 +33,14 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "gen")) { cmd_gen_help(0); return CLI_OK; }
     if (!strcmp(argv[2], "build")) { cmd_gen_help(1); return CLI_OK; }
     if (!strcmp(argv[2], "run")) { cmd_run_help(); return CLI_OK; }
-    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run)\n", argv[2]);
+    if (!strcmp(argv[2], "tune")) { cmd_tune_help(); return CLI_OK; }
+    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run, tune)\n", argv[2]);
     return CLI_USAGE;
   }
   if (!strcmp(cmd, "gen")) return cmd_gen(argc - 1, argv + 1, 0);
   if (!strcmp(cmd, "build")) return cmd_gen(argc - 1, argv + 1, 1);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
-  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run; weft --help)\n", cmd);
+  if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run, tune; weft --help)\n", cmd);
   return CLI_USAGE;
 }

@@ -1,0 +1,386 @@
+/* cmd_tune.c: `weft tune`: expand a sweep (gen/sweep.lua), compile every candidate in parallel
+ * through the disk cache, reject what the compiler says cannot run well, then check and time
+ * each survivor on the GPU, rank them, and keep the results (CSV, tuning database). */
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hostref.h"
+#include "internal.h"
+#include "jit.h"
+#include "sweep.h"
+#include "tunedb.h"
+#include "util.h"
+
+void cmd_tune_help(void) {
+  printf("usage: weft tune SWEEP.lua [--set key=value ...] [--jobs N] [--budget SECONDS] [--iters N]\n"
+         "                 [--max-spill BYTES] [--no-run] [--db PATH] [-o DIR] [--plot]\n\n"
+         "Expands the sweep (base config x space, pruned by its `where` and by the generator's own\n"
+         "validation, counted by rule), compiles every candidate for every shape on N threads through\n"
+         "the kernel cache, rejects candidates that spill more than --max-spill bytes (default 0),\n"
+         "then on the GPU checks each against the reference (a wrong kernel is reported, never timed)\n"
+         "and times it (CUDA events, median of --iters).  Prints a ranked table per shape with the\n"
+         "ratio to the best and to the family's baseline, writes DIR/tune-<family>.csv, and stores\n"
+         "the results in the tuning database (--db, default $WEFT_TUNE_DB or ~/.cache/weft/tune.db),\n"
+         "where `weft run --tuned` finds them.  --budget stops cleanly when the time is up; Ctrl-C\n"
+         "too, keeping what was measured.  --plot also writes DIR/tune-<family>.png (gnuplot).\n"
+         "Without a GPU it compiles and stops (exit 77).\n");
+}
+
+typedef struct job {
+  int shape, cand;         /* cand -1: the shape's default (base config + shape sets) */
+  const char **sets;
+  int n_sets;
+  /* compile phase */
+  int compiled, hit;
+  double compile_ms;
+  cli_resources res;
+  char kernel[256];
+  char *error;
+  /* run phase */
+  int ran, rejected;
+  run_result r;
+  char why[160];
+} job;
+
+typedef struct tune_state {
+  const sweep *sw;
+  job *jobs;
+  int n_jobs;
+  int next;                /* next job to compile */
+  pthread_mutex_t lock;
+  const char *source_dir;
+} tune_state;
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+
+static const char *job_label(const sweep *sw, const job *j) {
+  return j->cand < 0 ? "(default: the base config)" : sw->shapes[j->shape].cand[j->cand].label;
+}
+
+static void *compile_worker(void *arg) {
+  tune_state *ts = arg;
+  weft_ctx *ctx;
+  if (weft_ctx_create(&ctx, NULL)) return NULL;
+  for (;;) {
+    pthread_mutex_lock(&ts->lock);
+    int i = ts->next++;
+    pthread_mutex_unlock(&ts->lock);
+    if (i >= ts->n_jobs || interrupted) break;
+    job *j = &ts->jobs[i];
+    weft_kernel *k;
+    weft_status st = weft_compile_string(ctx, ts->sw->file, ts->sw->base_text, j->sets, j->n_sets, &k);
+    if (st) {
+      j->error = util_strdup(weft_ctx_error(ctx));
+      continue;
+    }
+    j->compiled = 1;
+    j->hit = weft_kernel_cache_hit(k);
+    j->compile_ms = weft_kernel_compile_ms(k);
+    cli_parse_resources(weft_kernel_log(k), &j->res);
+    snprintf(j->kernel, sizeof j->kernel, "%s", weft_kernel_manifest(k)->name);
+    weft_kernel_destroy(k);
+  }
+  weft_ctx_destroy(ctx);
+  return NULL;
+}
+
+static int cmp_time(const void *a, const void *b) {
+  const job *x = *(job *const *)a, *y = *(job *const *)b;
+  return x->r.us < y->r.us ? -1 : x->r.us > y->r.us;
+}
+
+static void progress(int tty, int done, int total, double t0, const job *best, const sweep *sw) {
+  double el = (hr_now_ms() - t0) / 1e3;
+  if (tty) {
+    int w = 30, f = total ? done * w / total : w;
+    printf("\r  [%.*s%*s] %d/%d  %.0f s  best %s", f, "##############################", w - f, "", done, total, el,
+           best ? "" : "-");
+    if (best) printf("%.1f us (%s)", best->r.us, job_label(sw, best));
+    printf("\033[K");
+    fflush(stdout);
+  }
+}
+
+int cmd_tune(int argc, char **argv) {
+  cli_common c = {0};
+  long jobs_n = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, iters = 20, max_spill = 0;
+  int no_run = 0, plot = 0;
+  const char *db_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    long *num = !strcmp(a, "--jobs") ? &jobs_n : !strcmp(a, "--budget") ? &budget : !strcmp(a, "--iters") ? &iters
+              : !strcmp(a, "--max-spill") ? &max_spill : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_tune_help(); return CLI_OK; }
+    if (num) {
+      char *end = NULL;
+      if (i + 1 >= argc || (*num = strtol(argv[i + 1], &end, 10), *end) || *num < 0) {
+        fprintf(stderr, "weft tune: %s needs a non-negative integer\n", a);
+        return CLI_USAGE;
+      }
+      i++;
+      continue;
+    }
+    if (!strcmp(a, "--no-run")) { no_run = 1; continue; }
+    if (!strcmp(a, "--plot")) { plot = 1; continue; }
+    if (!strcmp(a, "--db")) {
+      if (i + 1 >= argc) { fprintf(stderr, "weft tune: --db needs a path\n"); return CLI_USAGE; }
+      db_path = argv[++i];
+      continue;
+    }
+    int r = cli_common_arg(&c, argc, argv, &i);
+    if (r < 0) return CLI_USAGE;
+    if (r == 0) { fprintf(stderr, "weft tune: unknown option '%s' (weft help tune)\n", a); return CLI_USAGE; }
+  }
+  if (!c.config) { fprintf(stderr, "weft tune: needs SWEEP.lua (weft help tune)\n"); return CLI_USAGE; }
+  if (jobs_n < 1) jobs_n = 1;
+  if (iters < 3) iters = 3;
+  const char *out_dir = c.out_dir ? c.out_dir : ".";
+
+  char err[8192];
+  char *text;
+  if (util_read_file(c.config, &text, NULL, err, sizeof err)) { fprintf(stderr, "weft tune: %s\n", err); return CLI_USAGE; }
+  weft_ctx *ctx;
+  if (weft_ctx_create(&ctx, NULL)) { free(text); fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
+  sweep *sw = NULL;
+  weft_status st = sweep_expand(api_bridge(ctx), c.config, text, c.sets, c.n_sets, &sw, err, sizeof err);
+  free(text);
+  if (st) { fprintf(stderr, "%s\n", err); weft_ctx_destroy(ctx); return cli_status_exit(st); }
+
+  /* ---- what the sweep holds --------------------------------------------------------------- */
+  int n_jobs = 0;
+  printf("sweep %s: family %s, %d shape%s, space over", sw->file, sw->family, sw->n_shapes, sw->n_shapes == 1 ? "" : "s");
+  for (int i = 0; i < sw->n_keys; i++) printf(" %s", sw->keys[i]);
+  printf("\n");
+  for (int s = 0; s < sw->n_shapes; s++) {
+    const sweep_shape *sh = &sw->shapes[s];
+    printf("  %s: %d combinations, %d pruned by `where`, %d by the generator's rules, %d duplicates, %d candidates\n",
+           sh->name, sh->total, sh->pruned_where, sh->total - sh->pruned_where - sh->n_cand - sh->duplicates,
+           sh->duplicates, sh->n_cand);
+    for (int r = 0; r < sh->n_rules; r++) printf("    %4d  %s\n", sh->rules[r].count, sh->rules[r].rule);
+    n_jobs += sh->n_cand + 1;
+  }
+
+  /* ---- compile every candidate, in parallel, through the cache ----------------------------- */
+  job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
+  const char **setbuf = calloc((size_t)n_jobs * 64, sizeof *setbuf);
+  int rc = CLI_FAIL;
+  if (!jobs || !setbuf) goto out;
+  int n = 0;
+  for (int s = 0; s < sw->n_shapes; s++) {
+    const sweep_shape *sh = &sw->shapes[s];
+    for (int ci = -1; ci < sh->n_cand; ci++) {
+      job *j = &jobs[n];
+      j->shape = s;
+      j->cand = ci;
+      j->sets = setbuf + (size_t)n * 64;
+      for (int k = 0; k < sh->n_sets && j->n_sets < 64; k++) j->sets[j->n_sets++] = sh->sets[k];
+      if (ci >= 0)
+        for (int k = 0; k < sh->cand[ci].n_sets && j->n_sets < 64; k++) j->sets[j->n_sets++] = sh->cand[ci].sets[k];
+      n++;
+    }
+  }
+  signal(SIGINT, on_sigint);
+  tune_state ts = {.sw = sw, .jobs = jobs, .n_jobs = n_jobs};
+  pthread_mutex_init(&ts.lock, NULL);
+  int nt = (int)(jobs_n < n_jobs ? jobs_n : n_jobs);
+  pthread_t *th = calloc((size_t)nt, sizeof *th);
+  double t0 = hr_now_ms();
+  for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, compile_worker, &ts);
+  for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
+  free(th);
+  double compile_s = (hr_now_ms() - t0) / 1e3;
+  int compiled = 0, hits = 0, cold = 0, spilled = 0;
+  double cold_sum = 0, cold_max = 0;
+  for (int i = 0; i < n_jobs; i++) {
+    job *j = &jobs[i];
+    if (j->error) {
+      printf("  compile failed: %s %s:\n    %s\n", sw->shapes[j->shape].name, job_label(sw, j), j->error);
+      continue;
+    }
+    if (!j->compiled) continue;
+    compiled++;
+    if (j->hit) hits++;
+    else { cold++; cold_sum += j->compile_ms; if (j->compile_ms > cold_max) cold_max = j->compile_ms; }
+    if (j->res.spill_stores > max_spill || j->res.spill_loads > max_spill) {
+      j->rejected = 1;
+      spilled++;
+      snprintf(j->why, sizeof j->why, "spills %d/%d bytes (stores/loads) > --max-spill %ld", j->res.spill_stores,
+               j->res.spill_loads, max_spill);
+    }
+  }
+  char nv[32];
+  jit_nvrtc_version(nv, sizeof nv);
+  printf("compiled %d of %d kernels in %.1f s on %d thread%s (NVRTC %s): %d from the cache, %d compiled",
+         compiled, n_jobs, compile_s, nt, nt == 1 ? "" : "s", nv, hits, cold);
+  if (cold) printf(" (cold compile mean %.0f ms, max %.0f ms)", cold_sum / cold, cold_max);
+  printf("; %d rejected for spilling\n", spilled);
+  if (interrupted) { printf("interrupted while compiling\n"); rc = CLI_FAIL; goto out; }
+  if (no_run) { rc = compiled == n_jobs ? CLI_OK : CLI_FAIL; goto out; }
+
+  /* ---- check and time on the GPU ------------------------------------------------------------ */
+  char gpu[256];
+  int sm = 0, driver = 0;
+  st = api_device_info(ctx, gpu, sizeof gpu, &sm, &driver);
+  if (st) { fprintf(stderr, "weft tune: %s; compiled only\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  int tty = isatty(1);
+  int total_runs = 0, done = 0, stopped = 0;
+  for (int i = 0; i < n_jobs; i++) total_runs += jobs[i].compiled && !jobs[i].rejected;
+  double tr0 = hr_now_ms();
+  printf("running %d kernels on %s (sm_%d, driver %d)%s\n", total_runs, gpu, sm, driver,
+         budget ? "" : "; no budget: Ctrl-C stops and keeps what was measured");
+  for (int s = 0; s < sw->n_shapes && !stopped; s++) {
+    const sweep_shape *sh = &sw->shapes[s];
+    job *best = NULL;
+    for (int i = 0; i < n_jobs && !stopped; i++) {
+      job *j = &jobs[i];
+      if (j->shape != s || !j->compiled || j->rejected) continue;
+      if (interrupted || (budget && (hr_now_ms() - tr0) / 1e3 > (double)budget)) {
+        stopped = 1;
+        break;
+      }
+      weft_kernel *k;
+      if (weft_compile_string(ctx, sw->file, sw->base_text, j->sets, j->n_sets, &k)) {
+        snprintf(j->why, sizeof j->why, "recompile failed");
+        j->rejected = 1;
+        continue;
+      }
+      run_opts o = {.rows = sweep_size(sh, "rows"), .cols = sweep_size(sh, "cols"),
+                    .clusters = sweep_size(sh, "clusters"), .iters = (int)iters, .warmup = 3,
+                    .seed = 1234 + (unsigned)i, .check = 1, .timing = 1, .quiet = 1, .result = &j->r};
+      if (!tty) printf("  %s %s: ", sh->name, job_label(sw, j));
+      fflush(stdout);
+      int r = run_kernel(k, &o);
+      weft_kernel_destroy(k);
+      done++;
+      if (r != CLI_OK || !j->r.timed || (j->r.checked && !j->r.passed)) {
+        j->rejected = 1;
+        snprintf(j->why, sizeof j->why, "%s", j->r.checked && !j->r.passed ? "WRONG RESULT: not timed" : "failed to run");
+        if (!tty) printf("%s\n", j->why);
+        else printf("\n  %s %s: %s\n", sh->name, job_label(sw, j), j->why);
+        continue;
+      }
+      j->ran = 1;
+      if (!best || j->r.us < best->r.us) best = j;
+      if (!tty) printf("%.2f us, %.1f %s%s\n", j->r.us, j->r.metric, j->r.metric_name, j->r.checked ? "" : " (NOT CHECKED)");
+      progress(tty, done, total_runs, tr0, best, sw);
+    }
+  }
+  if (tty) printf("\n");
+  if (stopped) printf("stopped %s after %d of %d runs; keeping what was measured\n",
+                      interrupted ? "by Ctrl-C" : "by the budget", done, total_runs);
+
+  /* ---- results: ranked tables, CSV, database ------------------------------------------------ */
+  char csv_path[4096], e2[1024];
+  if (util_mkdirs(out_dir, 0755, e2, sizeof e2)) { fprintf(stderr, "weft tune: %s\n", e2); goto out; }
+  snprintf(csv_path, sizeof csv_path, "%s/tune-%s.csv", out_dir, sw->family);
+  size_t cap = 1 << 16, len = 0;
+  char *csv = malloc(cap);
+  len += (size_t)snprintf(csv + len, cap - len, "shape,rank,config,time_us,metric,metric_name,vs_best,vs_baseline,baseline,kernel\n");
+  tunedb *db = NULL;
+  if (tunedb_open(&db, db_path, e2, sizeof e2)) fprintf(stderr, "weft tune: %s (results not stored)\n", e2);
+  int any = 0;
+  for (int s = 0; s < sw->n_shapes; s++) {
+    const sweep_shape *sh = &sw->shapes[s];
+    job **ranked = calloc((size_t)n_jobs, sizeof *ranked);
+    int nr = 0;
+    job *dflt = NULL;
+    for (int i = 0; i < n_jobs; i++)
+      if (jobs[i].shape == s && jobs[i].ran) {
+        ranked[nr++] = &jobs[i];
+        if (jobs[i].cand < 0) dflt = &jobs[i];
+      }
+    qsort(ranked, (size_t)nr, sizeof *ranked, cmp_time);
+    printf("\n%s, %s (%d measured):\n", sw->family, sh->name, nr);
+    printf("  rank  %10s  %10s  %7s  %8s  config\n", "time us", ranked && nr ? ranked[0]->r.metric_name : "", "vs best",
+           nr && ranked[0]->r.baseline_name[0] ? ranked[0]->r.baseline_name : "baseline");
+    tune_row *rows = calloc((size_t)nr + 1, sizeof *rows);
+    for (int r = 0; r < nr; r++) {
+      job *j = ranked[r];
+      double vb = ranked[0]->r.us / j->r.us;
+      if (r < 20 || j == dflt)
+        printf("  %4d  %10.2f  %10.1f  %7.3f  %8.3f  %s\n", r + 1, j->r.us, j->r.metric, vb, j->r.baseline, job_label(sw, j));
+      if (len + 1024 > cap) { cap *= 2; csv = realloc(csv, cap); }
+      len += (size_t)snprintf(csv + len, cap - len, "\"%s\",%d,\"%s\",%.3f,%.3f,%s,%.4f,%.4f,%s,%s\n", sh->name, r + 1,
+                              j->cand < 0 ? "" : job_label(sw, j), j->r.us, j->r.metric, j->r.metric_name, vb,
+                              j->r.baseline, j->r.baseline_name, j->kernel);
+      /* the database keeps the candidate as its full set list (shape sets + candidate sets), one
+       * per line: values may hold spaces (op.combine = "fmaxf(a, b)") but never a newline */
+      size_t cl = 0;
+      char cfgbuf[4096] = "";
+      for (int k = 0; k < j->n_sets; k++) cl += (size_t)snprintf(cfgbuf + cl, sizeof cfgbuf - cl, "%s%s", k ? "\n" : "", j->sets[k]);
+      rows[r].config = util_strdup(cfgbuf);
+      rows[r].base = (char *)sw->base_text;
+      rows[r].kernel = j->kernel;
+      rows[r].time_us = j->r.us;
+      rows[r].metric = j->r.metric;
+      rows[r].metric_name = j->r.metric_name;
+      rows[r].sweep = (char *)sw->file;
+      rows[r].when = (long long)time(NULL);
+    }
+    if (nr) {
+      any = 1;
+      printf("  best: %s, %.2f us", job_label(sw, ranked[0]), ranked[0]->r.us);
+      if (dflt) printf("; %.2fx the default config (%.2f us)", dflt->r.us / ranked[0]->r.us, dflt->r.us);
+      printf("\n");
+    }
+    if (db && nr) {
+      char shape_key[512];
+      snprintf(shape_key, sizeof shape_key, "%s", sh->name);
+      tune_key key = {gpu, sm, driver, nv, 1, sw->family, NULL, shape_key};
+      /* dtype from the candidate's config: the flattened manifest knows it */
+      weft_manifest *m;
+      if (!weft_generate_string(ctx, sw->file, sw->base_text, ranked[0]->sets, ranked[0]->n_sets, &m)) {
+        key.dtype = util_strdup(weft_manifest_param(m, "dtype") ? weft_manifest_param(m, "dtype") : "");
+        weft_manifest_free(m);
+      }
+      if (tunedb_put(db, &key, rows, nr, e2, sizeof e2)) fprintf(stderr, "weft tune: %s\n", e2);
+      free((char *)key.dtype);
+    }
+    for (int r = 0; r < nr; r++) free(rows[r].config);
+    free(rows);
+    free(ranked);
+  }
+  for (int i = 0; i < n_jobs; i++)
+    if (jobs[i].rejected && jobs[i].compiled)
+      printf("  not timed: %s %s: %s\n", sw->shapes[jobs[i].shape].name, job_label(sw, &jobs[i]), jobs[i].why);
+  if (util_write_atomic(csv_path, csv, len, e2, sizeof e2)) fprintf(stderr, "weft tune: %s\n", e2);
+  else printf("\nwrote %s\n", csv_path);
+  if (db) { printf("stored in %s\n", tunedb_path(db)); tunedb_close(db); }
+  if (plot && any) {
+    char png[4096], gp[4096], cmd[8400];
+    snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family);
+    snprintf(gp, sizeof gp, "%s/tune-%s.gp", out_dir, sw->family);
+    FILE *f = fopen(gp, "w");
+    if (f) {
+      /* one panel per shape: time of every measured candidate, fastest first */
+      fprintf(f, "set terminal pngcairo size 1400,%d\nset output '%s'\nset datafile separator ','\n"
+                 "set multiplot layout %d,1\nset ylabel 'time (us)'\nset xlabel 'candidate (rank)'\nset grid\n",
+              420 * sw->n_shapes, png, sw->n_shapes);
+      for (int s = 0; s < sw->n_shapes; s++)
+        fprintf(f, "set title '%s %s'\nplot '%s' using (strcol(1) eq \"%s\" ? $2 : 1/0):4 with linespoints title 'time (us)'\n",
+                sw->family, sw->shapes[s].name, csv_path, sw->shapes[s].name);
+      fprintf(f, "unset multiplot\n");
+      fclose(f);
+      snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
+      int prc = system(cmd);
+      if (prc == 0) printf("wrote %s\n", png);
+      else printf("could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
+    }
+  }
+  rc = any ? CLI_OK : CLI_FAIL;
+out:
+  for (int i = 0; jobs && i < n_jobs; i++) free(jobs[i].error);
+  free(jobs);
+  free(setbuf);
+  sweep_free(sw);
+  weft_ctx_destroy(ctx);
+  return rc;
+}

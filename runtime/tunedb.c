@@ -1,0 +1,614 @@
+/* tunedb.c: the tuning database (behaviour documented in tunedb.h).
+ *
+ * Schema, version 1:
+ *
+ *   tunedb_schema(version INTEGER NOT NULL)           one row: the schema version
+ *   results(gpu, sm, driver, nvrtc, ranks, family, dtype, shape,    -- the tune_key
+ *           config,                                                 -- the candidate
+ *           base, kernel, time_us, metric, metric_name, sweep, recorded,
+ *           PRIMARY KEY (the key's eight fields, config))
+ *
+ * The primary key makes "same key and config" one row: INSERT OR REPLACE swaps the older one out,
+ * and lookups by key use the key's index prefix.  metric is NULL where the caller had none (NaN).
+ *
+ * Concurrency: WAL journal mode (readers do not block the writer nor the writer them), a busy
+ * timeout, and BEGIN IMMEDIATE for every write, so a writer takes the write lock up front; a
+ * deferred transaction that reads first and writes later can fail with SQLITE_BUSY at once,
+ * without waiting, when another writer got in between.  Every value goes through a bound
+ * parameter of a prepared statement; the only SQL text is fixed at compile time.
+ */
+#include "tunedb.h"
+
+#include <sqlite3.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define TUNEDB_SCHEMA_VERSION 1
+#define BUSY_TIMEOUT_MS 30000
+
+struct tunedb {
+  sqlite3 *db;
+  char *path; /* for tunedb_path and every message */
+};
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0) return; /* the caller did not want a message */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap); /* truncates, never overflows */
+  va_end(ap);
+}
+
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* malloc'd formatted string, NULL when out of memory. */
+static char *str_printf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (!s) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+/* a + "/" + b, without doubling a slash that a already ends with. */
+static char *path_join(const char *a, const char *b) {
+  size_t n = strlen(a);
+  while (n > 1 && a[n - 1] == '/') n--;
+  if (n == 1 && a[0] == '/') return str_printf("/%s", b);
+  return str_printf("%.*s/%s", (int)n, a, b);
+}
+
+/* A hint for the errors that mean the file itself is bad, not the call. */
+static const char *damage_hint(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_NOTADB:
+  case SQLITE_CORRUPT:
+    return " (the file is damaged or not an SQLite database: move it away; tuning results are "
+           "only measurements and can be taken again)";
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return " (another process held the database for more than 30 s)";
+  default:
+    return "";
+  }
+}
+
+/* ---- choosing and preparing the path ------------------------------------------------------ */
+
+/* The default path (see tunedb.h), malloc'd; NULL with err. */
+static char *default_path(char *err, size_t errlen) {
+  const char *v = getenv("WEFT_TUNE_DB");
+  char *p = NULL;
+  if (v && *v) {
+    p = str_printf("%s", v);
+  } else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
+    /* the XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored */
+    p = path_join(v, "weft/tune.db");
+  } else if ((v = getenv("HOME")) && *v) {
+    p = path_join(v, ".cache/weft/tune.db");
+  } else {
+    set_err(err, errlen,
+            "no place for the tune database: WEFT_TUNE_DB, XDG_CACHE_HOME and HOME are all "
+            "unset; set WEFT_TUNE_DB to a file of your own");
+    return NULL;
+  }
+  if (!p) set_err(err, errlen, "out of memory choosing the tune database path");
+  return p;
+}
+
+/* Creates the folder that will hold path (mkdir -p, mode 0700 for what it creates).  Folders
+ * that exist are left as they are. */
+static int make_parent(const char *path, char *err, size_t errlen) {
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path) return 0; /* in the current folder, or in "/" */
+  char *p = str_printf("%.*s", (int)(slash - path), path);
+  if (!p) {
+    set_err(err, errlen, "out of memory creating the folder of tune database %s", path);
+    return -1;
+  }
+  int rc = 0;
+  for (char *s = p + 1;; s++) { /* from p + 1: an absolute path's leading "/" is no component */
+    if (*s != '/' && *s != '\0') continue;
+    char saved = *s;
+    *s = '\0';
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+      /* e.g. EACCES on a folder that already exists on a read-only mount: fine if a folder */
+      int e = errno;
+      struct stat st;
+      if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        set_err(err, errlen, "cannot create folder %s for tune database %s: %s", p, path,
+                strerror(e));
+        rc = -1;
+        break;
+      }
+    }
+    *s = saved;
+    if (saved == '\0') break;
+  }
+  free(p);
+  return rc;
+}
+
+/* ---- SQLite helpers ----------------------------------------------------------------------- */
+
+/* Sets err to "tune database <path>: <what>: <SQLite's message><hint>".  Call it before any
+ * ROLLBACK, which would replace SQLite's message. */
+static void db_err(const tunedb *t, int rc, const char *what, char *err, size_t errlen) {
+  set_err(err, errlen, "tune database %s: %s: %s%s", t->path, what, sqlite3_errmsg(t->db),
+          damage_hint(rc));
+}
+
+/* Runs fixed SQL (no values in it).  0, or -1 with err. */
+static int exec_sql(tunedb *t, const char *sql, const char *what, char *err, size_t errlen) {
+  int rc = sqlite3_exec(t->db, sql, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    db_err(t, rc, what, err, errlen);
+    return -1;
+  }
+  return 0;
+}
+
+/* Ends an open transaction without keeping anything.  The caller has set err already. */
+static void rollback(tunedb *t) {
+  if (!sqlite3_get_autocommit(t->db)) sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int prepare(tunedb *t, const char *sql, sqlite3_stmt **st, const char *what, char *err,
+                   size_t errlen) {
+  int rc = sqlite3_prepare_v2(t->db, sql, -1, st, NULL);
+  if (rc != SQLITE_OK) {
+    db_err(t, rc, what, err, errlen);
+    sqlite3_finalize(*st);
+    *st = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+/* Runs a statement that returns one integer (or NULL: *isnull).  0, or -1 with err. */
+static int query_int(tunedb *t, const char *sql, long long *out, int *isnull, const char *what,
+                     char *err, size_t errlen) {
+  sqlite3_stmt *st = NULL;
+  if (prepare(t, sql, &st, what, err, errlen) != 0) return -1;
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    if (rc == SQLITE_DONE) set_err(err, errlen, "tune database %s: %s: no result", t->path, what);
+    else db_err(t, rc, what, err, errlen);
+    sqlite3_finalize(st);
+    return -1;
+  }
+  if (isnull) *isnull = sqlite3_column_type(st, 0) == SQLITE_NULL;
+  *out = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return 0;
+}
+
+/* ---- opening ------------------------------------------------------------------------------ */
+
+/* PRAGMA journal_mode=WAL.  Switching modes needs an exclusive lock; a process that is creating
+ * the same new file at this moment can make it fail with SQLITE_BUSY, so it is retried for as
+ * long as the busy timeout would wait. */
+static int set_wal(tunedb *t, char *err, size_t errlen) {
+  const char *what = "cannot switch to WAL journal mode";
+  for (int waited_ms = 0;; waited_ms += 10) {
+    sqlite3_stmt *st = NULL;
+    if (prepare(t, "PRAGMA journal_mode=WAL", &st, what, err, errlen) != 0) return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      const char *mode = (const char *)sqlite3_column_text(st, 0);
+      int ok = mode && strcmp(mode, "wal") == 0;
+      if (!ok)
+        set_err(err, errlen,
+                "tune database %s: cannot switch to WAL journal mode (it stays in \"%s\" mode); "
+                "several processes could not tune at once: put the database on a local file "
+                "system (WEFT_TUNE_DB)", t->path, mode ? mode : "?");
+      sqlite3_finalize(st);
+      return ok ? 0 : -1;
+    }
+    int busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (!busy || waited_ms >= BUSY_TIMEOUT_MS) {
+      db_err(t, rc, what, err, errlen);
+      sqlite3_finalize(st);
+      return -1;
+    }
+    sqlite3_finalize(st);
+    sqlite3_sleep(10);
+  }
+}
+
+static const char *const create_results =
+    "CREATE TABLE IF NOT EXISTS results ("
+    " gpu TEXT NOT NULL, sm INTEGER NOT NULL, driver INTEGER NOT NULL, nvrtc TEXT NOT NULL,"
+    " ranks INTEGER NOT NULL, family TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL,"
+    " config TEXT NOT NULL,"
+    " base TEXT NOT NULL, kernel TEXT NOT NULL, time_us REAL NOT NULL, metric REAL,"
+    " metric_name TEXT NOT NULL, sweep TEXT NOT NULL, recorded INTEGER NOT NULL,"
+    " PRIMARY KEY (gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config))";
+
+/* Creates the schema where missing and checks its version, in one write transaction so that
+ * processes opening a new file at once cannot both create it. */
+static int ensure_schema(tunedb *t, char *err, size_t errlen) {
+  if (exec_sql(t, "BEGIN IMMEDIATE", "cannot lock it to check the schema", err, errlen) != 0)
+    return -1;
+  long long have = 0, others = 0, version = 0;
+  int isnull = 0;
+  if (query_int(t,
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                "'tunedb_schema'",
+                &have, NULL, "cannot read the schema", err, errlen) != 0)
+    goto fail;
+  if (!have) {
+    /* A new file, or someone else's SQLite file (a mistyped WEFT_TUNE_DB): only the first is
+     * ours to fill. */
+    if (query_int(t,
+                  "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+                  &others, NULL, "cannot read the schema", err, errlen) != 0)
+      goto fail;
+    if (others) {
+      set_err(err, errlen,
+              "tune database %s is an SQLite database but not a weft tune database (it has no "
+              "tunedb_schema table): refusing to change it; point WEFT_TUNE_DB elsewhere",
+              t->path);
+      goto fail;
+    }
+    if (exec_sql(t,
+                 "CREATE TABLE tunedb_schema (version INTEGER NOT NULL);"
+                 "INSERT INTO tunedb_schema (version) VALUES (1)",
+                 "cannot create the schema", err, errlen) != 0)
+      goto fail;
+  }
+  if (query_int(t, "SELECT max(version) FROM tunedb_schema", &version, &isnull,
+                "cannot read the schema version", err, errlen) != 0)
+    goto fail;
+  if (isnull) {
+    set_err(err, errlen,
+            "tune database %s has no schema version (its tunedb_schema table is empty): the file "
+            "is damaged; move it away", t->path);
+    goto fail;
+  }
+  if (version > TUNEDB_SCHEMA_VERSION) {
+    set_err(err, errlen,
+            "tune database %s has schema version %lld, newer than this weft understands "
+            "(version %d): use a newer weft, or point WEFT_TUNE_DB at another file",
+            t->path, version, TUNEDB_SCHEMA_VERSION);
+    goto fail;
+  }
+  if (version < 1) {
+    set_err(err, errlen, "tune database %s has an invalid schema version %lld: move it away",
+            t->path, version);
+    goto fail;
+  }
+  if (exec_sql(t, create_results, "cannot create the results table", err, errlen) != 0) goto fail;
+  if (exec_sql(t, "COMMIT", "cannot commit the schema", err, errlen) != 0) goto fail;
+  return 0;
+fail:
+  rollback(t);
+  return -1;
+}
+
+int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
+  if (!out) {
+    set_err(err, errlen, "tunedb_open: no place for the result");
+    return -1;
+  }
+  *out = NULL;
+  tunedb *t = calloc(1, sizeof *t);
+  if (!t) {
+    set_err(err, errlen, "out of memory opening the tune database");
+    return -1;
+  }
+  if (path && !*path) {
+    set_err(err, errlen, "tune database path is empty");
+    goto fail;
+  }
+  t->path = path ? str_printf("%s", path) : default_path(err, errlen);
+  if (!t->path) {
+    if (path) set_err(err, errlen, "out of memory opening tune database %s", path);
+    goto fail;
+  }
+  if (make_parent(t->path, err, errlen) != 0) goto fail;
+
+  int rc = sqlite3_open_v2(t->path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  if (rc != SQLITE_OK) {
+    if (t->db) db_err(t, rc, "cannot open it", err, errlen);
+    else set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
+    goto fail;
+  }
+  sqlite3_extended_result_codes(t->db, 1);
+  sqlite3_busy_timeout(t->db, BUSY_TIMEOUT_MS);
+  if (set_wal(t, err, errlen) != 0 || ensure_schema(t, err, errlen) != 0) goto fail;
+  *out = t;
+  return 0;
+fail:
+  tunedb_close(t);
+  return -1;
+}
+
+void tunedb_close(tunedb *t) {
+  if (!t) return;
+  sqlite3_close_v2(t->db); /* NULL is fine; every statement is finalized by now */
+  free(t->path);
+  free(t);
+}
+
+const char *tunedb_path(const tunedb *t) { return t ? t->path : NULL; }
+
+/* ---- keys --------------------------------------------------------------------------------- */
+
+/* The key's string fields must all be there; names the first one missing. */
+static int check_key(const tunedb *t, const tune_key *k, char *err, size_t errlen) {
+  const char *missing = !k          ? "the key"
+                        : !k->gpu    ? "gpu"
+                        : !k->nvrtc  ? "nvrtc"
+                        : !k->family ? "family"
+                        : !k->dtype  ? "dtype"
+                        : !k->shape  ? "shape"
+                                     : NULL;
+  if (missing) {
+    set_err(err, errlen, "tune database %s: the tune key has no %s", t->path, missing);
+    return -1;
+  }
+  return 0;
+}
+
+/* The key in messages: "row_softmax f32 [rows=8192 cols=32768] on NVIDIA H200 (sm_90, ...)". */
+static void key_text(const tune_key *k, char *buf, size_t len) {
+  snprintf(buf, len, "%s %s [%s] on %s (sm_%d, driver %d, NVRTC %s, %d rank%s)", k->family,
+           k->dtype, k->shape, k->gpu, k->sm, k->driver, k->nvrtc, k->ranks,
+           k->ranks == 1 ? "" : "s");
+}
+
+/* Binds the key to parameters ?1..?8 (gpu, sm, driver, nvrtc, ranks, family, dtype, shape).
+ * The strings must outlive the statement's next step (SQLITE_STATIC). */
+static int bind_key(sqlite3_stmt *st, const tune_key *k) {
+  int rc = SQLITE_OK;
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, k->gpu, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 2, k->sm);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 3, k->driver);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 4, k->nvrtc, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 5, k->ranks);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 6, k->family, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 7, k->dtype, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 8, k->shape, -1, SQLITE_STATIC);
+  return rc;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static const char *const insert_sql =
+    "INSERT OR REPLACE INTO results (gpu, sm, driver, nvrtc, ranks, family, dtype, shape,"
+    " config, base, kernel, time_us, metric, metric_name, sweep, recorded)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
+
+static int bind_row(sqlite3_stmt *st, const tune_row *r, long long now) {
+  int rc = SQLITE_OK;
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 9, r->config, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 10, r->base ? r->base : "", -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_text(st, 11, r->kernel ? r->kernel : "", -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_double(st, 12, r->time_us);
+  if (rc == SQLITE_OK)
+    rc = isnan(r->metric) ? sqlite3_bind_null(st, 13) : sqlite3_bind_double(st, 13, r->metric);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_text(st, 14, r->metric_name ? r->metric_name : "", -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 15, r->sweep ? r->sweep : "", -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 16, r->when ? r->when : now);
+  return rc;
+}
+
+int tunedb_put(tunedb *t, const tune_key *key, const tune_row *rows, int n, char *err,
+               size_t errlen) {
+  if (!t) {
+    set_err(err, errlen, "tunedb_put: no database");
+    return -1;
+  }
+  if (check_key(t, key, err, errlen) != 0) return -1;
+  if (n < 0 || (n > 0 && !rows)) {
+    set_err(err, errlen, "tune database %s: tunedb_put: %d rows at %p", t->path, n,
+            (const void *)rows);
+    return -1;
+  }
+  if (n == 0) return 0;
+
+  char kt[512], what[1024];
+  key_text(key, kt, sizeof kt);
+  snprintf(what, sizeof what, "cannot start storing results for %s", kt);
+  if (exec_sql(t, "BEGIN IMMEDIATE", what, err, errlen) != 0) return -1;
+
+  sqlite3_stmt *st = NULL;
+  snprintf(what, sizeof what, "cannot store results for %s", kt);
+  if (prepare(t, insert_sql, &st, what, err, errlen) != 0) goto fail;
+  int rc = bind_key(st, key);
+  if (rc != SQLITE_OK) {
+    db_err(t, rc, what, err, errlen);
+    goto fail;
+  }
+  long long now = (long long)time(NULL);
+  for (int i = 0; i < n; i++) {
+    const tune_row *r = &rows[i];
+    if (!r->config) {
+      set_err(err, errlen,
+              "tune database %s: cannot store results for %s: row %d has no config (use \"\" "
+              "for the base config); nothing was stored", t->path, kt, i);
+      goto fail;
+    }
+    if (!isfinite(r->time_us) || r->time_us <= 0) {
+      set_err(err, errlen,
+              "tune database %s: cannot store results for %s: row %d (config \"%s\") has time "
+              "%g us, not a positive finite time; nothing was stored", t->path, kt, i, r->config,
+              r->time_us);
+      goto fail;
+    }
+    rc = bind_row(st, r, now);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE) {
+      snprintf(what, sizeof what, "cannot store results for %s: row %d (config \"%s\")", kt, i,
+               r->config);
+      db_err(t, rc, what, err, errlen);
+      goto fail;
+    }
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  snprintf(what, sizeof what, "cannot commit results for %s", kt);
+  if (exec_sql(t, "COMMIT", what, err, errlen) != 0) goto fail;
+  return 0;
+fail:
+  sqlite3_finalize(st); /* NULL is fine */
+  rollback(t);
+  return -1;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+/* Fastest first; equal times by config, so the order never depends on insertion.  ?9 is the
+ * row limit (-1: all). */
+static const char *const select_sql =
+    "SELECT config, base, kernel, time_us, metric, metric_name, sweep, recorded FROM results"
+    " WHERE gpu = ?1 AND sm = ?2 AND driver = ?3 AND nvrtc = ?4 AND ranks = ?5 AND family = ?6"
+    " AND dtype = ?7 AND shape = ?8 ORDER BY time_us, config LIMIT ?9";
+
+/* A text column as a malloc'd string ("" for NULL).  NULL only when out of memory. */
+static char *column_dup(sqlite3_stmt *st, int col) {
+  const unsigned char *s = sqlite3_column_text(st, col);
+  int len = sqlite3_column_bytes(st, col);
+  if (!s) {
+    if (sqlite3_column_type(st, col) != SQLITE_NULL) return NULL; /* conversion ran out of memory */
+    len = 0;
+  }
+  char *d = malloc((size_t)len + 1);
+  if (!d) return NULL;
+  if (len) memcpy(d, s, (size_t)len);
+  d[len] = '\0';
+  return d;
+}
+
+/* Fills r from the current result row; 0, or -1 when out of memory (r freed). */
+static int read_row(sqlite3_stmt *st, tune_row *r) {
+  memset(r, 0, sizeof *r);
+  r->config = column_dup(st, 0);
+  r->base = column_dup(st, 1);
+  r->kernel = column_dup(st, 2);
+  r->time_us = sqlite3_column_double(st, 3);
+  r->metric = sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
+  r->metric_name = column_dup(st, 5);
+  r->sweep = column_dup(st, 6);
+  r->when = sqlite3_column_int64(st, 7);
+  if (!r->config || !r->base || !r->kernel || !r->metric_name || !r->sweep) {
+    tunedb_row_free(r);
+    return -1;
+  }
+  return 0;
+}
+
+/* The rows for key, at most limit (-1: all), fastest first.  0, or -1 with err. */
+static int query(tunedb *t, const tune_key *key, int limit, tune_row **rows, int *n, char *err,
+                 size_t errlen) {
+  *rows = NULL;
+  *n = 0;
+  if (check_key(t, key, err, errlen) != 0) return -1;
+  char kt[512], what[1024];
+  key_text(key, kt, sizeof kt);
+  snprintf(what, sizeof what, "cannot read results for %s", kt);
+  sqlite3_stmt *st = NULL;
+  if (prepare(t, select_sql, &st, what, err, errlen) != 0) return -1;
+  int rc = bind_key(st, key);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 9, limit);
+  if (rc != SQLITE_OK) {
+    db_err(t, rc, what, err, errlen);
+    sqlite3_finalize(st);
+    return -1;
+  }
+  tune_row *out = NULL;
+  int count = 0, cap = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (count == cap) {
+      if (cap > INT_MAX / 2) goto nomem;
+      int ncap = cap ? cap * 2 : 16;
+      tune_row *grown = realloc(out, (size_t)ncap * sizeof *grown);
+      if (!grown) goto nomem;
+      out = grown;
+      cap = ncap;
+    }
+    if (read_row(st, &out[count]) != 0) goto nomem;
+    count++;
+  }
+  if (rc != SQLITE_DONE) {
+    db_err(t, rc, what, err, errlen);
+    goto fail;
+  }
+  sqlite3_finalize(st);
+  *rows = out;
+  *n = count;
+  return 0;
+nomem:
+  set_err(err, errlen, "tune database %s: %s: out of memory", t->path, what);
+fail:
+  sqlite3_finalize(st);
+  tunedb_rows_free(out, count);
+  return -1;
+}
+
+int tunedb_best(tunedb *t, const tune_key *key, tune_row *out, char *err, size_t errlen) {
+  if (!t || !out) {
+    set_err(err, errlen, "tunedb_best: no database or no place for the result");
+    if (out) memset(out, 0, sizeof *out);
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  tune_row *rows = NULL;
+  int n = 0;
+  if (query(t, key, 1, &rows, &n, err, errlen) != 0) return -1;
+  if (n == 0) return 1;
+  *out = rows[0]; /* the strings move to *out */
+  free(rows);
+  return 0;
+}
+
+int tunedb_list(tunedb *t, const tune_key *key, tune_row **rows, int *n, char *err,
+                size_t errlen) {
+  if (!t || !rows || !n) {
+    set_err(err, errlen, "tunedb_list: no database or no place for the result");
+    if (rows) *rows = NULL;
+    if (n) *n = 0;
+    return -1;
+  }
+  return query(t, key, -1, rows, n, err, errlen);
+}
+
+void tunedb_row_free(tune_row *r) {
+  if (!r) return;
+  free(r->config);
+  free(r->base);
+  free(r->kernel);
+  free(r->metric_name);
+  free(r->sweep);
+  r->config = r->base = r->kernel = r->metric_name = r->sweep = NULL;
+}
+
+void tunedb_rows_free(tune_row *rows, int n) {
+  if (!rows) return;
+  for (int i = 0; i < n; i++) tunedb_row_free(&rows[i]);
+  free(rows);
+}
