@@ -25,12 +25,15 @@ local INT_MAX = 2147483647
 
 -- ---- values ---------------------------------------------------------------------------------
 
--- schema.show, but a function shows as `function` (not its address), so messages are stable.
-local function show(v)
+-- schema.show, but a function shows as `function` (not its address), so messages are stable,
+-- and deep (or cyclic) tables end in "...".
+local function show(v, depth)
   if type(v) == "function" then return "function" end
   if type(v) == "table" then
+    depth = depth or 0
+    if depth >= 4 then return "{ ... }" end
     local parts = {}
-    for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. " = " .. show(x) end
+    for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. " = " .. show(x, depth + 1) end
     table.sort(parts)
     return "{ " .. table.concat(parts, ", ") .. " }"
   end
@@ -55,8 +58,8 @@ end
 
 -- A scalar as the value side of a --set "key=value" that gen.config.parse_value turns back into
 -- it: strings always quoted (parse_value strips one pair of quotes, nothing else), numbers with
--- enough digits.  An integral float comes back as an integer, which is what every consumer of
--- parse_value sees anyway (see set_value).
+-- enough digits.  An integral float comes back as an integer; candidates are built through
+-- config.apply from these same strings, so what the expansion checks is what C generates.
 local function set_text(v)
   if type(v) == "string" then return '"' .. v .. '"' end
   if type(v) == "boolean" then return tostring(v) end
@@ -214,15 +217,9 @@ local function check_space(space, fam, errs)
       if not good or n == 0 then
         errs.add(field, list, "must be a non-empty list of values: numbers, strings or booleans"); ok = false
       else
-        local seen, vals = {}, {}
-        for i = 1, n do
-          local s = set_text(list[i])
-          if seen[s] then
-            errs.add(field, list, "lists " .. show(list[i]) .. " twice"); ok = false
-          end
-          seen[s] = true
-          vals[i] = list[i]
-        end
+        -- (a value listed twice gives the same kernel twice: counted as duplicates)
+        local vals = {}
+        for i = 1, n do vals[i] = list[i] end
         dims[#dims + 1] = { key = key, values = vals }
       end
     end
@@ -276,7 +273,7 @@ local function check_shapes(shapes, errs)
           errs.add(field, s, "the same as shapes[" .. names[name] .. "]"); good = false
         end
         names[name] = i
-        out[#out + 1] = { name = name, size = size }
+        out[#out + 1] = { name = name, size = size, index = i }
       end
       ok = ok and good
     end
@@ -513,7 +510,7 @@ function M.expand(text, file, overrides)
       errs.add(path, bad, "a sweep's base reaches each candidate as config text, so it cannot hold " ..
         "functions; leave it out of the sweep")
     else
-      errs.add(path, tostring(bad), "cannot be written as config text (a " .. what .. ")")
+      errs.add(path, bad, "cannot be written as config text (a " .. what .. ")")
     end
   end
   local dims = check_space(sw.space, fam, errs)
@@ -556,7 +553,6 @@ function M.expand(text, file, overrides)
                   where = sw.where, per_shape = sw.per_shape }
   local out = { family = fam.name, file = file, base_text = base_text, keys = keys, shapes = {} }
   for i, shape in ipairs(shapes) do
-    shape.index = i
     local s, e = expand_shape(state, shape, file, weft, check_sizes)
     if not s then return nil, e end
     out.shapes[i] = s
