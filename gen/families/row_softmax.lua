@@ -47,7 +47,9 @@ function F.check(cfg, errs)
     if cfg.unroll ~= 4 then errs.add("unroll", cfg.unroll, 'applies to mode = "stream" only; leave it 4') end
     if cfg.prefetch then errs.add("prefetch", true, 'applies to mode = "onchip" only (tma always prefetches)') end
   elseif cfg.mode == "onchip" then
-    if cfg.max_cols == 0 then
+    if cfg.threads * cfg.min_blocks > 2048 then
+      -- min_blocks is already refused; a register budget computed from it would be meaningless
+    elseif cfg.max_cols == 0 then
       errs.add("max_cols", 0, 'mode = "onchip" needs the longest row: max_cols = <cols>, or use mode = "stream"')
     else
       local pt, v = per_thread(cfg)
