@@ -29,7 +29,9 @@ void cmd_tune_help(void) {
          "ratio to the best and to the family's baseline, writes DIR/tune-<family>.csv, and stores\n"
          "the results in the tuning database (--db, default $WEFT_TUNE_DB or ~/.cache/weft/tune.db),\n"
          "where `weft run --tuned` finds them.  --budget stops cleanly when the time is up; Ctrl-C\n"
-         "too, keeping what was measured.  --plot also writes DIR/tune-<family>.png (gnuplot).\n"
+         "too, keeping what was measured.  --plot also writes DIR/tune-<family>.png (gnuplot): time\n"
+         "against each swept key, per shape.  --fake-timing replaces the GPU with made-up times\n"
+         "(for testing the tool itself; the output says so).\n"
          "Without a GPU it compiles and stops (exit 77).\n");
 }
 
@@ -113,10 +115,85 @@ static void progress(int tty, int done, int total, double t0, const job *best, c
   }
 }
 
+/* The value of `key` in a job's --set list ("key=value"), or NULL. */
+static const char *set_value(const job *j, const char *key) {
+  size_t n = strlen(key);
+  for (int i = 0; i < j->n_sets; i++)
+    if (!strncmp(j->sets[i], key, n) && j->sets[i][n] == '=') return j->sets[i] + n + 1;
+  return NULL;
+}
+
+/* DIR/tune-<family>.png: for every shape (rows) and swept key (columns), the time of every
+ * measured candidate against that key's value, so a person sees which values are fast. */
+static void write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *out_dir) {
+  char dat[4096], gp[4096], png[4096], cmd[8400];
+  snprintf(dat, sizeof dat, "%s/tune-%s.dat", out_dir, sw->family);
+  snprintf(gp, sizeof gp, "%s/tune-%s.gp", out_dir, sw->family);
+  snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family);
+  int nk = sw->n_keys;
+  /* distinct values of each key, in order of first appearance */
+  const char **vals = calloc((size_t)nk * (size_t)n_jobs + 1, sizeof *vals);
+  int *nv = calloc((size_t)nk + 1, sizeof *nv);
+  FILE *d = fopen(dat, "w"), *f = fopen(gp, "w");
+  if (!vals || !nv || !d || !f) goto done;
+  fprintf(d, "# shape time_us");
+  for (int k = 0; k < nk; k++) fprintf(d, " %s", sw->keys[k]);
+  fprintf(d, "\n");
+  for (int i = 0; i < n_jobs; i++) {
+    const job *j = &jobs[i];
+    if (!j->ran || j->cand < 0) continue;
+    fprintf(d, "%d %.4f", j->shape, j->r.us);
+    for (int k = 0; k < nk; k++) {
+      const char *v = set_value(j, sw->keys[k]);
+      int idx = -1;
+      for (int x = 0; v && x < nv[k]; x++)
+        if (!strcmp(vals[k * n_jobs + x], v)) idx = x;
+      if (v && idx < 0) { idx = nv[k]; vals[k * n_jobs + nv[k]++] = v; }
+      fprintf(d, " %d", idx);
+    }
+    fprintf(d, "\n");
+  }
+  fprintf(f, "set terminal pngcairo size %d,%d\nset output '%s'\nset multiplot layout %d,%d\nset grid\n"
+             "set ylabel 'time (us)'\n", 320 * (nk ? nk : 1) + 80, 300 * sw->n_shapes, png, sw->n_shapes, nk ? nk : 1);
+  for (int s = 0; s < sw->n_shapes; s++)
+    for (int k = 0; k < nk; k++) {
+      fprintf(f, "set title \"%s: %s\" noenhanced\nset xrange [-0.5:%f]\nset xtics (", sw->shapes[s].name, sw->keys[k],
+              nv[k] - 0.5);
+      for (int x = 0; x < nv[k]; x++) {
+        char v[128];
+        snprintf(v, sizeof v, "%s", vals[k * n_jobs + x]);
+        for (char *c = v; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
+        fprintf(f, "%s\"%s\" %d", x ? ", " : "", v, x);
+      }
+      fprintf(f, ")\nplot '%s' using ($1 == %d ? $%d : 1/0):2 with points pt 7 ps 0.8 notitle\n", dat, s, 3 + k);
+    }
+  fprintf(f, "unset multiplot\n");
+  fclose(f);
+  f = NULL;
+  fclose(d);
+  d = NULL;
+  snprintf(cmd, sizeof cmd, "gnuplot '%s' > /dev/null 2>&1", gp);
+  if (system(cmd) == 0) printf("wrote %s\n", png);
+  else printf("could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
+done:
+  if (f) fclose(f);
+  if (d) fclose(d);
+  free(vals);
+  free(nv);
+}
+
+/* --fake-timing: a deterministic time from the kernel name, so the ranking, CSV, database and
+ * plot can be tested where there is no GPU.  Never a measurement: the output says so. */
+static double fake_time_us(const char *kernel) {
+  unsigned long long h = 1469598103934665603ull;
+  for (const char *c = kernel; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  return 100.0 + (double)(h % 10000) / 10.0;
+}
+
 int cmd_tune(int argc, char **argv) {
   cli_common c = {0};
   long jobs_n = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, iters = 20, max_spill = 0;
-  int no_run = 0, plot = 0;
+  int no_run = 0, plot = 0, fake = 0;
   const char *db_path = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -134,6 +211,7 @@ int cmd_tune(int argc, char **argv) {
     }
     if (!strcmp(a, "--no-run")) { no_run = 1; continue; }
     if (!strcmp(a, "--plot")) { plot = 1; continue; }
+    if (!strcmp(a, "--fake-timing")) { fake = 1; continue; }
     if (!strcmp(a, "--db")) {
       if (i + 1 >= argc) { fprintf(stderr, "weft tune: --db needs a path\n"); return CLI_USAGE; }
       db_path = argv[++i];
@@ -237,9 +315,10 @@ int cmd_tune(int argc, char **argv) {
   if (no_run) { rc = failed ? CLI_FAIL : CLI_OK; goto out; }
 
   /* ---- check and time on the GPU ------------------------------------------------------------ */
-  char gpu[256];
+  char gpu[256] = "FAKE (--fake-timing)";
   int sm = 0, driver = 0;
-  st = api_device_info(ctx, gpu, sizeof gpu, &sm, &driver);
+  st = fake ? WEFT_OK : api_device_info(ctx, gpu, sizeof gpu, &sm, &driver);
+  if (fake) printf("FAKE TIMING (--fake-timing): times below are made up from kernel names, for testing weft tune\n");
   if (st) { fprintf(stderr, "weft tune: %s; compiled only\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
   int tty = isatty(1);
   int total_runs = 0, done = 0, stopped = 0;
@@ -256,6 +335,17 @@ int cmd_tune(int argc, char **argv) {
       if (interrupted || (budget && (hr_now_ms() - tr0) / 1e3 > (double)budget)) {
         stopped = 1;
         break;
+      }
+      if (fake) {
+        memset(&j->r, 0, sizeof j->r);
+        j->r.timed = 1;
+        j->r.us = fake_time_us(j->kernel);
+        j->r.metric = 1e3 / j->r.us;
+        snprintf(j->r.metric_name, sizeof j->r.metric_name, "fake/s");
+        j->ran = 1;
+        done++;
+        if (!best || j->r.us < best->r.us) best = j;
+        continue;
       }
       weft_kernel *k;
       if (weft_compile_string(ctx, sw->file, sw->base_text, j->sets, j->n_sets, &k)) {
@@ -375,27 +465,7 @@ int cmd_tune(int argc, char **argv) {
   if (util_write_atomic(csv_path, csv, len, e2, sizeof e2)) fprintf(stderr, "weft tune: %s\n", e2);
   else printf("\nwrote %s\n", csv_path);
   if (db) { printf("stored in %s\n", tunedb_path(db)); tunedb_close(db); }
-  if (plot && any) {
-    char png[4096], gp[4096], cmd[8400];
-    snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family);
-    snprintf(gp, sizeof gp, "%s/tune-%s.gp", out_dir, sw->family);
-    FILE *f = fopen(gp, "w");
-    if (f) {
-      /* one panel per shape: time of every measured candidate, fastest first */
-      fprintf(f, "set terminal pngcairo size 1400,%d\nset output '%s'\nset datafile separator ','\n"
-                 "set multiplot layout %d,1\nset ylabel 'time (us)'\nset xlabel 'candidate (rank)'\nset grid\n",
-              420 * sw->n_shapes, png, sw->n_shapes);
-      for (int s = 0; s < sw->n_shapes; s++)
-        fprintf(f, "set title '%s %s'\nplot '%s' using (strcol(1) eq \"%s\" ? $2 : 1/0):4 with linespoints title 'time (us)'\n",
-                sw->family, sw->shapes[s].name, csv_path, sw->shapes[s].name);
-      fprintf(f, "unset multiplot\n");
-      fclose(f);
-      snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
-      int prc = system(cmd);
-      if (prc == 0) printf("wrote %s\n", png);
-      else printf("could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
-    }
-  }
+  if (plot && any) write_plot(sw, jobs, n_jobs, out_dir);
   rc = any ? CLI_OK : CLI_FAIL;
 out:
   for (int i = 0; jobs && i < n_jobs; i++) free(jobs[i].error);
