@@ -14,6 +14,7 @@
 #include "hostref.h"
 #include "internal.h"
 #include "jit.h"
+#include "ranks.h"
 #include "sweep.h"
 #include "tunedb.h"
 #include "util.h"
@@ -47,7 +48,8 @@ typedef struct job {
   char *error;
   /* run phase */
   int ran, rejected;
-  run_result r;
+  run_result r;            /* r.us: the MAX over ranks */
+  double local_us;         /* what this rank measured */
   char why[160];
 } job;
 
@@ -190,7 +192,23 @@ static double fake_time_us(const char *kernel) {
   return 100.0 + (double)(h % 10000) / 10.0;
 }
 
+static int tune_main(int argc, char **argv, int out_fd);
+
 int cmd_tune(int argc, char **argv) {
+  ranks_init(NULL, NULL);
+  /* every rank runs the sweep; rank 0 reports, the others print only errors and what they
+   * agreed on (to the original stdout) */
+  int out_fd = dup(1);
+  if (ranks_rank() != 0 && !freopen("/dev/null", "w", stdout)) out_fd = 1;
+  int rc = tune_main(argc, argv, out_fd);
+  fflush(stdout);
+  if (out_fd != 1) close(out_fd);
+  if (ranks_size() > 1) rc = ranks_any(rc != CLI_OK) ? (rc != CLI_OK ? rc : CLI_FAIL) : CLI_OK;
+  ranks_finalize();
+  return rc;
+}
+
+static int tune_main(int argc, char **argv, int out_fd) {
   cli_common c = {0};
   long jobs_n = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, iters = 20, max_spill = 0;
   int no_run = 0, plot = 0, fake = 0;
@@ -235,6 +253,26 @@ int cmd_tune(int argc, char **argv) {
   weft_status st = sweep_expand(api_bridge(ctx), c.config, text, c.sets, c.n_sets, &sw, err, sizeof err);
   free(text);
   if (st) { fprintf(stderr, "%s\n", err); weft_ctx_destroy(ctx); return cli_status_exit(st); }
+
+  /* ---- the same sweep on every rank --------------------------------------------------------- */
+  {
+    unsigned long long h = 1469598103934665603ull;
+#define MIX(str) for (const char *q_ = (str); *q_; q_++) h = (h ^ (unsigned char)*q_) * 1099511628211ull
+    MIX(sw->base_text);
+    for (int s = 0; s < sw->n_shapes; s++) {
+      MIX(sw->shapes[s].name);
+      for (int ci = 0; ci < sw->shapes[s].n_cand; ci++)
+        for (int k = 0; k < sw->shapes[s].cand[ci].n_sets; k++) MIX(sw->shapes[s].cand[ci].sets[k]);
+    }
+#undef MIX
+    if (!ranks_same(h)) {
+      fprintf(stderr, "weft tune: rank %d: the ranks expanded different sweeps (another file, --set or weft "
+                      "version on some rank): every rank must tune the same candidates\n", ranks_rank());
+      sweep_free(sw);
+      weft_ctx_destroy(ctx);
+      return CLI_USAGE;
+    }
+  }
 
   /* ---- what the sweep holds --------------------------------------------------------------- */
   int n_jobs = 0;
@@ -320,73 +358,96 @@ int cmd_tune(int argc, char **argv) {
   st = fake ? WEFT_OK : api_device_info(ctx, gpu, sizeof gpu, &sm, &driver);
   if (fake) printf("FAKE TIMING (--fake-timing): times below are made up from kernel names, for testing weft tune\n");
   if (st) { fprintf(stderr, "weft tune: %s; compiled only\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
-  int tty = isatty(1);
+  int tty = isatty(1) && ranks_size() == 1;
   int total_runs = 0, done = 0, stopped = 0;
   for (int i = 0; i < n_jobs; i++) total_runs += jobs[i].compiled && !jobs[i].rejected;
   double tr0 = hr_now_ms();
-  printf("running %d kernels on %s (sm_%d, driver %d)%s\n", total_runs, gpu, sm, driver,
+  printf("running %d kernels on %s (sm_%d, driver %d)%s", total_runs, gpu, sm, driver,
          budget ? "" : "; no budget: Ctrl-C stops and keeps what was measured");
+  if (ranks_size() > 1) printf("; %d ranks run every candidate together, times are the MAX over ranks", ranks_size());
+  printf("\n");
+  /* Every rank walks the same jobs in the same order and makes the same collective calls for
+   * each (eligible?, stop?, correct?, time), so the ranks can never disagree on a decision. */
   for (int s = 0; s < sw->n_shapes && !stopped; s++) {
     const sweep_shape *sh = &sw->shapes[s];
     job *best = NULL;
     for (int i = 0; i < n_jobs && !stopped; i++) {
       job *j = &jobs[i];
-      if (j->shape != s || !j->compiled || j->rejected) continue;
-      if (interrupted || (budget && (hr_now_ms() - tr0) / 1e3 > (double)budget)) {
+      if (j->shape != s) continue;
+      if (!ranks_all(j->compiled && !j->rejected)) {
+        if (j->compiled && !j->rejected) { j->rejected = 1; snprintf(j->why, sizeof j->why, "not runnable on every rank"); }
+        continue;
+      }
+      if (ranks_any(interrupted || (budget && (hr_now_ms() - tr0) / 1e3 > (double)budget))) {
         stopped = 1;
         break;
       }
-      if (fake) {
-        memset(&j->r, 0, sizeof j->r);
-        j->r.timed = 1;
-        j->r.us = fake_time_us(j->kernel);
-        j->r.metric = 1e3 / j->r.us;
-        snprintf(j->r.metric_name, sizeof j->r.metric_name, "fake/s");
-        j->ran = 1;
-        done++;
-        if (!best || j->r.us < best->r.us) best = j;
-        continue;
-      }
-      weft_kernel *k;
-      if (weft_compile_string(ctx, sw->file, sw->base_text, j->sets, j->n_sets, &k)) {
-        snprintf(j->why, sizeof j->why, "recompile failed");
-        j->rejected = 1;
-        continue;
-      }
-      /* Correctness first, on a few rows (or clusters) of the shape, so the reference stays cheap;
-       * then timing at the full shape.  The kernel is the same either way. */
-      run_result chk;
-      long rows = sweep_size(sh, "rows"), clusters = sweep_size(sh, "clusters");
-      run_opts oc = {.rows = rows > 16 ? 16 : rows, .cols = sweep_size(sh, "cols"),
-                     .clusters = clusters > 64 ? 64 : clusters, .iters = 1, .warmup = 0,
-                     .seed = 1234 + (unsigned)i, .check = 1, .timing = 0, .quiet = 1, .result = &chk};
-      run_opts o = {.rows = rows, .cols = sweep_size(sh, "cols"), .clusters = clusters, .iters = (int)iters,
-                    .warmup = 3, .seed = 99, .check = 0, .timing = 1, .quiet = 1, .result = &j->r};
+      int ok = 1;
+      run_result chk = {0};
+      memset(&j->r, 0, sizeof j->r);
       if (!tty) printf("  %s %s: ", sh->name, job_label(sw, j));
       fflush(stdout);
-      int r = run_kernel(k, &oc);
-      if (r == CLI_OK && (!chk.checked || chk.passed)) r = run_kernel(k, &o);
-      j->r.checked = chk.checked;
-      j->r.passed = chk.passed;
-      weft_kernel_destroy(k);
+      if (fake) {
+        j->r.timed = 1;
+        j->r.us = fake_time_us(j->kernel) * (1.0 + 0.05 * ranks_rank());   /* ranks differ: MAX matters */
+        j->r.metric = 1e3 / j->r.us;
+        snprintf(j->r.metric_name, sizeof j->r.metric_name, "fake/s");
+      } else {
+        weft_kernel *k;
+        if (weft_compile_string(ctx, sw->file, sw->base_text, j->sets, j->n_sets, &k)) {
+          ok = 0;
+        } else {
+          /* Correctness first, on a few rows (or clusters) of the shape, so the reference stays
+           * cheap; then timing at the full shape.  The kernel is the same either way. */
+          long rows = sweep_size(sh, "rows"), clusters = sweep_size(sh, "clusters");
+          run_opts oc = {.rows = rows > 16 ? 16 : rows, .cols = sweep_size(sh, "cols"),
+                         .clusters = clusters > 64 ? 64 : clusters, .iters = 1, .warmup = 0,
+                         .seed = 1234 + (unsigned)i, .check = 1, .timing = 0, .quiet = 1, .result = &chk};
+          run_opts o = {.rows = rows, .cols = sweep_size(sh, "cols"), .clusters = clusters, .iters = (int)iters,
+                        .warmup = 3, .seed = 99, .check = 0, .timing = 1, .quiet = 1, .result = &j->r};
+          int r = run_kernel(k, &oc);
+          if (r == CLI_OK && (!chk.checked || chk.passed)) r = run_kernel(k, &o);
+          ok = r == CLI_OK && j->r.timed && !(chk.checked && !chk.passed);
+          j->r.checked = chk.checked;
+          j->r.passed = chk.passed;
+          weft_kernel_destroy(k);
+        }
+      }
       done++;
-      if (r != CLI_OK || !j->r.timed || (j->r.checked && !j->r.passed)) {
-        if (chk.checked && !chk.passed) j->r.checked = 1, j->r.passed = 0;
+      int all_right = ranks_all(!(chk.checked && !chk.passed));
+      int all_ok = ranks_all(ok);
+      j->local_us = j->r.us;
+      j->r.us = ranks_max(ok ? j->r.us : 0.0);
+      if (!all_ok) {
         j->rejected = 1;
-        snprintf(j->why, sizeof j->why, "%s", j->r.checked && !j->r.passed ? "WRONG RESULT: not timed" : "failed to run");
+        snprintf(j->why, sizeof j->why, "%s", !all_right ? "WRONG RESULT (on some rank): not timed" : "failed to run");
         if (!tty) printf("%s\n", j->why);
         else printf("\n  %s %s: %s\n", sh->name, job_label(sw, j), j->why);
         continue;
       }
       j->ran = 1;
       if (!best || j->r.us < best->r.us) best = j;
-      if (!tty) printf("%.2f us, %.1f %s%s\n", j->r.us, j->r.metric, j->r.metric_name, j->r.checked ? "" : " (NOT CHECKED)");
+      if (!tty) printf("%.2f us, %.1f %s%s\n", j->r.us, j->r.metric, j->r.metric_name, j->r.checked || fake ? "" : " (NOT CHECKED)");
       progress(tty, done, total_runs, tr0, best, sw);
     }
   }
   if (tty) printf("\n");
   if (stopped) printf("stopped %s after %d of %d runs; keeping what was measured\n",
                       interrupted ? "by Ctrl-C" : "by the budget", done, total_runs);
+
+  /* Rank 0 decides each shape's best and tells the others: every rank must launch the same
+   * config, or fused kernels that wait on each other would deadlock. */
+  for (int s = 0; s < sw->n_shapes; s++) {
+    int bi = -1;
+    for (int i = 0; i < n_jobs; i++)
+      if (jobs[i].shape == s && jobs[i].ran && (bi < 0 || jobs[i].r.us < jobs[bi].r.us)) bi = i;
+    bi = ranks_bcast_int(bi);
+    if (ranks_size() > 1)
+      dprintf(out_fd, "agreed: rank %d of %d: %s: %s, %.3f us (max over ranks, this rank measured %.3f us)\n",
+              ranks_rank(), ranks_size(), sw->shapes[s].name, bi >= 0 ? jobs[bi].kernel : "(none)",
+              bi >= 0 ? jobs[bi].r.us : 0.0, bi >= 0 ? jobs[bi].local_us : 0.0);
+  }
+  if (ranks_rank() != 0) { rc = CLI_OK; goto out; }   /* rank 0 reports and stores */
 
   /* ---- results: ranked tables, CSV, database ------------------------------------------------ */
   char csv_path[4096], e2[1024];
