@@ -12,6 +12,7 @@
 #include "hostref.h"
 #include "internal.h"
 #include "manifest.h"
+#include "tunedb.h"
 #include "jit.h"
 #include "util.h"
 #include "weft.h"
@@ -252,6 +253,47 @@ weft_status api_device_info(weft_ctx *c, char *name, size_t len, int *sm, int *d
   *sm = major * 10 + minor;
   *driver = c->drv->driver_version;
   return WEFT_OK;
+}
+
+weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const *ov, int n_ov, const char *shape,
+                               const char *db_path, weft_kernel **out, int *tuned) {
+  if (!c || !path || !shape || !out || !tuned) return WEFT_ERR_INVALID;
+  *out = NULL;
+  *tuned = 0;
+  weft_manifest *m;
+  weft_status st = weft_generate_file(c, path, ov, n_ov, &m);
+  if (st) return st;
+  char gpu[256], nv[32], err[1024] = "";
+  int sm = 0, driver = 0;
+  st = api_device_info(c, gpu, sizeof gpu, &sm, &driver);
+  if (st) { weft_manifest_free(m); return st; }
+  jit_nvrtc_version(nv, sizeof nv);
+  const char *dtype = weft_manifest_param(m, "dtype");
+  tune_key key = {gpu, sm, driver, nv, 1, m->family, dtype ? dtype : "", shape};
+  tunedb *db = NULL;
+  tune_row best;
+  int found = tunedb_open(&db, db_path, err, sizeof err) == 0 ? tunedb_best(db, &key, &best, err, sizeof err) : -1;
+  char notice[2048];
+  if (found == 0) {
+    /* the stored candidate: its base config plus its overrides, one per line */
+    const char *sets[128];
+    int n = 0;
+    for (char *p = strtok(best.config, "\n"); p && n < 128; p = strtok(NULL, "\n")) sets[n++] = p;
+    snprintf(notice, sizeof notice, "%s %s %s: tuned config %s (%.2f us when tuned by %s; from %s)", m->family, key.dtype,
+             shape, best.kernel, best.time_us, best.sweep, tunedb_path(db));
+    st = weft_compile_string(c, best.sweep, best.base, sets, n, out);
+    tunedb_row_free(&best);
+    if (!st) *tuned = 1;
+  } else {
+    snprintf(notice, sizeof notice, "%s %s %s: no tuned config for %s (sm_%d, driver %d, NVRTC %s)%s%s; using %s as given",
+             m->family, key.dtype, shape, gpu, sm, driver, nv, found < 0 ? ": " : "", found < 0 ? err : "", path);
+    st = weft_compile_manifest(c, m, out);
+    m = NULL;
+  }
+  if (db) tunedb_close(db);
+  weft_manifest_free(m);
+  if (!st) snprintf(c->err, sizeof c->err, "%s", notice);
+  return st;
 }
 
 weft_status weft_ctx_cuda(weft_ctx *c, void **cucontext) {

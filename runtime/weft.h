@@ -123,6 +123,15 @@ weft_status weft_compile_string(weft_ctx *ctx, const char *chunkname, const char
 /* compile an already generated manifest; the kernel takes ownership of m */
 weft_status weft_compile_manifest(weft_ctx *ctx, weft_manifest *m, weft_kernel **out);
 
+/* The tuned config: the fastest one `weft tune` stored for this GPU (device, driver, NVRTC),
+ * the config's family and dtype, and `shape` ("cols=32768 rows=8192", "clusters=264": the
+ * size arguments, sorted, as a sweep names its shapes).  Without one, the config as given.
+ * *tuned is 1 or 0 accordingly; weft_ctx_error() then holds a one-line notice saying which and
+ * why.  db_path NULL: $WEFT_TUNE_DB, else ~/.cache/weft/tune.db.  Needs the GPU (the key names
+ * it). */
+weft_status weft_compile_tuned(weft_ctx *ctx, const char *path, const char *const *overrides, int n_overrides,
+                               const char *shape, const char *db_path, weft_kernel **out, int *tuned);
+
 const weft_manifest *weft_kernel_manifest(const weft_kernel *k);
 const char *weft_kernel_ptx(const weft_kernel *k, size_t *size);
 const void *weft_kernel_cubin(const weft_kernel *k, size_t *size);

@@ -11,9 +11,7 @@
 #include "cli.h"
 #include "driver.h"
 #include "hostref.h"
-#include "internal.h"
-#include "jit.h"
-#include "tunedb.h"
+
 
 
 void cmd_run_help(void) {
@@ -390,43 +388,6 @@ static int num_arg(int argc, char **argv, int *i, long *out) {
   return 0;
 }
 
-/* --tuned: the best config `weft tune` stored for this GPU, family, dtype and shape, or NULL
- * (with a notice) when there is none.  Returns the compiled kernel or NULL. */
-static weft_kernel *compile_tuned(weft_ctx *ctx, const run_opts *o, const char *db_path) {
-  weft_manifest *m;
-  if (weft_generate_file(ctx, o->c.config, o->c.sets, o->c.n_sets, &m)) return NULL;
-  char gpu[256], nv[32], shape[256], err[1024];
-  int sm = 0, driver = 0;
-  if (api_device_info(ctx, gpu, sizeof gpu, &sm, &driver)) { weft_manifest_free(m); return NULL; }
-  jit_nvrtc_version(nv, sizeof nv);
-  if (o->clusters > 0) snprintf(shape, sizeof shape, "clusters=%ld", o->clusters);
-  else snprintf(shape, sizeof shape, "cols=%ld rows=%ld", o->cols, o->rows);
-  const char *dtype = weft_manifest_param(m, "dtype");
-  tune_key key = {gpu, sm, driver, nv, 1, m->family, dtype ? dtype : "", shape};
-  tunedb *db = NULL;
-  tune_row best;
-  int found = -1;
-  if (tunedb_open(&db, db_path, err, sizeof err) == 0) found = tunedb_best(db, &key, &best, err, sizeof err);
-  weft_kernel *k = NULL;
-  if (found == 0) {
-    /* the stored candidate: its base config plus its overrides, one per line */
-    const char *sets[128];
-    int n = 0;
-    for (char *p = strtok(best.config, "\n"); p && n < 128; p = strtok(NULL, "\n")) sets[n++] = p;
-    printf("tuned: %s, %s, %s: %s (%.2f us when tuned, from %s)\n", m->family, key.dtype, shape, best.kernel,
-           best.time_us, tunedb_path(db));
-    if (weft_compile_string(ctx, best.sweep, best.base, sets, n, &k)) k = NULL;
-    tunedb_row_free(&best);
-  } else {
-    printf("tuned: no tuned config for %s %s %s on %s (sm_%d, driver %d, NVRTC %s)%s%s; using %s as given\n",
-           m->family, key.dtype, shape, gpu, sm, driver, nv, found < 0 ? ": " : "", found < 0 ? err : "",
-           o->c.config);
-  }
-  if (db) tunedb_close(db);
-  weft_manifest_free(m);
-  return found == 0 ? k : NULL;
-}
-
 int cmd_run(int argc, char **argv) {
   run_opts o = {.iters = 50, .warmup = 3, .seed = 12345, .check = 1, .timing = 1};
   int tuned = 0;
@@ -464,9 +425,15 @@ int cmd_run(int argc, char **argv) {
       weft_ctx_destroy(ctx);
       return CLI_USAGE;
     }
-    k = compile_tuned(ctx, &o, db_path);
+    char shape[128];
+    if (o.clusters > 0) snprintf(shape, sizeof shape, "clusters=%ld", o.clusters);
+    else snprintf(shape, sizeof shape, "cols=%ld rows=%ld", o.cols, o.rows);
+    int found = 0;
+    st = weft_compile_tuned(ctx, o.c.config, o.c.sets, o.c.n_sets, shape, db_path, &k, &found);
+    if (!st) printf("tuned: %s\n", weft_ctx_error(ctx));   /* which config, and from where */
+  } else {
+    st = weft_compile_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &k);
   }
-  if (!k) st = weft_compile_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &k);
   if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
   printf("compile: %s in %.1f ms (%s)\n", weft_kernel_manifest(k)->name, weft_kernel_compile_ms(k),
          weft_kernel_cache_hit(k) ? "cache hit" : "NVRTC");
