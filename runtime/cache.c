@@ -18,6 +18,8 @@
  */
 #include "cache.h"
 
+#include "util.h"
+
 #include "hash.h"
 
 #include <errno.h>
@@ -60,47 +62,21 @@ typedef enum lookup { LOOK_HIT, LOOK_MISS, LOOK_CORRUPT, LOOK_ERROR } lookup;
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return; /* the caller did not want a message */
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap); /* truncates, never overflows */
-  va_end(ap);
-}
-
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* malloc'd formatted string, NULL when out of memory. */
-static char *str_printf(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) return NULL;
-  char *s = malloc((size_t)n + 1);
-  if (!s) return NULL;
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  return s;
-}
 
 /* a with its trailing slashes removed ("/" stays "/"): a trailing slash would make lstat follow
  * a symbolic link, and would double up when the subfolder is appended. */
 static char *trim_slashes(const char *a) {
   size_t n = strlen(a);
   while (n > 1 && a[n - 1] == '/') n--;
-  return str_printf("%.*s", (int)n, a);
+  return util_strprintf("%.*s", (int)n, a);
 }
 
 /* a + "/" + b without doubling the slash when a is "/". */
 static char *path_join(const char *a, const char *b) {
   char *t = trim_slashes(a);
   if (!t) return NULL;
-  char *s = strcmp(t, "/") == 0 ? str_printf("/%s", b) : str_printf("%s/%s", t, b);
+  char *s = strcmp(t, "/") == 0 ? util_strprintf("/%s", b) : util_strprintf("%s/%s", t, b);
   free(t);
   return s;
 }
@@ -170,83 +146,37 @@ static int no_compile(void) {
 
 /* The default root (see cache.h), malloc'd; NULL with err. */
 static char *default_root(char *err, size_t errlen) {
-  const char *v = getenv("WEFT_CACHE_DIR");
-  char *root = NULL;
-  if (v && *v) {
-    root = str_printf("%s", v);
-  } else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
-    /* the XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored */
-    root = path_join(v, "weft");
-  } else if ((v = getenv("HOME")) && *v) {
-    root = path_join(v, ".cache/weft");
-  } else {
-    set_err(err, errlen,
-            "no cache folder: WEFT_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; set "
-            "WEFT_CACHE_DIR to a folder of your own");
-    return NULL;
-  }
-  if (!root) set_err(err, errlen, "out of memory choosing the cache folder");
-  return root;
+  return util_weft_cache_path("WEFT_CACHE_DIR", NULL, "no cache folder", err, errlen);
 }
 
-/* mkdir -p, mode 0700: creates every missing component of path.  Components that exist are left
- * as they are; only the last two levels are ours to vouch for (check_folder). */
-static int mkdir_p(const char *path, char *err, size_t errlen) {
-  char *p = str_printf("%s", path);
-  if (!p) {
-    set_err(err, errlen, "out of memory creating cache folder %s", path);
-    return -1;
-  }
-  int rc = 0;
-  for (char *s = p + 1;; s++) { /* from p + 1: an absolute path's leading "/" is no component */
-    if (*s != '/' && *s != '\0') continue;
-    char saved = *s;
-    *s = '\0';
-    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-      /* e.g. EROFS or EACCES on a folder that already exists on a read-only mount: that is no
-       * reason to fail as long as it is a folder */
-      int e = errno;
-      struct stat st;
-      if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        set_err(err, errlen, "cannot create cache folder %s: %s", p, strerror(e));
-        rc = -1;
-        break;
-      }
-    }
-    *s = saved;
-    if (saved == '\0') break;
-  }
-  free(p);
-  return rc;
-}
 
 /* Refuses a folder that someone else could fill or swap: it must be a real folder (lstat: no
  * symbolic link), owned by us, and not writable by group or others.  Fills *st. */
 static int check_folder(const char *path, struct stat *st, char *err, size_t errlen) {
   if (lstat(path, st) != 0) {
-    set_err(err, errlen, "cannot inspect cache folder %s: %s", path, strerror(errno));
+    util_set_err(err, errlen, "cannot inspect cache folder %s: %s", path, strerror(errno));
     return -1;
   }
   if (S_ISLNK(st->st_mode)) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "cache folder %s is a symbolic link: refusing to use it; set WEFT_CACHE_DIR to a "
             "folder of your own (not a link)", path);
     return -1;
   }
   if (!S_ISDIR(st->st_mode)) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "cache folder %s exists but is not a folder: refusing to use it; set WEFT_CACHE_DIR "
             "to a folder of your own", path);
     return -1;
   }
   if (st->st_uid != geteuid()) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "cache folder %s is owned by uid %ld, not by you (uid %ld): refusing to use it; set "
             "WEFT_CACHE_DIR to a folder of your own", path, (long)st->st_uid, (long)geteuid());
     return -1;
   }
   if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "cache folder %s is writable by group or others (mode %04o): refusing to use it; "
             "run chmod go-w %s, or set WEFT_CACHE_DIR to a folder of your own", path,
             (unsigned)(st->st_mode & 07777), path);
@@ -268,22 +198,22 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
   struct stat st, fst;
 
   if (!out) {
-    set_err(err, errlen, "cache_open: out is NULL");
+    util_set_err(err, errlen, "cache_open: out is NULL");
     return -1;
   }
   *out = NULL;
   if (!valid_subdir(subdir)) {
-    set_err(err, errlen, "cache_open: subfolder \"%s\" must be a single folder name",
+    util_set_err(err, errlen, "cache_open: subfolder \"%s\" must be a single folder name",
             subdir ? subdir : "(null)");
     return -1;
   }
   if (root && !*root) {
-    set_err(err, errlen, "cache_open: the cache folder is an empty string");
+    util_set_err(err, errlen, "cache_open: the cache folder is an empty string");
     return -1;
   }
   if (root) {
     if (!(r = trim_slashes(root))) {
-      set_err(err, errlen, "out of memory opening the cache");
+      util_set_err(err, errlen, "out of memory opening the cache");
       goto cleanup;
     }
   } else {
@@ -292,21 +222,21 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
     r = trim_slashes(d);
     free(d);
     if (!r) {
-      set_err(err, errlen, "out of memory opening the cache");
+      util_set_err(err, errlen, "out of memory opening the cache");
       goto cleanup;
     }
   }
 
   /* The root is checked before the subfolder is created, so nothing is written into a refused
    * folder. */
-  if (mkdir_p(r, err, errlen) != 0 || check_folder(r, &st, err, errlen) != 0) goto cleanup;
+  if (util_mkdirs(r, 0700, err, errlen) != 0 || check_folder(r, &st, err, errlen) != 0) goto cleanup;
 
   if (!(dir = path_join(r, subdir))) {
-    set_err(err, errlen, "out of memory opening the cache");
+    util_set_err(err, errlen, "out of memory opening the cache");
     goto cleanup;
   }
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-    set_err(err, errlen, "cannot create cache folder %s: %s", dir, strerror(errno));
+    util_set_err(err, errlen, "cannot create cache folder %s: %s", dir, strerror(errno));
     goto cleanup;
   }
   if (check_folder(dir, &st, err, errlen) != 0) goto cleanup;
@@ -315,22 +245,22 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
    * comparison catches any other swap between the lstat and the open. */
   fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    set_err(err, errlen, "cannot open cache folder %s: %s", dir, strerror(errno));
+    util_set_err(err, errlen, "cannot open cache folder %s: %s", dir, strerror(errno));
     goto cleanup;
   }
   if (fstat(fd, &fst) != 0) {
-    set_err(err, errlen, "cannot inspect cache folder %s: %s", dir, strerror(errno));
+    util_set_err(err, errlen, "cannot inspect cache folder %s: %s", dir, strerror(errno));
     goto cleanup;
   }
   if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "cache folder %s was replaced while it was being checked: refusing to use it; set "
             "WEFT_CACHE_DIR to a folder of your own", dir);
     goto cleanup;
   }
 
   if (!(c = malloc(sizeof *c))) {
-    set_err(err, errlen, "out of memory opening the cache");
+    util_set_err(err, errlen, "out of memory opening the cache");
     goto cleanup;
   }
   c->dir = dir;
@@ -375,8 +305,8 @@ static void names_free(key_names *n) {
 static int names_init(key_names *n, const cache *c, const unsigned char key[32]) {
   memset(n, 0, sizeof *n);
   hash_hex(key, n->hex);
-  n->bin = str_printf("%s.bin", n->hex);
-  n->lock = str_printf("%s.lock", n->hex);
+  n->bin = util_strprintf("%s.bin", n->hex);
+  n->lock = util_strprintf("%s.lock", n->hex);
   n->path = path_join(c->dir, n->bin ? n->bin : "");
   if (n->bin && n->lock && n->path) return 0;
   names_free(n);
@@ -414,11 +344,11 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
   if (fd < 0) {
     if (errno == ENOENT) return LOOK_MISS;
     if (errno == ELOOP) return LOOK_CORRUPT; /* a link where an entry belongs: not ours */
-    set_err(err, errlen, "cannot open cache entry %s: %s", n->path, strerror(errno));
+    util_set_err(err, errlen, "cannot open cache entry %s: %s", n->path, strerror(errno));
     return LOOK_ERROR;
   }
   if (fstat(fd, &st) != 0) {
-    set_err(err, errlen, "cannot inspect cache entry %s: %s", n->path, strerror(errno));
+    util_set_err(err, errlen, "cannot inspect cache entry %s: %s", n->path, strerror(errno));
     res = LOOK_ERROR;
     goto cleanup;
   }
@@ -445,7 +375,7 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
   e.cubin = e.cubin_size ? malloc(e.cubin_size) : NULL;
   e.log = malloc(e.log_size);
   if (!e.ptx || (e.cubin_size && !e.cubin) || !e.log) {
-    set_err(err, errlen, "out of memory reading cache entry %s", n->path);
+    util_set_err(err, errlen, "out of memory reading cache entry %s", n->path);
     res = LOOK_ERROR;
     goto cleanup;
   }
@@ -459,7 +389,7 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
   if (e.ptx[e.ptx_size - 1] != '\0' || e.log[e.log_size - 1] != '\0') goto cleanup;
 
   if (fill_header(sum, key, &e) != 0) {
-    set_err(err, errlen, "out of memory checking cache entry %s", n->path);
+    util_set_err(err, errlen, "out of memory checking cache entry %s", n->path);
     res = LOOK_ERROR;
     goto cleanup;
   }
@@ -471,7 +401,7 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
   goto cleanup;
 
 read_error:
-  set_err(err, errlen, "cannot read cache entry %s: %s", n->path, strerror(errno));
+  util_set_err(err, errlen, "cannot read cache entry %s: %s", n->path, strerror(errno));
   res = LOOK_ERROR;
 cleanup:
   cache_entry_free(&e);
@@ -489,25 +419,25 @@ static int write_entry(const cache *c, const key_names *n, const unsigned char k
   int fd = -1, rc = -1, created = 0;
 
   if (fill_header(hdr, key, e) != 0) {
-    set_err(err, errlen, "out of memory storing cache entry %s", n->path);
+    util_set_err(err, errlen, "out of memory storing cache entry %s", n->path);
     return -1;
   }
   for (int i = 0; i < TMP_ATTEMPTS && fd < 0; i++) {
     free(tmp);
-    tmp = str_printf("%s.bin.tmp.%ld.%016llx", n->hex, (long)getpid(),
+    tmp = util_strprintf("%s.bin.tmp.%ld.%016llx", n->hex, (long)getpid(),
                      (unsigned long long)random_u64());
     if (!tmp) {
-      set_err(err, errlen, "out of memory storing cache entry %s", n->path);
+      util_set_err(err, errlen, "out of memory storing cache entry %s", n->path);
       goto cleanup;
     }
     fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) {
-      set_err(err, errlen, "cannot create %s/%s: %s", c->dir, tmp, strerror(errno));
+      util_set_err(err, errlen, "cannot create %s/%s: %s", c->dir, tmp, strerror(errno));
       goto cleanup;
     }
   }
   if (fd < 0) {
-    set_err(err, errlen, "cannot create a temporary file in %s: every name tried exists",
+    util_set_err(err, errlen, "cannot create a temporary file in %s: every name tried exists",
             c->dir);
     goto cleanup;
   }
@@ -517,24 +447,24 @@ static int write_entry(const cache *c, const key_names *n, const unsigned char k
   size_t lens[4] = {HEADER_LEN, e->ptx_size, e->cubin_size, e->log_size};
   for (int i = 0; i < 4; i++) {
     if (lens[i] && write_full(fd, bufs[i], lens[i]) != 0) {
-      set_err(err, errlen, "cannot write %s/%s: %s", c->dir, tmp, strerror(errno));
+      util_set_err(err, errlen, "cannot write %s/%s: %s", c->dir, tmp, strerror(errno));
       goto cleanup;
     }
   }
   /* Data must be on disk before the rename makes it visible, or a crash could leave a complete
    * name over incomplete contents. */
   if (fsync(fd) != 0) {
-    set_err(err, errlen, "cannot flush %s/%s: %s", c->dir, tmp, strerror(errno));
+    util_set_err(err, errlen, "cannot flush %s/%s: %s", c->dir, tmp, strerror(errno));
     goto cleanup;
   }
   int closed = close(fd); /* some filesystems report write errors only here */
   fd = -1;
   if (closed != 0) {
-    set_err(err, errlen, "cannot write %s/%s: %s", c->dir, tmp, strerror(errno));
+    util_set_err(err, errlen, "cannot write %s/%s: %s", c->dir, tmp, strerror(errno));
     goto cleanup;
   }
   if (renameat(c->dirfd, tmp, c->dirfd, n->bin) != 0) {
-    set_err(err, errlen, "cannot move %s/%s to %s: %s", c->dir, tmp, n->path, strerror(errno));
+    util_set_err(err, errlen, "cannot move %s/%s to %s: %s", c->dir, tmp, n->path, strerror(errno));
     goto cleanup;
   }
   created = 0; /* renamed: the temporary name is gone */
@@ -556,12 +486,12 @@ cleanup:
 static int lock_key(const cache *c, const key_names *n, int *fd, char *err, size_t errlen) {
   *fd = openat(c->dirfd, n->lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (*fd < 0) {
-    set_err(err, errlen, "cannot open lock file %s/%s: %s", c->dir, n->lock, strerror(errno));
+    util_set_err(err, errlen, "cannot open lock file %s/%s: %s", c->dir, n->lock, strerror(errno));
     return -1;
   }
   while (flock(*fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue; /* a signal while we waited for another builder */
-    set_err(err, errlen, "cannot lock %s/%s: %s", c->dir, n->lock, strerror(errno));
+    util_set_err(err, errlen, "cannot lock %s/%s: %s", c->dir, n->lock, strerror(errno));
     close(*fd);
     *fd = -1;
     return -1;
@@ -574,13 +504,13 @@ static int lock_key(const cache *c, const key_names *n, int *fd, char *err, size
  * the build did. */
 static int check_built(cache_entry *e, const char *name, char *err, size_t errlen) {
   if (!e->ptx || e->ptx_size == 0 || e->ptx[e->ptx_size - 1] != '\0') {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "the build of kernel %s returned PTX without its terminating NUL (ptx_size must "
             "count it): this is a bug in weft, please report it", name);
     return -1;
   }
   if (e->cubin_size && !e->cubin) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "the build of kernel %s returned cubin_size %zu but no cubin: this is a bug in "
             "weft, please report it", name, e->cubin_size);
     return -1;
@@ -588,13 +518,13 @@ static int check_built(cache_entry *e, const char *name, char *err, size_t errle
   if (!e->log || e->log_size == 0) {
     free(e->log);
     if (!(e->log = malloc(1))) {
-      set_err(err, errlen, "out of memory storing kernel %s", name);
+      util_set_err(err, errlen, "out of memory storing kernel %s", name);
       return -1;
     }
     e->log[0] = '\0';
     e->log_size = 1;
   } else if (e->log[e->log_size - 1] != '\0') {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "the build of kernel %s returned a log without its terminating NUL (log_size must "
             "count it): this is a bug in weft, please report it", name);
     return -1;
@@ -611,12 +541,12 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
 
   if (out) memset(out, 0, sizeof *out);
   if (!c || !key || !build || !out || !result) {
-    set_err(err, errlen, "cache_get: invalid argument (NULL cache, key, build, out or result)");
+    util_set_err(err, errlen, "cache_get: invalid argument (NULL cache, key, build, out or result)");
     return -1;
   }
   if (!name) name = "(unnamed)";
   if (names_init(&n, c, key) != 0) {
-    set_err(err, errlen, "out of memory looking up kernel %s", name);
+    util_set_err(err, errlen, "out of memory looking up kernel %s", name);
     return -1;
   }
 
@@ -640,7 +570,7 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
   if (l == LOOK_ERROR) goto cleanup;
 
   if (no_compile()) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "WEFT_NO_COMPILE is set and kernel %s is not in the cache (%s%s): run once without "
             "WEFT_NO_COMPILE to fill it, or unset it", name, n.path,
             l == LOOK_CORRUPT ? ", which is corrupt" : "");
@@ -656,7 +586,7 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
    * it is not freed here: that would double-free buffers the callback released itself. */
   if (build(ud, &built, berr, berrlen) != 0) {
     memset(&built, 0, sizeof built);
-    if (!berr[0]) set_err(err, errlen, "the build of kernel %s failed (no message)", name);
+    if (!berr[0]) util_set_err(err, errlen, "the build of kernel %s failed (no message)", name);
     goto cleanup;
   }
   if (check_built(&built, name, err, errlen) != 0) goto cleanup;

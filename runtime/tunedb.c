@@ -19,6 +19,8 @@
  */
 #include "tunedb.h"
 
+#include "util.h"
+
 #include <sqlite3.h>
 
 #include <errno.h>
@@ -42,41 +44,8 @@ struct tunedb {
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return; /* the caller did not want a message */
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap); /* truncates, never overflows */
-  va_end(ap);
-}
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* malloc'd formatted string, NULL when out of memory. */
-static char *str_printf(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) return NULL;
-  char *s = malloc((size_t)n + 1);
-  if (!s) return NULL;
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  return s;
-}
-
-/* a + "/" + b, without doubling a slash that a already ends with. */
-static char *path_join(const char *a, const char *b) {
-  size_t n = strlen(a);
-  while (n > 1 && a[n - 1] == '/') n--;
-  if (n == 1 && a[0] == '/') return str_printf("/%s", b);
-  return str_printf("%.*s/%s", (int)n, a, b);
-}
 
 /* A hint for the errors that mean the file itself is bad, not the call. */
 static const char *damage_hint(int rc) {
@@ -97,23 +66,7 @@ static const char *damage_hint(int rc) {
 
 /* The default path (see tunedb.h), malloc'd; NULL with err. */
 static char *default_path(char *err, size_t errlen) {
-  const char *v = getenv("WEFT_TUNE_DB");
-  char *p = NULL;
-  if (v && *v) {
-    p = str_printf("%s", v);
-  } else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
-    /* the XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored */
-    p = path_join(v, "weft/tune.db");
-  } else if ((v = getenv("HOME")) && *v) {
-    p = path_join(v, ".cache/weft/tune.db");
-  } else {
-    set_err(err, errlen,
-            "no place for the tune database: WEFT_TUNE_DB, XDG_CACHE_HOME and HOME are all "
-            "unset; set WEFT_TUNE_DB to a file of your own");
-    return NULL;
-  }
-  if (!p) set_err(err, errlen, "out of memory choosing the tune database path");
-  return p;
+  return util_weft_cache_path("WEFT_TUNE_DB", "tune.db", "no place for the tune database", err, errlen);
 }
 
 /* Creates the folder that will hold path (mkdir -p, mode 0700 for what it creates).  Folders
@@ -121,30 +74,14 @@ static char *default_path(char *err, size_t errlen) {
 static int make_parent(const char *path, char *err, size_t errlen) {
   const char *slash = strrchr(path, '/');
   if (!slash || slash == path) return 0; /* in the current folder, or in "/" */
-  char *p = str_printf("%.*s", (int)(slash - path), path);
+  char *p = util_strprintf("%.*s", (int)(slash - path), path);
   if (!p) {
-    set_err(err, errlen, "out of memory creating the folder of tune database %s", path);
+    util_set_err(err, errlen, "out of memory creating the folder of tune database %s", path);
     return -1;
   }
-  int rc = 0;
-  for (char *s = p + 1;; s++) { /* from p + 1: an absolute path's leading "/" is no component */
-    if (*s != '/' && *s != '\0') continue;
-    char saved = *s;
-    *s = '\0';
-    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-      /* e.g. EACCES on a folder that already exists on a read-only mount: fine if a folder */
-      int e = errno;
-      struct stat st;
-      if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        set_err(err, errlen, "cannot create folder %s for tune database %s: %s", p, path,
-                strerror(e));
-        rc = -1;
-        break;
-      }
-    }
-    *s = saved;
-    if (saved == '\0') break;
-  }
+  char e[512];
+  int rc = util_mkdirs(p, 0700, e, sizeof e);
+  if (rc) util_set_err(err, errlen, "tune database %s: %s", path, e);
   free(p);
   return rc;
 }
@@ -154,7 +91,7 @@ static int make_parent(const char *path, char *err, size_t errlen) {
 /* Sets err to "tune database <path>: <what>: <SQLite's message><hint>".  Call it before any
  * ROLLBACK, which would replace SQLite's message. */
 static void db_err(const tunedb *t, int rc, const char *what, char *err, size_t errlen) {
-  set_err(err, errlen, "tune database %s: %s: %s%s", t->path, what, sqlite3_errmsg(t->db),
+  util_set_err(err, errlen, "tune database %s: %s: %s%s", t->path, what, sqlite3_errmsg(t->db),
           damage_hint(rc));
 }
 
@@ -192,7 +129,7 @@ static int query_int(tunedb *t, const char *sql, long long *out, int *isnull, co
   if (prepare(t, sql, &st, what, err, errlen) != 0) return -1;
   int rc = sqlite3_step(st);
   if (rc != SQLITE_ROW) {
-    if (rc == SQLITE_DONE) set_err(err, errlen, "tune database %s: %s: no result", t->path, what);
+    if (rc == SQLITE_DONE) util_set_err(err, errlen, "tune database %s: %s: no result", t->path, what);
     else db_err(t, rc, what, err, errlen);
     sqlite3_finalize(st);
     return -1;
@@ -218,7 +155,7 @@ static int set_wal(tunedb *t, char *err, size_t errlen) {
       const char *mode = (const char *)sqlite3_column_text(st, 0);
       int ok = mode && strcmp(mode, "wal") == 0;
       if (!ok)
-        set_err(err, errlen,
+        util_set_err(err, errlen,
                 "tune database %s: cannot switch to WAL journal mode (it stays in \"%s\" mode); "
                 "several processes could not tune at once: put the database on a local file "
                 "system (WEFT_TUNE_DB)", t->path, mode ? mode : "?");
@@ -265,7 +202,7 @@ static int ensure_schema(tunedb *t, char *err, size_t errlen) {
                   &others, NULL, "cannot read the schema", err, errlen) != 0)
       goto fail;
     if (others) {
-      set_err(err, errlen,
+      util_set_err(err, errlen,
               "tune database %s is an SQLite database but not a weft tune database (it has no "
               "tunedb_schema table): refusing to change it; point WEFT_TUNE_DB elsewhere",
               t->path);
@@ -281,20 +218,20 @@ static int ensure_schema(tunedb *t, char *err, size_t errlen) {
                 "cannot read the schema version", err, errlen) != 0)
     goto fail;
   if (isnull) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "tune database %s has no schema version (its tunedb_schema table is empty): the file "
             "is damaged; move it away", t->path);
     goto fail;
   }
   if (version > TUNEDB_SCHEMA_VERSION) {
-    set_err(err, errlen,
+    util_set_err(err, errlen,
             "tune database %s has schema version %lld, newer than this weft understands "
             "(version %d): use a newer weft, or point WEFT_TUNE_DB at another file",
             t->path, version, TUNEDB_SCHEMA_VERSION);
     goto fail;
   }
   if (version < 1) {
-    set_err(err, errlen, "tune database %s has an invalid schema version %lld: move it away",
+    util_set_err(err, errlen, "tune database %s has an invalid schema version %lld: move it away",
             t->path, version);
     goto fail;
   }
@@ -308,22 +245,22 @@ fail:
 
 int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
   if (!out) {
-    set_err(err, errlen, "tunedb_open: no place for the result");
+    util_set_err(err, errlen, "tunedb_open: no place for the result");
     return -1;
   }
   *out = NULL;
   tunedb *t = calloc(1, sizeof *t);
   if (!t) {
-    set_err(err, errlen, "out of memory opening the tune database");
+    util_set_err(err, errlen, "out of memory opening the tune database");
     return -1;
   }
   if (path && !*path) {
-    set_err(err, errlen, "tune database path is empty");
+    util_set_err(err, errlen, "tune database path is empty");
     goto fail;
   }
-  t->path = path ? str_printf("%s", path) : default_path(err, errlen);
+  t->path = path ? util_strprintf("%s", path) : default_path(err, errlen);
   if (!t->path) {
-    if (path) set_err(err, errlen, "out of memory opening tune database %s", path);
+    if (path) util_set_err(err, errlen, "out of memory opening tune database %s", path);
     goto fail;
   }
   if (make_parent(t->path, err, errlen) != 0) goto fail;
@@ -331,7 +268,7 @@ int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
   int rc = sqlite3_open_v2(t->path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
   if (rc != SQLITE_OK) {
     if (t->db) db_err(t, rc, "cannot open it", err, errlen);
-    else set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
+    else util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
     goto fail;
   }
   sqlite3_extended_result_codes(t->db, 1);
@@ -365,7 +302,7 @@ static int check_key(const tunedb *t, const tune_key *k, char *err, size_t errle
                         : !k->shape  ? "shape"
                                      : NULL;
   if (missing) {
-    set_err(err, errlen, "tune database %s: the tune key has no %s", t->path, missing);
+    util_set_err(err, errlen, "tune database %s: the tune key has no %s", t->path, missing);
     return -1;
   }
   return 0;
@@ -419,12 +356,12 @@ static int bind_row(sqlite3_stmt *st, const tune_row *r, long long now) {
 int tunedb_put(tunedb *t, const tune_key *key, const tune_row *rows, int n, char *err,
                size_t errlen) {
   if (!t) {
-    set_err(err, errlen, "tunedb_put: no database");
+    util_set_err(err, errlen, "tunedb_put: no database");
     return -1;
   }
   if (check_key(t, key, err, errlen) != 0) return -1;
   if (n < 0 || (n > 0 && !rows)) {
-    set_err(err, errlen, "tune database %s: tunedb_put: %d rows at %p", t->path, n,
+    util_set_err(err, errlen, "tune database %s: tunedb_put: %d rows at %p", t->path, n,
             (const void *)rows);
     return -1;
   }
@@ -447,13 +384,13 @@ int tunedb_put(tunedb *t, const tune_key *key, const tune_row *rows, int n, char
   for (int i = 0; i < n; i++) {
     const tune_row *r = &rows[i];
     if (!r->config) {
-      set_err(err, errlen,
+      util_set_err(err, errlen,
               "tune database %s: cannot store results for %s: row %d has no config (use \"\" "
               "for the base config); nothing was stored", t->path, kt, i);
       goto fail;
     }
     if (!isfinite(r->time_us) || r->time_us <= 0) {
-      set_err(err, errlen,
+      util_set_err(err, errlen,
               "tune database %s: cannot store results for %s: row %d (config \"%s\") has time "
               "%g us, not a positive finite time; nothing was stored", t->path, kt, i, r->config,
               r->time_us);
@@ -563,7 +500,7 @@ static int query(tunedb *t, const tune_key *key, int limit, tune_row **rows, int
   *n = count;
   return 0;
 nomem:
-  set_err(err, errlen, "tune database %s: %s: out of memory", t->path, what);
+  util_set_err(err, errlen, "tune database %s: %s: out of memory", t->path, what);
 fail:
   sqlite3_finalize(st);
   tunedb_rows_free(out, count);
@@ -572,7 +509,7 @@ fail:
 
 int tunedb_best(tunedb *t, const tune_key *key, tune_row *out, char *err, size_t errlen) {
   if (!t || !out) {
-    set_err(err, errlen, "tunedb_best: no database or no place for the result");
+    util_set_err(err, errlen, "tunedb_best: no database or no place for the result");
     if (out) memset(out, 0, sizeof *out);
     return -1;
   }
@@ -589,7 +526,7 @@ int tunedb_best(tunedb *t, const tune_key *key, tune_row *out, char *err, size_t
 int tunedb_list(tunedb *t, const tune_key *key, tune_row **rows, int *n, char *err,
                 size_t errlen) {
   if (!t || !rows || !n) {
-    set_err(err, errlen, "tunedb_list: no database or no place for the result");
+    util_set_err(err, errlen, "tunedb_list: no database or no place for the result");
     if (rows) *rows = NULL;
     if (n) *n = 0;
     return -1;

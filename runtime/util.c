@@ -67,17 +67,23 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
 int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
   char *p = util_strdup(path);
   if (!p) { snprintf(err, errlen, "out of memory"); return -1; }
-  for (char *s = p + 1;; s++) {
-    if (*s == '/' || *s == 0) {
-      char c = *s;
-      *s = 0;
-      if (mkdir(p, mode) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "%s: cannot create folder: %s", p, strerror(errno));
-        free(p); return -1;
+  for (char *s = p + 1;; s++) {   /* from p + 1: an absolute path's leading "/" is no component */
+    if (*s != '/' && *s != 0) continue;
+    char c = *s;
+    *s = 0;
+    if (mkdir(p, mode) != 0 && errno != EEXIST) {
+      /* e.g. EROFS or EACCES on a folder that already exists on a read-only mount: no reason to
+       * fail as long as it is a folder */
+      int e = errno;
+      struct stat st;
+      if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "cannot create folder %s: %s", p, strerror(e));
+        free(p);
+        return -1;
       }
-      *s = c;
-      if (!c) break;
     }
+    *s = c;
+    if (!c) break;
   }
   free(p);
   struct stat st;
@@ -107,4 +113,57 @@ char *util_fmt(char *buf, size_t len, const char *fmt, ...) {
 int util_env_flag(const char *name) {
   const char *v = getenv(name);
   return v && *v && strcmp(v, "0") != 0;
+}
+
+void util_set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0) return; /* the caller did not want a message */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+char *util_strprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (!s) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+char *util_path_join(const char *a, const char *b) {
+  size_t n = strlen(a);
+  while (n > 1 && a[n - 1] == '/') n--;
+  if (n == 1 && a[0] == '/') return util_strprintf("/%s", b);
+  return util_strprintf("%.*s/%s", (int)n, a, b);
+}
+
+char *util_weft_cache_path(const char *env, const char *leaf, const char *what, char *err, size_t errlen) {
+  const char *v = getenv(env);
+  char *p = NULL;
+  char tail[256];
+  snprintf(tail, sizeof tail, "%s%s", leaf ? "/" : "", leaf ? leaf : "");
+  if (v && *v) {
+    p = util_strprintf("%s", v);
+  } else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
+    char sub[300];
+    snprintf(sub, sizeof sub, "weft%s", tail);
+    p = util_path_join(v, sub);
+  } else if ((v = getenv("HOME")) && *v) {
+    char sub[300];
+    snprintf(sub, sizeof sub, ".cache/weft%s", tail);
+    p = util_path_join(v, sub);
+  } else {
+    util_set_err(err, errlen, "%s: %s, XDG_CACHE_HOME and HOME are all unset; set %s to %s of your own", what, env,
+                 env, leaf ? "a file" : "a folder");
+    return NULL;
+  }
+  if (!p) util_set_err(err, errlen, "out of memory choosing %s", what);
+  return p;
 }

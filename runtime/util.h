@@ -13,6 +13,16 @@ int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen);
 char *util_strdup(const char *s);
 /* snprintf that never overflows and returns buf */
 char *util_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* vsnprintf into err (if err and errlen): messages truncate, never overflow */
+void util_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* a malloc'd formatted string, NULL when out of memory */
+char *util_strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* a + "/" + b, without doubling a slash that a already ends with; malloc'd */
+char *util_path_join(const char *a, const char *b);
+/* Where weft keeps a per-user file or folder: $<env> if set; else $XDG_CACHE_HOME/weft/<leaf>
+ * (a relative XDG_CACHE_HOME is ignored, as the XDG spec says); else $HOME/.cache/weft/<leaf>.
+ * leaf NULL: the weft folder itself.  NULL with a message (naming env) when none is set. */
+char *util_weft_cache_path(const char *env, const char *leaf, const char *what, char *err, size_t errlen);
 /* Environment flag: set and not "" and not "0" */
 int util_env_flag(const char *name);
 
