@@ -46,7 +46,8 @@ struct weft_kernel {
 const char *weft_status_name(weft_status s) {
   static const char *names[] = {"ok", "config error", "compile error", "cache error", "no driver",
                                 "no device", "CUDA error", "launch error", "I/O error",
-                                "out of memory", "invalid use", "internal error"};
+                                "out of memory", "invalid use", "internal error", "ranks disagree",
+                                "multicast unavailable"};
   return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown status";
 }
 

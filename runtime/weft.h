@@ -35,7 +35,9 @@ typedef enum weft_status {
   WEFT_ERR_IO = 8,        /* a file could not be read or written */
   WEFT_ERR_NOMEM = 9,
   WEFT_ERR_INVALID = 10,  /* API misuse (NULL handle, wrong argument count, ...) */
-  WEFT_ERR_INTERNAL = 11  /* a bug in weft: please report the message */
+  WEFT_ERR_INTERNAL = 11, /* a bug in weft: please report the message */
+  WEFT_ERR_MISMATCH = 12, /* ranks disagree (sizes, kernel): the same message on every rank */
+  WEFT_ERR_MULTICAST = 13 /* a multimem config where multicast is unavailable or switched off */
 } weft_status;
 
 const char *weft_status_name(weft_status s);
@@ -160,6 +162,32 @@ weft_status weft_launch(weft_kernel *k, void **args, void *stream);
 
 /* The CUDA context weft launches into (the device's primary context), as a CUcontext. */
 weft_status weft_ctx_cuda(weft_ctx *ctx, void **cucontext);
+
+/* ---- several ranks (MPI) -------------------------------------------------------------- */
+/* A world: the ranks of an MPI communicator, and which of them share this node.  The caller
+ * initialises MPI; weft never calls MPI_Init.  mpi_comm points at an MPI_Comm (NULL:
+ * MPI_COMM_WORLD); weft keeps its own duplicate, so its collectives never mix with the
+ * caller's.  Creating a world is collective: every rank must call it. */
+typedef struct weft_world weft_world;
+weft_status weft_world_create(const void *mpi_comm, weft_world **out);
+void weft_world_destroy(weft_world *w);
+int weft_world_rank(const weft_world *w);
+int weft_world_size(const weft_world *w);
+int weft_world_local_rank(const weft_world *w);   /* among the ranks on this node */
+int weft_world_local_size(const weft_world *w);
+const char *weft_world_error(const weft_world *w);
+
+/* Rendezvous (collective): every rank passes a one-line description of what it is about to
+ * do, e.g. "bytes=4194304 kernel=<manifest hash>".  If all ranks passed the same text,
+ * WEFT_OK; otherwise WEFT_ERR_MISMATCH on every rank, with the same message on every rank
+ * naming which ranks said what.  Never a hang: it is one fixed pair of collectives. */
+weft_status weft_world_agree(weft_world *w, const char *what, const char *desc);
+
+/* May weft create a multicast object (comm = multimem)?  Only where the device reports
+ * CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (device_supports) and none of NCCL_NVLS_ENABLE=0,
+ * TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1, WEFT_MULTICAST=0 is set.
+ * Returns 1 or 0; with 0, why says which. */
+int weft_multicast_allowed(int device_supports, char *why, size_t len);
 
 #ifdef __cplusplus
 }

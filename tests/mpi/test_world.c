@@ -1,0 +1,92 @@
+/* test_world.c: the world and its rendezvous under mpirun (2 and 3 ranks), and the multicast
+ * guard.  Every rank checks; the ranks then agree on whether all passed.  No GPU needed. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "weft.h"
+
+static int passed, failed, rank_;
+
+#define CHECK(cond, ...)                                                     \
+  do {                                                                       \
+    if (cond) passed++;                                                      \
+    else {                                                                   \
+      failed++;                                                              \
+      fprintf(stderr, "rank %d: FAIL %s:%d: ", rank_, __FILE__, __LINE__);   \
+      fprintf(stderr, __VA_ARGS__);                                          \
+      fprintf(stderr, "\n");                                                 \
+    }                                                                        \
+  } while (0)
+
+/* 1 if every rank holds the same text */
+static int same_everywhere(const char *s) {
+  unsigned char d[32], lo[32], hi[32];
+  hash_sha256(s, strlen(s), d);
+  MPI_Allreduce(d, lo, 32, MPI_UNSIGNED_CHAR, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(d, hi, 32, MPI_UNSIGNED_CHAR, MPI_MAX, MPI_COMM_WORLD);
+  return !memcmp(lo, hi, 32);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  weft_world *w;
+  CHECK(weft_world_create(NULL, &w) == WEFT_OK, "world_create");
+  CHECK(weft_world_rank(w) == rank_ && weft_world_size(w) == size, "rank %d size %d", weft_world_rank(w), weft_world_size(w));
+  CHECK(weft_world_local_size(w) == size && weft_world_local_rank(w) == rank_, "one node: local %d of %d",
+        weft_world_local_rank(w), weft_world_local_size(w));
+
+  /* agreement */
+  CHECK(weft_world_agree(w, "symmetric allocation", "bytes=4096 kernel=abc") == WEFT_OK, "same text agrees");
+
+  /* rank 1 asks for another size: every rank fails, with the same message */
+  char desc[64];
+  snprintf(desc, sizeof desc, "bytes=%d", rank_ == 1 ? 8192 : 4096);
+  weft_status st = weft_world_agree(w, "symmetric allocation", desc);
+  const char *e = weft_world_error(w);
+  CHECK(st == WEFT_ERR_MISMATCH, "disagreement detected (status %d)", st);
+  CHECK(strstr(e, "symmetric allocation: the ") != NULL, "message names what: %s", e);
+  CHECK(strstr(e, "rank 1: bytes=8192") != NULL, "message names rank 1: %s", e);
+  if (size == 2) CHECK(strstr(e, "rank 0: bytes=4096") != NULL, "message names rank 0: %s", e);
+  if (size == 3) CHECK(strstr(e, "ranks 0, 2: bytes=4096") != NULL, "message groups ranks 0, 2: %s", e);
+  CHECK(same_everywhere(e), "every rank has the same message: %s", e);
+
+  /* a difference past the printed part is still a difference */
+  char longd[600];
+  memset(longd, 'x', sizeof longd);
+  longd[sizeof longd - 1] = 0;
+  if (rank_ == size - 1) longd[sizeof longd - 2] = 'y';
+  CHECK(weft_world_agree(w, "kernel", longd) == WEFT_ERR_MISMATCH, "difference beyond 256 characters");
+
+  /* and agreement afterwards still works (no collective left half-done) */
+  CHECK(weft_world_agree(w, "kernel", "hash=1234") == WEFT_OK, "agrees again");
+  weft_world_destroy(w);
+
+  /* the multicast guard */
+  char why[256];
+  const char *vars[] = {"NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "WEFT_MULTICAST"};
+  for (int i = 0; i < 4; i++) unsetenv(vars[i]);
+  CHECK(weft_multicast_allowed(1, why, sizeof why) == 1, "allowed with support and no switch");
+  CHECK(weft_multicast_allowed(0, why, sizeof why) == 0 && strstr(why, "does not support"), "%s", why);
+  const char *off[] = {"0", "1", "1", "0"};
+  for (int i = 0; i < 4; i++) {
+    setenv(vars[i], off[i], 1);
+    CHECK(weft_multicast_allowed(1, why, sizeof why) == 0 && strstr(why, vars[i]), "%s off: %s", vars[i], why);
+    unsetenv(vars[i]);
+  }
+  setenv("NCCL_NVLS_ENABLE", "1", 1);   /* on, not off */
+  CHECK(weft_multicast_allowed(1, why, sizeof why) == 1, "NCCL_NVLS_ENABLE=1 does not switch it off");
+  unsetenv("NCCL_NVLS_ENABLE");
+
+  int all_failed = 0;
+  MPI_Allreduce(&failed, &all_failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank_ == 0) printf("%d passed, %d failed\n", passed, all_failed);
+  MPI_Finalize();
+  return all_failed ? 1 : 0;
+}
