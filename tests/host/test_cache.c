@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,37 +42,12 @@ typedef struct fixture {
 /* Variables the cache reads, saved at start-up and restored after every test. */
 static const char *const env_names[] = {"WEFT_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
                                         "WEFT_NO_COMPILE"};
-#define NENV (sizeof env_names / sizeof env_names[0])
-static char *env_saved[NENV];
-
-static void env_restore(void) {
-  for (size_t i = 0; i < NENV; i++) {
-    if (env_saved[i]) setenv(env_names[i], env_saved[i], 1);
-    else unsetenv(env_names[i]);
-  }
-}
-
-static int mkdir_p(const char *path) {
-  char buf[PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
-  for (char *s = buf + 1;; s++) {
-    if (*s != '/' && *s != '\0') continue;
-    char saved = *s;
-    *s = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-    *s = saved;
-    if (!saved) return 0;
-  }
-}
+static test_env env = {env_names, sizeof env_names / sizeof env_names[0], {0}};
 
 static int setup(void **state) {
-  const char *base = getenv("WEFT_TEST_TMP");
-  if (!base || !*base) base = "/tmp"; /* ctest sets it; plain runs by hand need not */
-  if (mkdir_p(base) != 0) return -1;
   fixture *f = calloc(1, sizeof *f);
   if (!f) return -1;
-  int n = snprintf(f->dir, sizeof f->dir, "%s/cache.XXXXXX", base);
-  if (n < 0 || n >= (int)sizeof f->dir || !mkdtemp(f->dir)) {
+  if (test_mkdtemp("cache", f->dir, sizeof f->dir) != 0) {
     free(f);
     return -1;
   }
@@ -83,15 +60,10 @@ static int setup(void **state) {
   return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
-
 static int teardown(void **state) {
   fixture *f = *state;
-  env_restore();
-  int rc = nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  test_env_restore(&env);
+  int rc = test_rmtree(f->dir);
   free(f);
   return rc;
 }
@@ -742,10 +714,7 @@ static void test_bad_arguments(void **state) {
 
 int main(void) {
   umask(022); /* so 0700 folders can only come from the cache asking for 0700 */
-  for (size_t i = 0; i < NENV; i++) {
-    const char *v = getenv(env_names[i]);
-    env_saved[i] = v ? strdup(v) : NULL;
-  }
+  test_env_save(&env);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_miss_then_hit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_folder_modes, setup, teardown),
@@ -760,6 +729,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  for (size_t i = 0; i < NENV; i++) free(env_saved[i]);
+  test_env_free(&env);
   return rc;
 }
