@@ -290,9 +290,9 @@ static int tune_main(int argc, char **argv, int out_fd) {
 
   /* ---- compile every candidate, in parallel, through the cache ----------------------------- */
   job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
-  const char **setbuf = calloc((size_t)n_jobs * 64, sizeof *setbuf);
+  const char **set_store = calloc((size_t)n_jobs * 64, sizeof *set_store);
   int rc = CLI_FAIL;
-  if (!jobs || !setbuf) goto out;
+  if (!jobs || !set_store) goto out;
   int n = 0;
   for (int s = 0; s < sw->n_shapes; s++) {
     const sweep_shape *sh = &sw->shapes[s];
@@ -300,7 +300,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
       job *j = &jobs[n];
       j->shape = s;
       j->cand = ci;
-      j->sets = setbuf + (size_t)n * 64;
+      j->sets = set_store + (size_t)n * 64;
       for (int k = 0; k < sh->n_sets && j->n_sets < 64; k++) j->sets[j->n_sets++] = sh->sets[k];
       if (ci >= 0)
         for (int k = 0; k < sh->cand[ci].n_sets && j->n_sets < 64; k++) j->sets[j->n_sets++] = sh->cand[ci].sets[k];
@@ -531,7 +531,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
 out:
   for (int i = 0; jobs && i < n_jobs; i++) free(jobs[i].error);
   free(jobs);
-  free(setbuf);
+  free(set_store);
   sweep_free(sw);
   weft_ctx_destroy(ctx);
   return rc;
