@@ -335,19 +335,12 @@ void hr_fill_for_prod(hr_dtype dt, void *dst, size_t n, size_t cols, uint64_t se
   fill_run(&j);
 }
 
-static uint64_t splitmix64_step(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 void hr_fill_pow2_for_prod(hr_dtype dt, void *dst, size_t n, size_t cols, uint64_t seed) {
   uint64_t s = seed ^ 0x5eed5eed5eed5eedull, bits = 0;
   int nbits = 0, e = 0;
   for (size_t i = 0; i < n; i++) {
     if (cols && i % cols == 0) e = 0;
-    if (nbits < 3) { bits = splitmix64_step(&s); nbits = 64; }
+    if (nbits < 3) { bits = splitmix64(&s); nbits = 64; }
     int r = (int)(bits & 3), neg = (int)((bits >> 2) & 1);
     bits >>= 3; nbits -= 3;
     int k = r == 3 ? 0 : r - 1;          /* -1, 0, 1, 0 */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hash.h"
 #include "hostref.h"
 #include "internal.h"
 #include "jit.h"
@@ -187,9 +188,10 @@ done:
 /* --fake-timing: a deterministic time from the kernel name, so the ranking, CSV, database and
  * plot can be tested where there is no GPU.  Never a measurement: the output says so. */
 static double fake_time_us(const char *kernel) {
-  unsigned long long h = 1469598103934665603ull;
-  for (const char *c = kernel; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-  return 100.0 + (double)(h % 10000) / 10.0;
+  unsigned char d[32];
+  hash_sha256(kernel, strlen(kernel), d);
+  unsigned v = (unsigned)d[0] << 8 | d[1];
+  return 100.0 + (double)(v % 10000) / 10.0;
 }
 
 static int tune_main(int argc, char **argv, int out_fd);
@@ -256,15 +258,17 @@ static int tune_main(int argc, char **argv, int out_fd) {
 
   /* ---- the same sweep on every rank --------------------------------------------------------- */
   {
-    unsigned long long h = 1469598103934665603ull;
-#define MIX(str) for (const char *q_ = (str); *q_; q_++) h = (h ^ (unsigned char)*q_) * 1099511628211ull
-    MIX(sw->base_text);
+    hash_ctx *hc = hash_begin();
+    hash_add_str(hc, sw->base_text);
     for (int s = 0; s < sw->n_shapes; s++) {
-      MIX(sw->shapes[s].name);
+      hash_add_str(hc, sw->shapes[s].name);
       for (int ci = 0; ci < sw->shapes[s].n_cand; ci++)
-        for (int k = 0; k < sw->shapes[s].cand[ci].n_sets; k++) MIX(sw->shapes[s].cand[ci].sets[k]);
+        for (int k = 0; k < sw->shapes[s].cand[ci].n_sets; k++) hash_add_str(hc, sw->shapes[s].cand[ci].sets[k]);
     }
-#undef MIX
+    unsigned char d[32];
+    hash_end(hc, d);
+    unsigned long long h = 0;
+    for (int i = 0; i < 8; i++) h = h << 8 | d[i];
     if (!ranks_same(h)) {
       fprintf(stderr, "weft tune: rank %d: the ranks expanded different sweeps (another file, --set or weft "
                       "version on some rank): every rank must tune the same candidates\n", ranks_rank());
