@@ -365,7 +365,11 @@ static long arg_int(const weft_arg *a, void *p) {
   return (long)*(int32_t *)p;
 }
 
-static size_t dtype_size(const char *dt) { return dt && strcmp(dt, "f32") == 0 ? 4 : 2; }
+/* element size behind a pointer argument (1 when the manifest names no dtype) */
+static size_t dtype_size(const char *dt) {
+  hr_dtype d;
+  return dt && hr_dtype_parse(dt, &d) == 0 ? hr_dtype_size(d) : 1;
+}
 
 /* Everything the kernel assumes about its arguments, checked before launch. */
 static weft_status check_args(weft_kernel *k, void **args) {
