@@ -16,7 +16,7 @@ local M = {}
 
 M.VERSION = "0.1.0"
 M.ARCH = "sm_90a"
-M.FAMILIES = { "cluster_reduce", "row_reduce", "row_softmax" }
+M.FAMILIES = { "cluster_reduce", "row_reduce", "row_softmax", "allreduce" }
 M.refs = {}   -- kernel name -> custom operator reference function (see generate)
 
 local function family_module(name)
@@ -127,6 +127,7 @@ function M.generate(text, file, overrides, read)
     args = d.args,
     grid = d.grid,
     limits = d.limits,
+    comm = d.comm,   -- nil unless the kernel talks to other ranks (weft_comm_launch)
     params = flatten(ncfg, fam),
     config_file = file,
   }

@@ -47,7 +47,7 @@ const char *weft_status_name(weft_status s) {
   static const char *names[] = {"ok", "config error", "compile error", "cache error", "no driver",
                                 "no device", "CUDA error", "launch error", "I/O error",
                                 "out of memory", "invalid use", "internal error", "ranks disagree",
-                                "multicast unavailable"};
+                                "multicast unavailable", "signal timeout"};
   return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown status";
 }
 
@@ -405,26 +405,38 @@ static weft_status check_args(weft_kernel *k, void **args) {
   return WEFT_OK;
 }
 
-weft_status weft_launch(weft_kernel *k, void **args, void *stream) {
-  if (!k || !args) return WEFT_ERR_INVALID;
-  weft_status st = check_args(k, args);
-  if (st) return st;
-  st = kernel_load(k);
-  if (st) return st;
+/* The grid from the size arguments, as the manifest says.  ranks: the world size (split =
+ * "ranks"); share: processes sharing this GPU, which divide its co-resident capacity. */
+static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share, unsigned grid[3]) {
   const weft_manifest *m = k->m;
-  unsigned grid[3];
   for (int i = 0; i < 3; i++) {
     long g = m->grid[i].times;
     if (k->grid_arg[i] >= 0) {
       long v = arg_int(&m->args[k->grid_arg[i]], args[k->grid_arg[i]]);
       long items = (v + m->grid[i].per - 1) / m->grid[i].per;
-      if (m->grid[i].cap && items > k->coresident) items = k->coresident;
+      if (m->grid[i].split) items = (items + ranks - 1) / ranks;
+      if (m->grid[i].max > 0 && items > m->grid[i].max) items = m->grid[i].max;
+      long cap = k->coresident / (share > 0 ? share : 1);
+      if (m->grid[i].cap && items > cap) items = cap;
+      if (items < 1) items = 1;
       g *= items;
     }
     if (g < 1 || g > (i == 0 ? 2147483647L : 65535L))
       return fail(k->err, WEFT_ERR_LAUNCH, "%s: grid dimension %d = %ld is out of range", m->name, i, g);
     grid[i] = (unsigned)g;
   }
+  return WEFT_OK;
+}
+
+weft_status api_launch(weft_kernel *k, void **args, void **params, int ranks, int share, void *stream) {
+  weft_status st = check_args(k, args);
+  if (st) return st;
+  st = kernel_load(k);
+  if (st) return st;
+  const weft_manifest *m = k->m;
+  unsigned grid[3];
+  st = launch_grid(k, args, ranks, share, grid);
+  if (st) return st;
   CUlaunchAttribute attr[1];
   CUlaunchConfig cfg = {0};
   cfg.gridDimX = grid[0]; cfg.gridDimY = grid[1]; cfg.gridDimZ = grid[2];
@@ -441,6 +453,33 @@ weft_status weft_launch(weft_kernel *k, void **args, void *stream) {
   }
   const drv_table *d = k->ctx->drv;
   char *err = k->err;
-  CU(d->cuLaunchKernelEx(&cfg, k->fn, args, NULL), "cuLaunchKernelEx");
+  CU(d->cuLaunchKernelEx(&cfg, k->fn, params, NULL), "cuLaunchKernelEx");
   return WEFT_OK;
 }
+
+weft_status weft_launch(weft_kernel *k, void **args, void *stream) {
+  if (!k || !args) return WEFT_ERR_INVALID;
+  if (k->m->comm.signals)
+    return fail(k->err, WEFT_ERR_INVALID, "%s: a %s kernel talks to other ranks: launch it with weft_comm_launch "
+                "(after weft_comm_create), not weft_launch", k->m->name, k->m->family);
+  return api_launch(k, args, args, 1, 1, stream);
+}
+
+weft_status api_kernel_load(weft_kernel *k, long *coresident) {
+  weft_status st = kernel_load(k);
+  if (!st && coresident) *coresident = k->coresident;
+  return st;
+}
+
+weft_ctx *api_kernel_ctx(weft_kernel *k) { return k->ctx; }
+char *api_kernel_err(weft_kernel *k) { return k->err; }
+
+weft_status api_device(weft_ctx *c, const drv_table **d, CUdevice *dev) {
+  weft_status st = ctx_device(c, c->err);
+  if (st) return st;
+  *d = c->drv;
+  *dev = c->cudev;
+  return WEFT_OK;
+}
+
+char *api_ctx_err(weft_ctx *c) { return c->err; }

@@ -213,6 +213,8 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
     m->grid[i].per = field_int(L, g, "per", 1);
     m->grid[i].times = field_int(L, g, "times", 1);
     m->grid[i].cap = field_str(L, g, "cap", m);
+    m->grid[i].split = field_str(L, g, "split", m);
+    m->grid[i].max = field_int(L, g, "max", 0);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -243,10 +245,35 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
   }
   m->params = par;
   lua_pop(L, 1);
+  lua_getfield(L, t, "comm");
+  const char **sigs = NULL;
+  if (lua_istable(L, -1)) {
+    int c = lua_gettop(L);
+    lua_getfield(L, c, "signals");
+    m->comm.n_signals = (int)lua_rawlen(L, -1);
+    sigs = manifest_alloc(m, sizeof(char *) * (size_t)(m->comm.n_signals + 1));
+    for (int i = 0; sigs && i < m->comm.n_signals; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      sigs[i] = manifest_str(m, lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    m->comm.signals = sigs;
+    m->comm.halves = (int)field_int(L, c, "halves", 1);
+    m->comm.elem_bytes = (int)field_int(L, c, "elem_bytes", 1);
+    lua_getfield(L, c, "multimem");
+    m->comm.multimem = lua_toboolean(L, -1);
+    lua_getfield(L, c, "emulate");
+    m->comm.emulate = lua_toboolean(L, -1);
+    lua_pop(L, 2);
+    if (!sigs) { lua_pop(L, 1); return -1; }
+  }
+  lua_pop(L, 1);
   if (!opts || !args || !lim || !par) return -1;
   for (int i = 0; i < 3; i++) {
     if (m->grid[i].arg && manifest_arg_index(m, m->grid[i].arg) < 0) return -1;
     if (m->grid[i].cap && strcmp(m->grid[i].cap, "coresident") != 0) return -1;
+    if (m->grid[i].split && strcmp(m->grid[i].split, "ranks") != 0) return -1;
   }
   manifest_seal(m);
   return 0;

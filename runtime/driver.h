@@ -25,7 +25,13 @@
   X(cuMemcpyDtoDAsync, 3020) X(cuMemsetD8, 3020) X(cuMemsetD8Async, 3020)                      \
   X(cuStreamCreate, 2000) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)                \
   X(cuEventCreate, 2000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000)                    \
-  X(cuEventElapsedTime, 2000) X(cuEventDestroy, 4000) X(cuMemGetInfo, 3020)
+  X(cuEventElapsedTime, 2000) X(cuEventDestroy, 4000) X(cuMemGetInfo, 3020)                   \
+  X(cuStreamQuery, 2000) X(cuDeviceGetPCIBusId, 4010)                                           \
+  X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000) X(cuMemHostGetDevicePointer, 3020)             \
+  X(cuMemCreate, 10020) X(cuMemRelease, 10020) X(cuMemExportToShareableHandle, 10020)           \
+  X(cuMemImportFromShareableHandle, 10020) X(cuMemAddressReserve, 10020)                        \
+  X(cuMemAddressFree, 10020) X(cuMemMap, 10020) X(cuMemUnmap, 10020) X(cuMemSetAccess, 10020)  \
+  X(cuMemGetAllocationGranularity, 10020)
 
 typedef struct drv_table {
 #define WEFT_DRV_FIELD(name, ver) PFN_##name##_v##ver name;

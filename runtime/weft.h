@@ -37,7 +37,8 @@ typedef enum weft_status {
   WEFT_ERR_INVALID = 10,  /* API misuse (NULL handle, wrong argument count, ...) */
   WEFT_ERR_INTERNAL = 11, /* a bug in weft: please report the message */
   WEFT_ERR_MISMATCH = 12, /* ranks disagree (sizes, kernel): the same message on every rank */
-  WEFT_ERR_MULTICAST = 13 /* a multimem config where multicast is unavailable or switched off */
+  WEFT_ERR_MULTICAST = 13,/* a multimem config where multicast is unavailable or switched off */
+  WEFT_ERR_TIMEOUT = 14   /* a device-side wait for another rank timed out (message names who) */
 } weft_status;
 
 const char *weft_status_name(weft_status s);
@@ -72,7 +73,19 @@ typedef struct weft_grid_dim {
   long per;
   long times;
   const char *cap;
+  const char *split; /* "ranks": the items are shared out over the ranks (ceil(items / ranks)) */
+  long max;          /* at most this many (0: no limit) */
 } weft_grid_dim;
+
+/* What a kernel that talks to other ranks needs from weft_comm (NULL signals: nothing). */
+typedef struct weft_comm_spec {
+  int n_signals;
+  const char **signals; /* names, by signal index: what a timeout message says */
+  int halves;           /* the data area is this many halves, used by alternate epochs */
+  int elem_bytes;
+  int multimem;         /* comm = multimem: wants a multicast address */
+  int emulate;          /* fallback = emulate: without multicast, run the unicast twin */
+} weft_comm_spec;
 
 typedef struct weft_limit {
   const char *arg; /* a size argument */
@@ -104,6 +117,7 @@ typedef struct weft_manifest {
   const weft_limit *limits;
   int n_params;
   const weft_param *params;
+  weft_comm_spec comm;
 } weft_manifest;
 
 const char *weft_manifest_param(const weft_manifest *m, const char *key); /* NULL if absent */
@@ -188,6 +202,46 @@ weft_status weft_world_agree(weft_world *w, const char *what, const char *desc);
  * TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1, WEFT_MULTICAST=0 is set.
  * Returns 1 or 0; with 0, why says which. */
 int weft_multicast_allowed(int device_supports, char *why, size_t len);
+
+/* ---- symmetric memory ------------------------------------------------------------------ */
+/* One buffer of `bytes` per rank, on the rank's device, with every rank's buffer mapped into
+ * every rank (ranks of one node, at most WEFT_SYMM_MAX_RANKS).  Collective: every rank calls
+ * it.  First the ranks agree that they asked for the same bytes and tag (any text, e.g. a
+ * kernel hash; NULL for none): a disagreement is WEFT_ERR_MISMATCH on every rank, with the
+ * same message, before anything is allocated.  Any later failure (a CUDA call, the fd
+ * exchange) also fails every rank, with the failing rank's message.  The buffers start
+ * zeroed.  Errors: weft_ctx_error(ctx). */
+#define WEFT_SYMM_MAX_RANKS 8
+typedef struct weft_symm weft_symm;
+weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const char *tag, weft_symm **out);
+void weft_symm_free(weft_symm *s);                        /* collective */
+unsigned long long weft_symm_ptr(const weft_symm *s, int rank); /* rank's buffer, mapped here */
+unsigned long long weft_symm_table(const weft_symm *s);   /* device array: every rank's pointer */
+size_t weft_symm_bytes(const weft_symm *s);               /* per rank, rounded to the granularity */
+int weft_symm_gpu_share(const weft_symm *s);              /* most ranks that drive one GPU */
+const char *weft_symm_method(const weft_symm *s);         /* how fds travelled: "pidfd", "socket" */
+
+/* ---- communicators: launching kernels that talk to other ranks --------------------------- */
+/* A communicator binds a compiled kernel whose manifest has a comm section (allreduce, ...)
+ * to a world: a symmetric buffer sized for max_elems elements (signal pads, then data), the
+ * rank's epoch counter in device memory, and a host-mapped error record.  Collective: the
+ * ranks first agree on the kernel (its hash) and max_elems.
+ * Signals time out after $WEFT_SIGNAL_TIMEOUT_MS milliseconds (default 5000) or what
+ * weft_comm_set_timeout says: the kernel then stops and weft_comm_check (or the next launch)
+ * returns WEFT_ERR_TIMEOUT with a message naming this rank, the peer, the signal and the
+ * epochs.  After a timeout the communicator refuses every launch: destroy it.
+ * Use one stream at a time per communicator (launches are ordered by their epochs). */
+typedef struct weft_comm weft_comm;
+weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems, weft_comm **out);
+/* args: as for weft_launch (manifest order); the communicator appends its own parameter */
+weft_status weft_comm_launch(weft_comm *c, void **args, void *stream);
+/* After the stream is synchronised: WEFT_OK, or WEFT_ERR_TIMEOUT and weft_comm_error(). */
+weft_status weft_comm_check(weft_comm *c);
+void weft_comm_set_timeout(weft_comm *c, double seconds);
+const char *weft_comm_error(const weft_comm *c);
+int weft_comm_multicast(const weft_comm *c);   /* 1: real multimem; 0: unicast (twin or threadload) */
+const weft_symm *weft_comm_symm(const weft_comm *c);
+void weft_comm_destroy(weft_comm *c);          /* collective */
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 
 #include "hash.h"
 #include "weft.h"
+#include "world.h"
 
 #define DESC_MAX 256   /* a description is one line; longer ones are cut (and still compared whole) */
 
@@ -125,4 +126,18 @@ int weft_multicast_allowed(int device_supports, char *why, size_t len) {
   }
   if (why && len) why[0] = 0;
   return 1;
+}
+
+MPI_Comm world_comm(const weft_world *w) { return w->comm; }
+MPI_Comm world_node(const weft_world *w) { return w->node; }
+
+int world_all_ok(const weft_world *w, int ok, const char *msg, char *out, size_t len) {
+  int mine = ok ? w->size : w->rank, first = 0;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, w->comm);
+  if (first == w->size) return 1;
+  char buf[1024] = "";
+  if (w->rank == first) snprintf(buf, sizeof buf, "%s", msg ? msg : "failed");
+  MPI_Bcast(buf, (int)sizeof buf, MPI_CHAR, first, w->comm);
+  if (out && len) snprintf(out, len, "rank %d: %s", first, buf);
+  return 0;
 }

@@ -38,6 +38,7 @@ typedef struct run_result {
 typedef struct run_opts {
   cli_common c;
   long rows, cols, clusters;
+  long long elems;         /* allreduce: check only this many elements */
   int iters, warmup;
   unsigned long long seed;
   int check, timing;
@@ -47,6 +48,10 @@ typedef struct run_opts {
 
 /* Runs a compiled kernel on random data: check, then time (see weft help run). */
 int run_kernel(weft_kernel *k, const run_opts *o);
+int run_allreduce(weft_kernel *k, const run_opts *o);   /* run_allreduce.c: every rank of an MPI job */
+/* The device this process should use: its local rank (mpirun) modulo the GPUs here, else
+ * $WEFT_DEVICE, else 0. */
+int cli_device(void);
 
 int cmd_gen(int argc, char **argv, int build);
 int cmd_tune(int argc, char **argv);

@@ -1,0 +1,86 @@
+-- gen/families/allreduce.lua: y = op over the ranks of x, the same bits on every rank.
+-- Device side: templates/weft/allreduce.cuh (the data path) and weft/signal.cuh (the
+-- protocol).  The runtime (weft_comm, runtime/comm.c) owns the symmetric buffer, the epochs
+-- and the timeout record; this module tells it what the kernel needs through manifest.comm.
+local common = require("gen.common")
+
+local F = {
+  name = "allreduce",
+  template = "templates/allreduce.cu",
+  doc = "y[i] = op over ranks of x[i]; launched with weft_comm_launch",
+}
+
+-- What the switch reduces (multimem.ld_reduce): add on every type; min/max on 16-bit types.
+local SWITCH_OPS = { f32 = { sum = 0 }, f16 = { sum = 0, min = 1, max = 2 }, bf16 = { sum = 0, min = 1, max = 2 } }
+
+local function blocks_check(v)
+  if v == "auto" then return v end
+  local iv = math.type(v) == "integer" and v or (type(v) == "number" and math.tointeger(v))
+  if iv and iv >= 1 and iv <= 1024 then return iv end
+  return nil, '"auto" or an integer in 1..1024 (capped at run time so every block of every rank is resident)'
+end
+
+F.fields = {
+  common.dtype(),
+  common.op(),
+  { name = "algo", kind = "enum", values = { "one_shot", "two_shot" }, default = "one_shot", tag = "",
+    doc = "one_shot: every rank reads every rank's data; two_shot: reduce-scatter, then all-gather" },
+  { name = "comm", kind = "enum", values = { "threadload", "multimem" }, default = "threadload", tag = "",
+    doc = "threadload: 16-byte loads from peers' memory; multimem: multimem.ld_reduce + multimem.st" },
+  { name = "fallback", kind = "enum", values = { "none", "emulate" }, default = "none", tag = "fb",
+    doc = "comm = multimem where multicast is unavailable: none (fail) or emulate (unicast fan-out twin)" },
+  { name = "threads", kind = "int", values = { 64, 128, 256, 512 }, default = 512, tag = "t",
+    doc = "threads per block (at most 512: the rank-order fold keeps 8 ranks' vectors in registers)" },
+  { name = "blocks", kind = "custom", check = blocks_check, default = "auto", tag = "b",
+    doc = '"auto" (one per threads x 16 bytes of a chunk) or at most this many blocks' },
+}
+
+function F.check(cfg, errs)
+  if cfg.comm == "multimem" then
+    if cfg.algo ~= "two_shot" then
+      errs.add("algo", cfg.algo, 'comm = "multimem" needs algo = "two_shot": the switch reduces in its own order, ' ..
+        "so only one rank may reduce each element (then multimem.st gives every rank those bits)")
+    end
+    local ok = SWITCH_OPS[cfg.dtype][cfg.op.name]
+    if ok == nil then
+      local names = {}
+      for k in pairs(SWITCH_OPS[cfg.dtype]) do names[#names + 1] = k end
+      table.sort(names)
+      errs.add("op", cfg.op.name, string.format('comm = "multimem" with dtype = "%s": multimem.ld_reduce has no %s; '
+        .. "it reduces %s (use comm = \"threadload\" for this operator)", cfg.dtype,
+        cfg.op.name == "custom" and "custom operator" or cfg.op.name, table.concat(names, ", ")))
+    end
+  elseif cfg.fallback ~= "none" then
+    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
+  end
+end
+
+function F.derive(cfg)
+  local esize = common.ESIZE[cfg.dtype]
+  local vec = 16 // esize
+  local mop = cfg.comm == "multimem" and SWITCH_OPS[cfg.dtype][cfg.op.name] or -1
+  return {
+    values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
+               ctype = common.CTYPE[cfg.dtype], algo = cfg.algo == "one_shot" and 1 or 2,
+               multimem = cfg.comm == "multimem", mop = mop, op_name = cfg.op.name },
+    block = { cfg.threads, 1, 1 },
+    cluster = { 1, 1, 1 },
+    smem = 0,
+    args = {
+      { name = "y", type = "ptr", dtype = cfg.dtype, role = "out" },
+      { name = "x", type = "ptr", dtype = cfg.dtype, role = "in" },
+      { name = "n", type = "i64", role = "size" },
+    },
+    -- one block per threads x 16 bytes of a chunk (two_shot: a rank's share), capped so that
+    -- every block of every rank on a GPU is resident at once (they wait on each other)
+    grid = { { arg = "n", per = cfg.threads * vec, times = 1, cap = "coresident",
+               split = cfg.algo == "two_shot" and "ranks" or nil,
+               max = cfg.blocks ~= "auto" and cfg.blocks or nil },
+             { per = 1, times = 1 }, { per = 1, times = 1 } },
+    limits = { { arg = "n", min = 1, max = 1 << 40 } },
+    comm = { signals = { "ready", "reduced" }, halves = 2, elem_bytes = esize,
+             multimem = cfg.comm == "multimem", emulate = cfg.fallback == "emulate" },
+  }
+end
+
+return F

@@ -1,0 +1,317 @@
+/* run_allreduce.c: `weft run` for the allreduce family, on every rank of an MPI job (one
+ * process is a world of one).
+ *   check: for a list of sizes (odd ones included), random data on every rank, poisoned y,
+ *          out-of-place and in-place, against the rank-order fold in double of every rank's
+ *          data (each rank regenerates all ranks' inputs from the seeds: no communication);
+ *          then 100 back-to-back launches (epochs and data halves reused) must reproduce the
+ *          first result to the bit; and every rank must hold the same bits (SHA-256 compared).
+ *   time:  8 B .. 256 MB per rank: CUDA events around back-to-back launches, the slowest rank
+ *          counts; beside it, every rank copying the same bytes on its device at the same time
+ *          (the floor of an allreduce on one GPU, where the ranks share its memory). */
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "driver.h"
+#include "hash.h"
+#include "hostref.h"
+
+static const drv_table *D;
+static int RANK, SIZE;
+
+static int cu_ok(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS) return 1;
+  char buf[512];
+  drv_describe(D, r, what, buf, sizeof buf);
+  fprintf(stderr, "weft run: rank %d: %s\n", RANK, buf);
+  return 0;
+}
+
+/* Every rank's verdict; 1 if all passed. */
+static int all_pass(int ok) {
+  int all = ok;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return all;
+}
+
+typedef struct ar_run {
+  const run_opts *o;
+  weft_kernel *k;
+  weft_comm *c;
+  const weft_manifest *m;
+  hr_dtype dt;
+  hr_op op;
+  int custom;
+  size_t es;
+} ar_run;
+
+static uint64_t data_seed(const ar_run *r, int rank, long long n) {
+  return r->o->seed + 7919ull * (uint64_t)(rank + 1) + (uint64_t)n * 104729ull;
+}
+
+static void fill_input(const ar_run *r, int rank, long long n, void *h) {
+  if (r->op == HR_PROD && !r->custom) hr_fill_pow2_for_prod(r->dt, h, (size_t)n, (size_t)n, data_seed(r, rank, n));
+  else hr_fill_uniform(r->dt, h, (size_t)n, data_seed(r, rank, n), -1.0, 1.0);
+}
+
+static int launch(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n) {
+  void *args[3];
+  const char *names[3] = {"y", "x", "n"};
+  void *vals[3] = {&y, &x, &n};
+  for (int i = 0; i < r->m->n_args && i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      if (!strcmp(r->m->args[i].name, names[j])) args[i] = vals[j];
+  if (weft_comm_launch(r->c, args, NULL)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->c));
+    return -1;
+  }
+  return 0;
+}
+
+/* wait for the device; a timed-out signal becomes this rank's error */
+static int finish(ar_run *r) {
+  if (!cu_ok(D->cuCtxSynchronize(), "the allreduce kernel")) return -1;
+  if (weft_comm_check(r->c)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->c));
+    return -1;
+  }
+  return 0;
+}
+
+/* the reference for n elements: rank-order fold of every rank's input, in double */
+static int reference(ar_run *r, long long n, double *want, double *scale) {
+  void *h = malloc((size_t)n * r->es);
+  double *col = malloc((size_t)SIZE * sizeof *col);
+  if (!h || !col) { free(h); free(col); return -1; }
+  for (int p = 0; p < SIZE; p++) {
+    fill_input(r, p, n, h);
+    for (long long i = 0; i < n; i++) {
+      double v = hr_load(r->dt, h, (size_t)i);
+      if (p == 0) { want[i] = v; scale[i] = fabs(v); continue; }
+      scale[i] += fabs(v);
+      if (r->custom) continue;
+      switch (r->op) {
+        case HR_SUM: want[i] += v; break;
+        case HR_PROD: want[i] *= v; break;
+        case HR_MAX: want[i] = v > want[i] ? v : want[i]; break;
+        case HR_MIN: want[i] = v < want[i] ? v : want[i]; break;
+      }
+    }
+  }
+  if (r->custom) {   /* the operator's own Lua reference, over the ranks in order */
+    void **all = calloc((size_t)SIZE, sizeof *all);
+    int bad = !all;
+    for (int p = 0; !bad && p < SIZE; p++) {
+      if (!(all[p] = malloc((size_t)n * r->es))) bad = 1;
+      else fill_input(r, p, n, all[p]);
+    }
+    for (long long i = 0; !bad && i < n; i++) {
+      for (int p = 0; p < SIZE; p++) col[p] = hr_load(r->dt, all[p], (size_t)i);
+      if (weft_reference_fold(r->k, col, (size_t)SIZE, &want[i])) {
+        fprintf(stderr, "weft run: %s\n", weft_kernel_error(r->k));
+        bad = 1;
+      }
+    }
+    for (int p = 0; all && p < SIZE; p++) free(all[p]);
+    free(all);
+    if (bad) { free(h); free(col); return -1; }
+  }
+  free(h);
+  free(col);
+  return 0;
+}
+
+/* y (n elements on the device) against the reference; prints one line on a failure */
+static int compare(ar_run *r, const char *what, long long n, CUdeviceptr y, const double *want, const double *scale,
+                   void *got) {
+  if (!cu_ok(D->cuMemcpyDtoH(got, y, (size_t)n * r->es), "cuMemcpyDtoH")) return -1;
+  /* f32 folds round once per rank; 16-bit outputs add one rounding of the result; max, min
+   * and the power-of-two products are exact */
+  double rtol = r->dt == HR_F16 ? ldexp(1.0, -11) * 1.01 : r->dt == HR_BF16 ? ldexp(1.0, -8) * 1.01 : 0.0;
+  double *atol = malloc((size_t)n * sizeof *atol);
+  if (!atol) return -1;
+  int additive = r->custom || r->op == HR_SUM;
+  for (long long i = 0; i < n; i++) atol[i] = additive ? ldexp(scale[i], -22) + 1e-30 : 0.0;
+  if (!additive && r->op != HR_PROD) rtol = 0.0;   /* max, min pick an input: exact */
+  hr_report rep;
+  int bad = hr_compare(r->dt, got, want, (size_t)n, atol, (size_t)n, rtol, &rep);
+  free(atol);
+  if (bad) {
+    char line[512];
+    hr_report_format(&rep, line, sizeof line);
+    fprintf(stderr, "check: rank %d: %s n=%lld %s: FAIL (%s)\n", RANK, r->m->name, n, what, line);
+  }
+  return bad ? -1 : 0;
+}
+
+/* 1 if every rank holds the same bytes */
+static int same_bits(const void *p, size_t bytes, char *who, size_t len) {
+  unsigned char d[32];
+  hash_sha256(p, bytes, d);
+  unsigned char *all = malloc((size_t)SIZE * 32);
+  if (!all) return 0;
+  MPI_Allgather(d, 32, MPI_BYTE, all, 32, MPI_BYTE, MPI_COMM_WORLD);
+  int same = 1;
+  size_t at = 0;
+  who[0] = 0;
+  for (int q = 1; q < SIZE; q++)
+    if (memcmp(all, all + 32 * q, 32)) {
+      same = 0;
+      at += (size_t)snprintf(who + at, at < len ? len - at : 0, "%s%d", at ? ", " : "", q);
+    }
+  free(all);
+  return same;
+}
+
+/* Each step ends with every rank's verdict, so a rank that fails never leaves the others
+ * waiting for its signals in the next launch. */
+static int check_size(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUdeviceptr z) {
+  size_t bytes = (size_t)n * r->es;
+  void *h = malloc(bytes), *got = malloc(bytes), *first = malloc(bytes);
+  double *want = malloc((size_t)n * sizeof *want), *scale = malloc((size_t)n * sizeof *scale);
+  int ok = h && got && first && want && scale && !reference(r, n, want, scale);
+  char who[256];
+  if (ok) {
+    fill_input(r, RANK, n, h);
+    ok = cu_ok(D->cuMemcpyHtoD(x, h, bytes), "cuMemcpyHtoD") && cu_ok(D->cuMemcpyHtoD(z, h, bytes), "cuMemcpyHtoD") &&
+         cu_ok(D->cuMemsetD8(y, 0xff, bytes), "cuMemsetD8");
+  }
+  if (!all_pass(ok)) goto out;
+  /* out of place: y = allreduce(x); in place: z holds x, then z = allreduce(z) */
+  ok = !launch(r, y, x, n) && !launch(r, z, z, n) && !finish(r) &&
+       !compare(r, "out of place", n, y, want, scale, first) && !compare(r, "in place", n, z, want, scale, got);
+  if (ok && memcmp(first, got, bytes)) {
+    fprintf(stderr, "check: rank %d: n=%lld: in place and out of place differ in bits\n", RANK, n);
+    ok = 0;
+  }
+  if (!all_pass(ok)) goto out;
+  /* back to back: the epochs advance and the halves alternate; the bits must not move */
+  ok = cu_ok(D->cuMemsetD8(y, 0xff, bytes), "cuMemsetD8");
+  for (int i = 0; i < 100 && ok; i++) ok = !launch(r, y, x, n);
+  ok = ok && !finish(r) && cu_ok(D->cuMemcpyDtoH(got, y, bytes), "cuMemcpyDtoH");
+  if (ok && memcmp(first, got, bytes)) {
+    fprintf(stderr, "check: rank %d: n=%lld: 100 back-to-back launches changed the result\n", RANK, n);
+    ok = 0;
+  }
+  if (!all_pass(ok)) goto out;
+  /* bit-identity across ranks */
+  if (!same_bits(first, bytes, who, sizeof who)) {
+    if (RANK == 0) fprintf(stderr, "check: n=%lld: ranks %s hold different bits from rank 0\n", n, who);
+    ok = 0;
+  }
+out:
+  free(h); free(got); free(first); free(want); free(scale);
+  return ok;
+}
+
+static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n, int iters, int copy) {
+  CUevent a, b;
+  float ms = -1;
+  if (!cu_ok(D->cuEventCreate(&a, 0), "cuEventCreate") || !cu_ok(D->cuEventCreate(&b, 0), "cuEventCreate")) return -1;
+  size_t bytes = (size_t)n * r->es;
+  int bad = 0;
+  for (int i = 0; i < 3 && !bad; i++)
+    bad = copy ? !cu_ok(D->cuMemcpyDtoDAsync(y, x, bytes, NULL), "copy") : launch(r, y, x, n);
+  bad |= finish(r) != 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  bad |= !cu_ok(D->cuEventRecord(a, NULL), "cuEventRecord");
+  for (int i = 0; i < iters && !bad; i++)
+    bad = copy ? !cu_ok(D->cuMemcpyDtoDAsync(y, x, bytes, NULL), "copy") : launch(r, y, x, n);
+  bad |= !cu_ok(D->cuEventRecord(b, NULL), "cuEventRecord") || !cu_ok(D->cuEventSynchronize(b), "cuEventSynchronize");
+  if (!bad) D->cuEventElapsedTime(&ms, a, b);
+  if (!copy && weft_comm_check(r->c)) bad = 1;
+  D->cuEventDestroy(a);
+  D->cuEventDestroy(b);
+  double us = bad ? -1.0 : ms * 1e3 / iters, worst = us;
+  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  double best = us;
+  MPI_Allreduce(&us, &best, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  return best < 0 ? -1.0 : worst;
+}
+
+int run_allreduce(weft_kernel *k, const run_opts *o) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) MPI_Init(NULL, NULL);   /* a plain `weft run`: a world of one */
+  MPI_Comm_rank(MPI_COMM_WORLD, &RANK);
+  MPI_Comm_size(MPI_COMM_WORLD, &SIZE);
+  D = drv_get(NULL, 0);
+  ar_run r = {.o = o, .k = k, .m = weft_kernel_manifest(k)};
+  const char *op = weft_manifest_param(r.m, "op");
+  hr_dtype_parse(weft_manifest_param(r.m, "dtype"), &r.dt);
+  r.es = hr_dtype_size(r.dt);
+  r.custom = hr_op_parse(op, &r.op) != 0;
+  int rc = CLI_FAIL;
+  weft_world *w = NULL;
+  CUdeviceptr x = 0, y = 0, z = 0;
+  static const long long check_n[] = {1, 3, 7, 8, 9, 31, 1000, 4097, 65537, 1048579};
+  const int n_check = (int)(sizeof check_n / sizeof *check_n);
+  long long max_n = o->elems > 0 ? o->elems : check_n[n_check - 1];
+  long long time_max = (256ll << 20) / (long long)r.es;
+  if (o->timing && time_max > max_n) max_n = time_max;
+  if (r.custom && !weft_manifest_param(r.m, "op.ref") && o->check) {
+    if (RANK == 0) printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end)\n", r.m->name);
+  }
+  if (weft_world_create(NULL, &w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
+  if (weft_comm_create(k, w, max_n, &r.c)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
+    goto out;
+  }
+  {
+    size_t bytes = (size_t)max_n * r.es;
+    int ok = cu_ok(D->cuMemAlloc(&x, bytes), "cuMemAlloc") && cu_ok(D->cuMemAlloc(&y, bytes), "cuMemAlloc") &&
+             cu_ok(D->cuMemAlloc(&z, bytes), "cuMemAlloc");
+    if (!all_pass(ok)) goto out;
+  }
+  if (RANK == 0)
+    printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", r.m->name, SIZE, SIZE == 1 ? "" : "s",
+           weft_symm_gpu_share(weft_comm_symm(r.c)), weft_symm_method(weft_comm_symm(r.c)),
+           r.m->comm.multimem ? (weft_comm_multicast(r.c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
+  if (o->check && !(r.custom && !weft_manifest_param(r.m, "op.ref"))) {
+    int n_sizes = o->elems > 0 ? 1 : n_check;
+    for (int i = 0; i < n_sizes; i++) {
+      long long n = o->elems > 0 ? o->elems : check_n[i];
+      if (!all_pass(check_size(&r, n, x, y, z))) {
+        if (RANK == 0) printf("check: %s: FAIL at n=%lld (rank messages above)\n", r.m->name, n);
+        goto out;
+      }
+    }
+    if (RANK == 0)
+      printf("check: %s: PASS (%d size%s up to %lld elements, out of place and in place, 100 back-to-back launches, "
+             "bit-identical on all %d ranks)\n", r.m->name, n_sizes, n_sizes == 1 ? "" : "s",
+             o->elems > 0 ? o->elems : check_n[n_check - 1], SIZE);
+    if (o->result) { o->result->checked = 1; o->result->passed = 1; }
+  }
+  if (o->timing) {
+    if (RANK == 0)
+      printf("time: %s, %d ranks; each row: CUDA events around back-to-back launches, the slowest rank\n"
+             "%12s %12s %10s %11s %11s %10s %9s\n", r.m->name, SIZE, "bytes", "elements", "time_us", "algbw_GB/s",
+             "busbw_GB/s", "copy_us", "vs_copy");
+    for (long long bytes = 8; bytes <= (256ll << 20); bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
+      long long n = bytes / (long long)r.es;
+      if (n < 1) continue;
+      int iters = bytes <= (1 << 20) ? o->iters * 4 : bytes <= (32 << 20) ? o->iters : 10;
+      double us = time_launches(&r, y, x, n, iters, 0);
+      double cus = time_launches(&r, y, x, n, iters, 1);
+      if (us < 0 || cus < 0) goto out;
+      double alg = (double)bytes / (us * 1e3), bus = alg * (SIZE > 1 ? 2.0 * (SIZE - 1) / SIZE : 1.0);
+      if (RANK == 0) printf("%12lld %12lld %10.2f %11.2f %11.2f %10.2f %9.2f\n", bytes, n, us, alg, bus, cus, us / cus);
+      fflush(stdout);
+      if (o->result) { o->result->timed = 1; o->result->us = us; o->result->metric = bus; }
+    }
+  }
+  rc = CLI_OK;
+out:
+  if (x) D->cuMemFree(x);
+  if (y) D->cuMemFree(y);
+  if (z) D->cuMemFree(z);
+  if (r.c) weft_comm_destroy(r.c);
+  weft_world_destroy(w);
+  rc = all_pass(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
+  if (!inited) MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,247 @@
+/* comm.c: communicators -- a kernel that talks to other ranks, bound to a world.
+ *
+ * What the runtime owns for such a kernel (templates/weft/signal.cuh says how the device
+ * uses it):
+ *   - a symmetric buffer: the signal pads, pad[signal][sender][block] (u64 epochs), then the
+ *     data area in `halves` halves that alternate by epoch;
+ *   - CommState in device memory: this rank's epoch counter, monotonic for the life of the
+ *     communicator (never reset between launches), the block arrival count, the abort flag;
+ *   - an ErrorRecord in host-mapped memory, where a timed-out wait says who it waited for.
+ * The grid is capped so that every block of every rank on a GPU is resident at once (blocks
+ * wait for other ranks' blocks): the co-resident capacity, the lowest over the ranks, divided
+ * by the ranks sharing a GPU (MPS). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "world.h"
+
+#define MAX_RANKS WEFT_SYMM_MAX_RANKS   /* weft::MAX_RANKS in signal.cuh */
+
+/* The kernel's last parameter: the same layout as weft::Comm (signal.cuh); the compile
+ * matrix checks its size against the PTX parameter. */
+typedef struct comm_param {
+  CUdeviceptr peers[MAX_RANKS];
+  CUdeviceptr mc;
+  CUdeviceptr state;
+  CUdeviceptr err;
+  uint64_t timeout_ns;
+  int64_t data_offset, half_bytes;
+  int32_t rank, size, max_blocks, mute_rank, mute_signal;
+} comm_param;
+
+typedef struct comm_state { uint64_t epoch; uint32_t arrived, abort; } comm_state;   /* weft::CommState */
+typedef struct err_record {                                                          /* weft::ErrorRecord */
+  uint64_t expected, seen, waited_ns;
+  int32_t rank, peer, block, signal;
+  volatile uint32_t flag, pad_;
+} err_record;
+
+struct weft_comm {
+  weft_kernel *k;
+  weft_world *w;
+  const drv_table *d;
+  weft_symm *symm;
+  CUdeviceptr state;
+  err_record *rec;          /* host view of the record */
+  comm_param p;
+  long long max_elems;
+  int share, multicast, dead;
+  char err[API_ERRLEN];
+};
+
+static long long round_up(long long v, long long to) { return (v + to - 1) / to * to; }
+
+/* WEFT_FAULT=mute:<rank>:<signal>: that rank never sends that signal (the timeout test). */
+static void parse_fault(weft_comm *c) {
+  c->p.mute_rank = c->p.mute_signal = -1;
+  const char *f = getenv("WEFT_FAULT");
+  if (!f || strncmp(f, "mute:", 5) != 0) return;
+  int rank = -1;
+  char sig[64] = "";
+  if (sscanf(f + 5, "%d:%63s", &rank, sig) != 2) return;
+  const weft_comm_spec *cs = &weft_kernel_manifest(c->k)->comm;
+  for (int i = 0; i < cs->n_signals; i++)
+    if (!strcmp(cs->signals[i], sig)) { c->p.mute_rank = rank; c->p.mute_signal = i; }
+}
+
+void weft_comm_set_timeout(weft_comm *c, double seconds) {
+  if (c && seconds > 0) c->p.timeout_ns = (uint64_t)(seconds * 1e9);
+}
+
+#define CU(call, what)                                                                 \
+  do {                                                                                 \
+    CUresult r_ = (call);                                                              \
+    if (r_ != CUDA_SUCCESS) {                                                          \
+      drv_describe(c->d, r_, what, msg, sizeof msg);                                   \
+      goto local_done;                                                                 \
+    }                                                                                  \
+  } while (0)
+
+weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems, weft_comm **out) {
+  if (!k || !w || !out || max_elems < 1) return WEFT_ERR_INVALID;
+  *out = NULL;
+  const weft_manifest *m = weft_kernel_manifest(k);
+  char *kerr = api_kernel_err(k);
+  if (!m->comm.signals) {
+    snprintf(kerr, API_ERRLEN, "%s: a %s kernel does not talk to other ranks: launch it with weft_launch", m->name, m->family);
+    return WEFT_ERR_INVALID;
+  }
+  int P = weft_world_size(w);
+  if (P > MAX_RANKS) {
+    snprintf(kerr, API_ERRLEN, "%s: %d ranks; its kernels fold at most %d (one NVLink node)", m->name, P, MAX_RANKS);
+    return WEFT_ERR_INVALID;
+  }
+  weft_comm *c = calloc(1, sizeof *c);
+  if (!c) return WEFT_ERR_NOMEM;
+  c->k = k;
+  c->w = w;
+  c->max_elems = max_elems;
+  weft_status st = WEFT_OK;
+  char msg[1024] = "";
+
+  /* the kernel is loaded everywhere, and how many of its blocks fit at once */
+  long coresident = 0;
+  CUdevice dev;
+  st = api_kernel_load(k, &coresident);
+  if (!st) st = api_device(api_kernel_ctx(k), &c->d, &dev);
+  if (st) snprintf(msg, sizeof msg, "%s", kerr);
+  if (!world_all_ok(w, !st, msg, kerr, API_ERRLEN)) { free(c); return st ? st : WEFT_ERR_CUDA; }
+  MPI_Allreduce(MPI_IN_PLACE, &coresident, 1, MPI_LONG, MPI_MIN, world_comm(w));
+
+  /* multicast: only where the device has it and nothing switched it off; the ranks agree */
+  if (m->comm.multimem) {
+    int supported = 0;
+    c->d->cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev);
+    char why[256];
+    int allowed = weft_multicast_allowed(supported, why, sizeof why);
+    if (allowed)   /* weft does not create multicast objects yet (no machine here may) */
+      snprintf(why, sizeof why, "this build of weft does not create multicast objects yet");
+    char desc[300];
+    snprintf(desc, sizeof desc, "multicast: no (%s)", why);
+    if (weft_world_agree(w, "weft_comm_create", desc) != WEFT_OK) {
+      snprintf(kerr, API_ERRLEN, "%s", weft_world_error(w));
+      free(c);
+      return WEFT_ERR_MISMATCH;
+    }
+    if (!m->comm.emulate) {
+      snprintf(kerr, API_ERRLEN, "%s: comm = \"multimem\" needs an NVLink multicast object, but %s. "
+               "Set fallback = \"emulate\" in the config to run its unicast twin, or use comm = \"threadload\"",
+               m->name, why);
+      free(c);
+      return WEFT_ERR_MULTICAST;
+    }
+  }
+
+  /* the symmetric buffer: pads for every (signal, sender, block), then the data halves */
+  c->share = 1;
+  long long vecs = (max_elems * m->comm.elem_bytes + 15) / 16 + P;   /* + P: chunks round up */
+  c->p.max_blocks = (int)(coresident < 1 ? 1 : coresident);
+  c->p.data_offset = round_up((long long)m->comm.n_signals * MAX_RANKS * c->p.max_blocks * 8, 256);
+  c->p.half_bytes = round_up(vecs * 16, 256);
+  size_t bytes = (size_t)(c->p.data_offset + (m->comm.halves > 0 ? m->comm.halves : 1) * c->p.half_bytes);
+  char tag[256];
+  snprintf(tag, sizeof tag, "kernel=%s max_elems=%lld", m->hash, max_elems);
+  st = weft_symm_alloc(api_kernel_ctx(k), w, bytes, tag, &c->symm);
+  if (st) {
+    snprintf(kerr, API_ERRLEN, "%s", weft_ctx_error(api_kernel_ctx(k)));
+    free(c);
+    return st;
+  }
+  c->share = weft_symm_gpu_share(c->symm);
+  for (int r = 0; r < P; r++) c->p.peers[r] = (CUdeviceptr)weft_symm_ptr(c->symm, r);
+  c->p.rank = weft_world_rank(w);
+  c->p.size = P;
+  const char *t = getenv("WEFT_SIGNAL_TIMEOUT_MS");
+  double ms = t && atof(t) > 0 ? atof(t) : 5000.0;
+  c->p.timeout_ns = (uint64_t)(ms * 1e6);
+  parse_fault(c);
+
+  /* the epoch counter and the error record */
+  {
+    void *host = NULL;
+    CU(c->d->cuMemAlloc(&c->state, sizeof(comm_state)), "cuMemAlloc");
+    CU(c->d->cuMemsetD8(c->state, 0, sizeof(comm_state)), "cuMemsetD8");
+    CU(c->d->cuMemHostAlloc(&host, sizeof(err_record), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+       "cuMemHostAlloc");
+    c->rec = host;
+    memset(host, 0, sizeof(err_record));
+    CU(c->d->cuMemHostGetDevicePointer(&c->p.err, host, 0), "cuMemHostGetDevicePointer");
+    c->p.state = c->state;
+    c->p.mc = 0;
+  }
+local_done:
+  if (!world_all_ok(w, msg[0] == 0, msg, kerr, API_ERRLEN)) {
+    weft_comm_destroy(c);
+    return WEFT_ERR_CUDA;
+  }
+  *out = c;
+  return WEFT_OK;
+}
+
+/* The record, turned into the error on this rank. */
+static weft_status comm_failed(weft_comm *c) {
+  if (c->dead) return WEFT_ERR_TIMEOUT;
+  if (!c->rec || !c->rec->flag) return WEFT_OK;
+  __sync_synchronize();
+  const weft_manifest *m = weft_kernel_manifest(c->k);
+  const err_record *r = c->rec;
+  const char *sig = r->signal >= 0 && r->signal < m->comm.n_signals ? m->comm.signals[r->signal] : "?";
+  snprintf(c->err, sizeof c->err,
+           "%s: rank %d timed out after %.3f s waiting for signal \"%s\" from rank %d (block %d: expected epoch %llu, "
+           "saw %llu). Rank %d never reached that step of this launch: it failed or stopped, it is stuck behind "
+           "other work, or the ranks launched different sequences of collectives.%s This communicator is now "
+           "unusable: destroy it.",
+           m->name, r->rank, (double)r->waited_ns * 1e-9, sig, r->peer, r->block, (unsigned long long)r->expected,
+           (unsigned long long)r->seen, r->peer,
+           c->p.mute_rank >= 0 ? " (WEFT_FAULT is set: a rank was told to skip a signal.)" : "");
+  c->dead = 1;
+  return WEFT_ERR_TIMEOUT;
+}
+
+weft_status weft_comm_launch(weft_comm *c, void **args, void *stream) {
+  if (!c || !args) return WEFT_ERR_INVALID;
+  if (comm_failed(c)) return WEFT_ERR_TIMEOUT;
+  const weft_manifest *m = weft_kernel_manifest(c->k);
+  for (int i = 0; i < m->n_args; i++) {
+    if (!args[i]) {
+      snprintf(c->err, sizeof c->err, "%s: argument %d (%s) is NULL", m->name, i, m->args[i].name);
+      return WEFT_ERR_INVALID;
+    }
+    if (!strcmp(m->args[i].role, "size")) {
+      long long v = !strcmp(m->args[i].type, "i64") ? *(long long *)args[i] : *(int *)args[i];
+      if (v > c->max_elems) {
+        snprintf(c->err, sizeof c->err, "%s: %s = %lld, but this communicator was created for at most %lld elements "
+                 "(weft_comm_create's max_elems)", m->name, m->args[i].name, v, c->max_elems);
+        return WEFT_ERR_LAUNCH;
+      }
+    }
+    if (!strcmp(m->args[i].type, "ptr") && *(CUdeviceptr *)args[i] % 16) {
+      snprintf(c->err, sizeof c->err, "%s: %s = 0x%llx: this kernel moves 16-byte vectors; pass 16-byte aligned "
+               "buffers", m->name, m->args[i].name, (unsigned long long)*(CUdeviceptr *)args[i]);
+      return WEFT_ERR_LAUNCH;
+    }
+  }
+  void *params[16];
+  if (m->n_args + 1 > 16) return WEFT_ERR_INTERNAL;
+  for (int i = 0; i < m->n_args; i++) params[i] = args[i];
+  params[m->n_args] = &c->p;
+  weft_status st = api_launch(c->k, args, params, c->p.size, c->share, stream);
+  if (st) snprintf(c->err, sizeof c->err, "%s", api_kernel_err(c->k));
+  return st;
+}
+
+weft_status weft_comm_check(weft_comm *c) { return c ? comm_failed(c) : WEFT_ERR_INVALID; }
+const char *weft_comm_error(const weft_comm *c) { return c ? c->err : "no communicator"; }
+int weft_comm_multicast(const weft_comm *c) { return c ? c->multicast : 0; }
+const weft_symm *weft_comm_symm(const weft_comm *c) { return c ? c->symm : NULL; }
+
+void weft_comm_destroy(weft_comm *c) {
+  if (!c) return;
+  weft_symm_free(c->symm);   /* collective: synchronises, then a barrier */
+  if (c->d && c->state) c->d->cuMemFree(c->state);
+  if (c->d && c->rec) c->d->cuMemFreeHost(c->rec);
+  free(c);
+}

@@ -1,0 +1,181 @@
+// weft/allreduce.cuh: y = op over ranks of x, every rank getting the same bits.
+//
+// Data path per launch at epoch e, on each rank r of P, with the data half h = e % 2 of every
+// rank's symmetric buffer (S_r below):
+//   1. copy x into S_r[h]                               (local)
+//      signal READY(e) to every rank, wait READY(e) from every rank
+//   one_shot:
+//   2. y[i] = fold over p = 0..P-1 of S_p[h][i]         (P remote reads per element)
+//   two_shot (the vectors are cut into P chunks; rank r owns chunk r):
+//   2. v = fold over p of S_p[h][i], for i in chunk r;
+//        threadload: S_r[h][i] = v            multimem: S_p[h][i] = v for every p (one
+//        multimem.st, or a unicast fan-out in the emulated twin)
+//      signal REDUCED(e), wait REDUCED(e)
+//   3. threadload: y[i] = S_q[h][i] for i in chunk q (remote)   multimem: y[i] = S_r[h][i] (local)
+//
+// Pairing: block b of every rank handles the same indices in every chunk, so block b only
+// ever waits for block b of the other ranks (pad slots are per block), never for another
+// block of its own rank.  The runtime keeps the grid co-resident across all ranks sharing a GPU.
+//
+// Reuse: S[h] is rewritten at epoch e + 2.  A rank gets there only after its launch e + 1
+// saw READY(e + 1) from every rank, which each sent after its launch e had finished (stream
+// order): so nobody still reads S[h].  The double buffer makes READY the acknowledgement, with
+// no extra round trip.  x may equal y: each thread reads x[i] before it writes y[i].
+//
+// The fold is in rank order from rank 0's value, in f32, rounded once: every rank computes the
+// same expression on the same inputs.  (A real multimem.ld_reduce reduces in the switch, in
+// its own order; its result is still the one every rank receives.)
+#pragma once
+#include "weft/ops.cuh"
+#include "weft/signal.cuh"
+#include "weft/types.cuh"
+
+namespace weft {
+
+enum { SIG_READY = 0, SIG_REDUCED = 1 };
+
+// x[i*V .. i*V+V) as one vector; the last vector may be partial (lanes past n read as zero).
+template <class T> __device__ __forceinline__ U4 load_vec(const T *x, long i, long n) {
+  constexpr int V = VecOf<T>::N;
+  if ((i + 1) * V <= n) return *(const U4 *)(x + i * V);
+  union { U4 v; T e[V]; } u;
+  u.v = U4{0, 0, 0, 0};
+#pragma unroll
+  for (int k = 0; k < V; ++k)   // unrolled: constant lane indices keep u in registers
+    if (i * V + k < n) u.e[k] = x[i * V + k];
+  return u.v;
+}
+template <class T> __device__ __forceinline__ void store_vec(T *y, long i, long n, const U4 &v) {
+  constexpr int V = VecOf<T>::N;
+  if ((i + 1) * V <= n) { *(U4 *)(y + i * V) = v; return; }
+  union { U4 v; T e[V]; } u;
+  u.v = v;
+#pragma unroll
+  for (int k = 0; k < V; ++k)
+    if (i * V + k < n) y[i * V + k] = u.e[k];
+}
+
+__device__ __forceinline__ U4 *data_at(const Comm &c, char *base, int half) {
+  return (U4 *)(base + c.data_offset + half * c.half_bytes);
+}
+
+// Rank-order fold of vector i over every rank's half h.
+template <class T, class Op> __device__ __forceinline__ U4 fold_ranks(const Comm &c, int half, long i) {
+  constexpr int V = VecOf<T>::N;
+  U4 v[MAX_RANKS];
+#pragma unroll
+  for (int p = 0; p < MAX_RANKS; ++p)   // every load in flight before the first combine
+    if (p < c.size) v[p] = data_at(c, c.peers[p], half)[i];
+  float acc[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = lane_f32<T>(v[0], k);
+#pragma unroll
+  for (int p = 1; p < MAX_RANKS; ++p)
+    if (p < c.size) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] = Op::combine(acc[k], lane_f32<T>(v[p], k));
+    }
+  return pack_f32<T>(acc);
+}
+
+// The switch's reduction of vector i of the multicast buffer, and its store to every rank.
+template <class T, int MOP> __device__ __forceinline__ U4 multimem_ld_reduce(const U4 *p);
+template <class T> __device__ __forceinline__ void multimem_st(U4 *p, const U4 &v);
+#define WEFT_MM_LDRED(T, MOP, INSTR)                                                              \
+  template <> __device__ __forceinline__ U4 multimem_ld_reduce<T, MOP>(const U4 *p) {             \
+    U4 v;                                                                                         \
+    asm volatile(INSTR " {%0, %1, %2, %3}, [%4];"                                                 \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");             \
+    return v;                                                                                     \
+  }
+enum { MM_ADD = 0, MM_MIN = 1, MM_MAX = 2 };
+WEFT_MM_LDRED(f32, MM_ADD, "multimem.ld_reduce.relaxed.sys.global.add.v4.f32")
+WEFT_MM_LDRED(bf16, MM_ADD, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2")
+WEFT_MM_LDRED(bf16, MM_MIN, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2")
+WEFT_MM_LDRED(bf16, MM_MAX, "multimem.ld_reduce.relaxed.sys.global.max.v4.bf16x2")
+WEFT_MM_LDRED(f16, MM_ADD, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2")
+WEFT_MM_LDRED(f16, MM_MIN, "multimem.ld_reduce.relaxed.sys.global.min.v4.f16x2")
+WEFT_MM_LDRED(f16, MM_MAX, "multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2")
+#undef WEFT_MM_LDRED
+#define WEFT_MM_ST(T, TY)                                                                         \
+  template <> __device__ __forceinline__ void multimem_st<T>(U4 * p, const U4 &v) {               \
+    asm volatile("multimem.st.relaxed.sys.global.v4." TY " [%0], {%1, %2, %3, %4};"              \
+                 ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");                   \
+  }
+WEFT_MM_ST(f32, "f32")
+WEFT_MM_ST(bf16, "bf16x2")
+WEFT_MM_ST(f16, "f16x2")
+#undef WEFT_MM_ST
+
+// Phase 2 of two_shot for vector i of this rank's chunk: the reduced vector, left where
+// phase 3 reads it (this rank's half for threadload; every rank's half for multimem).
+template <class T, class Op, bool MULTIMEM, int MOP>
+__device__ __forceinline__ U4 reduce_chunk_vec(const Comm &c, int half, long i) {
+  if constexpr (MULTIMEM && MOP >= 0) {
+    if (c.mc) {
+      U4 *m = data_at(c, c.mc, half) + i;
+      U4 v = multimem_ld_reduce<T, MOP>(m);
+      multimem_st<T>(m, v);
+      return v;
+    }
+  }
+  U4 v = fold_ranks<T, Op>(c, half, i);
+  if constexpr (MULTIMEM) {
+#pragma unroll
+    for (int p = 0; p < MAX_RANKS; ++p)   // the emulated twin: unicast fan-out
+      if (p < c.size) data_at(c, c.peers[p], half)[i] = v;
+  } else {
+    data_at(c, c.peers[c.rank], half)[i] = v;
+  }
+  return v;
+}
+
+// ALGO: 1 one_shot, 2 two_shot.  MULTIMEM: the two_shot variant whose reduced chunk is
+// stored to every rank (MOP: its ld_reduce operator; -1 where the switch has none, which the
+// generator only allows with the emulated twin).  c.mc == 0 selects the emulated twin.
+template <class T, class Op, int ALGO, bool MULTIMEM, int MOP>
+__device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &c) {
+  constexpr int V = VecOf<T>::N;
+  const u64 e = launch_epoch(c);
+  if (ld_volatile(&c.state->abort)) return;   // a timeout earlier: the host reports it
+  const int half = (int)(e & 1);
+  const long nvec = (n + V - 1) / V;
+  const int chunks = ALGO == 2 ? c.size : 1;
+  const long per = (nvec + chunks - 1) / chunks;                // vectors per chunk
+  const long first = (long)blockIdx.x * blockDim.x + threadIdx.x, step = (long)gridDim.x * blockDim.x;
+  U4 *mine = data_at(c, c.peers[c.rank], half);
+
+  // 1: x into my half
+  for (int q = 0; q < chunks; ++q) {
+    const long lo = q * per, hi = min(nvec, lo + per);
+    for (long i = lo + first; i < hi; i += step) mine[i] = load_vec(x, i, n);
+  }
+  signal_peers(c, SIG_READY, e);
+  if (!wait_peers(c, SIG_READY, e)) return;
+
+  if (ALGO == 1) {
+    for (long i = first; i < nvec; i += step) store_vec(y, i, n, fold_ranks<T, Op>(c, half, i));
+    launch_retire(c, e);
+    return;
+  }
+
+  // 2: reduce my chunk
+  {
+    const long lo = c.rank * per, hi = min(nvec, lo + per);
+    for (long i = lo + first; i < hi; i += step) store_vec(y, i, n, reduce_chunk_vec<T, Op, MULTIMEM, MOP>(c, half, i));
+  }
+  if (MULTIMEM && c.mc) __threadfence_system();   // order multimem.st before the signal
+  signal_peers(c, SIG_REDUCED, e);
+  if (!wait_peers(c, SIG_REDUCED, e)) return;
+
+  // 3: every other chunk
+  for (int q = 0; q < c.size; ++q) {
+    if (q == c.rank) continue;
+    const U4 *src = MULTIMEM ? mine : data_at(c, c.peers[q], half);
+    const long lo = q * per, hi = min(nvec, lo + per);
+    for (long i = lo + first; i < hi; i += step) store_vec(y, i, n, src[i]);
+  }
+  launch_retire(c, e);
+}
+
+}  // namespace weft

@@ -1,0 +1,146 @@
+// weft/signal.cuh: signals between ranks, through symmetric memory.
+//
+// The protocol (every family that talks to other ranks uses it):
+//   * A signal is a u64 slot in the receiver's pad, pad[signal][sender][block], written only
+//     by the sender's block of the same index, with st.release.sys: everything that block
+//     wrote before (its threads' stores, ordered by the barrier before the signal) is visible
+//     to whoever acquires the value.  The receiver polls with ld.acquire.sys, then a barrier
+//     hands the acquired view to the whole block.
+//   * Values are epochs.  The runtime owns one epoch counter per rank in device memory
+//     (CommState); every launch runs at epoch = counter + 1 and the last block to finish stores
+//     it back, so epochs only grow, across launches, graphs and streams alike, and a wait is
+//     "slot >= epoch": a peer that is already further along never looks behind.
+//   * A bounded wait: %globaltimer measures the time spent polling; past timeout_ns the waiter
+//     writes an ErrorRecord (rank, peer, signal, expected and seen epoch) to host-mapped
+//     memory, raises the rank's abort flag so its other blocks stop waiting too, and the block
+//     returns.  No trap: the context survives, and the host reads the record and says why.
+#pragma once
+#include "weft/types.cuh"
+
+namespace weft {
+
+constexpr int MAX_RANKS = 8;
+
+// Local to each rank, in device memory (runtime: comm.c keeps the same layout).
+struct CommState {
+  u64 epoch;     // the epoch of the last launch that finished
+  u32 arrived;   // blocks of the current launch that finished (the last one resets it)
+  u32 abort;     // 1 once a wait timed out on this rank: every wait returns at once
+};
+
+// Host-mapped (pinned) memory; the host reads it after a launch.  flag is written last.
+struct ErrorRecord {
+  u64 expected, seen, waited_ns;
+  int rank, peer, block, signal;
+  volatile u32 flag;
+  u32 pad_;
+};
+
+// The kernel's last parameter, passed by value; every field is uniform across the grid.
+struct Comm {
+  char *peers[MAX_RANKS];   // each rank's symmetric buffer, mapped here: signal pads, then data
+  char *mc;                 // the multicast address of the same buffer, or null
+  CommState *state;
+  ErrorRecord *err;
+  u64 timeout_ns;
+  long long data_offset;    // bytes from a buffer's base to its data (after the pads)
+  long long half_bytes;     // data is two halves of this size, used by alternate epochs
+  int rank, size;
+  int max_blocks;           // slots per (signal, sender) in a pad
+  int mute_rank, mute_signal; // fault injection for tests: that rank never sends that signal
+};
+
+__device__ __forceinline__ void st_release_sys(u64 *p, u64 v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 ld_acquire_sys(const u64 *p) {
+  u64 v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ u32 ld_volatile(const u32 *p) { return *(const volatile u32 *)p; }
+
+// slot pad[signal][sender][block] in `base`'s pad
+__device__ __forceinline__ u64 *signal_slot(const Comm &c, char *base, int signal, int sender, int block) {
+  return (u64 *)base + ((long)signal * MAX_RANKS + sender) * c.max_blocks + block;
+}
+
+// This block tells every rank (itself included) that it reached `signal` at epoch e.  Call
+// from all threads after the writes the signal publishes; a barrier orders them first.
+__device__ __forceinline__ void signal_peers(const Comm &c, int signal, u64 e) {
+  __syncthreads();
+  int t = threadIdx.x;
+  if (t < c.size && !(c.rank == c.mute_rank && signal == c.mute_signal))
+    st_release_sys(signal_slot(c, c.peers[t], signal, c.rank, blockIdx.x), e);
+}
+
+// Record the first timeout of this rank; later ones (other blocks, other peers) only stop.
+__device__ __forceinline__ void report_timeout(const Comm &c, int peer, int signal, u64 want, u64 seen, u64 waited) {
+  if (atomicCAS(&c.state->abort, 0u, 1u) != 0u) return;
+  c.err->expected = want;
+  c.err->seen = seen;
+  c.err->waited_ns = waited;
+  c.err->rank = c.rank;
+  c.err->peer = peer;
+  c.err->block = blockIdx.x;
+  c.err->signal = signal;
+  __threadfence_system();
+  c.err->flag = 1;
+  __threadfence_system();
+}
+
+// Wait until every rank's block of this index reached `signal` at epoch e (thread t polls
+// rank t).  Returns false on every thread of the block when it must stop: a timeout here or
+// anywhere on this rank.  Call from all threads.
+__device__ __forceinline__ bool wait_peers(const Comm &c, int signal, u64 e) {
+  int t = threadIdx.x, stop = 0;
+  if (t < c.size) {
+    const u64 *slot = signal_slot(c, c.peers[c.rank], signal, t, blockIdx.x);
+    u64 seen = ld_acquire_sys(slot);
+    if (seen < e) {
+      u64 t0 = globaltimer();
+      for (;;) {
+        seen = ld_acquire_sys(slot);
+        if (seen >= e) break;
+        if (ld_volatile(&c.state->abort)) { stop = 1; break; }
+        u64 waited = globaltimer() - t0;
+        if (waited > c.timeout_ns) {
+          report_timeout(c, t, signal, e, seen, waited);
+          stop = 1;
+          break;
+        }
+      }
+    }
+  }
+  return !__syncthreads_or(stop);
+}
+
+// The epoch this launch runs at (every block reads the same value: the counter only moves
+// when the last block retires).
+__device__ __forceinline__ u64 launch_epoch(const Comm &c) {
+  __shared__ u64 e;
+  if (threadIdx.x == 0) e = *(volatile u64 *)&c.state->epoch + 1;
+  __syncthreads();
+  return e;
+}
+
+// The block is done with this launch; the last block of the grid publishes the epoch for
+// the next launch.  Every block read the counter before arriving, so none can see it move.
+__device__ __forceinline__ void launch_retire(const Comm &c, u64 e) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&c.state->arrived, 1u) == gridDim.x - 1) {
+      c.state->arrived = 0;
+      *(volatile u64 *)&c.state->epoch = e;
+      __threadfence();
+    }
+  }
+}
+
+}  // namespace weft
