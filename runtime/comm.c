@@ -32,6 +32,8 @@ typedef struct comm_param {
   int32_t rank, size, max_blocks, mute_rank, mute_signal;
 } comm_param;
 
+_Static_assert(sizeof(comm_param) == 136, "comm_param must match weft::Comm (templates/weft/signal.cuh)");
+
 typedef struct comm_state { uint64_t epoch; uint32_t arrived, abort; } comm_state;   /* weft::CommState */
 typedef struct err_record {                                                          /* weft::ErrorRecord */
   uint64_t expected, seen, waited_ns;

@@ -98,7 +98,7 @@ static int step_create(weft_symm *s, size_t bytes, CUmemAllocationProp *prop, CU
 /* steps 4 and 5: import every peer's handle, map all, grant access, publish the table, clear
  * this rank's buffer.  fds[r] is closed (and set to -1) as soon as it is imported. */
 static int step_map(weft_symm *s, int *fds, const CUmemAllocationProp *prop, char *msg, size_t len) {
-  TRY(s->d->cuMemAddressReserve(&s->base, (size_t)s->size * s->bytes, s->bytes, 0, 0), "cuMemAddressReserve");
+  TRY(s->d->cuMemAddressReserve(&s->base, (size_t)s->size * s->bytes, 0, 0, 0), "cuMemAddressReserve");
   for (int r = 0; r < s->size; r++) {
     if (r != s->rank)
       TRY(s->d->cuMemImportFromShareableHandle(&s->h[r], (void *)(uintptr_t)fds[r],

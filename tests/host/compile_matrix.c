@@ -19,6 +19,10 @@ typedef struct entry {
 #define CLUSTER_PTX "barrier.cluster.arrive.release", "barrier.cluster.wait.acquire", \
                     "mapa.shared::cluster", "ld.shared::cluster.f32"
 #define STREAM_LOAD "ld.global.nc.L1::no_allocate.v4.u32"
+/* what every signal between ranks compiles to: release stores, acquire polls, a bounded wait;
+ * and the communicator parameter has the size runtime/comm.c fills (weft::Comm, 136 bytes) */
+#define SIGNAL_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "%globaltimer", "_param_3[136]"
+#define MM_F32 "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "multimem.st.relaxed.sys.global.v4.f32"
 
 static const entry matrix[] = {
   /* the examples as shipped */
@@ -68,6 +72,21 @@ static const entry matrix[] = {
    {"st.async.shared::cluster.mbarrier::complete_tx::bytes.f32", "mapa.shared::cluster", "mbarrier.try_wait.parity",
     "mbarrier.arrive.expect_tx"}, {"ld.shared::cluster"}},
   {"cluster_reduce.lua", {"exchange=push", "cluster=1"}, {"bar.sync"}, {"st.async", "mapa", "barrier.cluster"}},
+  /* allreduce: dtype x op x algo x comm.  threadload never emits multimem; multimem kernels
+   * carry the real instructions (and the unicast twin beside them) */
+  {"allreduce.lua", {0}, {SIGNAL_PTX, "add.f32", "ld.global.v4.u32"}, {"multimem"}},
+  {"allreduce.lua", {"algo=two_shot"}, {SIGNAL_PTX, "add.f32"}, {"multimem"}},
+  {"allreduce.lua", {"dtype=bf16", "op=max"}, {SIGNAL_PTX, "max.f32", "cvt.rn.bf16x2.f32"}, {"multimem"}},
+  {"allreduce.lua", {"dtype=f16", "op=min", "algo=two_shot"}, {SIGNAL_PTX, "min.f32", "cvt.f32.f16"}, {"multimem"}},
+  {"allreduce.lua", {"op=prod", "threads=128"}, {SIGNAL_PTX, "mul.f32"}, {"multimem"}},
+  {"../tests/configs/allreduce_custom.lua", {0}, {SIGNAL_PTX, "abs.f32"}, {"multimem"}},
+  {"allreduce.lua", {"algo=two_shot", "comm=multimem"}, {SIGNAL_PTX, MM_F32}, {0}},
+  {"allreduce.lua", {"algo=two_shot", "comm=multimem", "fallback=emulate", "dtype=bf16"},
+   {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2", "multimem.st.relaxed.sys.global.v4.bf16x2"}, {0}},
+  {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=f16", "op=max"},
+   {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2", "multimem.st.relaxed.sys.global.v4.f16x2"}, {0}},
+  {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=bf16", "op=min", "fallback=emulate"},
+   {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2"}, {0}},
 };
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }

@@ -66,6 +66,30 @@ int main(int argc, char **argv) {
 
   /* and agreement afterwards still works (no collective left half-done) */
   CHECK(weft_world_agree(w, "kernel", "hash=1234") == WEFT_OK, "agrees again");
+
+  /* symmetric memory: sizes that disagree fail on every rank, the same way, before any CUDA
+   * call (so this holds on a machine without a GPU too) */
+  weft_ctx *ctx;
+  CHECK(weft_ctx_create(&ctx, NULL) == WEFT_OK, "ctx");
+  weft_symm *sm = NULL;
+  st = weft_symm_alloc(ctx, w, rank_ == 1 ? 2u << 20 : 1u << 20, "kernel=abc", &sm);
+  e = weft_ctx_error(ctx);
+  CHECK(st == WEFT_ERR_MISMATCH && !sm, "symm sizes disagree: status %d", st);
+  CHECK(strstr(e, "weft_symm_alloc: the ") && strstr(e, "rank 1: bytes=2097152 kernel=abc"), "names rank 1: %s", e);
+  CHECK(same_everywhere(e), "same symm message everywhere: %s", e);
+  st = weft_symm_alloc(ctx, w, 1u << 20, rank_ == 0 ? "kernel=abc" : "kernel=abd", &sm);
+  CHECK(st == WEFT_ERR_MISMATCH && strstr(weft_ctx_error(ctx), "kernel=abd"), "kernel hashes disagree: %s", weft_ctx_error(ctx));
+  /* sizes that agree: allocated with a GPU; without one every rank fails, with one message */
+  st = weft_symm_alloc(ctx, w, 1u << 20, "kernel=abc", &sm);
+  if (st == WEFT_OK) {
+    CHECK(weft_symm_bytes(sm) >= (1u << 20) && weft_symm_ptr(sm, size - 1) != 0, "mapped");
+    weft_symm_free(sm);
+  } else {
+    e = weft_ctx_error(ctx);
+    CHECK(!sm && strstr(e, "rank 0: "), "the lowest failing rank's message: %s", e);
+    CHECK(same_everywhere(e), "every rank fails with the same message: %s", e);
+  }
+  weft_ctx_destroy(ctx);
   weft_world_destroy(w);
 
   /* the multicast guard */

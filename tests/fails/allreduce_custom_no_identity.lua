@@ -1,0 +1,2 @@
+-- expect: custom op needs identity
+return { family = "allreduce", op = { combine = "a + b" } }

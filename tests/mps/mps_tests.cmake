@@ -1,0 +1,52 @@
+# tests/mps/mps_tests.cmake: the allreduce family on 1..8 ranks sharing the one GPU (MPS).
+# Label gpu: ctest -L gpu on the GPU machine; elsewhere each reports SKIP (77).  They share the
+# MPS daemon and the GPU, so they run one at a time (RESOURCE_LOCK).
+set(WEFT_MPS_CACHE ${CMAKE_BINARY_DIR}/testtmp/mps-cache)
+function(weft_mps_test name np config)
+  if(TEST mps.${name}.np${np})   # already in the rank-count sweep
+    return()
+  endif()
+  add_test(NAME mps.${name}.np${np}
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/mps/run.sh ${np} $<TARGET_FILE:weft_cli> ${config} ${ARGN})
+  set_tests_properties(mps.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 600
+                       RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
+endfunction()
+set(AR ${CMAKE_SOURCE_DIR}/examples/allreduce.lua)
+set(MM --set algo=two_shot --set comm=multimem --set fallback=emulate)
+
+# every rank count, the three data paths
+foreach(np 1 2 3 4 8)
+  weft_mps_test(f32_sum_one_shot ${np} ${AR})
+  weft_mps_test(bf16_sum_two_shot ${np} ${AR} --set dtype=bf16 --set algo=two_shot)
+  weft_mps_test(f16_max_multimem_emulated ${np} ${AR} ${MM} --set dtype=f16 --set op=max)
+endforeach()
+# every dtype x op x algo at 4 ranks
+foreach(dt f32 f16 bf16)
+  foreach(op sum max min prod)
+    foreach(algo one_shot two_shot)
+      weft_mps_test(${dt}_${op}_${algo} 4 ${AR} --set dtype=${dt} --set op=${op} --set algo=${algo})
+    endforeach()
+  endforeach()
+endforeach()
+# the emulated twin of every multimem operator the switch has
+weft_mps_test(f32_sum_multimem_emulated 4 ${AR} ${MM})
+foreach(dt f16 bf16)
+  foreach(op sum min)
+    weft_mps_test(${dt}_${op}_multimem_emulated 4 ${AR} ${MM} --set dtype=${dt} --set op=${op})
+  endforeach()
+endforeach()
+# a custom operator, checked through its Lua reference; odd rank counts and block caps
+weft_mps_test(custom_two_shot 3 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua)
+weft_mps_test(custom_one_shot 4 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua --set algo=one_shot)
+weft_mps_test(f32_sum_two_shot_blocks1_t64 5 ${AR} --set algo=two_shot --set blocks=1 --set threads=64)
+weft_mps_test(bf16_sum_one_shot_blocks3 8 ${AR} --set dtype=bf16 --set blocks=3 --set threads=128)
+
+# a rank that never signals: every rank fails within the timeout, naming who it waited for
+function(weft_mps_timeout name np mute sig)
+  add_test(NAME mps.timeout.${name}.np${np}
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${AR} ${mute} ${sig} ${ARGN})
+  set_tests_properties(mps.timeout.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                       RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
+endfunction()
+weft_mps_timeout(ready 2 1 ready)
+weft_mps_timeout(reduced 4 2 reduced --set algo=two_shot)
