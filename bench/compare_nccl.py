@@ -1,0 +1,49 @@
+"""bench/compare_nccl.py OUTDIR: weft's allreduce tables beside NCCL's (from bench/multi_gpu.sh).
+For each dtype and message size: NCCL's time, weft's one_shot and two_shot, the faster weft's
+time as a fraction of NCCL's, and bus bandwidth ratios; then the issue's two targets."""
+import glob
+import os
+import re
+import sys
+
+out = sys.argv[1]
+
+
+def table(path):
+    rows = {}
+    if not os.path.exists(path):
+        return rows
+    for line in open(path):
+        m = re.match(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        if m:
+            rows[int(m.group(1))] = (float(m.group(3)), float(m.group(5)))   # time_us, busbw
+    return rows
+
+
+for path in sorted(glob.glob(os.path.join(out, "nccl_*.log"))):
+    dt = re.search(r"nccl_(\w+)\.log", path).group(1)
+    nccl = table(path)
+    weft = {a: table(os.path.join(out, f"weft_{dt}_{a}.log")) for a in ("one_shot", "two_shot")}
+    print(f"\n{dt}: time in us (busbw GB/s); ratio = best weft time / NCCL time")
+    print(f"{'bytes':>10} {'nccl':>16} {'one_shot':>16} {'two_shot':>16} {'time ratio':>10} {'busbw ratio':>11}")
+    small, big = [], None
+    for b in sorted(nccl):
+        n_us, n_bw = nccl[b]
+        cells, best = [], None
+        for a in ("one_shot", "two_shot"):
+            r = weft[a].get(b)
+            cells.append(f"{r[0]:8.2f} ({r[1]:6.1f})" if r else f"{'-':>16}")
+            if r and (best is None or r[0] < best[0]):
+                best = r
+        ratio = best[0] / n_us if best else float("nan")
+        bw = best[1] / n_bw if best and n_bw > 0 else float("nan")
+        print(f"{b:>10} {n_us:8.2f} ({n_bw:6.1f}) {cells[0]} {cells[1]} {ratio:10.3f} {bw:11.3f}")
+        if b <= 256 * 1024:
+            small.append(ratio)
+        if b == 256 << 20:
+            big = bw
+    if small:
+        print(f"target 1, messages <= 256 KB: weft/NCCL time <= 0.5: worst {max(small):.3f} -> "
+              f"{'met' if max(small) <= 0.5 else 'NOT met'}")
+    if big is not None:
+        print(f"target 2, 256 MB: weft/NCCL bus bandwidth >= 0.9: {big:.3f} -> {'met' if big >= 0.9 else 'NOT met'}")

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# bench/multi_gpu.sh: issue 6 on a machine with several GPUs (one rank per GPU).
+#   1. the ceiling: nvidia-smi topo -m, peer access between every pair, copy bandwidth GPU0->GPU1;
+#   2. correctness at P = number of GPUs: every op, f32 and bf16, one_shot and two_shot,
+#      threadload and the emulated multimem twin, bit-identity, and the timeout test;
+#   3. weft against NCCL (same sizes, same timing) from 8 B to 256 MB.
+# NVLink multicast stays off for everything started here.  Full logs under $OUT.
+set -u
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-mgpu-cache}
+P=$(nvidia-smi -L | wc -l)
+MPIRUN="mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS -x WEFT_MULTICAST -x WEFT_CACHE_DIR"
+W=build/weft
+AR=examples/allreduce.lua
+{
+  nvidia-smi --query-gpu=index,name,driver_version --format=csv
+  nvidia-smi topo -m
+  python3 - <<'PY'
+import torch
+n = torch.cuda.device_count()
+for i in range(n):
+    print(f"peer access from {i}:", [int(torch.cuda.can_device_access_peer(i, j)) if i != j else '-' for j in range(n)])
+if n > 1:
+    for src, dst in ((0, 1), (1, 0)):
+        a = torch.empty(1 << 28, dtype=torch.float32, device=f"cuda:{src}")   # 1 GiB
+        b = torch.empty_like(a, device=f"cuda:{dst}")
+        for _ in range(3): b.copy_(a)
+        torch.cuda.synchronize(src); torch.cuda.synchronize(dst)
+        e0 = torch.cuda.Event(enable_timing=True); e1 = torch.cuda.Event(enable_timing=True)
+        with torch.cuda.device(src):
+            e0.record()
+            for _ in range(10): b.copy_(a)
+            e1.record()
+        e1.synchronize()
+        ms = e0.elapsed_time(e1) / 10
+        print(f"copy GPU{src} -> GPU{dst}, 1 GiB: {ms:.3f} ms, {a.numel() * 4 / ms / 1e6:.1f} GB/s")
+PY
+} >"$out/ceiling.log" 2>&1
+cat "$out/ceiling.log"
+
+# 2: correctness, one process per GPU
+pass=0 fail=0
+check() {
+  local name=$1; shift
+  if timeout 300 $MPIRUN -np $P $W run "$@" --no-time >"$out/check_$name.log" 2>&1; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $name"; tail -5 "$out/check_$name.log"; fi
+}
+for dt in f32 bf16; do
+  for op in sum max min prod; do
+    for algo in one_shot two_shot; do check ${dt}_${op}_${algo} $AR --set dtype=$dt --set op=$op --set algo=$algo; done
+  done
+  check ${dt}_sum_multimem_emulated $AR --set dtype=$dt --set algo=two_shot --set comm=multimem --set fallback=emulate
+done
+check bf16_max_multimem_emulated $AR --set dtype=bf16 --set op=max --set algo=two_shot --set comm=multimem --set fallback=emulate
+check custom tests/configs/allreduce_custom.lua
+echo "correctness at P=$P: $pass passed, $fail failed"
+( export WEFT_FAULT="mute:$((P - 1)):ready" WEFT_SIGNAL_TIMEOUT_MS=300
+  t0=$(date +%s%N)
+  timeout 120 $MPIRUN -x WEFT_FAULT -x WEFT_SIGNAL_TIMEOUT_MS -np $P $W run $AR --no-time --elems 100000 >"$out/timeout.log" 2>&1
+  echo "rc=$? elapsed $(( ($(date +%s%N) - t0) / 1000000 )) ms" >>"$out/timeout.log" )
+grep -E "timed out|rc=" "$out/timeout.log"
+
+# 3: weft against NCCL
+for dt in f32 bf16; do
+  timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/nccl_$dt.log" 2>&1
+  for algo in one_shot two_shot; do
+    timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --no-check >"$out/weft_${dt}_$algo.log" 2>&1
+  done
+done
+python3 bench/compare_nccl.py "$out" | tee "$out/compare.txt"
