@@ -23,21 +23,21 @@ def table(path):
 for path in sorted(glob.glob(os.path.join(out, "nccl_*.log"))):
     dt = re.search(r"nccl_(\w+)\.log", path).group(1)
     nccl = table(path)
-    weft = {a: table(os.path.join(out, f"weft_{dt}_{a}.log")) for a in ("one_shot", "two_shot")}
+    weft = {a: table(os.path.join(out, f"weft_{dt}_{a}.log")) for a in ("one_shot", "two_shot", "one_shot_ll")}
     print(f"\n{dt}: time in us (busbw GB/s); ratio = best weft time / NCCL time")
-    print(f"{'bytes':>10} {'nccl':>16} {'one_shot':>16} {'two_shot':>16} {'time ratio':>10} {'busbw ratio':>11}")
+    print(f"{'bytes':>10} {'nccl':>16} {'one_shot':>16} {'two_shot':>16} {'one_shot_ll':>16} {'time ratio':>10} {'busbw ratio':>11}")
     small, big = [], None
     for b in sorted(nccl):
         n_us, n_bw = nccl[b]
         cells, best = [], None
-        for a in ("one_shot", "two_shot"):
+        for a in ("one_shot", "two_shot", "one_shot_ll"):
             r = weft[a].get(b)
             cells.append(f"{r[0]:8.2f} ({r[1]:6.1f})" if r else f"{'-':>16}")
             if r and (best is None or r[0] < best[0]):
                 best = r
         ratio = best[0] / n_us if best else float("nan")
         bw = best[1] / n_bw if best and n_bw > 0 else float("nan")
-        print(f"{b:>10} {n_us:8.2f} ({n_bw:6.1f}) {cells[0]} {cells[1]} {ratio:10.3f} {bw:11.3f}")
+        print(f"{b:>10} {n_us:8.2f} ({n_bw:6.1f}) {' '.join(cells)} {ratio:10.3f} {bw:11.3f}")
         if b <= 256 * 1024:
             small.append(ratio)
         if b == 256 << 20:

@@ -54,18 +54,23 @@ check() {
 }
 for dt in f32 bf16; do
   for op in sum max min prod; do
-    for algo in one_shot two_shot; do check ${dt}_${op}_${algo} $AR --set dtype=$dt --set op=$op --set algo=$algo; done
+    for algo in one_shot two_shot one_shot_ll; do check ${dt}_${op}_${algo} $AR --set dtype=$dt --set op=$op --set algo=$algo; done
   done
   check ${dt}_sum_multimem_emulated $AR --set dtype=$dt --set algo=two_shot --set comm=multimem --set fallback=emulate
 done
 check bf16_max_multimem_emulated $AR --set dtype=bf16 --set op=max --set algo=two_shot --set comm=multimem --set fallback=emulate
 check custom tests/configs/allreduce_custom.lua
+check custom_ll tests/configs/allreduce_custom.lua --set algo=one_shot_ll
 echo "correctness at P=$P: $pass passed, $fail failed"
 ( export WEFT_FAULT="mute:$((P - 1)):ready" WEFT_SIGNAL_TIMEOUT_MS=300
   t0=$(date +%s%N)
   timeout 120 $MPIRUN -x WEFT_FAULT -x WEFT_SIGNAL_TIMEOUT_MS -np $P $W run $AR --no-time --elems 100000 >"$out/timeout.log" 2>&1
   echo "rc=$? elapsed $(( ($(date +%s%N) - t0) / 1000000 )) ms" >>"$out/timeout.log" )
 grep -E "timed out|rc=" "$out/timeout.log"
+( export WEFT_FAULT="mute:0:data" WEFT_SIGNAL_TIMEOUT_MS=300
+  timeout 120 $MPIRUN -x WEFT_FAULT -x WEFT_SIGNAL_TIMEOUT_MS -np $P $W run $AR --set algo=one_shot_ll --no-time --elems 100000 >"$out/timeout_ll.log" 2>&1
+  echo "rc=$?" >>"$out/timeout_ll.log" )
+grep -E "timed out|rc=" "$out/timeout_ll.log"
 fi
 
 # 3: weft against NCCL: ncclAllReduce called directly (build/nccl_bench, the NCCL torch ships),
@@ -75,7 +80,7 @@ echo "NCCL library: $WEFT_NCCL_LIB"
 for dt in f32 bf16; do
   timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt >"$out/nccl_$dt.log" 2>&1
   timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/torch_nccl_$dt.log" 2>&1
-  for algo in one_shot two_shot; do
+  for algo in one_shot two_shot one_shot_ll; do
     timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --no-check >"$out/weft_${dt}_$algo.log" 2>&1
   done
 done

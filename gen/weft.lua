@@ -35,7 +35,7 @@ function M.kernel_name(fam, cfg)
     local tok
     if type(v) == "table" then tok = v.tag
     elseif type(v) == "boolean" then tok = v and "1" or "0"
-    else tok = tostring(v) end
+    else tok = tostring(v):gsub("_", "") end   -- "one_shot" -> "oneshot": one token per field
     parts[#parts + 1] = f.tag .. tok
   end
   return table.concat(parts, "_")

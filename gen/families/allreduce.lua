@@ -23,8 +23,9 @@ end
 F.fields = {
   common.dtype(),
   common.op(),
-  { name = "algo", kind = "enum", values = { "one_shot", "two_shot" }, default = "one_shot", tag = "",
-    doc = "one_shot: every rank reads every rank's data; two_shot: reduce-scatter, then all-gather" },
+  { name = "algo", kind = "enum", values = { "one_shot", "two_shot", "one_shot_ll" }, default = "one_shot", tag = "",
+    doc = "one_shot: every rank reads every rank's data; two_shot: reduce-scatter, then all-gather; "
+      .. "one_shot_ll: small messages, each word sent with its epoch, no signal round (n <= 2M)" },
   { name = "comm", kind = "enum", values = { "threadload", "multimem" }, default = "threadload", tag = "",
     doc = "threadload: 16-byte loads from peers' memory; multimem: multimem.ld_reduce + multimem.st" },
   { name = "fallback", kind = "enum", values = { "none", "emulate" }, default = "none", tag = "fb",
@@ -55,13 +56,16 @@ function F.check(cfg, errs)
   end
 end
 
+F.LL_MAX = 1 << 21   -- one_shot_ll: at most this many elements (each half of its buffer: 8 ranks x 8 bytes per 4 bytes of data)
+
 function F.derive(cfg)
   local esize = common.ESIZE[cfg.dtype]
+  local ll = cfg.algo == "one_shot_ll"
   local vec = 16 // esize
   local mop = cfg.comm == "multimem" and SWITCH_OPS[cfg.dtype][cfg.op.name] or -1
   return {
     values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
-               ctype = common.CTYPE[cfg.dtype], algo = cfg.algo == "one_shot" and 1 or 2,
+               ctype = common.CTYPE[cfg.dtype], algo = ({ one_shot = 1, two_shot = 2, one_shot_ll = 3 })[cfg.algo],
                multimem = cfg.comm == "multimem", mop = mop, op_name = cfg.op.name },
     block = { cfg.threads, 1, 1 },
     cluster = { 1, 1, 1 },
@@ -73,12 +77,14 @@ function F.derive(cfg)
     },
     -- one block per threads x 16 bytes of a chunk (two_shot: a rank's share), capped so that
     -- every block of every rank on a GPU is resident at once (they wait on each other)
-    grid = { { arg = "n", per = cfg.threads * vec, times = 1, cap = "coresident",
+    grid = { { arg = "n", per = cfg.threads * (ll and 4 // esize or vec), times = 1, cap = "coresident",
                split = cfg.algo == "two_shot" and "ranks" or nil,
                max = cfg.blocks ~= "auto" and cfg.blocks or nil },
              { per = 1, times = 1 }, { per = 1, times = 1 } },
-    limits = { { arg = "n", min = 1, max = 1 << 40 } },
-    comm = { signals = { "ready", "reduced" }, halves = 2, elem_bytes = esize,
+    limits = { { arg = "n", min = 1, max = ll and F.LL_MAX or 1 << 40 } },
+    -- elem_bytes: bytes of each half of the data area per element (LL: a slot per sender, 8
+    -- bytes per 4 bytes of data)
+    comm = { signals = { "ready", "reduced", "data" }, halves = 2, elem_bytes = ll and 16 * esize or esize,
              multimem = cfg.comm == "multimem", emulate = cfg.fallback == "emulate" },
   }
 end

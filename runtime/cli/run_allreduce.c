@@ -251,7 +251,10 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
   static const long long check_n[] = {1, 3, 7, 8, 9, 31, 1000, 4097, 65537, 1048579};
   const int n_check = (int)(sizeof check_n / sizeof *check_n);
   long long max_n = o->elems > 0 ? o->elems : check_n[n_check - 1];
-  long long time_max = (256ll << 20) / (long long)r.es;
+  long long time_max = (256ll << 20) / (long long)r.es, limit = time_max;
+  for (int i = 0; i < r.m->n_limits; i++)   /* one_shot_ll takes small messages only */
+    if (!strcmp(r.m->limits[i].arg, "n") && r.m->limits[i].max < limit) limit = r.m->limits[i].max;
+  if (time_max > limit) time_max = limit;
   if (o->timing && time_max > max_n) max_n = time_max;
   if (r.custom && !weft_manifest_param(r.m, "op.ref") && o->check) {
     if (RANK == 0) printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end)\n", r.m->name);
@@ -294,6 +297,7 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
     for (long long bytes = 8; bytes <= (256ll << 20); bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
       long long n = bytes / (long long)r.es;
       if (n < 1) continue;
+      if (n > time_max) break;
       int iters = bytes <= (1 << 20) ? o->iters * 4 : bytes <= (32 << 20) ? o->iters : 10;
       double us = time_launches(&r, y, x, n, iters, 0);
       double cus = time_launches(&r, y, x, n, iters, 1);

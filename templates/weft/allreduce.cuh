@@ -130,7 +130,86 @@ __device__ __forceinline__ U4 reduce_chunk_vec(const Comm &c, int half, long i) 
   return v;
 }
 
-// ALGO: 1 one_shot, 2 two_shot.  MULTIMEM: the two_shot variant whose reduced chunk is
+// ---- one_shot_ll: small messages with no signal round -------------------------------------
+// Every 4-byte word of x travels with the launch's epoch in one 8-byte store (a single-copy
+// atomic at sys scope): slot = epoch << 32 | word, written straight into every rank's LL area
+// (S_p[h][sender = r][word]).  A reader polls its own slots until the epoch matches, so the
+// data is its own signal: one NVLink write per word, no fence, no flag round trip.  Reuse is
+// the double buffer again: a rank writes half h at epoch e + 2 only after its launch e + 1
+// read every rank's epoch-(e + 1) words, which each wrote after finishing launch e.
+enum { SIG_DATA = 2 };
+
+__device__ __forceinline__ void st_relaxed_sys(u64 *p, u64 v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 ld_relaxed_sys(const u64 *p) {
+  u64 v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// word w of x (4 bytes; a 16-bit tail element padded with zero)
+template <class T> __device__ __forceinline__ u32 load_word(const T *x, long w, long n) {
+  constexpr int PER = 4 / (int)sizeof(T);
+  if ((w + 1) * PER <= n) return ((const u32 *)x)[w];
+  return (u32)((const u16 *)x)[w * PER];   // PER == 2, one element left
+}
+template <class T> __device__ __forceinline__ void store_word(T *y, long w, long n, u32 v) {
+  constexpr int PER = 4 / (int)sizeof(T);
+  if ((w + 1) * PER <= n) ((u32 *)y)[w] = v;
+  else ((u16 *)y)[w * PER] = (u16)v;
+}
+template <class T> __device__ __forceinline__ float word_lane(u32 v, int k) {
+  if constexpr (sizeof(T) == 4) return __uint_as_float(v);
+  else { T h; h.bits = (u16)(k ? v >> 16 : v & 0xffff); return to_f32(h); }
+}
+template <class T> __device__ __forceinline__ u32 word_pack(const float *f) {
+  if constexpr (sizeof(T) == 4) return __float_as_uint(f[0]);
+  else return pack2<T>(f[0], f[1]);
+}
+
+template <class T, class Op> __device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Comm &c, u64 e) {
+  constexpr int PER = 4 / (int)sizeof(T);
+  const int half = (int)(e & 1);
+  const u64 tag = e << 32;
+  const long words = (n + PER - 1) / PER, stride = c.half_bytes / (8 * MAX_RANKS);
+  const long first = (long)blockIdx.x * blockDim.x + threadIdx.x, step = (long)gridDim.x * blockDim.x;
+  for (long w = first; w < words; w += step) {
+    const u64 v = tag | load_word(x, w, n);
+#pragma unroll
+    for (int p = 0; p < MAX_RANKS; ++p)
+      if (p < c.size && !(c.rank == c.mute_rank && c.mute_signal == SIG_DATA))
+        st_relaxed_sys((u64 *)data_at(c, c.peers[p], half) + (long)c.rank * stride + w, v);
+  }
+  int stop = 0;
+  const u64 *mine = (const u64 *)data_at(c, c.peers[c.rank], half);
+  for (long w = first; w < words && !stop; w += step) {
+    float acc[PER] = {};
+    for (int p = 0; p < c.size; ++p) {
+      const u64 *slot = mine + (long)p * stride + w;
+      u64 v = ld_relaxed_sys(slot);
+      if ((v >> 32) != (e & 0xffffffffull)) {
+        const u64 t0 = globaltimer();
+        while (((v = ld_relaxed_sys(slot)) >> 32) != (e & 0xffffffffull)) {
+          if (ld_volatile(&c.state->abort)) { stop = 1; break; }
+          const u64 waited = globaltimer() - t0;
+          if (waited > c.timeout_ns) { report_timeout(c, p, SIG_DATA, e, v >> 32, waited); stop = 1; break; }
+        }
+        if (stop) break;
+      }
+#pragma unroll
+      for (int k = 0; k < PER; ++k) {
+        const float f = word_lane<T>((u32)v, k);
+        acc[k] = p == 0 ? f : Op::combine(acc[k], f);
+      }
+    }
+    if (!stop) store_word(y, w, n, word_pack<T>(acc));
+  }
+  if (__syncthreads_or(stop)) return;
+  launch_retire(c, e);
+}
+
+// ALGO: 1 one_shot, 2 two_shot, 3 one_shot_ll.  MULTIMEM: the two_shot variant whose reduced chunk is
 // stored to every rank (MOP: its ld_reduce operator; -1 where the switch has none, which the
 // generator only allows with the emulated twin).  c.mc == 0 selects the emulated twin.
 template <class T, class Op, int ALGO, bool MULTIMEM, int MOP>
@@ -138,6 +217,10 @@ __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &
   constexpr int V = VecOf<T>::N;
   const u64 e = launch_epoch(c);
   if (ld_volatile(&c.state->abort)) return;   // a timeout earlier: the host reports it
+  if constexpr (ALGO == 3) {
+    allreduce_ll<T, Op>(y, x, n, c, e);
+    return;
+  }
   const int half = (int)(e & 1);
   const long nvec = (n + V - 1) / V;
   const int chunks = ALGO == 2 ? c.size : 1;

@@ -81,6 +81,9 @@ static const entry matrix[] = {
   {"allreduce.lua", {"op=prod", "threads=128"}, {SIGNAL_PTX, "mul.f32"}, {"multimem"}},
   {"../tests/configs/allreduce_custom.lua", {0}, {SIGNAL_PTX, "abs.f32"}, {"multimem"}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem"}, {SIGNAL_PTX, MM_F32}, {0}},
+  /* one_shot_ll: each word travels with its epoch in one 8-byte relaxed sys-scope store */
+  {"allreduce.lua", {"algo=one_shot_ll"}, {"st.relaxed.sys.global.u64", "ld.relaxed.sys.global.u64", "%globaltimer", "_param_3[136]"}, {"multimem"}},
+  {"allreduce.lua", {"algo=one_shot_ll", "dtype=bf16", "op=max"}, {"st.relaxed.sys.global.u64", "cvt.rn.bf16x2.f32"}, {"multimem"}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "fallback=emulate", "dtype=bf16"},
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2", "multimem.st.relaxed.sys.global.v4.bf16x2"}, {0}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=f16", "op=max"},

@@ -34,9 +34,13 @@ end
 -- ---- manifest and source checks ------------------------------------------------------------
 
 local function token(f, v)
-  if f.kind == "custom" then return assert(f.check(v)).tag end
+  if f.kind == "custom" then
+    local nv = assert(f.check(v))
+    if type(nv) == "table" then return nv.tag end
+    v = nv
+  end
   if type(v) == "boolean" then return v and "1" or "0" end
-  return tostring(v)
+  return (tostring(v):gsub("_", ""))
 end
 
 -- cfg: the config as given (all fields set explicitly), m: its manifest
@@ -62,6 +66,18 @@ local function check_manifest(m, cfg, file, where)
   for _, o in ipairs(m.options) do has_arch = has_arch or o == "--gpu-architecture=" .. weft.ARCH end
   T.ok(has_arch, where .. " options name the arch")
 
+  -- families that talk to other ranks: one block shape, a grid split by the runtime, a comm section
+  if m.comm then
+    T.deq(m.block, { cfg.threads, 1, 1 }, where .. " block")
+    T.deq(m.cluster, { 1, 1, 1 }, where .. " cluster")
+    T.ok(#m.comm.signals >= 1 and m.comm.halves == 2, where .. " comm: signals, two halves")
+    T.eq(m.grid[1].arg, "n", where .. " grid from n")
+    T.eq(m.grid[1].cap, "coresident", where .. " every block resident")
+    for _, a in ipairs(m.args) do
+      T.ok(a.type == "ptr" and a.dtype == cfg.dtype or a.type == "i64" and a.role == "size", where .. " arg " .. a.name)
+    end
+    return
+  end
   -- launch shape
   T.deq(m.block, { cfg.threads, 1, 1 }, where .. " block")
   T.deq(m.cluster, { cfg.cluster, 1, 1 }, where .. " cluster")
@@ -324,6 +340,10 @@ local function fixup(cfg, field)
     end
   end
   if cfg.family == "cluster_reduce" and cfg.exchange == "push" then cfg.need_tail_sync = false end
+  if cfg.family == "allreduce" then   -- multimem is two_shot, and only it has a fallback
+    if field == "comm" and cfg.comm == "multimem" then cfg.algo = "two_shot" end
+    if field == "fallback" and cfg.fallback ~= "none" then cfg.comm = "multimem"; cfg.algo = "two_shot" end
+  end
   if cfg.family == "row_softmax" then
     if field == "mode" and cfg.mode == "stream" then cfg.max_cols = 0 end
     if field == "unroll" then cfg.mode = "stream"; cfg.max_cols = 0 end
@@ -444,7 +464,7 @@ T.test("--set through generate: applies, validates, names the file", function()
 end)
 
 T.test("family errors name the file, the value and the families", function()
-  local all = '"cluster_reduce", "row_reduce", "row_softmax"'
+  local all = '"cluster_reduce", "row_reduce", "row_softmax", "allreduce"'
   local _, e = gen('return { threads = 256 }', "x.lua")
   T.eq(e, "x.lua: family = nil: must be one of " .. all)
   _, e = gen('return { family = "row_reduc" }', "x.lua")
