@@ -144,8 +144,9 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   c->p.data_offset = round_up((long long)m->comm.n_signals * MAX_RANKS * c->p.max_blocks * 8, 256);
   c->p.half_bytes = round_up(vecs * 16, 256);
   size_t bytes = (size_t)(c->p.data_offset + (m->comm.halves > 0 ? m->comm.halves : 1) * c->p.half_bytes);
-  char tag[256];
-  snprintf(tag, sizeof tag, "kernel=%s max_elems=%lld", m->hash, max_elems);
+  /* the kernel's name says which config a rank compiled; the hash catches everything else */
+  char tag[1024];
+  snprintf(tag, sizeof tag, "kernel=%s hash=%.12s max_elems=%lld", m->name, m->hash, max_elems);
   st = weft_symm_alloc(api_kernel_ctx(k), w, bytes, tag, &c->symm);
   if (st) {
     snprintf(kerr, API_ERRLEN, "%s", weft_ctx_error(api_kernel_ctx(k)));

@@ -162,6 +162,28 @@ static void test_launch_without_driver(void **state) {
   assert_string_equal(weft_status_name(WEFT_ERR_NO_DRIVER), "no driver");
 }
 
+/* A kernel that talks to other ranks is launched through a communicator, never weft_launch. */
+static void test_comm_kernel_needs_a_comm(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_kernel *k;
+  const char *ar = "return { family = 'allreduce', dtype = 'bf16', algo = 'two_shot' }";
+  assert_int_equal(weft_compile_string(ctx, "ar.lua", ar, NULL, 0, &k), WEFT_OK);
+  const weft_manifest *m = weft_kernel_manifest(k);
+  assert_int_equal(m->comm.n_signals, 3);
+  assert_string_equal(m->comm.signals[0], "ready");
+  assert_int_equal(m->comm.halves, 2);
+  assert_string_equal(m->grid[0].split, "ranks");
+  uint64_t y = 0x10000, x = 0x20000;
+  long long n = 1000;
+  void *args[] = {&y, &x, &n};
+  assert_int_equal(weft_launch(k, args, NULL), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(k), "launch it with weft_comm_launch"));
+  weft_kernel_destroy(k);
+  weft_ctx_destroy(ctx);
+}
+
 static void test_reference_fold(void **state) {
   (void)state;
   weft_ctx *ctx;
@@ -202,6 +224,7 @@ int main(void) {
     cmocka_unit_test(test_nvrtc_error_points_at_template),
     cmocka_unit_test(test_launch_without_driver),
     cmocka_unit_test(test_reference_fold),
+    cmocka_unit_test(test_comm_kernel_needs_a_comm),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

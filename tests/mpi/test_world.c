@@ -89,6 +89,14 @@ int main(int argc, char **argv) {
     CHECK(!sm && strstr(e, "rank 0: "), "the lowest failing rank's message: %s", e);
     CHECK(same_everywhere(e), "every rank fails with the same message: %s", e);
   }
+  /* a kernel that does not talk to other ranks has no communicator (decided before any collective) */
+  weft_kernel *rk;
+  CHECK(weft_compile_string(ctx, "rr.lua", "return { family = 'row_reduce' }", NULL, 0, &rk) == WEFT_OK, "compile row_reduce");
+  weft_comm *cm = NULL;
+  CHECK(weft_comm_create(rk, w, 1000, &cm) == WEFT_ERR_INVALID && !cm, "comm for row_reduce refused");
+  CHECK(strstr(weft_kernel_error(rk), "does not talk to other ranks: launch it with weft_launch") != NULL, "%s",
+        weft_kernel_error(rk));
+  weft_kernel_destroy(rk);
   weft_ctx_destroy(ctx);
   weft_world_destroy(w);
 
