@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fdx.h"
+#include "world.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434   /* one number on x86_64 and in the generic table (aarch64) */
@@ -52,12 +53,8 @@ static long long now_ms(void) {
 
 /* Collective: 0 if no rank has a message in msg, else -1 with the lowest failing rank's message on
  * every rank.  It is also the barrier that keeps each `mine` open until every peer has taken it. */
-static int first_failure(MPI_Comm node, int me, char *msg) {
-  int who = msg[0] ? me : INT_MAX, first = INT_MAX;
-  MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, node);
-  if (first == INT_MAX) return 0;
-  MPI_Bcast(msg, MSG_MAX, MPI_CHAR, first, node);
-  return -1;
+static int first_failure(MPI_Comm node, char *msg) {
+  return world_first_failure(node, msg[0] != 0, msg, MSG_MAX) < 0 ? 0 : -1;
 }
 
 static void by_pidfd(int me, int n, const struct rec *who, int *fds, char *msg) {
@@ -151,7 +148,7 @@ static void by_socket(MPI_Comm node, int me, int n, int mine, const struct rec *
   else if (bind(s, (struct sockaddr *)&a, alen) < 0) call = "bind";
   if (call) snprintf(msg, MSG_MAX, "local rank %d: %s of \"@%s\": %s", me, call, a.sun_path + 1, strerror(errno));
   /* every address exists before anyone sends */
-  if (first_failure(node, me, msg)) {
+  if (first_failure(node, msg)) {
     if (s >= 0) close(s);
     return;
   }
@@ -229,7 +226,7 @@ int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_meth
   if (!msg[0] && (fds[me] = fcntl(mine, F_DUPFD_CLOEXEC, 0)) < 0)
     snprintf(msg, MSG_MAX, "local rank %d cannot dup its own fd %d: %s", me, mine, strerror(errno));
   self.method = m;
-  if (first_failure(node, me, msg)) goto fail;
+  if (first_failure(node, msg)) goto fail;
   MPI_Allgather(&self, sizeof self, MPI_BYTE, who, sizeof self, MPI_BYTE, node);
   /* every rank sees the same table, so every rank takes the same branch below */
   int same_ns = 1;
@@ -249,7 +246,7 @@ int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_meth
   if (m != FDX_SOCKET) {
     if (!same_ns) snprintf(msg, MSG_MAX, "the local ranks are in different pid namespaces, so their pids mislead");
     else by_pidfd(me, n, who, fds, msg);
-    if (!first_failure(node, me, msg)) {
+    if (!first_failure(node, msg)) {
       if (used) *used = FDX_PIDFD;
       goto done;
     }
@@ -259,7 +256,7 @@ int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_meth
     msg[0] = 0;
   }
   by_socket(node, me, n, mine, who, same_ns, fds, msg);
-  if (first_failure(node, me, msg)) goto fail;
+  if (first_failure(node, msg)) goto fail;
   if (used) *used = FDX_SOCKET;
   if (why[0] && err && errlen) snprintf(err, errlen, "fdx: pidfd did not work (%s), so the socket path ran", why);
 done:

@@ -55,6 +55,15 @@ int hr_op_parse(const char *s, hr_op *out) {
   return -1;
 }
 
+double hr_fold(hr_op op, double a, double b) {
+  switch (op) {
+    case HR_SUM: return a + b;
+    case HR_PROD: return a * b;
+    case HR_MAX: return a > b ? a : b;
+    default: return a < b ? a : b;
+  }
+}
+
 /* ---- conversions -------------------------------------------------------------------------- */
 
 static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -12,6 +12,7 @@ int hr_dtype_parse(const char *s, hr_dtype *out);   /* "f32"/"f16"/"bf16" -> 0, 
 const char *hr_dtype_name(hr_dtype dt);
 size_t hr_dtype_size(hr_dtype dt);
 int hr_op_parse(const char *s, hr_op *out);          /* "sum"/"max"/"min"/"prod" -> 0, else -1 */
+double hr_fold(hr_op op, double a, double b);        /* op(a, b) in double */
 
 /* IEEE conversions, round to nearest even; NaN stays NaN, overflow gives inf. */
 float hr_f16_to_f32(uint16_t h);

@@ -131,13 +131,22 @@ int weft_multicast_allowed(int device_supports, char *why, size_t len) {
 MPI_Comm world_comm(const weft_world *w) { return w->comm; }
 MPI_Comm world_node(const weft_world *w) { return w->node; }
 
+int world_first_failure(MPI_Comm c, int failed, char *msg, size_t len) {
+  int me = 0, n = 0, first = 0;
+  MPI_Comm_rank(c, &me);
+  MPI_Comm_size(c, &n);
+  int mine = failed ? me : n;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c);
+  if (first == n) return -1;
+  MPI_Bcast(msg, (int)len, MPI_CHAR, first, c);
+  return first;
+}
+
 int world_all_ok(const weft_world *w, int ok, const char *msg, char *out, size_t len) {
-  int mine = ok ? w->size : w->rank, first = 0;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, w->comm);
-  if (first == w->size) return 1;
-  char buf[1024] = "";
-  if (w->rank == first) snprintf(buf, sizeof buf, "%s", msg ? msg : "failed");
-  MPI_Bcast(buf, (int)sizeof buf, MPI_CHAR, first, w->comm);
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", ok ? "" : msg ? msg : "failed");
+  int first = world_first_failure(w->comm, !ok, buf, sizeof buf);
+  if (first < 0) return 1;
   if (out && len) snprintf(out, len, "rank %d: %s", first, buf);
   return 0;
 }

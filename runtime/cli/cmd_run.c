@@ -257,15 +257,6 @@ out:
 
 /* ---- cluster_reduce ---------------------------------------------------------------------- */
 
-static double fold(hr_op op, double a, double b) {
-  switch (op) {
-    case HR_SUM: return a + b;
-    case HR_PROD: return a * b;
-    case HR_MAX: return a > b ? a : b;
-    default: return a < b ? a : b;
-  }
-}
-
 static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
   const weft_manifest *m = weft_kernel_manifest(k);
   int C = atoi(weft_manifest_param(m, "cluster")), T = atoi(weft_manifest_param(m, "threads"));
@@ -311,7 +302,7 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
             if (b != b0) differ++;
             for (int t = 0; t < T; t++) {
               double x = hx[(((size_t)(cl * C + c) * I + it) * T + t) * W + w];
-              want = (c == 0 && t == 0) ? x : fold(op, want, x);
+              want = (c == 0 && t == 0) ? x : hr_fold(op, want, x);
               scale += fabs(x);
               ref_in[nv++] = x;
             }

@@ -93,13 +93,7 @@ static int reference(ar_run *r, long long n, double *want, double *scale) {
       double v = hr_load(r->dt, h, (size_t)i);
       if (p == 0) { want[i] = v; scale[i] = fabs(v); continue; }
       scale[i] += fabs(v);
-      if (r->custom) continue;
-      switch (r->op) {
-        case HR_SUM: want[i] += v; break;
-        case HR_PROD: want[i] *= v; break;
-        case HR_MAX: want[i] = v > want[i] ? v : want[i]; break;
-        case HR_MIN: want[i] = v < want[i] ? v : want[i]; break;
-      }
+      if (!r->custom) want[i] = hr_fold(r->op, want[i], v);
     }
   }
   if (r->custom) {   /* the operator's own Lua reference, over the ranks in order */
