@@ -5,7 +5,7 @@
 set -u
 W=${WEFT:-build/weft}
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-bench-cache}
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 printf '%-8s %-6s %-6s %s\n' cluster width exchange "us per combine"
 for c in 2 4 8 16; do
   np=""; [ $c -eq 16 ] && np="--set nonportable=true"

@@ -6,8 +6,7 @@ set -u
 here=$(pwd)
 built_at=${WEFT_BUILT_AT:-/work/main}
 if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfn "$here" "$built_at"; fi
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"

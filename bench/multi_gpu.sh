@@ -11,12 +11,10 @@ out=/tmp/weft-multi-gpu
 rm -rf "$out"; mkdir -p "$out" "$final"
 # every log comes back in one archive (the device tool returns a limited number of files)
 trap 'tar czf "$final/multi_gpu_logs.tgz" -C "$out" . ; cp "$out"/compare.txt "$out"/ceiling.log "$final"/ 2>/dev/null' EXIT
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-mgpu-cache}
 P=$(nvidia-smi -L | wc -l)
-MPIRUN="mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS -x WEFT_MULTICAST -x WEFT_CACHE_DIR"
+MPIRUN="$MPIRUN --bind-to none -x WEFT_CACHE_DIR"
 W=build/weft
 AR=examples/allreduce.lua
 {

@@ -4,7 +4,7 @@
 set -u
 W=${WEFT:-build/weft}
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-profile-cache}
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 i=0
 for cfg in "$@"; do
   i=$((i + 1))

@@ -4,7 +4,7 @@
 set -u
 W=${WEFT:-build/weft}
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-sanitize-cache}
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 log=${OUT:-/tmp}/sanitize.log
 : > "$log"
 runs=(

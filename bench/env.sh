@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# bench/env.sh: source it first in every script that runs on the GPU machines.
+#  - NVRTC from the toolkit;
+#  - NVLink multicast switched off, for this process and every child (DEVICE.md: never
+#    multicast on these machines);
+#  - mpirun as root, and $MPIRUN, which passes all of the above to every rank.
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN="mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS -x WEFT_MULTICAST"
