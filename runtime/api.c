@@ -389,6 +389,9 @@ static weft_status check_args(weft_kernel *k, void **args) {
     if (strcmp(a->type, "ptr") != 0) continue;
     CUdeviceptr p = *(CUdeviceptr *)args[i];
     if (!p) return fail(k->err, WEFT_ERR_LAUNCH, "%s: pointer argument %s is 0", m->name, a->name);
+    if (a->align > 0 && p % (CUdeviceptr)a->align)
+      return fail(k->err, WEFT_ERR_LAUNCH, "%s: %s = 0x%llx: this kernel moves %d-byte vectors; pass %d-byte aligned "
+                  "buffers", m->name, a->name, (unsigned long long)p, a->align, a->align);
     if (p % dtype_size(a->dtype))
       return fail(k->err, WEFT_ERR_LAUNCH, "%s: %s = 0x%llx is not aligned to its element size (%zu bytes)",
                   m->name, a->name, (unsigned long long)p, dtype_size(a->dtype));

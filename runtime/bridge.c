@@ -200,6 +200,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
     args[i].dtype = field_str(L, a, "dtype", m);
     args[i].role = field_str(L, a, "role", m);
     args[i].congruent = field_str(L, a, "congruent", m);
+    args[i].align = (int)field_int(L, a, "align", 0);
     lua_pop(L, 1);
   }
   m->args = args;

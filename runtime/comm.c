@@ -221,11 +221,6 @@ weft_status weft_comm_launch(weft_comm *c, void **args, void *stream) {
         return WEFT_ERR_LAUNCH;
       }
     }
-    if (!strcmp(m->args[i].type, "ptr") && *(CUdeviceptr *)args[i] % 16) {
-      snprintf(c->err, sizeof c->err, "%s: %s = 0x%llx: this kernel moves 16-byte vectors; pass 16-byte aligned "
-               "buffers", m->name, m->args[i].name, (unsigned long long)*(CUdeviceptr *)args[i]);
-      return WEFT_ERR_LAUNCH;
-    }
   }
   void *params[16];
   if (m->n_args + 1 > 16) return WEFT_ERR_INTERNAL;

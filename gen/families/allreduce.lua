@@ -71,8 +71,8 @@ function F.derive(cfg)
     cluster = { 1, 1, 1 },
     smem = 0,
     args = {
-      { name = "y", type = "ptr", dtype = cfg.dtype, role = "out" },
-      { name = "x", type = "ptr", dtype = cfg.dtype, role = "in" },
+      { name = "y", type = "ptr", dtype = cfg.dtype, role = "out", align = 16 },   -- 16-byte vectors
+      { name = "x", type = "ptr", dtype = cfg.dtype, role = "in", align = 16 },
       { name = "n", type = "i64", role = "size" },
     },
     -- one block per threads x 16 bytes of a chunk (two_shot: a rank's share), capped so that
