@@ -7,7 +7,7 @@ struct Op {
   __device__ __forceinline__ static float combine(float a, float b) { return ${op_combine}; }
 };
 
-extern "C" __global__ void __launch_bounds__(${threads}) ${name}(weft::${ctype} *y, const weft::${ctype} *x, long long n,
+extern "C" __global__ void __launch_bounds__(${bounds}) ${name}(weft::${ctype} *y, const weft::${ctype} *x, long long n,
                                                                 const __grid_constant__ weft::Comm comm) {
   weft::allreduce<weft::${ctype}, Op, ${algo}, ${multimem}, ${mop}>(y, x, (long)n, comm);
 }

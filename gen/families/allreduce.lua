@@ -66,7 +66,13 @@ function F.derive(cfg)
   return {
     values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
                ctype = common.CTYPE[cfg.dtype], algo = ({ one_shot = 1, two_shot = 2, one_shot_ll = 3 })[cfg.algo],
-               multimem = cfg.comm == "multimem", mop = mop, op_name = cfg.op.name },
+               multimem = cfg.comm == "multimem", mop = mop, op_name = cfg.op.name,
+               -- __launch_bounds__: one_shot_ll states "at least 1 block per SM", because ptxas left
+               -- to itself squeezed it to 40 registers and spilled (with it: 53-56, no spill, still
+               -- 2 blocks of 512 per SM).  The others keep ptxas's choice (54-72 registers, no spill,
+               -- 2 blocks per SM); a stated minimum of 1 would give them 80-113 and halve the
+               -- co-resident grid, and 2 (64 registers) makes the 8-rank fold spill.
+               bounds = ll and (cfg.threads .. ", 1") or tostring(cfg.threads) },
     block = { cfg.threads, 1, 1 },
     cluster = { 1, 1, 1 },
     smem = 0,

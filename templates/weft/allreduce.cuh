@@ -139,15 +139,6 @@ __device__ __forceinline__ U4 reduce_chunk_vec(const Comm &c, int half, long i) 
 // read every rank's epoch-(e + 1) words, which each wrote after finishing launch e.
 enum { SIG_DATA = 2 };
 
-__device__ __forceinline__ void st_relaxed_sys(u64 *p, u64 v) {
-  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ u64 ld_relaxed_sys(const u64 *p) {
-  u64 v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // word w of x (4 bytes; a 16-bit tail element padded with zero)
 template <class T> __device__ __forceinline__ u32 load_word(const T *x, long w, long n) {
   constexpr int PER = 4 / (int)sizeof(T);
@@ -182,21 +173,15 @@ template <class T, class Op> __device__ __forceinline__ void allreduce_ll(T *y, 
         st_relaxed_sys((u64 *)data_at(c, c.peers[p], half) + (long)c.rank * stride + w, v);
   }
   int stop = 0;
+  Timeout to;
   const u64 *mine = (const u64 *)data_at(c, c.peers[c.rank], half);
   for (long w = first; w < words && !stop; w += step) {
     float acc[PER] = {};
     for (int p = 0; p < c.size; ++p) {
-      const u64 *slot = mine + (long)p * stride + w;
-      u64 v = ld_relaxed_sys(slot);
-      if ((v >> 32) != (e & 0xffffffffull)) {
-        const u64 t0 = globaltimer();
-        while (((v = ld_relaxed_sys(slot)) >> 32) != (e & 0xffffffffull)) {
-          if (ld_volatile(&c.state->abort)) { stop = 1; break; }
-          const u64 waited = globaltimer() - t0;
-          if (waited > c.timeout_ns) { report_timeout(c, p, SIG_DATA, e, v >> 32, waited); stop = 1; break; }
-        }
-        if (stop) break;
-      }
+      const u64 v = poll_bounded<false>(
+          c, mine + (long)p * stride + w, p, [e](u64 s) { return (s >> 32) == (e & 0xffffffffull); },
+          [](u64 s) { return s >> 32; }, stop, to);
+      if (stop) break;
 #pragma unroll
       for (int k = 0; k < PER; ++k) {
         const float f = word_lane<T>((u32)v, k);
@@ -205,6 +190,7 @@ template <class T, class Op> __device__ __forceinline__ void allreduce_ll(T *y, 
     }
     if (!stop) store_word(y, w, n, word_pack<T>(acc));
   }
+  to.report(c, SIG_DATA, e);
   if (__syncthreads_or(stop)) return;
   launch_retire(c, e);
 }

@@ -58,6 +58,17 @@ __device__ __forceinline__ u64 ld_acquire_sys(const u64 *p) {
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+__device__ __forceinline__ void st_relaxed_sys(u64 *p, u64 v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 ld_relaxed_sys(const u64 *p) {
+  u64 v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+template <bool ACQUIRE> __device__ __forceinline__ u64 ld_sys(const u64 *p) {
+  return ACQUIRE ? ld_acquire_sys(p) : ld_relaxed_sys(p);
+}
 __device__ __forceinline__ u64 globaltimer() {
   u64 t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -94,29 +105,49 @@ __device__ __forceinline__ void report_timeout(const Comm &c, int peer, int sign
   __threadfence_system();
 }
 
+// What a timed-out wait saw; reported once the waiter is out of its loops (report_timeout
+// inlined inside a polling loop makes ptxas spill in the loop).
+struct Timeout {
+  u64 seen = 0, waited = 0;
+  int peer = -1;
+  __device__ __forceinline__ void report(const Comm &c, int signal, u64 want) const {
+    if (peer >= 0) report_timeout(c, peer, signal, want, seen, waited);
+  }
+};
+
+// The bounded wait: poll `slot` until arrived(v).  On a timeout (noted in `to` with what
+// seen(v) says the slot held) or an abort raised elsewhere on this rank, sets stop and returns.
+template <bool ACQUIRE, class Arrived, class Seen>
+__device__ __forceinline__ u64 poll_bounded(const Comm &c, const u64 *slot, int peer, Arrived arrived, Seen seen,
+                                            int &stop, Timeout &to) {
+  u64 v = ld_sys<ACQUIRE>(slot);
+  if (arrived(v)) return v;
+  const u64 t0 = globaltimer();
+  for (;;) {
+    v = ld_sys<ACQUIRE>(slot);
+    if (arrived(v)) return v;
+    if (ld_volatile(&c.state->abort)) { stop = 1; return v; }
+    const u64 waited = globaltimer() - t0;
+    if (waited > c.timeout_ns) {
+      to.seen = seen(v);
+      to.waited = waited;
+      to.peer = peer;
+      stop = 1;
+      return v;
+    }
+  }
+}
+
 // Wait until every rank's block of this index reached `signal` at epoch e (thread t polls
 // rank t).  Returns false on every thread of the block when it must stop: a timeout here or
 // anywhere on this rank.  Call from all threads.
 __device__ __forceinline__ bool wait_peers(const Comm &c, int signal, u64 e) {
   int t = threadIdx.x, stop = 0;
-  if (t < c.size) {
-    const u64 *slot = signal_slot(c, c.peers[c.rank], signal, t, blockIdx.x);
-    u64 seen = ld_acquire_sys(slot);
-    if (seen < e) {
-      u64 t0 = globaltimer();
-      for (;;) {
-        seen = ld_acquire_sys(slot);
-        if (seen >= e) break;
-        if (ld_volatile(&c.state->abort)) { stop = 1; break; }
-        u64 waited = globaltimer() - t0;
-        if (waited > c.timeout_ns) {
-          report_timeout(c, t, signal, e, seen, waited);
-          stop = 1;
-          break;
-        }
-      }
-    }
-  }
+  Timeout to;
+  if (t < c.size)
+    poll_bounded<true>(c, signal_slot(c, c.peers[c.rank], signal, t, blockIdx.x), t, [e](u64 v) { return v >= e; },
+                       [](u64 v) { return v; }, stop, to);
+  to.report(c, signal, e);
   return !__syncthreads_or(stop);
 }
 

@@ -124,6 +124,9 @@ int main(int argc, char **argv) {
     for (int j = 0; j < 4 && e->never[j]; j++)
       if (contains(ptx, e->never[j])) { printf("FAIL %s: PTX has '%s', which this config must not emit\n", name, e->never[j]); ok = 0; }
     if (!contains(ptx, ".target sm_90a")) { printf("FAIL %s: PTX is not for sm_90a\n", name); ok = 0; }
+    /* ptxas's report (NVRTC log): no kernel of the matrix may spill registers */
+    const char *sp = strstr(weft_kernel_log(k), "bytes spill stores");
+    if (sp && !strstr(weft_kernel_log(k), " 0 bytes spill stores")) { printf("FAIL %s: spills registers\n", name); ok = 0; }
     double ms = weft_kernel_compile_ms(k);
     if (!weft_kernel_cache_hit(k) && ms > slowest) { slowest = ms; snprintf(slowest_name, sizeof slowest_name, "%s", name); }
     if (ok) { printf("ok   %s (%.0f ms%s)\n", name, ms, weft_kernel_cache_hit(k) ? ", cached" : ""); passed++; }
