@@ -16,7 +16,7 @@ local M = {}
 
 M.VERSION = "0.1.0"
 M.ARCH = "sm_90a"
-M.FAMILIES = { "cluster_reduce", "row_reduce", "row_softmax", "allreduce" }
+M.FAMILIES = { "cluster_reduce", "row_reduce", "row_softmax", "allreduce", "ag_gemm" }
 M.refs = {}   -- kernel name -> custom operator reference function (see generate)
 
 local function family_module(name)
@@ -46,7 +46,11 @@ local function flatten(cfg, fam)
   local out = { { key = "family", value = fam.name } }
   for _, f in ipairs(fam.fields) do
     local v = cfg[f.name]
-    if type(v) == "table" then   -- an operator
+    if type(v) == "table" and not v.combine then   -- a table of numbers (tile = { m, n, k })
+      for key, x in pairs(v) do
+        if key ~= "tag" then out[#out + 1] = { key = f.name .. "." .. key, value = tostring(x) } end
+      end
+    elseif type(v) == "table" then   -- an operator
       out[#out + 1] = { key = f.name, value = v.name }
       out[#out + 1] = { key = f.name .. ".combine", value = v.combine }
       out[#out + 1] = { key = f.name .. ".identity", value = v.identity }
@@ -127,6 +131,7 @@ function M.generate(text, file, overrides, read)
     args = d.args,
     grid = d.grid,
     limits = d.limits,
+    tmaps = d.tmaps, -- tensor maps the runtime builds at each launch (TMA), nil if none
     comm = d.comm,   -- nil unless the kernel talks to other ranks (weft_comm_launch)
     params = flatten(ncfg, fam),
     config_file = file,

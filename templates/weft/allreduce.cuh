@@ -26,6 +26,7 @@
 // same expression on the same inputs.  (A real multimem.ld_reduce reduces in the switch, in
 // its own order; its result is still the one every rank receives.)
 #pragma once
+#include "weft/multimem.cuh"
 #include "weft/ops.cuh"
 #include "weft/signal.cuh"
 #include "weft/types.cuh"
@@ -77,35 +78,6 @@ template <class T, class Op> __device__ __forceinline__ U4 fold_ranks(const Comm
     }
   return pack_f32<T>(acc);
 }
-
-// The switch's reduction of vector i of the multicast buffer, and its store to every rank.
-template <class T, int MOP> __device__ __forceinline__ U4 multimem_ld_reduce(const U4 *p);
-template <class T> __device__ __forceinline__ void multimem_st(U4 *p, const U4 &v);
-#define WEFT_MM_LDRED(T, MOP, INSTR)                                                              \
-  template <> __device__ __forceinline__ U4 multimem_ld_reduce<T, MOP>(const U4 *p) {             \
-    U4 v;                                                                                         \
-    asm volatile(INSTR " {%0, %1, %2, %3}, [%4];"                                                 \
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");             \
-    return v;                                                                                     \
-  }
-enum { MM_ADD = 0, MM_MIN = 1, MM_MAX = 2 };
-WEFT_MM_LDRED(f32, MM_ADD, "multimem.ld_reduce.relaxed.sys.global.add.v4.f32")
-WEFT_MM_LDRED(bf16, MM_ADD, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2")
-WEFT_MM_LDRED(bf16, MM_MIN, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2")
-WEFT_MM_LDRED(bf16, MM_MAX, "multimem.ld_reduce.relaxed.sys.global.max.v4.bf16x2")
-WEFT_MM_LDRED(f16, MM_ADD, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2")
-WEFT_MM_LDRED(f16, MM_MIN, "multimem.ld_reduce.relaxed.sys.global.min.v4.f16x2")
-WEFT_MM_LDRED(f16, MM_MAX, "multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2")
-#undef WEFT_MM_LDRED
-#define WEFT_MM_ST(T, TY)                                                                         \
-  template <> __device__ __forceinline__ void multimem_st<T>(U4 * p, const U4 &v) {               \
-    asm volatile("multimem.st.relaxed.sys.global.v4." TY " [%0], {%1, %2, %3, %4};"              \
-                 ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");                   \
-  }
-WEFT_MM_ST(f32, "f32")
-WEFT_MM_ST(bf16, "bf16x2")
-WEFT_MM_ST(f16, "f16x2")
-#undef WEFT_MM_ST
 
 // Phase 2 of two_shot for vector i of this rank's chunk: the reduced vector, left where
 // phase 3 reads it (this rank's half for threadload; every rank's half for multimem).

@@ -1,0 +1,237 @@
+-- gen/families/ag_gemm.lua: C[M,N] = A[M,K] . B with A row-sharded over the ranks (all-gather +
+-- GEMM), every rank computing all of C; and the plain GEMM it is built from (variant = "gemm").
+-- Device side: templates/weft/ag_gemm.cuh (the protocol and the kernels), weft/gemm.cuh (TMA,
+-- mbarriers, WGMMA).  The WGMMA instruction for the chosen tile is rendered here.
+local common = require("gen.common")
+
+local F = {
+  name = "ag_gemm",
+  template = "templates/ag_gemm.cu",
+  doc = "C = allgather(A) . B (or the plain GEMM); comm variants launch with weft_comm_launch",
+}
+
+local VARIANTS = { "gemm", "naive_remote", "threadload_gather", "multimem_gather", "gather_then_gemm", "fused" }
+-- what each variant computes with, and the comm methods it has
+local COMPUTE = { gemm = "wgmma", fused = "wgmma", gather_then_gemm = "none", naive_remote = "scalar",
+                  threadload_gather = "scalar", multimem_gather = "scalar" }
+local COMMS = { gemm = { "none" }, naive_remote = { "threadload" }, threadload_gather = { "threadload" },
+                multimem_gather = { "multimem" }, gather_then_gemm = { "threadload", "multimem" },
+                fused = { "tma", "threadload", "multimem" } }
+local DEFAULT_COMM = { gemm = "none", naive_remote = "threadload", threadload_gather = "threadload",
+                       multimem_gather = "multimem", gather_then_gemm = "threadload", fused = "tma" }
+
+local WGMMA_M = { 64, 128, 256 }
+local WGMMA_N = { 64, 128, 192, 256 }
+local SCALAR_MN = { 16, 32, 64 }
+local SCALAR_K = { 8, 16, 32 }
+local ACC_REGS = 128        -- f32 accumulators per consumer thread before the 232-register budget breaks
+local SCALAR_THREADS = 256
+
+local function has(list, v)
+  for _, x in ipairs(list) do if x == v then return true end end
+  return false
+end
+
+local function tile_check(v)
+  local allowed = '"auto" or a table { m = <rows>, n = <cols>, k = <depth> } of integers'
+  if v == "auto" then return v end
+  if type(v) ~= "table" then return nil, allowed end
+  local out = {}
+  for key in pairs(v) do
+    if key ~= "m" and key ~= "n" and key ~= "k" then return nil, allowed .. " (unknown key " .. tostring(key) .. ")" end
+  end
+  for _, key in ipairs({ "m", "n", "k" }) do
+    local x = v[key]
+    local iv = math.type(x) == "integer" and x or (type(x) == "number" and math.tointeger(x))
+    if not iv or iv < 1 then return nil, allowed .. " (" .. key .. " is missing or not a positive integer)" end
+    out[key] = iv
+  end
+  out.tag = string.format("%dx%dx%d", out.m, out.n, out.k)
+  return out
+end
+
+F.fields = {
+  common.dtype({ "f16", "bf16" }, "bf16"),
+  { name = "variant", kind = "enum", values = VARIANTS, default = "fused", tag = "",
+    doc = "gemm (local, no ranks) | naive_remote | threadload_gather | multimem_gather | gather_then_gemm | fused" },
+  { name = "comm", kind = "enum", values = { "auto", "none", "threadload", "multimem", "tma" }, default = "auto", tag = "",
+    doc = "how shards travel: threadload (SM loads over NVLink), multimem (owner's multimem.st), tma (TMA reads the "
+      .. "peer's memory); auto: the variant's own (fused: tma)" },
+  { name = "fallback", kind = "enum", values = { "none", "emulate" }, default = "none", tag = "fb",
+    doc = "comm = multimem where multicast is unavailable: none (fail) or emulate (unicast fan-out twin)" },
+  { name = "compute", kind = "enum", values = { "auto", "scalar", "wgmma" }, default = "auto", tag = "",
+    doc = "scalar (CUDA cores, the seed's fused kernels) or wgmma (tensor cores); auto: the variant's own" },
+  { name = "b_layout", kind = "enum", values = { "row", "col" }, default = "row", tag = "b",
+    doc = "row: B is K x N row-major; col: B is stored N x K (a linear layer's weight), C = A . B^T of that" },
+  { name = "tile", kind = "custom", check = tile_check, default = "auto", tag = "",
+    doc = "output tile per CTA and K step (auto: 128x256x64 for wgmma, 32x32x16 for scalar): wgmma m in {64,128,256}, n in {64,128,192,256}, k = 64; "
+      .. "scalar m, n in {16,32,64}, k in {8,16,32}" },
+  { name = "stages", kind = "int", min = 2, max = 8, default = 4, tag = "s",
+    doc = "wgmma: depth of the shared-memory ring TMA fills ahead of the tensor cores" },
+  { name = "consumers", kind = "int", values = { 1, 2 }, default = 2, tag = "c",
+    doc = "wgmma: consumer warpgroups (each owns tile.m / consumers rows); one more warpgroup loads and talks" },
+  { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
+    doc = "wgmma: row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
+  { name = "schedule", kind = "enum", values = { "ring", "rank_order" }, default = "ring", tag = "",
+    doc = "shard order: ring (own shard, then rank+1, ...: no two ranks read one owner at once) or rank_order" },
+}
+
+-- auto -> the variant's own; then every rule, each message naming what is allowed
+function F.check(cfg, errs)
+  local v = cfg.variant
+  if cfg.comm == "auto" then cfg.comm = DEFAULT_COMM[v] end
+  if cfg.compute == "auto" then cfg.compute = COMPUTE[v] end
+  if cfg.tile == "auto" then
+    cfg.tile = cfg.compute == "scalar" and tile_check({ m = 32, n = 32, k = 16 }) or tile_check({ m = 128, n = 256, k = 64 })
+  end
+  if not has(COMMS[v], cfg.comm) then
+    errs.add("comm", cfg.comm, string.format('variant = "%s" takes comm = %s', v, table.concat(COMMS[v], " | ")))
+  end
+  if cfg.compute ~= COMPUTE[v] then
+    errs.add("compute", cfg.compute, string.format('variant = "%s" computes with %s (%s)', v, COMPUTE[v],
+      COMPUTE[v] == "none" and "it only gathers; its GEMM is variant = \"gemm\"" or
+      (COMPUTE[v] == "scalar" and "the seed's scalar kernels; fused and gemm use wgmma" or "tensor cores")))
+  end
+  if cfg.fallback ~= "none" and cfg.comm ~= "multimem" then
+    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
+  end
+  local t = cfg.tile
+  if cfg.compute == "wgmma" then
+    if not has(WGMMA_M, t.m) then
+      errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (64-row WGMMA groups, at most 2 per consumer)")
+    end
+    if not has(WGMMA_N, t.n) then
+      errs.add("tile.n", t.n, "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)")
+    end
+    if t.k ~= 64 then
+      errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
+    end
+    if has(WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
+      errs.add("consumers", cfg.consumers, string.format("tile.m = %d has %d 64-row group(s); use consumers <= %d",
+        t.m, t.m // 64, t.m // 64))
+    elseif has(WGMMA_M, t.m) and has(WGMMA_N, t.n) then
+      local regs = t.m * t.n // (128 * cfg.consumers)
+      if regs > ACC_REGS then
+        errs.add("tile", t, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
+          .. "at most %d fit (use consumers = 2 or a smaller tile)", t.m, t.n, cfg.consumers, regs, ACC_REGS))
+      end
+    end
+  else
+    if cfg.compute == "scalar" and (not has(SCALAR_MN, t.m) or not has(SCALAR_MN, t.n) or not has(SCALAR_K, t.k)) then
+      errs.add("tile", t, "scalar tiles take m, n in {16, 32, 64} and k in {8, 16, 32} (a 16 x 16 grid of threads)")
+    end
+    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 } }) do
+      if cfg[f[1]] ~= f[2] then
+        errs.add(f[1], cfg[f[1]], string.format('applies to compute = "wgmma" only; leave it %d', f[2]))
+      end
+    end
+  end
+  if v == "gemm" and cfg.schedule ~= "ring" then
+    errs.add("schedule", cfg.schedule, 'variant = "gemm" has no shards; leave it "ring"')
+  end
+end
+
+-- The WGMMA instruction for a consumer's 64 x n slice, with its n/2 accumulator operands.
+local function wgmma_struct(n, dtype, b_row)
+  local regs = {}
+  for i = 0, n // 2 - 1 do regs[#regs + 1] = "%" .. i end
+  local outs = {}
+  for i = 0, n // 2 - 1 do outs[#outs + 1] = string.format('"+f"(d[%d])', i) end
+  local a, b, sd = n // 2, n // 2 + 1, n // 2 + 2
+  return table.concat({
+    "// m64n" .. n .. "k16, " .. dtype .. " in, f32 accumulate; B " .. (b_row and "MN-major (transposed)" or "K-major"),
+    "struct Wgmma {",
+    "  __device__ __forceinline__ static void mma(float (&d)[" .. n // 2 .. "], weft::u64 da, weft::u64 db, int scale_d) {",
+    '    asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, %' .. sd .. ', 0;\\n"',
+    '                 "wgmma.mma_async.sync.aligned.m64n' .. n .. 'k16.f32.' .. dtype .. "." .. dtype .. ' {"',
+    '                 "' .. table.concat(regs, ", ") .. '"',
+    '                 "}, %' .. a .. ", %" .. b .. ", p, 1, 1, 0, " .. (b_row and 1 or 0) .. ';\\n}\\n"',
+    "                 : " .. table.concat(outs, ", "),
+    '                 : "l"(da), "l"(db), "r"(scale_d));',
+    "  }",
+    "};",
+  }, "\n")
+end
+
+local DTYPE_NAME = { f16 = "f16", bf16 = "bf16" }
+
+function F.derive(cfg)
+  local v, t, dt = cfg.variant, cfg.tile, cfg.dtype
+  local ct = "weft::" .. common.CTYPE[dt]
+  local b_row = cfg.b_layout == "row"
+  local wgmma = cfg.compute == "wgmma"
+  local comm_id = ({ threadload = "weft::COMM_THREADLOAD", multimem = "weft::COMM_MULTIMEM", tma = "weft::COMM_TMA",
+                     none = "weft::COMM_NONE" })[cfg.comm]
+  local ring = tostring(cfg.schedule == "ring")
+  local esize = common.ESIZE[dt]
+  local threads = wgmma and 128 * (1 + cfg.consumers) or SCALAR_THREADS
+
+  local args, params, body, tmaps
+  local size = function(name) return { name = name, type = "i64", role = "size" } end
+  if v == "gather_then_gemm" then
+    args = { { name = "ag", type = "ptr", dtype = dt, role = "out", align = 16 },
+             { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("k") }
+    params = string.format("%s *ag, const %s *a, long long m, long long k, const __grid_constant__ weft::Comm comm", ct, ct)
+    body = string.format("weft::ag_gather<%s, %s, %s>(ag, a, (long)m, (long)k, comm);", ct, comm_id, ring)
+  else
+    args = { { name = "c", type = "ptr", dtype = dt, role = "out", align = 16 },
+             { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 },
+             { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
+    params = string.format("%s *c, const %s *a, const %s *b, long long m, long long n, long long k", ct, ct, ct)
+  end
+  if wgmma then
+    local rows = v == "gemm" and "m" or "m/ranks"
+    tmaps = {
+      { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m }, swizzle = 128 },
+      b_row and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
+             or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n }, swizzle = 128 },
+    }
+    params = params .. ", const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb"
+    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages, cfg.consumers,
+      tostring(b_row), cfg.group, comm_id, ring)
+    if v == "gemm" then
+      body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, nullptr, nullptr);", targs)
+    else
+      -- peer shards: TMA straight from every rank's buffer (tma), or from this rank's own regions
+      tmaps[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = dt,
+                   dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m, 1, 1 }, swizzle = 128 }
+      params = params .. ", const __grid_constant__ weft::TensorMap tsh, const __grid_constant__ weft::Comm comm"
+      body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, &tsh, &comm);", targs)
+    end
+  elseif v ~= "gather_then_gemm" then
+    params = params .. ", const __grid_constant__ weft::Comm comm"
+    body = string.format("weft::ag_gemm_scalar<%s, %d, %d, %d, %s, %s, %s, %s>(c, a, b, (long)m, (long)n, (long)k, comm);",
+      ct, t.m, t.n, t.k, comm_id, v == "naive_remote" and "weft::SCALAR_NAIVE" or "weft::SCALAR_GATHERED",
+      tostring(b_row), ring)
+  end
+
+  local smem = 0
+  if wgmma then
+    smem = cfg.stages * (t.m + t.n) * 128 + 2 * cfg.stages * 8 + 1024   -- weft::Ring: stages, both barriers, 1024-byte alignment
+  end
+  local big = 1 << 31
+  local limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 } }
+  if v ~= "gather_then_gemm" then limits[#limits + 1] = { arg = "n", min = 8, max = big, multiple = 8 } end
+
+  return {
+    values = { ctype = ct, threads = threads, params = params, body = body,
+               wgmma = wgmma and wgmma_struct(t.n, DTYPE_NAME[dt], b_row) or "// scalar or gather: no WGMMA",
+               variant = v },
+    block = { threads, 1, 1 },
+    cluster = { 1, 1, 1 },
+    smem = smem,
+    smem_field = "stages",
+    smem_hint = "use fewer stages or a smaller tile",
+    args = args,
+    tmaps = tmaps,
+    -- persistent: at most one CTA per co-resident slot, each looping over tiles (the comm
+    -- variants wait for other ranks' CTAs, which must all be resident)
+    grid = { { arg = "m", per = 1, times = 1, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
+    limits = limits,
+    -- the data area: per half, P regions of M/P x K (elems = m * k in all)
+    comm = v ~= "gemm" and { signals = { "ready", "pulled" }, halves = 2, elem_bytes = esize, elems = { "m", "k" },
+                             divide = "m", multimem = cfg.comm == "multimem", emulate = cfg.fallback == "emulate" } or nil,
+  }
+end
+
+return F

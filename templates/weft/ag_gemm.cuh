@@ -1,0 +1,376 @@
+// weft/ag_gemm.cuh: all-gather + GEMM.  C[M,N] = A[M,K] . B where A is row-sharded over the P
+// ranks (rank r owns rows r*Ms .. (r+1)*Ms - 1, Ms = M / P, given as `a`) and every rank
+// computes all of C.
+//
+// The symmetric buffer of every rank (weft_comm) holds, per data half h, P regions of Ms x K:
+// region s is shard s.  Per launch at epoch e, h = e % 2:
+//   publish   each block copies its slice of `a` into its own region[rank][h] (threadload, tma),
+//             or into region[rank][h] of every rank (multimem: one multimem.st, or the unicast
+//             twin), then sends READY(e) to every rank: pad[READY][rank][block].
+//   consume   shard s is used only after READY(e) arrived from every block of rank s:
+//               naive_remote  each thread reads A straight from rank s's region (NVLink);
+//               threadload    each block first pulls its slice of region s from rank s into its
+//                             own region s and says PULLED(e) (to itself); compute waits for
+//                             PULLED from every block of its own rank;
+//               multimem      region s already arrived in its own buffer;
+//               tma (fused)   the TMA unit reads rank s's region directly through a tensor map
+//                             over every rank's mapped buffer.
+//   schedule  shards in ring order from the rank's own (ring) -- rank r reads r+1 first, so no
+//             two ranks read the same owner at once -- or in rank order (rank_order).
+// Reuse (the "done" phase): region[h] is rewritten at epoch e + 2.  Before a rank gets there,
+// its launch e + 1 waited for READY(e + 1) from every block of every rank, and each block sent
+// that only after its rank's launch e had finished (stream order).  Every rank reads every
+// shard, so every rank waits for every other: READY(e + 1) acknowledges all reads of epoch e,
+// with no extra round.  A timed-out wait records who it waited for and the kernel drains (the
+// producer arrives without data) instead of hanging.
+// Waits poll with relaxed loads, one slot per block of the sender, spread over a warp's lanes;
+// a fence.acq_rel.sys after the last slot makes every release the slots carried visible.
+#pragma once
+#include "weft/gemm.cuh"
+#include "weft/multimem.cuh"
+#include "weft/signal.cuh"
+#include "weft/types.cuh"
+
+namespace weft {
+
+enum { SIG_READY = 0, SIG_PULLED = 1 };
+enum { COMM_THREADLOAD = 0, COMM_MULTIMEM = 1, COMM_TMA = 2, COMM_NONE = 3 };
+
+__device__ __forceinline__ void fence_acquire_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+// Region s of `base`'s data half h (Ms x K elements of T).
+template <class T> __device__ __forceinline__ T *region(const Comm &c, char *base, int h, int s, long shard_elems) {
+  return (T *)(base + c.data_offset + (long)h * c.half_bytes) + (long)s * shard_elems;
+}
+
+// One thread tells rank `to` that this block reached `signal` for `about` (the sender's rank
+// for READY, the shard for PULLED) at epoch e, after a barrier that ordered the writes it
+// publishes: pad[signal][about][block] in rank `to`'s pad.
+__device__ __forceinline__ void send_signal(const Comm &c, int signal, int to, int about, u64 e) {
+  if (c.rank == c.mute_rank && signal == c.mute_signal) return;
+  st_release_sys(signal_slot(c, c.peers[to], signal, about, blockIdx.x), e);
+}
+
+// Barriers among some warps of the CTA (id 0 is __syncthreads).
+__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ int bar_or(int id, int n, int v) {
+  int r;
+  asm volatile("{ .reg .pred p, q; setp.ne.b32 p, %3, 0; barrier.cta.red.or.pred q, %1, %2, p; selp.b32 %0, 1, 0, q; }"
+               : "=r"(r) : "r"(id), "r"(n), "r"(v) : "memory");
+  return r;
+}
+
+// Wait until every block of `sender` reached `signal` at epoch e (slots in this rank's pad),
+// lanes lane, lane + nl, ... sharing the slots.  Returns 1 where this lane must stop.
+__device__ __forceinline__ int wait_blocks(const Comm &c, int signal, int sender, u64 e, int lane, int nl) {
+  int stop = 0;
+  Timeout to;
+  for (int b = lane; b < (int)gridDim.x && !stop; b += nl)
+    poll_bounded<false>(c, signal_slot(c, c.peers[c.rank], signal, sender, b), sender, [e](u64 v) { return v >= e; },
+                        [](u64 v) { return v; }, stop, to);
+  to.report(c, signal, e);
+  fence_acquire_sys();
+  return stop;
+}
+
+// The j-th shard this rank consumes.
+template <bool RING> __device__ __forceinline__ int shard_at(const Comm &c, int j) {
+  return RING ? (c.rank + j) % c.size : j;
+}
+
+// Copy this block's slice of n16 16-byte vectors src -> dst (threads tid of nt).
+__device__ __forceinline__ void copy_slice(U4 *dst, const U4 *src, long n16, int tid, int nt) {
+  const long per = (n16 + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n16, lo + per);
+  for (long i = lo + tid; i < hi; i += nt) dst[i] = src[i];
+}
+
+// publish: this block's slice of `a` into region[rank][h] (of every rank for multimem).
+template <class T, int COMM>
+__device__ __forceinline__ void publish_slice(const Comm &c, const T *a, int h, long shard_elems, int tid, int nt) {
+  const long n16 = shard_elems * (long)sizeof(T) / 16;
+  const long per = (n16 + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n16, lo + per);
+  const U4 *src = (const U4 *)a;
+  if constexpr (COMM == COMM_MULTIMEM) {
+    if (c.mc) {
+      U4 *dst = (U4 *)region<T>(c, c.mc, h, c.rank, shard_elems);
+      for (long i = lo + tid; i < hi; i += nt) multimem_st<T>(dst + i, src[i]);
+      return;
+    }
+    for (long i = lo + tid; i < hi; i += nt) {   // the emulated twin: unicast to every rank
+      const U4 v = src[i];
+#pragma unroll
+      for (int p = 0; p < MAX_RANKS; ++p)
+        if (p < c.size) ((U4 *)region<T>(c, c.peers[p], h, c.rank, shard_elems))[i] = v;
+    }
+  } else {
+    U4 *dst = (U4 *)region<T>(c, c.peers[c.rank], h, c.rank, shard_elems);
+    for (long i = lo + tid; i < hi; i += nt) dst[i] = src[i];
+  }
+}
+
+
+// Pull: after READY from rank s, this block's slice of region s from rank s into its own
+// region s, then PULLED(e) to itself.  Threads tid of nt, synchronised by sync(); returns 1
+// if a wait stopped (then nothing more is moved).
+template <class T, bool RING, class Sync, class AnyStop>
+__device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elems, u64 e, int tid, int nt, Sync sync,
+                                           AnyStop any_stop) {
+  for (int j = 1; j < c.size; ++j) {
+    const int s = shard_at<RING>(c, j);
+    if (any_stop(wait_blocks(c, SIG_READY, s, e, tid, nt))) return 1;
+    copy_slice((U4 *)region<T>(c, c.peers[c.rank], h, s, shard_elems), (const U4 *)region<T>(c, c.peers[s], h, s, shard_elems),
+               shard_elems * (long)sizeof(T) / 16, tid, nt);
+    sync();
+    if (tid == 0) send_signal(c, SIG_PULLED, c.rank, s, e);
+  }
+  return 0;
+}
+
+// ---- the WGMMA kernel: plain GEMM (COMM_NONE) and the fused all-gather + GEMM ------------------
+// Tiles are numbered shard by shard in schedule order (the rank's own shard first), rastered
+// within a shard; CTA i takes tiles i, i + grid, ...  The producer waits for a shard once, the
+// first time one of its tiles comes up; the local shard needs no wait (it is `a`, via ta).
+// Peer shards come through tsh: comm.shards (every rank's region s, read over NVLink by TMA)
+// for COMM_TMA, comm.local (this rank's own regions) for COMM_THREADLOAD and COMM_MULTIMEM.
+template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool B_ROW, int GROUP, int COMM, bool RING, class WG>
+__device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, long k, const TensorMap &ta,
+                                              const TensorMap &tb, const TensorMap *tsh, const Comm *cm) {
+  constexpr int MR = BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
+  // 384 threads share 64K registers: the loading warpgroup gives most of its share to the
+  // accumulators (its comm warps need a little more than TMA issue alone)
+  constexpr int PRODUCER_REGS = COMM == COMM_NONE ? 40 : 56, CONSUMER_REGS = COMM == COMM_NONE ? 232 : 224;
+  using R = Ring<BM, BN, STAGES>;
+  extern __shared__ char smem_raw[];
+  R ring;
+  ring.carve(smem_raw);
+  u64 e = 0;
+  int P = 1, rank = 0, h = 0;
+  if constexpr (COMM != COMM_NONE) {
+    e = launch_epoch(*cm);
+    P = cm->size;
+    rank = cm->rank;
+    h = (int)(e & 1);
+  }
+  const long ms = m / P;
+  const int mt = (int)((ms + BM - 1) / BM), nt = (int)((n + BN - 1) / BN);
+  const int per_shard = mt * nt, tiles = per_shard * P, kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&ring.full[s], 1);
+      mbar_init(&ring.empty[s], CONSUMERS * 128);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    if constexpr (CONSUMERS > 1) regs_dec<PRODUCER_REGS>();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp == 0) {   // ---- producer
+      if (lane == 0) {
+        prefetch_tmap(ta);
+        prefetch_tmap(tb);
+        if (tsh) prefetch_tmap(*tsh);
+      }
+      Pipe<STAGES> p;
+      u32 arrived = 1u << rank;
+      int stop = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int j = t / per_shard;
+        int s = 0, bm, bn;
+        if constexpr (COMM != COMM_NONE) s = shard_at<RING>(*cm, j);
+        raster(t - j * per_shard, mt, nt, GROUP, bm, bn);
+        if constexpr (COMM != COMM_NONE) {
+          if (!stop && !((arrived >> s) & 1)) {
+            // threadload: this rank's blocks pulled shard s; otherwise rank s published it
+            const int w = COMM == COMM_THREADLOAD ? wait_blocks(*cm, SIG_PULLED, s, e, lane, 32)
+                                                  : wait_blocks(*cm, SIG_READY, s, e, lane, 32);
+            stop = __any_sync(~0u, w);
+            fence_proxy_async_global();
+            arrived |= 1u << s;
+          }
+        }
+        if (lane == 0) {
+          for (int kb = 0; kb < kblocks; ++kb) {
+            mbar_wait(&ring.empty[p.s], p.phase ^ 1);
+            u64 *full = &ring.full[p.s];
+            if (stop) {
+              mbar_arrive(full);   // drain: the consumers go on (with stale tiles) and the kernel ends
+            } else {
+              mbar_arrive_expect(full, R::STAGE_BYTES);
+              if (s == rank) tma_load_2d(ring.a(p.s), ta, kb * GEMM_BK, bm * BM, full);
+              else tma_load_4d(ring.a(p.s), *tsh, kb * GEMM_BK, bm * BM, s, h, full);
+              load_b<BN, B_ROW>(ring.b(p.s), tb, kb, bn * BN, full);
+            }
+            p.next();
+          }
+        }
+        __syncwarp();
+      }
+    } else if constexpr (COMM != COMM_NONE) {   // ---- comm warps 1-3: publish, then pull
+      if (P > 1) {
+        const int tid = threadIdx.x - 32;
+        const long se = ms * k;
+        publish_slice<T, COMM>(*cm, a, h, se, tid, 96);
+        bar_sync(1, 96);
+        if (tid < P) send_signal(*cm, SIG_READY, tid, rank, e);
+        if constexpr (COMM == COMM_THREADLOAD)
+          pull_shards<T, RING>(*cm, h, se, e, tid, 96, [] { bar_sync(1, 96); }, [](int v) { return bar_or(1, 96, v); });
+      }
+    }
+  } else {   // ---- consumers
+    if constexpr (CONSUMERS > 1) regs_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    float acc[MR][BN / 2];
+#pragma unroll
+    for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
+    Pipe<STAGES> p;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int j = t / per_shard;
+      int s = 0, bm, bn;
+      if constexpr (COMM != COMM_NONE) s = shard_at<RING>(*cm, j);
+      raster(t - j * per_shard, mt, nt, GROUP, bm, bn);
+      int prev = 0;
+      for (int kb = 0; kb < kblocks; ++kb) {
+        mbar_wait(&ring.full[p.s], p.phase);
+        wgmma_fence();
+        consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), cw * MR * 64, kb == 0);
+        wgmma_commit();
+        wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
+        if (kb > 0) mbar_arrive(&ring.empty[prev]);
+        prev = p.s;
+        p.next();
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) fence_reg(acc[mi][i]);
+      mbar_arrive(&ring.empty[prev]);
+      const long r0 = (long)bm * BM + cw * MR * 64;
+      store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
+    }
+  }
+  if constexpr (COMM != COMM_NONE) launch_retire(*cm, e);
+}
+
+// ---- the seed's scalar kernels (256 threads, a 16 x 16 grid of threads per output tile) -------
+enum { SCALAR_NAIVE = 0, SCALAR_GATHERED = 1 };
+
+template <class T, bool B_ROW> __device__ __forceinline__ float b_at(const T *b, long n, long k, long kk, long col) {
+  return to_f32(B_ROW ? b[kk * n + col] : b[col * k + kk]);
+}
+
+// naive_remote: each thread computes its (BM/16) x (BN/16) outputs from A where it lies
+// (rank s's region, over NVLink) and B in global memory: no staging, no reuse.
+template <class T, int BM, int BN, bool B_ROW>
+__device__ __forceinline__ void tile_naive(T *c, const T *as, const T *b, long n, long k, long rows, long row0, long col0,
+                                           long crow0) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  for (int i = 0; i < BM / 16; ++i) {
+    const long r = row0 + ty + 16 * i;
+    if (r >= rows) continue;
+    for (int jj = 0; jj < BN / 16; ++jj) {
+      const long col = col0 + tx + 16 * jj;
+      if (col >= n) continue;
+      float acc = 0.f;
+      for (long kk = 0; kk < k; ++kk) acc += to_f32(as[r * k + kk]) * b_at<T, B_ROW>(b, n, k, kk, col);
+      c[(crow0 + r) * n + col] = from_f32<T>(acc);
+    }
+  }
+}
+
+// gathered: A is local (this rank's regions or `a`); tiles of A and B staged in shared memory.
+template <class T, int BM, int BN, int BK, bool B_ROW>
+__device__ __forceinline__ void tile_staged(T *c, const T *as, const T *b, long n, long k, long rows, long row0, long col0,
+                                            long crow0) {
+  __shared__ float sa[BK][BM + 1], sb[BK][BN + 1];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  float acc[BM / 16][BN / 16] = {};
+  for (long k0 = 0; k0 < k; k0 += BK) {
+    for (int i = threadIdx.x; i < BM * BK; i += 256) {
+      const int r = i / BK, kk = i % BK;
+      const long gr = row0 + r, gk = k0 + kk;
+      sa[kk][r] = gr < rows && gk < k ? to_f32(as[gr * k + gk]) : 0.f;
+    }
+    for (int i = threadIdx.x; i < BN * BK; i += 256) {
+      const int cc = B_ROW ? i % BN : i / BK, kk = B_ROW ? i / BN : i % BK;
+      const long gc = col0 + cc, gk = k0 + kk;
+      sb[kk][cc] = gc < n && gk < k ? b_at<T, B_ROW>(b, n, k, gk, gc) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int kk = 0; kk < BK; ++kk)
+#pragma unroll
+      for (int i = 0; i < BM / 16; ++i)
+#pragma unroll
+        for (int jj = 0; jj < BN / 16; ++jj) acc[i][jj] += sa[kk][ty + 16 * i] * sb[kk][tx + 16 * jj];
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < BM / 16; ++i)
+#pragma unroll
+    for (int jj = 0; jj < BN / 16; ++jj) {
+      const long r = row0 + ty + 16 * i, col = col0 + tx + 16 * jj;
+      if (r < rows && col < n) c[(crow0 + r) * n + col] = from_f32<T>(acc[i][jj]);
+    }
+}
+
+// naive_remote (threadload, SCALAR_NAIVE), threadload_gather (threadload, SCALAR_GATHERED: pull
+// every shard first) and multimem_gather (multimem, SCALAR_GATHERED).
+template <class T, int BM, int BN, int BK, int COMM, int KIND, bool B_ROW, bool RING>
+__device__ __forceinline__ void ag_gemm_scalar(T *c, const T *a, const T *b, long m, long n, long k, const Comm &cm) {
+  const u64 e = launch_epoch(cm);
+  const int P = cm.size, rank = cm.rank, h = (int)(e & 1), tid = threadIdx.x;
+  const long ms = m / P, se = ms * k;
+  int stop = 0;
+  if (P > 1) {
+    publish_slice<T, COMM>(cm, a, h, se, tid, 256);
+    __syncthreads();
+    if (tid < P) send_signal(cm, SIG_READY, tid, rank, e);
+    if constexpr (KIND == SCALAR_GATHERED && COMM == COMM_THREADLOAD)
+      stop = pull_shards<T, RING>(cm, h, se, e, tid, 256, [] { __syncthreads(); }, [](int v) { return __syncthreads_or(v); });
+  }
+  const int mt = (int)((ms + BM - 1) / BM), nt = (int)((n + BN - 1) / BN), per_shard = mt * nt;
+  u32 arrived = 1u << rank;
+  for (int t = blockIdx.x; t < per_shard * P && !stop; t += gridDim.x) {
+    const int j = t / per_shard, s = shard_at<RING>(cm, j);
+    const int bm = (t - j * per_shard) / nt, bn = (t - j * per_shard) % nt;
+    if (!((arrived >> s) & 1)) {
+      const bool pulled = KIND == SCALAR_GATHERED && COMM == COMM_THREADLOAD;
+      stop = __syncthreads_or(pulled ? wait_blocks(cm, SIG_PULLED, s, e, tid, 256) : wait_blocks(cm, SIG_READY, s, e, tid, 256));
+      if (stop) break;
+      arrived |= 1u << s;
+    }
+    const T *as = s == rank ? a : region<T>(cm, cm.peers[KIND == SCALAR_NAIVE ? s : rank], h, s, se);
+    if constexpr (KIND == SCALAR_NAIVE) tile_naive<T, BM, BN, B_ROW>(c, as, b, n, k, ms, (long)bm * BM, (long)bn * BN, s * ms);
+    else tile_staged<T, BM, BN, BK, B_ROW>(c, as, b, n, k, ms, (long)bm * BM, (long)bn * BN, s * ms);
+  }
+  launch_retire(cm, e);
+}
+
+// ---- gather_then_gemm's first kernel: the full A into ag (M x K), then weft's GEMM kernel ------
+template <class T, int COMM, bool RING> __device__ __forceinline__ void ag_gather(T *ag, const T *a, long m, long k, const Comm &cm) {
+  const u64 e = launch_epoch(cm);
+  const int P = cm.size, rank = cm.rank, h = (int)(e & 1), tid = threadIdx.x;
+  const long ms = m / P, se = ms * k, n16 = se * (long)sizeof(T) / 16;
+  if (P > 1) publish_slice<T, COMM>(cm, a, h, se, tid, 256);
+  copy_slice((U4 *)(ag + rank * se), (const U4 *)a, n16, tid, 256);
+  if (P > 1) {
+    __syncthreads();
+    if (tid < P) send_signal(cm, SIG_READY, tid, rank, e);
+    for (int j = 1; j < P; ++j) {
+      const int s = shard_at<RING>(cm, j);
+      if (__syncthreads_or(wait_blocks(cm, SIG_READY, s, e, tid, 256))) break;
+      // threadload reads rank s's region; multimem finds it already in its own
+      const T *src = region<T>(cm, cm.peers[COMM == COMM_MULTIMEM ? rank : s], h, s, se);
+      copy_slice((U4 *)(ag + s * se), (const U4 *)src, n16, tid, 256);
+    }
+  }
+  launch_retire(cm, e);
+}
+
+}  // namespace weft
