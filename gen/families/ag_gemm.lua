@@ -12,7 +12,8 @@ local F = {
 
 local VARIANTS = { "gemm", "naive_remote", "threadload_gather", "multimem_gather", "gather_then_gemm", "fused" }
 -- what each variant computes with, and the comm methods it has
-local COMPUTE = { gemm = "wgmma", fused = "wgmma", gather_then_gemm = "none", naive_remote = "scalar",
+-- (gather_then_gemm's own kernel only gathers; its tile, stages, ... configure the GEMM launched after it)
+local COMPUTE = { gemm = "wgmma", fused = "wgmma", gather_then_gemm = "wgmma", naive_remote = "scalar",
                   threadload_gather = "scalar", multimem_gather = "scalar" }
 local COMMS = { gemm = { "none" }, naive_remote = { "threadload" }, threadload_gather = { "threadload" },
                 multimem_gather = { "multimem" }, gather_then_gemm = { "threadload", "multimem" },
@@ -89,16 +90,15 @@ function F.check(cfg, errs)
   end
   if cfg.compute ~= COMPUTE[v] then
     errs.add("compute", cfg.compute, string.format('variant = "%s" computes with %s (%s)', v, COMPUTE[v],
-      COMPUTE[v] == "none" and "it only gathers; its GEMM is variant = \"gemm\"" or
-      (COMPUTE[v] == "scalar" and "the seed's scalar kernels; fused and gemm use wgmma" or "tensor cores")))
+      COMPUTE[v] == "scalar" and "the seed's scalar kernels; fused, gemm and gather_then_gemm use wgmma" or "tensor cores; the scalar kernels are naive_remote, threadload_gather and multimem_gather"))
   end
   if cfg.fallback ~= "none" and cfg.comm ~= "multimem" then
     errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
   end
   local t = cfg.tile
-  if cfg.compute == "wgmma" then
+  if cfg.compute == "wgmma" then   -- (gather_then_gemm: the GEMM it launches second)
     if not has(WGMMA_M, t.m) then
-      errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (64-row WGMMA groups, at most 2 per consumer)")
+      errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)")
     end
     if not has(WGMMA_N, t.n) then
       errs.add("tile.n", t.n, "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)")
@@ -112,13 +112,14 @@ function F.check(cfg, errs)
     elseif has(WGMMA_M, t.m) and has(WGMMA_N, t.n) then
       local regs = t.m * t.n // (128 * cfg.consumers)
       if regs > ACC_REGS then
-        errs.add("tile", t, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
-          .. "at most %d fit (use consumers = 2 or a smaller tile)", t.m, t.n, cfg.consumers, regs, ACC_REGS))
+        errs.add("tile", t.tag, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
+          .. "at most %d fit (%s)", t.m, t.n, cfg.consumers, regs, ACC_REGS,
+          cfg.consumers == 1 and "use consumers = 2 or a smaller tile" or "use a smaller tile: m x n <= 32768"))
       end
     end
   else
     if cfg.compute == "scalar" and (not has(SCALAR_MN, t.m) or not has(SCALAR_MN, t.n) or not has(SCALAR_K, t.k)) then
-      errs.add("tile", t, "scalar tiles take m, n in {16, 32, 64} and k in {8, 16, 32} (a 16 x 16 grid of threads)")
+      errs.add("tile", t.tag, "scalar tiles take m, n in {16, 32, 64} and k in {8, 16, 32} (a 16 x 16 grid of threads)")
     end
     for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 } }) do
       if cfg[f[1]] ~= f[2] then
@@ -159,7 +160,7 @@ function F.derive(cfg)
   local v, t, dt = cfg.variant, cfg.tile, cfg.dtype
   local ct = "weft::" .. common.CTYPE[dt]
   local b_row = cfg.b_layout == "row"
-  local wgmma = cfg.compute == "wgmma"
+  local wgmma = cfg.compute == "wgmma" and v ~= "gather_then_gemm"   -- kernels with WGMMA code
   local comm_id = ({ threadload = "weft::COMM_THREADLOAD", multimem = "weft::COMM_MULTIMEM", tma = "weft::COMM_TMA",
                      none = "weft::COMM_NONE" })[cfg.comm]
   local ring = tostring(cfg.schedule == "ring")
@@ -209,7 +210,7 @@ function F.derive(cfg)
   if wgmma then
     smem = cfg.stages * (t.m + t.n) * 128 + 2 * cfg.stages * 8 + 1024   -- weft::Ring: stages, both barriers, 1024-byte alignment
   end
-  local big = 1 << 31
+  local big = common.INT_MAX
   local limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 } }
   if v ~= "gather_then_gemm" then limits[#limits + 1] = { arg = "n", min = 8, max = big, multiple = 8 } end
 

@@ -10,9 +10,9 @@
 
 typedef struct entry {
   const char *config;            /* example file under examples/ */
-  const char *sets[6];           /* --set overrides */
-  const char *must[8];           /* PTX must contain each */
-  const char *never[4];          /* PTX must not contain any */
+  const char *sets[8];           /* --set overrides */
+  const char *must[12];          /* PTX must contain each */
+  const char *never[6];          /* PTX must not contain any */
 } entry;
 
 /* what every cluster combine compiles to */
@@ -23,6 +23,18 @@ typedef struct entry {
  * and the communicator parameter has the size runtime/comm.c fills (weft::Comm, 136 bytes) */
 #define SIGNAL_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "%globaltimer", "_param_3[136]"
 #define MM_F32 "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "multimem.st.relaxed.sys.global.v4.f32"
+/* ag_gemm.  Its signals: release stores, relaxed polls closed by one fence.acq_rel.sys, a bounded
+ * wait; weft::Comm (136 bytes) is the last parameter: _param_9 after c, a, b, m, n, k, ta, tb,
+ * tsh (fused), _param_6 after c, a, b, m, n, k (scalar), _param_4 after ag, a, m, k (gather) */
+#define AG_SIGNAL_PTX "st.release.sys.global.u64", "ld.relaxed.sys.global.u64", "fence.acq_rel.sys", "%globaltimer"
+/* the warp-specialised WGMMA GEMM: TMA into the ring, mbarrier waits, the tensor maps */
+#define GEMM_PTX "wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes", \
+                 "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "prefetch.tensormap"
+/* the WGMMA's last immediate is B's transpose bit: 1 for B row-major (read MN-major), 0 for
+ * B column-major (read K-major, like A) */
+#define B_ROW_PTX "p, 1, 1, 0, 1;"
+#define B_COL_PTX "p, 1, 1, 0, 0;"
+#define MM_ST_BF16 "multimem.st.relaxed.sys.global.v4.bf16x2"
 
 static const entry matrix[] = {
   /* the examples as shipped */
@@ -90,7 +102,83 @@ static const entry matrix[] = {
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2", "multimem.st.relaxed.sys.global.v4.f16x2"}, {0}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=bf16", "op=min", "fallback=emulate"},
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2"}, {0}},
+  /* ag_gemm, variant gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
+   * registers from the producer (setmaxnreg), one consumer keeps the launch-bound share */
+  {"gemm.lua", {0},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", B_ROW_PTX, "setmaxnreg.inc.sync.aligned.u32",
+    "setmaxnreg.dec.sync.aligned.u32", "wgmma.wait_group.sync.aligned"},
+   {"st.release.sys", "cp.async.bulk.tensor.4d", "[136]", "multimem", B_COL_PTX, "%globaltimer"}},
+  {"gemm.lua", {"dtype=f16", "b_layout=col", "tile.n=128", "stages=6", "consumers=1", "tile.m=64"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX},
+   {B_ROW_PTX, "setmaxnreg", "st.release.sys", "bf16"}},
+  {"gemm.lua", {"dtype=f16"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", B_ROW_PTX}, {"bf16", "st.release.sys"}},
+  {"gemm.lua", {"b_layout=col"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", B_COL_PTX}, {B_ROW_PTX}},
+  /* tiles: 256 rows over two consumers (two m64 groups each), 128 x 128, 64 rows on one
+   * consumer, n = 192, four m64 groups on one consumer, a deep ring of small stages */
+  {"gemm.lua", {"tile.m=256", "tile.n=128", "consumers=2"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", B_ROW_PTX, "setmaxnreg.inc"}, {"st.release.sys"}},
+  {"gemm.lua", {"tile.n=128", "stages=4"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"}, {0}},
+  {"gemm.lua", {"tile.m=64", "consumers=1"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"}, {"setmaxnreg"}},
+  {"gemm.lua", {"tile.n=192", "stages=5", "group=4"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16"}, {0}},
+  {"gemm.lua", {"tile.m=256", "tile.n=64", "consumers=1", "dtype=f16", "b_layout=col"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", B_COL_PTX}, {"setmaxnreg"}},
+  {"gemm.lua", {"tile.m=64", "tile.n=64", "consumers=1", "stages=8", "group=1"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"}, {0}},
+  {"gemm.lua", {"tile.n=128", "stages=7", "group=32"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16"}, {0}},
+  /* fused, as shipped (comm tma): the TMA reads peers' shards through a 4-d map, after the
+   * waits' acquire and a proxy fence; no pull (no barrier.cta.red.or) and no multimem */
+  {"ag_gemm.lua", {0},
+   {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", AG_SIGNAL_PTX,
+    "fence.proxy.async.global", "_param_9[136]", "cp.async.bulk.tensor.2d", "setmaxnreg.inc"},
+   {"multimem", "barrier.cta.red.or.pred"}},
+  /* fused, comm threadload: the comm warps pull every shard (bar_or) and signal PULLED */
+  {"ag_gemm.lua", {"comm=threadload"},
+   {"cp.async.bulk.tensor.4d", "wgmma.mma_async", AG_SIGNAL_PTX, "fence.proxy.async.global", "_param_9[136]",
+    "barrier.cta.red.or.pred", "ld.global.v4.u32"},
+   {"multimem"}},
+  /* fused, comm multimem: the owner's multimem.st (and the unicast twin beside it) */
+  {"ag_gemm.lua", {"comm=multimem", "fallback=emulate"},
+   {"cp.async.bulk.tensor.4d", "wgmma.mma_async", AG_SIGNAL_PTX, "fence.proxy.async.global", "_param_9[136]", MM_ST_BF16},
+   {"barrier.cta.red.or.pred"}},
+  {"ag_gemm.lua", {"comm=multimem", "dtype=f16"},
+   {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", AG_SIGNAL_PTX,
+    "multimem.st.relaxed.sys.global.v4.f16x2"}, {"bf16"}},
+  /* fused over the other axes: B column-major, f16, small tiles, rank order, one consumer */
+  {"ag_gemm.lua", {"b_layout=col", "dtype=f16", "tile.n=128", "stages=6", "schedule=rank_order"},
+   {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX, AG_SIGNAL_PTX,
+    "_param_9[136]"}, {B_ROW_PTX, "multimem"}},
+  {"ag_gemm.lua", {"tile.m=64", "consumers=1", "comm=threadload", "group=8"},
+   {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n256k16", AG_SIGNAL_PTX, "barrier.cta.red.or.pred"},
+   {"setmaxnreg", "multimem"}},
+  {"ag_gemm.lua", {"tile.m=256", "tile.n=128", "comm=tma"},
+   {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", AG_SIGNAL_PTX, "setmaxnreg.inc"},
+   {"multimem"}},
+  /* the seed's scalar kernels (256 threads, CUDA cores): no tensor cores, no TMA */
+  {"ag_gemm.lua", {"variant=naive_remote", "comm=auto", "tile=auto"},
+   {AG_SIGNAL_PTX, "_param_6[136]", "fma.rn.f32", "bar.red.or.pred"},
+   {"wgmma.mma_async", "cp.async.bulk", "multimem", "ld.shared.f32"}},
+  {"ag_gemm.lua", {"variant=naive_remote", "comm=auto", "tile.m=64", "tile.n=64", "tile.k=32", "b_layout=col", "dtype=f16"},
+   {AG_SIGNAL_PTX, "_param_6[136]", "fma.rn.f32"}, {"wgmma.mma_async", "cp.async.bulk", "multimem"}},
+  {"ag_gemm.lua", {"variant=threadload_gather", "comm=auto", "tile=auto"},
+   {AG_SIGNAL_PTX, "_param_6[136]", "ld.global.v4.u32", "ld.shared.f32", "st.shared.f32", "fma.rn.f32"},
+   {"wgmma.mma_async", "cp.async.bulk", "multimem"}},
+  {"ag_gemm.lua", {"variant=threadload_gather", "comm=auto", "tile.m=16", "tile.n=64", "tile.k=8", "schedule=rank_order"},
+   {AG_SIGNAL_PTX, "_param_6[136]", "ld.shared.f32"}, {"wgmma.mma_async", "multimem"}},
+  {"ag_gemm.lua", {"variant=multimem_gather", "comm=auto", "tile=auto", "fallback=emulate"},
+   {AG_SIGNAL_PTX, "_param_6[136]", MM_ST_BF16, "ld.shared.f32", "fma.rn.f32"}, {"wgmma.mma_async", "cp.async.bulk"}},
+  {"ag_gemm.lua", {"variant=multimem_gather", "comm=auto", "tile.m=64", "tile.n=32", "tile.k=32", "dtype=f16", "b_layout=col"},
+   {AG_SIGNAL_PTX, "_param_6[136]", "multimem.st.relaxed.sys.global.v4.f16x2"}, {"wgmma.mma_async", "cp.async.bulk", "bf16"}},
+  /* gather_then_gemm's first kernel: only the all-gather (its GEMM is variant gemm) */
+  {"ag_gemm.lua", {"variant=gather_then_gemm", "comm=threadload"},
+   {AG_SIGNAL_PTX, "_param_4[136]", "ld.global.v4.u32", "st.global.v4.u32"},
+   {"wgmma.mma_async", "cp.async.bulk", "multimem", "fma.rn.f32"}},
+  {"ag_gemm.lua", {"variant=gather_then_gemm", "comm=multimem", "fallback=emulate"},
+   {AG_SIGNAL_PTX, "_param_4[136]", MM_ST_BF16, "ld.global.v4.u32"}, {"wgmma.mma_async", "cp.async.bulk", "fma.rn.f32"}},
+  {"ag_gemm.lua", {"variant=gather_then_gemm", "comm=multimem", "dtype=f16", "schedule=rank_order"},
+   {AG_SIGNAL_PTX, "_param_4[136]", "multimem.st.relaxed.sys.global.v4.f16x2"}, {"wgmma.mma_async", "bf16"}},
 };
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof *(a)))
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
@@ -106,7 +194,7 @@ int main(int argc, char **argv) {
     char path[4096];
     snprintf(path, sizeof path, "%s/examples/%s", argv[1], e->config);
     int n = 0;
-    while (n < 6 && e->sets[n]) n++;
+    while (n < N_OF(e->sets) && e->sets[n]) n++;
     weft_kernel *k = NULL;
     weft_status st = weft_compile_file(ctx, path, e->sets, n, &k);
     if (st) {
@@ -119,9 +207,9 @@ int main(int argc, char **argv) {
     const char *ptx = weft_kernel_ptx(k, NULL);
     const char *name = weft_kernel_manifest(k)->name;
     int ok = 1;
-    for (int j = 0; j < 8 && e->must[j]; j++)
+    for (int j = 0; j < N_OF(e->must) && e->must[j]; j++)
       if (!contains(ptx, e->must[j])) { printf("FAIL %s: PTX lacks '%s'\n", name, e->must[j]); ok = 0; }
-    for (int j = 0; j < 4 && e->never[j]; j++)
+    for (int j = 0; j < N_OF(e->never) && e->never[j]; j++)
       if (contains(ptx, e->never[j])) { printf("FAIL %s: PTX has '%s', which this config must not emit\n", name, e->never[j]); ok = 0; }
     if (!contains(ptx, ".target sm_90a")) { printf("FAIL %s: PTX is not for sm_90a\n", name); ok = 0; }
     /* ptxas's report (NVRTC log): no kernel of the matrix may spill registers */

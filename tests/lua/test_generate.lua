@@ -43,10 +43,171 @@ local function token(f, v)
   return (tostring(v):gsub("_", ""))
 end
 
+-- ---- ag_gemm: what "auto" resolves to and the launch it derives, written down here from the
+-- family's documentation (not computed by gen/families/ag_gemm.lua), to check its manifests ----
+
+local AG_COMPUTE = { gemm = "wgmma", fused = "wgmma", gather_then_gemm = "wgmma", naive_remote = "scalar",
+                     threadload_gather = "scalar", multimem_gather = "scalar" }
+local AG_COMM = { gemm = "none", naive_remote = "threadload", threadload_gather = "threadload",
+                  multimem_gather = "multimem", gather_then_gemm = "threadload", fused = "tma" }
+
+-- the config with comm, compute and tile resolved (a copy; every field already set)
+local function ag_resolve(cfg)
+  local c = copy(cfg)
+  if c.comm == "auto" then c.comm = AG_COMM[c.variant] end
+  if c.compute == "auto" then c.compute = AG_COMPUTE[c.variant] end
+  if c.tile == "auto" then
+    c.tile = c.compute == "scalar" and { m = 32, n = 32, k = 16 } or { m = 128, n = 256, k = 64 }
+  end
+  return c
+end
+
+-- the name token of a tile: 128x256x64
+local function tile_tag(t) return string.format("%dx%dx%d", t.m, t.n, t.k) end
+
+-- shared memory of the WGMMA ring: stages x (A + B tiles of 128-byte rows), a full and an
+-- empty mbarrier per stage, 1024 bytes of slack for the alignment of the swizzled stages
+local function ag_smem(cfg)
+  if cfg.compute ~= "wgmma" or cfg.variant == "gather_then_gemm" then return 0 end   -- (its GEMM is the second launch)
+  return cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + 1024
+end
+
+local check_json_source   -- below check_manifest
+
+-- cfg: resolved (ag_resolve), m: its manifest
+local function check_ag_gemm(m, cfg, where)
+  local gather = cfg.variant == "gather_then_gemm"
+  local t, wg = cfg.tile, cfg.compute == "wgmma" and not gather
+  -- launch: one producer warpgroup plus the consumers, or the scalar kernels' 16 x 16 threads
+  local threads = wg and 128 * (1 + cfg.consumers) or 256
+  T.deq(m.block, { threads, 1, 1 }, where .. " block")
+  T.deq(m.cluster, { 1, 1, 1 }, where .. " cluster")
+  T.eq(m.nonportable_cluster, false, where .. " nonportable_cluster")
+  T.eq(m.smem, ag_smem(cfg), where .. " smem")
+  T.ok(m.smem <= common.SMEM_LIMIT, where .. " smem fits")
+  -- persistent: at most the co-resident blocks, each looping over tiles
+  T.deq(m.grid, { { arg = "m", per = 1, times = 1, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
+    where .. " grid")
+
+  -- args: c = a . b (or ag = allgather(a)), 16-byte aligned pointers of the dtype, i64 sizes
+  local want = gather and { { "ag", "out" }, { "a", "in" }, { "m" }, { "k" } }
+    or { { "c", "out" }, { "a", "in" }, { "b", "in" }, { "m" }, { "n" }, { "k" } }
+  T.eq(#m.args, #want, where .. " number of args")
+  for i, w in ipairs(want) do
+    local a = m.args[i] or {}
+    T.eq(a.name, w[1], where .. " arg " .. i)
+    if w[2] then
+      T.eq(a.type, "ptr", where .. " arg " .. w[1] .. " type")
+      T.eq(a.role, w[2], where .. " arg " .. w[1] .. " role")
+      T.eq(a.dtype, cfg.dtype, where .. " arg " .. w[1] .. " dtype")
+      T.eq(a.align, 16, where .. " arg " .. w[1] .. " align")
+    else
+      T.eq(a.type, "i64", where .. " arg " .. w[1] .. " type")
+      T.eq(a.role, "size", where .. " arg " .. w[1] .. " role")
+    end
+  end
+  -- limits: every size bounded; k (and n) in whole 16-byte rows for TMA and the 16-byte copies
+  local lim = {}
+  for _, l in ipairs(m.limits) do
+    T.ok(not lim[l.arg], where .. " one limit per arg")
+    lim[l.arg] = l
+    T.ok(math.type(l.min) == "integer" and math.type(l.max) == "integer", where .. " limit integers " .. l.arg)
+    T.ok(l.min >= 1 and l.max >= INT_MAX and l.max <= 1 << 31, where .. " limit range " .. l.arg)
+  end
+  T.eq(lim.m and lim.m.min, 1, where .. " m min")
+  T.eq(lim.k and lim.k.min, 8, where .. " k min")
+  T.eq(lim.k and lim.k.multiple, 8, where .. " k multiple")
+  if gather then
+    T.eq(lim.n, nil, where .. " gather has no n")
+  else
+    T.eq(lim.n and lim.n.min, 8, where .. " n min")
+    T.eq(lim.n and lim.n.multiple, 8, where .. " n multiple")
+  end
+  T.eq(#m.limits, gather and 2 or 3, where .. " number of limits")
+
+  -- tensor maps: A (rows of this rank's shard, or all of A), B in its layout, the peer shards
+  if wg then
+    local rows = cfg.variant == "gemm" and "m" or "m/ranks"
+    local tm = {
+      { name = "ta", source = "a", dtype = cfg.dtype, dims = { "k", rows }, box = { 64, t.m }, swizzle = 128 },
+      cfg.b_layout == "row"
+        and { name = "tb", source = "b", dtype = cfg.dtype, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
+        or { name = "tb", source = "b", dtype = cfg.dtype, dims = { "k", "n" }, box = { 64, t.n }, swizzle = 128 },
+    }
+    if cfg.variant == "fused" then
+      tm[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = cfg.dtype,
+                dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m, 1, 1 }, swizzle = 128 }
+    end
+    T.deq(m.tmaps, tm, where .. " tmaps")
+  else
+    T.eq(m.tmaps, nil, where .. " no tmaps without wgmma")
+  end
+
+  -- the comm section: every variant but gemm talks to the other ranks
+  if cfg.variant == "gemm" then
+    T.eq(m.comm, nil, where .. " gemm has no comm")
+  else
+    T.deq(m.comm, { signals = { "ready", "pulled" }, halves = 2, elem_bytes = common.ESIZE[cfg.dtype],
+                    elems = { "m", "k" }, divide = "m", multimem = cfg.comm == "multimem",
+                    emulate = cfg.fallback == "emulate" }, where .. " comm")
+  end
+
+  -- params: sorted, the family and every field; the tile flattened to tile.m, tile.n, tile.k
+  local params, n = {}, 0
+  for i, p in ipairs(m.params) do
+    if i > 1 then T.ok(m.params[i - 1].key < p.key, where .. " params sorted") end
+    params[p.key] = p.value
+    n = n + 1
+  end
+  local fam = weft.family_module("ag_gemm")
+  T.eq(n, #fam.fields + 3, where .. " number of params")
+  T.eq(params.family, "ag_gemm", where .. " params.family")
+  for _, f in ipairs(fam.fields) do
+    if f.name == "tile" then
+      T.eq(params.tile, nil, where .. " no params.tile")
+      for _, key in ipairs({ "m", "n", "k" }) do
+        T.eq(params["tile." .. key], tostring(t[key]), where .. " params.tile." .. key)
+      end
+    else
+      T.eq(params[f.name], tostring(cfg[f.name]), where .. " params." .. f.name)
+    end
+  end
+
+  -- source: the WGMMA instruction of this tile's n and dtype, B's transpose bit (1: B row-major
+  -- is read MN-major), launch bounds, and every parameter in the kernel's template arguments
+  local s, dt = m.source, cfg.dtype
+  T.contains(s, "__launch_bounds__(" .. threads .. ", 1)", where .. " launch bounds")
+  local ring = tostring(cfg.schedule == "ring")
+  local comm_id = "weft::COMM_" .. cfg.comm:upper()
+  if wg then
+    T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. t.n .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
+    T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
+    T.contains(s, "float (&d)[" .. t.n // 2 .. "]", where .. " n/2 accumulators per m64 group")
+    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %s, %s, Wgmma>", dt, t.m, t.n,
+      cfg.stages, cfg.consumers, tostring(cfg.b_layout == "row"), cfg.group, comm_id, ring), where .. " kernel")
+    T.contains(s, cfg.variant == "gemm" and "ta, tb, nullptr, nullptr)" or "ta, tb, &tsh, &comm)", where .. " shards")
+  else
+    T.not_contains(s, "wgmma.mma_async", where .. " no wgmma")
+    T.not_contains(s, "ag_gemm_wgmma<", where .. " no wgmma kernel")
+  end
+  if cfg.compute == "scalar" then
+    T.contains(s, string.format("weft::ag_gemm_scalar<weft::%s, %d, %d, %d, %s, %s, %s, %s>", dt, t.m, t.n, t.k,
+      comm_id, cfg.variant == "naive_remote" and "weft::SCALAR_NAIVE" or "weft::SCALAR_GATHERED",
+      tostring(cfg.b_layout == "row"), ring), where .. " kernel")
+  end
+  if gather then
+    T.contains(s, string.format("weft::ag_gather<weft::%s, %s, %s>(ag, a, (long)m, (long)k, comm)", dt, comm_id, ring),
+      where .. " kernel")
+  end
+  T.eq(select(2, s:gsub("const __grid_constant__ weft::Comm comm", "")), cfg.variant == "gemm" and 0 or 1,
+    where .. " a Comm parameter unless gemm")
+end
+
 -- cfg: the config as given (all fields set explicitly), m: its manifest
 local function check_manifest(m, cfg, file, where)
   local fam = weft.family_module(cfg.family)
   where = where or m.name
+  if cfg.family == "ag_gemm" then cfg = ag_resolve(cfg) end   -- the name has what auto chose
   -- name: weft_<family>_<tag><value>_... in schema order
   T.eq(m.family, fam.name, where .. " family")
   T.eq(m.entry, m.name, where .. " entry")
@@ -65,6 +226,12 @@ local function check_manifest(m, cfg, file, where)
   local has_arch = false
   for _, o in ipairs(m.options) do has_arch = has_arch or o == "--gpu-architecture=" .. weft.ARCH end
   T.ok(has_arch, where .. " options name the arch")
+
+  if cfg.family == "ag_gemm" then
+    check_ag_gemm(m, cfg, where)
+    check_json_source(m, cfg, fam, where)
+    return
+  end
 
   -- families that talk to other ranks: one block shape, a grid split by the runtime, a comm section
   if m.comm then
@@ -177,7 +344,11 @@ local function check_manifest(m, cfg, file, where)
     end
   end
 
-  -- json: the manifest table, minus source and json
+  check_json_source(m, cfg, fam, where)
+end
+
+-- the manifest's json (the table minus source and json) and the rendered source's shape
+check_json_source = function(m, cfg, fam, where)
   local ok, j = pcall(T.json_decode, m.json)
   T.ok(ok, where .. " json decodes: " .. tostring(j))
   T.eq(j.source, nil, where .. " json has no source")
@@ -282,7 +453,17 @@ local BASE = {
                   threads = 256, unroll = 4, min_blocks = 1 },
   cluster_reduce = { dtype = "f32", op = "sum", width = 1, cluster = 2, nonportable = false, threads = 128,
                      need_tail_sync = true, iters = 1 },
+  -- every auto spelled out, so that a varied field never resolves to the base by accident
+  ag_gemm = { dtype = "bf16", variant = "fused", comm = "tma", fallback = "none", compute = "wgmma", b_layout = "row",
+              tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, group = 16, schedule = "ring" },
 }
+
+-- ag_gemm tiles to try besides the base's 128 x 256 x 64: every WGMMA m and n, the accumulator
+-- limit from both sides, and shapes only the scalar kernels (or nothing) take
+local AG_TILES = { "auto", { m = 64, n = 256, k = 64 }, { m = 256, n = 128, k = 64 }, { m = 128, n = 128, k = 64 },
+                   { m = 128, n = 192, k = 64 }, { m = 128, n = 64, k = 64 }, { m = 64, n = 64, k = 64 },
+                   { m = 256, n = 64, k = 64 }, { m = 256, n = 256, k = 64 }, { m = 128, n = 96, k = 64 },
+                   { m = 96, n = 256, k = 64 }, { m = 128, n = 256, k = 32 }, { m = 32, n = 32, k = 16 } }
 
 local CUSTOM_OPS = {
   { combine = "fmaxf(fabsf(a), fabsf(b))", identity = "0.0f" },
@@ -320,6 +501,9 @@ local function candidates(f, base)
   elseif f.kind == "custom" and f.name == "op" then
     for _, n in ipairs(require("gen.ops").names) do add(n) end
     for _, o in ipairs(CUSTOM_OPS) do add(o) end
+  elseif f.kind == "custom" and f.name == "tile" then
+    seen[lua_text(base)] = true
+    for _, t in ipairs(AG_TILES) do add(t) end
   elseif f.kind == "string" then add(base .. "x")
   end
   return out
@@ -343,6 +527,17 @@ local function fixup(cfg, field)
   if cfg.family == "allreduce" then   -- multimem is two_shot, and only it has a fallback
     if field == "comm" and cfg.comm == "multimem" then cfg.algo = "two_shot" end
     if field == "fallback" and cfg.fallback ~= "none" then cfg.comm = "multimem"; cfg.algo = "two_shot" end
+  end
+  if cfg.family == "ag_gemm" then
+    -- a variant brings its own comm, compute and tile; a fallback needs multimem; one consumer
+    -- warpgroup holds the accumulators of 64 x 256 at most (and a 64-row tile has one to give)
+    if field == "variant" then cfg.comm, cfg.compute, cfg.tile = "auto", "auto", "auto" end
+    if field == "fallback" and cfg.fallback ~= "none" then cfg.comm = "multimem" end
+    if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end
+    if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
+    -- auto spelled out, so that "auto" for the base's own value is the base again
+    local r = ag_resolve(cfg)
+    cfg.comm, cfg.tile, cfg.compute = r.comm, r.tile, r.compute
   end
   if cfg.family == "row_softmax" then
     if field == "mode" and cfg.mode == "stream" then cfg.max_cols = 0 end
@@ -393,7 +588,13 @@ T.test("the kernel name changes when any single parameter changes", function()
         else
           -- only a deliberate rule on this very field may refuse a value
           rejected = rejected + 1
-          T.contains(e, "variant.lua: " .. f.name .. " = " .. require("gen.schema").show(v) .. ": ", what .. " rejected")
+          if f.kind == "custom" and f.name == "tile" then
+            -- a tile's rules name the tile (as its name token, 128x256x64) or one of its dimensions (tile.m = 96)
+            T.ok(e:find('variant.lua: tile = "%d+x%d+x%d+": ') or e:find("variant.lua: tile%.[mnk] = %d+: "),
+              what .. " rejected: " .. e)
+          else
+            T.contains(e, "variant.lua: " .. f.name .. " = " .. require("gen.schema").show(v) .. ": ", what .. " rejected")
+          end
         end
       end
       if #cands > 0 then
@@ -464,7 +665,7 @@ T.test("--set through generate: applies, validates, names the file", function()
 end)
 
 T.test("family errors name the file, the value and the families", function()
-  local all = '"cluster_reduce", "row_reduce", "row_softmax", "allreduce"'
+  local all = '"cluster_reduce", "row_reduce", "row_softmax", "allreduce", "ag_gemm"'
   local _, e = gen('return { threads = 256 }', "x.lua")
   T.eq(e, "x.lua: family = nil: must be one of " .. all)
   _, e = gen('return { family = "row_reduc" }', "x.lua")
@@ -502,6 +703,233 @@ T.test("row_softmax: the register rule's message names the numbers and stream", 
   -- the bound it names is exact: 32768 is accepted, 32769 is not
   T.ok(gen('return { family = "row_softmax", max_cols = 32768, cluster = 1, threads = 256 }'), "32768 fits")
   T.eq(gen('return { family = "row_softmax", max_cols = 32769, cluster = 1, threads = 256 }'), nil, "32769")
+end)
+
+-- ---- ag_gemm ------------------------------------------------------------------------------
+
+local function ag(fields, overrides)
+  return gen("return { family = \"ag_gemm\", " .. (fields or "") .. " }", "ag.lua", overrides)
+end
+local function param(m, key)
+  for _, p in ipairs(m.params) do if p.key == key then return p.value end end
+  return nil
+end
+local AG_PREFIX = "weft_ag_gemm_bf16_"
+local AG_SUFFIX = "_s4_c2_g16_ring"
+
+T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, named as such", function()
+  local want = {
+    { "", "fused_tma_fbnone_wgmma_brow_128x256x64" },
+    { 'variant = "fused"', "fused_tma_fbnone_wgmma_brow_128x256x64" },
+    { 'variant = "gemm"', "gemm_none_fbnone_wgmma_brow_128x256x64" },
+    { 'variant = "naive_remote"', "naiveremote_threadload_fbnone_scalar_brow_32x32x16" },
+    { 'variant = "threadload_gather"', "threadloadgather_threadload_fbnone_scalar_brow_32x32x16" },
+    { 'variant = "multimem_gather"', "multimemgather_multimem_fbnone_scalar_brow_32x32x16" },
+    { 'variant = "gather_then_gemm"', "gatherthengemm_threadload_fbnone_wgmma_brow_128x256x64" },
+    { 'variant = "fused", comm = "threadload"', "fused_threadload_fbnone_wgmma_brow_128x256x64" },
+    { 'variant = "gather_then_gemm", comm = "multimem", fallback = "emulate"',
+      "gatherthengemm_multimem_fbemulate_wgmma_brow_128x256x64" },
+  }
+  for _, w in ipairs(want) do
+    local m, e = ag(w[1])
+    T.ok(m, w[1] .. ": " .. tostring(e))
+    T.eq(m.name, AG_PREFIX .. w[2] .. AG_SUFFIX, w[1])
+    check_manifest(m, complete(assert(load("return { family = \"ag_gemm\", " .. w[1] .. " }", "=ag", "t", {}))()),
+      "ag.lua", w[1])
+  end
+  -- auto and the value it resolves to are one kernel: same name, source and manifest
+  local same = {
+    { 'variant = "naive_remote"', 'variant = "naive_remote", comm = "threadload", compute = "scalar", tile = { m = 32, n = 32, k = 16 }' },
+    { 'variant = "multimem_gather"', 'variant = "multimem_gather", comm = "multimem", compute = "scalar"' },
+    { 'variant = "gemm"', 'variant = "gemm", comm = "none", compute = "wgmma", tile = { m = 128, n = 256, k = 64 }' },
+    { "", 'variant = "fused", comm = "tma", compute = "wgmma", tile = { k = 64, n = 256, m = 128 }' },
+    { 'variant = "gather_then_gemm"', 'variant = "gather_then_gemm", comm = "threadload", compute = "auto"' },
+  }
+  for _, p in ipairs(same) do
+    local a, b = assert(ag(p[1])), assert(ag(p[2]))
+    T.eq(b.name, a.name, p[2])
+    T.eq(b.source, a.source, p[2] .. " source")
+    T.eq(b.json, a.json, p[2] .. " json")
+  end
+  -- the name carries the tile (not the word auto), so explicit tiles of the scalar kernels differ
+  T.eq(assert(ag('variant = "naive_remote", tile = { m = 64, n = 16, k = 8 }')).name,
+    AG_PREFIX .. "naiveremote_threadload_fbnone_scalar_brow_64x16x8" .. AG_SUFFIX)
+end)
+
+T.test("ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params", function()
+  local text = assert(weft_read("examples/gemm.lua"))
+  local m = assert(gen(text, "examples/gemm.lua"))
+  T.eq(param(m, "tile.m"), "128"); T.eq(param(m, "tile.n"), "256"); T.eq(param(m, "tile.k"), "64")
+  T.eq(param(m, "tile"), nil, "no tile key"); T.eq(param(m, "tile.tag"), nil, "the name tag is not a param")
+  T.eq(param(m, "comm"), "none"); T.eq(param(m, "compute"), "wgmma"); T.eq(param(m, "variant"), "gemm")
+  T.contains(m.json, '"key": "tile.m",\n      "value": "128"')
+  m = assert(ag('variant = "naive_remote"'))
+  T.eq(param(m, "tile.m"), "32"); T.eq(param(m, "tile.n"), "32"); T.eq(param(m, "tile.k"), "16")
+  T.eq(param(m, "comm"), "threadload"); T.eq(param(m, "compute"), "scalar")
+  m = assert(ag('variant = "gather_then_gemm"'))
+  T.eq(param(m, "compute"), "wgmma"); T.eq(param(m, "tile.m"), "128")   -- its GEMM's
+end)
+
+T.test("ag_gemm: tensor maps for A, B in its layout, and the peer shards", function()
+  local function tm(name, source, dims, box)
+    return { name = name, source = source, dtype = "bf16", dims = dims, box = box, swizzle = 128 }
+  end
+  local m = assert(ag('variant = "gemm"'))
+  T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 128 }), tm("tb", "b", { "n", "k" }, { 64, 64 }) }, "gemm")
+  m = assert(ag('variant = "gemm", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1'))
+  T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 64 }), tm("tb", "b", { "k", "n" }, { 64, 128 }) }, "gemm, B col")
+  m = assert(ag('variant = "fused"'))
+  T.deq(m.tmaps, { tm("ta", "a", { "k", "m/ranks" }, { 64, 128 }), tm("tb", "b", { "n", "k" }, { 64, 64 }),
+                   tm("tsh", "comm.shards", { "k", "m/ranks", "ranks", "halves" }, { 64, 128, 1, 1 }) }, "fused tma")
+  for _, c in ipairs({ "threadload", "multimem" }) do
+    m = assert(ag('variant = "fused", tile = { m = 256, n = 128, k = 64 }, comm = "' .. c .. '"'))
+    T.deq(m.tmaps[3], tm("tsh", "comm.local", { "k", "m/ranks", "ranks", "halves" }, { 64, 256, 1, 1 }), "fused " .. c)
+    T.deq(m.tmaps[1].box, { 64, 256 }, "fused " .. c .. " ta box")
+  end
+  -- f16: every map says so
+  m = assert(ag('variant = "fused", dtype = "f16"'))
+  for _, t in ipairs(m.tmaps) do T.eq(t.dtype, "f16", "f16 " .. t.name) end
+  -- no WGMMA, no tensor maps: not even the key
+  for _, v in ipairs({ "naive_remote", "threadload_gather", "multimem_gather", "gather_then_gemm" }) do
+    m = assert(ag('variant = "' .. v .. '"'))
+    T.eq(m.tmaps, nil, v)
+    T.not_contains(m.json, '"tmaps"', v .. " json")
+  end
+end)
+
+T.test("ag_gemm: a comm section for every variant but gemm", function()
+  local cases = {
+    { 'variant = "gemm"', nil },
+    { 'variant = "fused"', { multimem = false, emulate = false } },
+    { 'variant = "fused", comm = "threadload"', { multimem = false, emulate = false } },
+    { 'variant = "fused", comm = "multimem", fallback = "emulate"', { multimem = true, emulate = true } },
+    { 'variant = "naive_remote"', { multimem = false, emulate = false } },
+    { 'variant = "threadload_gather", dtype = "f16"', { multimem = false, emulate = false } },
+    { 'variant = "multimem_gather"', { multimem = true, emulate = false } },
+    { 'variant = "gather_then_gemm", comm = "multimem", fallback = "emulate"', { multimem = true, emulate = true } },
+  }
+  for _, c in ipairs(cases) do
+    local m = assert(ag(c[1]))
+    if not c[2] then
+      T.eq(m.comm, nil, c[1])
+      T.not_contains(m.json, '"comm": {', c[1] .. " json")
+      T.not_contains(m.source, "weft::Comm", c[1] .. " source")
+    else
+      T.deq(m.comm, { signals = { "ready", "pulled" }, halves = 2, elem_bytes = 2, elems = { "m", "k" }, divide = "m",
+                      multimem = c[2].multimem, emulate = c[2].emulate }, c[1])
+      T.contains(m.source, "const __grid_constant__ weft::Comm comm)", c[1] .. " Comm is the last parameter")
+    end
+  end
+end)
+
+T.test("ag_gemm: block and shared memory follow the tile, stages and consumers", function()
+  local cases = {   -- tile, stages, consumers -> threads, smem
+    { "128, 256", 4, 2, 384, 4 * 384 * 128 + 64 + 1024 },   -- 197696: the examples
+    { "128, 128", 7, 2, 384, 7 * 256 * 128 + 112 + 1024 },  -- 230512: just fits
+    { "64, 256", 4, 1, 256, 4 * 320 * 128 + 64 + 1024 },
+    { "256, 128", 3, 2, 384, 3 * 384 * 128 + 48 + 1024 },
+    { "64, 64", 2, 1, 256, 2 * 128 * 128 + 32 + 1024 },
+    { "128, 192", 5, 2, 384, 5 * 320 * 128 + 80 + 1024 },
+  }
+  for _, c in ipairs(cases) do
+    local mn = {}
+    for x in c[1]:gmatch("%d+") do mn[#mn + 1] = x end
+    local f = string.format('variant = "gemm", tile = { m = %s, n = %s, k = 64 }, stages = %d, consumers = %d',
+      mn[1], mn[2], c[2], c[3])
+    local m, e = ag(f)
+    T.ok(m, f .. ": " .. tostring(e))
+    T.deq(m.block, { c[4], 1, 1 }, f .. " block")
+    T.eq(m.smem, c[5], f .. " smem")
+    T.contains(m.source, "__launch_bounds__(" .. c[4] .. ", 1)", f .. " launch bounds")
+  end
+  T.eq(assert(ag("")).smem, 197696, "the example's ring")
+  -- the scalar kernels and the gather: 256 threads, static shared memory only
+  for _, v in ipairs({ "naive_remote", "threadload_gather", "multimem_gather", "gather_then_gemm" }) do
+    local m = assert(ag('variant = "' .. v .. '"'))
+    T.deq(m.block, { 256, 1, 1 }, v .. " block")
+    T.eq(m.smem, 0, v .. " smem")
+  end
+end)
+
+T.test("ag_gemm: the shared-memory and accumulator limits are exact", function()
+  T.ok(ag('variant = "gemm", tile = { m = 128, n = 128, k = 64 }, stages = 7'), "230512 bytes fit")
+  local _, e = ag('variant = "gemm", tile = { m = 128, n = 128, k = 64 }, stages = 8')
+  T.eq(e, "ag.lua: stages = 8: needs 263296 bytes of shared memory per block, at most 232448 (227 KB) on sm_90; "
+    .. "use fewer stages or a smaller tile")
+  T.ok(ag('variant = "fused", stages = 4'), "the example's 4 stages")
+  _, e = ag('variant = "fused", stages = 5')
+  T.contains(e, "ag.lua: stages = 5: needs 246864 bytes of shared memory per block")
+  -- 128 f32 accumulators per consumer thread, no more
+  for _, ok in ipairs({ "64, n = 256, k = 64 }, consumers = 1", "256, n = 128, k = 64 }, consumers = 2",
+                        "256, n = 64, k = 64 }, consumers = 1", "128, n = 128, k = 64 }, consumers = 1" }) do
+    local m, err = ag('variant = "gemm", tile = { m = ' .. ok)
+    T.ok(m, ok .. ": " .. tostring(err))
+  end
+  _, e = ag('variant = "gemm", tile = { m = 128, n = 192, k = 64 }, consumers = 1')
+  T.contains(e, 'ag.lua: tile = "128x192x64": ')
+  T.contains(e, "128 x 192 over 1 consumer warpgroup(s) is 192 f32 accumulators per thread; at most 128 fit")
+  _, e = ag('variant = "gemm", tile = { m = 256, n = 192, k = 64 }, consumers = 2')
+  T.contains(e, "256 x 192 over 2 consumer warpgroup(s) is 192 f32 accumulators per thread")
+end)
+
+T.test("ag_gemm: every rule's message at once, each starting with the file", function()
+  local _, e = ag('variant = "gemm", tile = { m = 96, n = 96, k = 32 }')
+  local lines = T.lines(e)
+  T.eq(#lines, 3, "three problems: " .. e)
+  T.contains(e, "ag.lua: tile.m = 96: ")
+  T.contains(e, "ag.lua: tile.n = 96: ")
+  T.contains(e, "ag.lua: tile.k = 32: ")
+  _, e = ag('variant = "naive_remote", comm = "tma", stages = 3, group = 4, tile = { m = 128, n = 128, k = 16 }')
+  lines = T.lines(e)
+  T.eq(#lines, 4, "four problems: " .. e)
+  for _, l in ipairs(lines) do T.eq(l:sub(1, 7), "ag.lua:", l) end
+  T.contains(e, 'ag.lua: comm = "tma": variant = "naive_remote" takes comm = threadload')
+  T.contains(e, "ag.lua: stages = 3: applies to compute = \"wgmma\" only; leave it 4")
+  T.contains(e, "ag.lua: group = 4: applies to compute = \"wgmma\" only; leave it 16")
+  T.contains(e, 'ag.lua: tile = "128x128x16": ')
+  _, e = ag('dtype = "f32", variant = "allgather", consumers = 4')
+  T.contains(e, 'ag.lua: dtype = "f32": must be one of "f16", "bf16"')
+  T.contains(e, 'ag.lua: variant = "allgather": must be one of "gemm", "naive_remote", "threadload_gather", '
+    .. '"multimem_gather", "gather_then_gemm", "fused"')
+  T.contains(e, "ag.lua: consumers = 4: must be one of 1, 2")
+end)
+
+T.test("ag_gemm: --set reaches into the tile", function()
+  local text = assert(weft_read("examples/gemm.lua"))
+  local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
+  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s4_c1_g16_ring")
+  T.eq(param(m, "tile.m"), "64")
+  T.deq(m.tmaps[1].box, { 64, 64 })
+  m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "variant=fused" }))
+  T.eq(m.name, AG_PREFIX .. "fused_tma_fbnone_wgmma_brow_128x256x64" .. AG_SUFFIX)
+  local _, e = gen(text, "examples/gemm.lua", { "tile.n=96" })
+  T.contains(e, "examples/gemm.lua: tile.n = 96: wgmma tiles take n in {64, 128, 192, 256}")
+  _, e = gen(text, "examples/gemm.lua", { "tile.x=1" })
+  T.contains(e, "(unknown key x)")
+  -- a config without a tile gets a partial one from --set: the message says what is missing
+  _, e = ag("", { "tile.m=64" })
+  T.contains(e, "ag.lua: tile = { m = 64 }: ")
+  T.contains(e, "(n is missing or not a positive integer)")
+end)
+
+T.test("ag_gemm: the same config twice gives byte-identical source and json, for every variant", function()
+  local configs = {
+    'variant = "gemm"', 'variant = "gemm", dtype = "f16", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1',
+    'variant = "fused"', 'variant = "fused", comm = "threadload", schedule = "rank_order"',
+    'variant = "fused", comm = "multimem", fallback = "emulate", group = 4, stages = 3',
+    'variant = "naive_remote"', 'variant = "threadload_gather", tile = { m = 64, n = 16, k = 32 }',
+    'variant = "multimem_gather", fallback = "emulate"', 'variant = "gather_then_gemm", comm = "multimem"',
+  }
+  local names = {}
+  for _, c in ipairs(configs) do
+    local a, e = ag(c)
+    T.ok(a, c .. ": " .. tostring(e))
+    local b = assert(ag(c))
+    T.eq(a.source, b.source, c .. " source")
+    T.eq(a.json, b.json, c .. " json")
+    T.ok(not names[a.name], c .. ": name " .. a.name .. " also for " .. tostring(names[a.name]))
+    names[a.name] = c
+  end
 end)
 
 -- ---- json ---------------------------------------------------------------------------------
