@@ -164,7 +164,71 @@ static void field_dim3(lua_State *L, int t, const char *k, unsigned out[3]) {
   lua_pop(L, 1);
 }
 
-static int to_manifest(lua_State *L, int t, weft_manifest *m) {
+/* t[k], a list of strings, owned by m: its length in *n; NULL if absent (*n = 0) or out of
+ * memory.  An entry that is not a string stays NULL, for manifest_check to name. */
+static const char **field_strs(lua_State *L, int t, const char *k, weft_manifest *m, int *n, int *oom) {
+  lua_getfield(L, t, k);
+  *n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  const char **v = NULL;
+  if (*n) {
+    v = manifest_alloc(m, sizeof(char *) * (size_t)(*n + 1));
+    if (!v) *oom = 1;
+    for (int i = 0; v && i < *n; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      if (lua_type(L, -1) == LUA_TSTRING && !(v[i] = manifest_str(m, lua_tostring(L, -1)))) *oom = 1;
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* tmaps = { { name, source, dtype, dims = {...}, box = {...}, swizzle }, ... } (weft_tmap) */
+static int to_tmaps(lua_State *L, int t, weft_manifest *m, char *err, size_t errlen) {
+  lua_getfield(L, t, "tmaps");
+  int n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  weft_tmap *tm = manifest_alloc(m, sizeof(weft_tmap) * (size_t)(n + 1));
+  int rc = tm ? 0 : -1, oom = 0;
+  for (int i = 0; tm && rc == 0 && i < n; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    int g = lua_gettop(L);
+    if (!lua_istable(L, g)) {
+      snprintf(err, errlen, "%s: tmaps[%d] is a %s, not a table", m->name, i + 1, luaL_typename(L, g));
+      rc = -1;
+    } else {
+      tm[i].name = field_str(L, g, "name", m);
+      tm[i].source = field_str(L, g, "source", m);
+      tm[i].dtype = field_str(L, g, "dtype", m);
+      int nd, nb;
+      const char **dims = field_strs(L, g, "dims", m, &nd, &oom);
+      lua_getfield(L, g, "box");
+      nb = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+      tm[i].n_dims = nd;
+      for (int d = 0; dims && d < nd && d < nb && d < WEFT_TMAP_MAX_DIMS; d++) {
+        tm[i].dims[d] = dims[d];
+        lua_rawgeti(L, -1, d + 1);
+        lua_Integer b = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+        tm[i].box[d] = b >= 0 && b <= 65536 ? (unsigned)b : 0;   /* out of range: 0, refused below */
+        lua_pop(L, 1);
+      }
+      lua_pop(L, 1);
+      lua_getfield(L, g, "swizzle");
+      tm[i].swizzle = lua_isnil(L, -1) ? 0 : lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+      lua_pop(L, 1);
+      if (nb != nd) {
+        snprintf(err, errlen, "%s: tensor map %s: %d dims but %d box sizes", m->name, tm[i].name ? tm[i].name : "?", nd, nb);
+        rc = -1;
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  m->n_tmaps = n;
+  m->tmaps = tm;
+  return oom ? -1 : rc;
+}
+
+static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t errlen) {
   m->family = field_str(L, t, "family", m);
   m->name = field_str(L, t, "name", m);
   m->entry = field_str(L, t, "entry", m);
@@ -229,6 +293,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
     lim[i].arg = field_str(L, g, "arg", m);
     lim[i].min = field_int(L, g, "min", 0);
     lim[i].max = field_int(L, g, "max", 0);
+    lim[i].multiple = field_int(L, g, "multiple", 0);
     lua_pop(L, 1);
   }
   m->limits = lim;
@@ -267,7 +332,10 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
     lua_getfield(L, c, "emulate");
     m->comm.emulate = lua_toboolean(L, -1);
     lua_pop(L, 2);
-    if (!sigs) { lua_pop(L, 1); return -1; }
+    int oom = 0;
+    m->comm.elems = field_strs(L, c, "elems", m, &m->comm.n_elems, &oom);
+    m->comm.divide = field_str(L, c, "divide", m);
+    if (!sigs || oom) { lua_pop(L, 1); return -1; }
   }
   lua_pop(L, 1);
   if (!opts || !args || !lim || !par) return -1;
@@ -276,8 +344,46 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m) {
     if (m->grid[i].cap && strcmp(m->grid[i].cap, "coresident") != 0) return -1;
     if (m->grid[i].split && strcmp(m->grid[i].split, "ranks") != 0) return -1;
   }
+  if (to_tmaps(L, t, m, err, errlen) != 0 || manifest_check(m, err, errlen) != 0) return -1;
   manifest_seal(m);
   return 0;
+}
+
+/* Converts the manifest table at the top of the stack; on failure says why (a bug in the
+ * generator: derive produced something the runtime cannot launch). */
+static weft_status convert(lua_State *L, const char *chunkname, weft_manifest **out, char *err, size_t errlen) {
+  weft_manifest *m = manifest_new();
+  if (!m) { snprintf(err, errlen, "out of memory"); return WEFT_ERR_NOMEM; }
+  char why[2048] = "";
+  if (to_manifest(L, lua_gettop(L), m, why, sizeof why) != 0) {
+    if (why[0])
+      snprintf(err, errlen, "weft's generator returned a manifest the runtime cannot use for %s (a bug in weft): %s",
+               chunkname, why);
+    else
+      snprintf(err, errlen, "weft's generator returned an incomplete manifest for %s (a bug in weft)", chunkname);
+    weft_manifest_free(m);
+    return WEFT_ERR_INTERNAL;
+  }
+  *out = m;
+  return WEFT_OK;
+}
+
+weft_status bridge_manifest_eval(bridge *b, const char *chunkname, const char *text, weft_manifest **out,
+                                 char *err, size_t errlen) {
+  lua_State *L = b->L;
+  int top = lua_gettop(L);
+  weft_status st = WEFT_ERR_INTERNAL;
+  *out = NULL;
+  lua_pushcfunction(L, l_traceback);
+  int h = lua_gettop(L);
+  if (luaL_loadbufferx(L, text, strlen(text), chunkname, "t") != LUA_OK || lua_pcall(L, 0, 1, h) != LUA_OK)
+    snprintf(err, errlen, "%s", lua_tostring(L, -1));
+  else if (!lua_istable(L, -1))
+    snprintf(err, errlen, "%s: returned a %s, not a manifest table", chunkname, luaL_typename(L, -1));
+  else
+    st = convert(L, chunkname, out, err, errlen);
+  lua_settop(L, top);
+  return st;
 }
 
 weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
@@ -312,15 +418,8 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
     st = WEFT_ERR_CONFIG;
     goto done;
   }
-  weft_manifest *m = manifest_new();
-  if (!m) { snprintf(err, errlen, "out of memory"); st = WEFT_ERR_NOMEM; goto done; }
-  if (to_manifest(L, lua_gettop(L) - 1, m) != 0) {
-    weft_manifest_free(m);
-    snprintf(err, errlen, "weft's generator returned an incomplete manifest for %s (a bug in weft)", chunkname);
-    st = WEFT_ERR_INTERNAL;
-    goto done;
-  }
-  *out = m;
+  lua_pop(L, 1);   /* the manifest on top */
+  st = convert(L, chunkname, out, err, errlen);
 done:
   lua_settop(L, top);
   return st;

@@ -16,6 +16,12 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
                             const char *const *overrides, int n_overrides, weft_manifest **out,
                             char *err, size_t errlen);
 
+/* A manifest from a Lua chunk that returns a manifest table (what gen.weft.generate returns:
+ * tests use it to hand-write manifests), converted and checked as bridge_generate does.  The
+ * chunk runs unsandboxed: trusted text only. */
+weft_status bridge_manifest_eval(bridge *b, const char *chunkname, const char *text, weft_manifest **out,
+                                 char *err, size_t errlen);
+
 /* Fold x[0..n) in order with the Lua reference function (op.ref) of the custom operator of
  * kernel `name`: acc = x[0]; acc = ref(acc, x[i]).  -1 with err if there is none or it fails. */
 int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *out, char *err, size_t errlen);

@@ -10,12 +10,14 @@
  * The grid is capped so that every block of every rank on a GPU is resident at once (blocks
  * wait for other ranks' blocks): the co-resident capacity, the lowest over the ranks, divided
  * by the ranks sharing a GPU (MPS). */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "manifest.h"
 #include "world.h"
 
 #define MAX_RANKS WEFT_SYMM_MAX_RANKS   /* weft::MAX_RANKS in signal.cuh */
@@ -204,17 +206,22 @@ static weft_status comm_failed(weft_comm *c) {
   return WEFT_ERR_TIMEOUT;
 }
 
+static long long size_arg(const weft_manifest *m, int i, void **args) {
+  return !strcmp(m->args[i].type, "i64") ? *(long long *)args[i] : *(int *)args[i];
+}
+
 weft_status weft_comm_launch(weft_comm *c, void **args, void *stream) {
   if (!c || !args) return WEFT_ERR_INVALID;
   if (comm_failed(c)) return WEFT_ERR_TIMEOUT;
   const weft_manifest *m = weft_kernel_manifest(c->k);
+  const weft_comm_spec *cs = &m->comm;
   for (int i = 0; i < m->n_args; i++) {
     if (!args[i]) {
       snprintf(c->err, sizeof c->err, "%s: argument %d (%s) is NULL", m->name, i, m->args[i].name);
       return WEFT_ERR_INVALID;
     }
-    if (!strcmp(m->args[i].role, "size")) {
-      long long v = !strcmp(m->args[i].type, "i64") ? *(long long *)args[i] : *(int *)args[i];
+    if (!cs->n_elems && !strcmp(m->args[i].role, "size")) {
+      long long v = size_arg(m, i, args);
       if (v > c->max_elems) {
         snprintf(c->err, sizeof c->err, "%s: %s = %lld, but this communicator was created for at most %lld elements "
                  "(weft_comm_create's max_elems)", m->name, m->args[i].name, v, c->max_elems);
@@ -222,11 +229,40 @@ weft_status weft_comm_launch(weft_comm *c, void **args, void *stream) {
       }
     }
   }
-  void *params[16];
-  if (m->n_args + 1 > 16) return WEFT_ERR_INTERNAL;
-  for (int i = 0; i < m->n_args; i++) params[i] = args[i];
-  params[m->n_args] = &c->p;
-  weft_status st = api_launch(c->k, args, params, c->p.size, c->share, stream);
+  if (cs->n_elems) {   /* the buffer holds a product of sizes (rows x cols), not each on its own */
+    char expr[256] = "", vals[256] = "";
+    long long prod = 1;
+    int over = 0;
+    for (int i = 0; i < cs->n_elems; i++) {
+      int a = manifest_arg_index(m, cs->elems[i]);
+      long long v = size_arg(m, a, args);
+      if (v > 0 && prod > LLONG_MAX / v) over = 1;
+      else prod *= v;
+      size_t ne = strlen(expr), nv = strlen(vals);
+      snprintf(expr + ne, sizeof expr - ne, "%s%s", i ? " * " : "", cs->elems[i]);
+      snprintf(vals + nv, sizeof vals - nv, "%s%lld", i ? " * " : "", v);
+    }
+    if (over || prod > c->max_elems) {
+      snprintf(c->err, sizeof c->err, "%s: %s = %s%s%lld elements, but this communicator was created for at most %lld "
+               "(weft_comm_create's max_elems)", m->name, expr, vals, over ? ", over " : " = ", over ? LLONG_MAX : prod,
+               c->max_elems);
+      return WEFT_ERR_LAUNCH;
+    }
+  }
+  if (cs->divide) {
+    long long v = size_arg(m, manifest_arg_index(m, cs->divide), args);
+    int P = c->p.size;
+    if (v % P) {
+      snprintf(c->err, sizeof c->err, "%s: %s = %lld is not a multiple of the %d ranks: rank r owns rows r*%s/%d .. "
+               "(r+1)*%s/%d-1", m->name, cs->divide, v, P, cs->divide, P, cs->divide, P);
+      return WEFT_ERR_LAUNCH;
+    }
+  }
+  /* what the tensor maps see: the ranks' buffers, evenly spaced (symm.c maps rank r at base + r * bytes) */
+  api_tmap_env env = {.ranks = c->p.size, .rank = c->p.rank, .halves = cs->halves > 0 ? cs->halves : 1,
+                      .peers = c->p.peers, .symm_stride = weft_symm_bytes(c->symm),
+                      .data_offset = c->p.data_offset, .half_bytes = c->p.half_bytes};
+  weft_status st = api_launch(c->k, args, &env, &c->p, c->share, stream);
   if (st) snprintf(c->err, sizeof c->err, "%s", api_kernel_err(c->k));
   return st;
 }

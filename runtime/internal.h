@@ -15,10 +15,42 @@ char *api_ctx_err(weft_ctx *c);             /* the context's error buffer (16 KB
 weft_status api_kernel_load(weft_kernel *k, long *coresident);
 weft_ctx *api_kernel_ctx(weft_kernel *k);
 char *api_kernel_err(weft_kernel *k);       /* the kernel's error buffer (16 KB) */
-/* Launch with the manifest's args checked, the grid derived from them (split over `ranks`,
- * the co-resident cap divided by `share` processes on the GPU), and `params` passed to the
- * kernel (args plus anything the runtime appends). */
-weft_status api_launch(weft_kernel *k, void **args, void **params, int ranks, int share, void *stream);
+
+/* What a launch's tensor maps refer to besides the args: the world and the communicator's
+ * symmetric buffer (weft_launch: one rank and no buffer). */
+typedef struct api_tmap_env {
+  int ranks, rank;
+  int halves;                        /* the data area's halves (comm.halves) */
+  const CUdeviceptr *peers;          /* every rank's buffer, mapped here; NULL without a communicator */
+  unsigned long long symm_stride;    /* peers[r] = peers[0] + r * symm_stride (symm.c maps them so) */
+  long long data_offset, half_bytes; /* as in weft::Comm */
+} api_tmap_env;
+
+/* One tensor map, worked out from the argument values: what cuTensorMapEncodeTiled gets. */
+typedef struct api_tmap_plan {
+  CUtensorMapDataType dtype;
+  unsigned n_dims;
+  CUdeviceptr base;
+  cuuint64_t dims[WEFT_TMAP_MAX_DIMS];
+  cuuint64_t strides[WEFT_TMAP_MAX_DIMS - 1];   /* bytes, of dims 1.. */
+  cuuint32_t box[WEFT_TMAP_MAX_DIMS];
+  CUtensorMapSwizzle swizzle;
+} api_tmap_plan;
+
+/* Tensor map i of m for these args (no driver needed): WEFT_OK, or WEFT_ERR_LAUNCH with a
+ * message naming the kernel, the map, the argument and its value when TMA cannot take it
+ * (a dim that does not divide by the ranks, a stride that is not a multiple of 16, ...). */
+weft_status api_tmap_plan_make(const weft_manifest *m, int i, void **args, const api_tmap_env *env,
+                               api_tmap_plan *out, char *err, size_t errlen);
+/* cuTensorMapEncodeTiled on a plan; WEFT_ERR_CUDA naming the map if the driver refuses it. */
+weft_status api_tmap_encode(const drv_table *d, const weft_manifest *m, int i, const api_tmap_plan *p,
+                            CUtensorMap *out, char *err, size_t errlen);
+
+/* Launch with the manifest's args checked, the grid derived from them (split over
+ * env->ranks, the co-resident cap divided by `share` processes on the GPU), and the kernel's
+ * parameters: args, then one tensor map per manifest tmap (built from args and env), then
+ * `tail` if not NULL (a communicator's weft::Comm). */
+weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, void *stream);
 #define API_ERRLEN 16384
 
 #endif

@@ -2,6 +2,7 @@
  * of allocations owned by the manifest, freed at once by weft_manifest_free. */
 #include "manifest.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,123 @@ int manifest_arg_index(const weft_manifest *m, const char *name) {
     if (strcmp(m->args[i].name, name) == 0) return i;
   return -1;
 }
+
+/* an argument the runtime can read as a number (a size) */
+static int int_arg(const weft_manifest *m, const char *name) {
+  int a = name ? manifest_arg_index(m, name) : -1;
+  if (a < 0 || !m->args[a].type) return -1;
+  return strcmp(m->args[a].type, "i32") == 0 || strcmp(m->args[a].type, "i64") == 0 ? a : -1;
+}
+
+manifest_dim manifest_tmap_dim(const weft_manifest *m, const char *dim, int *arg) {
+  *arg = -1;
+  if (!dim) return DIM_BAD;
+  if (strcmp(dim, "ranks") == 0) return DIM_RANKS;
+  if (strcmp(dim, "halves") == 0) return DIM_HALVES;
+  const char *slash = strchr(dim, '/');
+  if (!slash) return (*arg = int_arg(m, dim)) >= 0 ? DIM_ARG : DIM_BAD;
+  if (strcmp(slash, "/ranks") != 0 || slash == dim || (size_t)(slash - dim) >= 128) return DIM_BAD;
+  char name[128];
+  memcpy(name, dim, (size_t)(slash - dim));
+  name[slash - dim] = 0;
+  return (*arg = int_arg(m, name)) >= 0 ? DIM_ARG_PER_RANK : DIM_BAD;
+}
+
+static int dtype_bytes(const char *dt) {
+  if (!dt) return 0;
+  if (strcmp(dt, "f32") == 0) return 4;
+  return strcmp(dt, "f16") == 0 || strcmp(dt, "bf16") == 0 ? 2 : 0;
+}
+
+#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+static int check_tmap(const weft_manifest *m, int i, char *err, size_t errlen) {
+  const weft_tmap *t = &m->tmaps[i];
+  char tn[160];
+  if (t->name) snprintf(tn, sizeof tn, "tensor map %s", t->name);
+  else snprintf(tn, sizeof tn, "tmaps[%d]", i + 1);
+  if (!t->name) BAD("%s: %s has no name", m->name, tn);
+  if (!t->source) BAD("%s: %s has no source (a pointer argument, \"comm.shards\" or \"comm.local\")", m->name, tn);
+  int esize = dtype_bytes(t->dtype);
+  if (!esize) BAD("%s: %s: dtype = %s: TMA maps here take f32, f16 or bf16", m->name, tn, t->dtype ? t->dtype : "(none)");
+  if (t->n_dims < 1 || t->n_dims > WEFT_TMAP_MAX_DIMS)
+    BAD("%s: %s: %d dims; TMA takes 1..%d", m->name, tn, t->n_dims, WEFT_TMAP_MAX_DIMS);
+  int comm = strncmp(t->source, "comm.", 5) == 0;
+  if (comm) {
+    if (strcmp(t->source, "comm.shards") != 0 && strcmp(t->source, "comm.local") != 0)
+      BAD("%s: %s: source = \"%s\": the communicator's buffer is \"comm.shards\" or \"comm.local\"", m->name, tn,
+          t->source);
+    if (!m->comm.signals)
+      BAD("%s: %s: source = \"%s\" needs a comm section: only a kernel launched with weft_comm_launch has a "
+          "communicator's buffer", m->name, tn, t->source);
+  } else {
+    int a = manifest_arg_index(m, t->source);
+    if (a < 0 || !m->args[a].type || strcmp(m->args[a].type, "ptr") != 0)
+      BAD("%s: %s: source = \"%s\": must be a pointer argument, \"comm.shards\" or \"comm.local\"", m->name, tn,
+          t->source);
+    if (m->args[a].dtype && strcmp(m->args[a].dtype, t->dtype) != 0)
+      BAD("%s: %s: dtype = %s, but its source %s holds %s", m->name, tn, t->dtype, t->source, m->args[a].dtype);
+  }
+  manifest_dim kind[WEFT_TMAP_MAX_DIMS];
+  for (int d = 0; d < t->n_dims; d++) {
+    int a;
+    kind[d] = manifest_tmap_dim(m, t->dims[d], &a);
+    if (kind[d] == DIM_BAD)
+      BAD("%s: %s: dims[%d] = %s: must be a size argument (\"k\"), \"<size argument>/ranks\", \"ranks\" or "
+          "\"halves\"", m->name, tn, d + 1, t->dims[d] ? t->dims[d] : "(not a string)");
+    if (kind[d] == DIM_HALVES && !comm)
+      BAD("%s: %s: dims[%d] = \"halves\": only the communicator's buffer (source \"comm.*\") has halves", m->name, tn,
+          d + 1);
+    if (t->box[d] < 1 || t->box[d] > 256)
+      BAD("%s: %s: box[%d] = %u: TMA moves 1..256 elements per dim", m->name, tn, d + 1, t->box[d]);
+    if ((kind[d] == DIM_RANKS || kind[d] == DIM_HALVES) && t->box[d] != 1)
+      BAD("%s: %s: box[%d] = %u: a \"%s\" dim is walked one at a time (box 1)", m->name, tn, d + 1, t->box[d], t->dims[d]);
+  }
+  if (strcmp(t->source, "comm.shards") == 0 &&
+      (t->n_dims != 4 || kind[0] > DIM_ARG_PER_RANK || kind[1] > DIM_ARG_PER_RANK || kind[2] != DIM_RANKS ||
+       kind[3] != DIM_HALVES)) {
+    char got[256] = "";
+    for (int d = 0, n = 0; d < t->n_dims && n < (int)sizeof got; d++)
+      n += snprintf(got + n, sizeof got - (size_t)n, "%s%s", d ? ", " : "", t->dims[d]);
+    BAD("%s: %s: source = \"comm.shards\" takes dims { K, rows, \"ranks\", \"halves\" } (K and rows size "
+        "arguments: the shards' row length and rows), not { %s }", m->name, tn, got);
+  }
+  if (t->swizzle != 0 && t->swizzle != 32 && t->swizzle != 64 && t->swizzle != 128)
+    BAD("%s: %s: swizzle = %d: must be 0, 32, 64 or 128 (bytes)", m->name, tn, t->swizzle);
+  unsigned inner = t->box[0] * (unsigned)esize;
+  if (inner % 16)
+    BAD("%s: %s: box[1] = %u: its rows are %u bytes; TMA moves multiples of 16 bytes", m->name, tn, t->box[0], inner);
+  if (t->swizzle && inner > (unsigned)t->swizzle)
+    BAD("%s: %s: box[1] = %u: its rows are %u bytes, wider than the %d-byte swizzle", m->name, tn, t->box[0], inner,
+        t->swizzle);
+  return 0;
+}
+
+int manifest_check(const weft_manifest *m, char *err, size_t errlen) {
+  for (int i = 0; i < m->n_limits; i++) {
+    if (int_arg(m, m->limits[i].arg) < 0)
+      BAD("%s: limits[%d]: arg = %s: must name a size argument", m->name, i + 1,
+          m->limits[i].arg ? m->limits[i].arg : "(none)");
+    if (m->limits[i].multiple < 0)
+      BAD("%s: limits[%d]: multiple = %ld: must be positive (or absent)", m->name, i + 1, m->limits[i].multiple);
+  }
+  for (int i = 0; i < m->comm.n_elems; i++)
+    if (int_arg(m, m->comm.elems[i]) < 0)
+      BAD("%s: comm.elems[%d] = %s: must name a size argument", m->name, i + 1,
+          m->comm.elems[i] ? m->comm.elems[i] : "(not a string)");
+  if (m->comm.divide && int_arg(m, m->comm.divide) < 0)
+    BAD("%s: comm.divide = %s: must name a size argument", m->name, m->comm.divide);
+  if (m->n_tmaps > MANIFEST_MAX_TMAPS)
+    BAD("%s: %d tensor maps; the runtime passes at most %d", m->name, m->n_tmaps, MANIFEST_MAX_TMAPS);
+  if (m->n_args + m->n_tmaps + 1 > MANIFEST_MAX_PARAMS)
+    BAD("%s: %d arguments and %d tensor maps; the runtime passes at most %d parameters", m->name, m->n_args,
+        m->n_tmaps, MANIFEST_MAX_PARAMS - 1);
+  for (int i = 0; i < m->n_tmaps; i++)
+    if (check_tmap(m, i, err, errlen) != 0) return -1;
+  return 0;
+}
+
+#undef BAD
 
 const char *weft_manifest_param(const weft_manifest *m, const char *key) {
   if (!m || !key) return NULL;

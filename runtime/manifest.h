@@ -12,4 +12,19 @@ void manifest_seal(weft_manifest *m);
 /* index of the argument named name, or -1 */
 int manifest_arg_index(const weft_manifest *m, const char *name);
 
+/* What a kernel may take, so that launches can keep the parameters on the stack. */
+#define MANIFEST_MAX_TMAPS 8
+#define MANIFEST_MAX_PARAMS 64   /* args + tensor maps + a communicator's parameter */
+
+/* A tensor map dim (see weft_tmap): "k", "m/ranks", "ranks", "halves". */
+typedef enum manifest_dim { DIM_BAD = -1, DIM_ARG, DIM_ARG_PER_RANK, DIM_RANKS, DIM_HALVES } manifest_dim;
+/* Its kind, and in *arg the integer argument it names (-1 for ranks and halves); DIM_BAD
+ * when it names no integer argument. */
+manifest_dim manifest_tmap_dim(const weft_manifest *m, const char *dim, int *arg);
+
+/* What the runtime relies on beyond the fields being there: limits, comm.elems/divide and
+ * tensor maps name integer arguments, tensor maps are ones TMA can encode, "comm.*" sources
+ * only where there is a comm section.  0, or -1 with a message naming the kernel. */
+int manifest_check(const weft_manifest *m, char *err, size_t errlen);
+
 #endif

@@ -86,12 +86,44 @@ typedef struct weft_comm_spec {
   int elem_bytes;
   int multimem;         /* comm = multimem: wants a multicast address */
   int emulate;          /* fallback = emulate: without multicast, run the unicast twin */
+  /* What max_elems bounds: the product of these size arguments (n_elems 0: each size
+   * argument on its own). */
+  int n_elems;
+  const char **elems;
+  const char *divide;   /* a size argument that must be a multiple of the world size, or NULL */
 } weft_comm_spec;
 
 typedef struct weft_limit {
   const char *arg; /* a size argument */
   long min, max;   /* allowed range, inclusive */
+  long multiple;   /* the value must be a multiple of this (0: any) */
 } weft_limit;
+
+/* A TMA tensor map (CUtensorMap) the runtime encodes at every launch from the argument
+ * values.  The kernel takes one per entry, by value (const __grid_constant__ CUtensorMap),
+ * after the manifest args and before a communicator's parameter; callers never pass them.
+ * dims, innermost first, each one of:
+ *   "k"        a size argument;
+ *   "m/ranks"  that argument over the world size (it must divide exactly);
+ *   "ranks"    the world size;   "halves"  the communicator's data halves (comm.halves).
+ * source:
+ *   a pointer argument: a dense row-major tensor there (stride of dim i = dims 0..i-1 x
+ *     element size);
+ *   "comm.shards": rank s's shard, at region s of rank s's data area; dims are exactly
+ *     { K, rows, "ranks", "halves" }, element (k, row, s, h) at peers[s] + data_offset +
+ *     h * half_bytes + ((s * rows + row) * K + k) * element size;
+ *   "comm.local": this rank's own data area, dense, but "halves" strides by half_bytes.
+ * Out-of-bounds boxes read zeros (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE). */
+#define WEFT_TMAP_MAX_DIMS 5
+typedef struct weft_tmap {
+  const char *name;     /* the kernel parameter's name, for messages */
+  const char *source;
+  const char *dtype;    /* "f32", "f16", "bf16" */
+  int n_dims;           /* 1..WEFT_TMAP_MAX_DIMS */
+  const char *dims[WEFT_TMAP_MAX_DIMS];
+  unsigned box[WEFT_TMAP_MAX_DIMS];   /* elements per dim moved at once: 1..256 */
+  int swizzle;          /* shared-memory swizzle span in bytes: 0 (none), 32, 64, 128 */
+} weft_tmap;
 
 typedef struct weft_param { /* the validated config, flattened: "tile.m" = "128" */
   const char *key;
@@ -113,6 +145,8 @@ typedef struct weft_manifest {
   const char **options; /* NVRTC options */
   int n_args;
   const weft_arg *args;
+  int n_tmaps;
+  const weft_tmap *tmaps;  /* kernel parameters after args, built by the runtime */
   weft_grid_dim grid[3];
   int n_limits;
   const weft_limit *limits;
@@ -171,7 +205,8 @@ weft_status weft_kernel_resources(weft_kernel *k, weft_resources *out);
 
 /* ---- launch ---------------------------------------------------------------------------- */
 /* args: one pointer per manifest argument, in manifest order (as for cuLaunchKernel).
- * The grid is derived from the size arguments as the manifest says.
+ * The grid is derived from the size arguments as the manifest says, and the manifest's
+ * tensor maps are built from them (never passed by the caller).
  * stream: a CUstream (NULL = the default stream). */
 weft_status weft_launch(weft_kernel *k, void **args, void *stream);
 
@@ -234,7 +269,9 @@ const char *weft_symm_method(const weft_symm *s);         /* how fds travelled: 
  * Use one stream at a time per communicator (launches are ordered by their epochs). */
 typedef struct weft_comm weft_comm;
 weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems, weft_comm **out);
-/* args: as for weft_launch (manifest order); the communicator appends its own parameter */
+/* args: as for weft_launch (manifest order); the communicator appends its own parameter.
+ * WEFT_ERR_LAUNCH when the sizes exceed max_elems (each size argument, or the product of
+ * those comm.elems names) or comm.divide's size is not a multiple of the world size. */
 weft_status weft_comm_launch(weft_comm *c, void **args, void *stream);
 /* After the stream is synchronised: WEFT_OK, or WEFT_ERR_TIMEOUT and weft_comm_error(). */
 weft_status weft_comm_check(weft_comm *c);

@@ -35,20 +35,30 @@ typedef struct run_result {
   char metric_name[16], baseline_name[16];
 } run_result;
 
+/* A GEMM shape, M x N x K (ag_gemm: --shape, --time-shape). */
+#define CLI_MAX_SHAPES 16
+typedef struct cli_shape { long long m, n, k; } cli_shape;
+
 typedef struct run_opts {
   cli_common c;
+  weft_ctx *ctx;           /* the context the kernel came from; a runner that compiles a second
+                            * kernel (ag_gemm's gather_then_gemm) uses it (NULL: it makes one) */
   long rows, cols, clusters;
   long long elems;         /* allreduce: check only this many elements */
   int iters, warmup;
   unsigned long long seed;
   int check, timing;
   int quiet;               /* print only failures */
+  cli_shape shapes[CLI_MAX_SHAPES], time_shapes[CLI_MAX_SHAPES]; /* ag_gemm: added to the defaults */
+  int n_shapes, n_time_shapes;
+  int shapes_only;         /* ag_gemm: only the shapes given, no default lists */
   run_result *result;      /* filled when not NULL */
 } run_opts;
 
 /* Runs a compiled kernel on random data: check, then time (see weft help run). */
 int run_kernel(weft_kernel *k, const run_opts *o);
 int run_allreduce(weft_kernel *k, const run_opts *o);   /* run_allreduce.c: every rank of an MPI job */
+int run_ag_gemm(weft_kernel *k, const run_opts *o);     /* run_ag_gemm.c: every rank of an MPI job */
 /* The device this process should use: its local rank (mpirun) modulo the GPUs here, else
  * $WEFT_DEVICE, else 0. */
 int cli_device(void);

@@ -16,7 +16,8 @@
 
 void cmd_run_help(void) {
   printf("usage: weft run CONFIG.lua [--set key=value ...] [--rows R] [--cols C] [--clusters N] [--elems N]\n"
-         "                [--iters N] [--seed S] [--no-check] [--no-time] [--tuned [--db PATH]]\n\n"
+         "                [--iters N] [--seed S] [--no-check] [--no-time] [--tuned [--db PATH]]\n"
+         "                [--shape MxNxK ...] [--time-shape MxNxK ...] [--shapes-only]\n\n"
          "--tuned runs the best config `weft tune` stored for this GPU, the config's family and dtype,\n"
          "and this shape; without one it says so and runs CONFIG.lua as given.\n"
          "Compiles the kernel (cached), fills its inputs with random data and its outputs with a NaN\n"
@@ -29,6 +30,13 @@ void cmd_run_help(void) {
          "of its local rank): it checks sizes from 1 to 1048579 elements (--elems N: only N) out of place\n"
          "and in place, 100 back-to-back launches, and bit-identity across ranks, then prints latency and\n"
          "bandwidth from 8 B to 256 MB per rank beside a device copy of the same bytes.\n"
+         "ag_gemm (C = A.B, A row-sharded over the ranks of an MPI job) checks 1000x1000x1000, 128x256x64,\n"
+         "1000x1024x1000 and (1024*P)x1536x512 (--shape MxNxK adds one; --shapes-only keeps only those\n"
+         "given) against a double reference (every element, or sampled rows of big problems), then 20\n"
+         "back-to-back launches and bit-identity across ranks; then times 1024^3, 4096^3 and 8192^3\n"
+         "(--time-shape MxNxK adds one) with events around --iters launches and as a CUDA graph, beside\n"
+         "cuBLASLt (dlopen; WEFT_CUBLASLT_LIB) and, at P>1, NCCL all-gather + cuBLASLt (WEFT_NCCL_LIB).\n"
+         "Its table rows start with \"ag_gemm \".\n"
          "Exit status: 0 correct, 1 wrong or failed, 2 bad usage or config, 77 no GPU here.\n");
 }
 
@@ -370,6 +378,7 @@ int run_kernel(weft_kernel *k, const run_opts *o) {
   if (!strcmp(fam, "row_softmax")) return run_rows(k, o, 1);
   if (!strcmp(fam, "cluster_reduce")) return run_cluster_reduce(k, o);
   if (!strcmp(fam, "allreduce")) return run_allreduce(k, o);
+  if (!strcmp(fam, "ag_gemm")) return run_ag_gemm(k, o);
   fprintf(stderr, "weft run: no runner for family %s yet\n", fam);
   return CLI_FAIL;
 }
@@ -394,6 +403,33 @@ static int num_arg(int argc, char **argv, int *i, long *out) {
   return 0;
 }
 
+/* MxNxK (also with X or *): positive; N and K multiples of 8 (16-byte rows for TMA) */
+static int shape_arg(int argc, char **argv, int *i, cli_shape *list, int *n) {
+  if (*i + 1 >= argc) { fprintf(stderr, "weft run: %s needs MxNxK\n", argv[*i]); return -1; }
+  const char *s = argv[*i + 1];
+  long long v[3];
+  char *end = (char *)s;
+  for (int d = 0; d < 3; d++) {
+    const char *at = end;
+    v[d] = strtoll(at, &end, 10);
+    if (end == at || v[d] <= 0 || (d < 2 && *end != 'x' && *end != 'X' && *end != '*')) goto bad;
+    if (d < 2) end++;
+  }
+  if (*end) goto bad;
+  if (v[1] % 8 || v[2] % 8) {
+    fprintf(stderr, "weft run: %s %s: N = %lld and K = %lld must be multiples of 8 (rows of 16 bytes)\n", argv[*i], s,
+            v[1], v[2]);
+    return -1;
+  }
+  if (*n >= CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d shapes per %s\n", CLI_MAX_SHAPES, argv[*i]); return -1; }
+  list[(*n)++] = (cli_shape){v[0], v[1], v[2]};
+  ++*i;
+  return 0;
+bad:
+  fprintf(stderr, "weft run: %s %s: expected MxNxK, three positive integers (e.g. 4096x4096x4096)\n", argv[*i], s);
+  return -1;
+}
+
 int cmd_run(int argc, char **argv) {
   run_opts o = {.iters = 50, .warmup = 3, .seed = 12345, .check = 1, .timing = 1};
   int tuned = 0;
@@ -411,6 +447,12 @@ int cmd_run(int argc, char **argv) {
     if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
     if (!strcmp(a, "--no-time")) { o.timing = 0; continue; }
     if (!strcmp(a, "--tuned")) { tuned = 1; continue; }
+    if (!strcmp(a, "--shape")) { if (shape_arg(argc, argv, &i, o.shapes, &o.n_shapes)) return CLI_USAGE; continue; }
+    if (!strcmp(a, "--time-shape")) {
+      if (shape_arg(argc, argv, &i, o.time_shapes, &o.n_time_shapes)) return CLI_USAGE;
+      continue;
+    }
+    if (!strcmp(a, "--shapes-only")) { o.shapes_only = 1; continue; }
     if (!strcmp(a, "--db")) {
       if (i + 1 >= argc) { fprintf(stderr, "weft run: --db needs a path\n"); return CLI_USAGE; }
       db_path = argv[++i];
@@ -448,6 +490,7 @@ int cmd_run(int argc, char **argv) {
   void *cuctx;
   st = weft_ctx_cuda(ctx, &cuctx);
   if (st) { fprintf(stderr, "weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  o.ctx = ctx;
   rc = run_kernel(k, &o);
 out:
   weft_kernel_destroy(k);

@@ -78,14 +78,25 @@ template <bool RING> __device__ __forceinline__ int shard_at(const Comm &c, int 
   return RING ? (c.rank + j) % c.size : j;
 }
 
-// Copy this block's slice of n16 16-byte vectors src -> dst (threads tid of nt).
-__device__ __forceinline__ void copy_slice(U4 *dst, const U4 *src, long n16, int tid, int nt) {
+// Copy this block's slice of n16 16-byte vectors src -> dst (threads tid of nt).  U loads in
+// flight per thread before their stores: a pull over NVLink is latency-bound otherwise (one
+// 16-byte load per thread per round trip).  The fused kernel's comm warps live on 64 registers
+// and take U = 2; the all-thread kernels take 4.
+template <int U = 4> __device__ __forceinline__ void copy_slice(U4 *dst, const U4 *src, long n16, int tid, int nt) {
   const long per = (n16 + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n16, lo + per);
-  for (long i = lo + tid; i < hi; i += nt) dst[i] = src[i];
+  long i = lo + tid;
+  for (; i + (U - 1) * (long)nt < hi; i += U * (long)nt) {
+    U4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = src[i + u * (long)nt];
+#pragma unroll
+    for (int u = 0; u < U; ++u) dst[i + u * (long)nt] = v[u];
+  }
+  for (; i < hi; i += nt) dst[i] = src[i];
 }
 
 // publish: this block's slice of `a` into region[rank][h] (of every rank for multimem).
-template <class T, int COMM>
+template <class T, int COMM, int U = 4>
 __device__ __forceinline__ void publish_slice(const Comm &c, const T *a, int h, long shard_elems, int tid, int nt) {
   const long n16 = shard_elems * (long)sizeof(T) / 16;
   const long per = (n16 + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n16, lo + per);
@@ -103,8 +114,7 @@ __device__ __forceinline__ void publish_slice(const Comm &c, const T *a, int h, 
         if (p < c.size) ((U4 *)region<T>(c, c.peers[p], h, c.rank, shard_elems))[i] = v;
     }
   } else {
-    U4 *dst = (U4 *)region<T>(c, c.peers[c.rank], h, c.rank, shard_elems);
-    for (long i = lo + tid; i < hi; i += nt) dst[i] = src[i];
+    copy_slice<U>((U4 *)region<T>(c, c.peers[c.rank], h, c.rank, shard_elems), src, n16, tid, nt);
   }
 }
 
@@ -112,13 +122,13 @@ __device__ __forceinline__ void publish_slice(const Comm &c, const T *a, int h, 
 // Pull: after READY from rank s, this block's slice of region s from rank s into its own
 // region s, then PULLED(e) to itself.  Threads tid of nt, synchronised by sync(); returns 1
 // if a wait stopped (then nothing more is moved).
-template <class T, bool RING, class Sync, class AnyStop>
+template <class T, bool RING, int U, class Sync, class AnyStop>
 __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elems, u64 e, int tid, int nt, Sync sync,
                                            AnyStop any_stop) {
   for (int j = 1; j < c.size; ++j) {
     const int s = shard_at<RING>(c, j);
     if (any_stop(wait_blocks(c, SIG_READY, s, e, tid, nt))) return 1;
-    copy_slice((U4 *)region<T>(c, c.peers[c.rank], h, s, shard_elems), (const U4 *)region<T>(c, c.peers[s], h, s, shard_elems),
+    copy_slice<U>((U4 *)region<T>(c, c.peers[c.rank], h, s, shard_elems), (const U4 *)region<T>(c, c.peers[s], h, s, shard_elems),
                shard_elems * (long)sizeof(T) / 16, tid, nt);
     sync();
     if (tid == 0) send_signal(c, SIG_PULLED, c.rank, s, e);
@@ -136,9 +146,11 @@ template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool B_ROW, int GR
 __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const TensorMap *tsh, const Comm *cm) {
   constexpr int MR = BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
-  // 384 threads share 64K registers: the loading warpgroup gives most of its share to the
-  // accumulators (its comm warps need a little more than TMA issue alone)
-  constexpr int PRODUCER_REGS = COMM == COMM_NONE ? 40 : 56, CONSUMER_REGS = COMM == COMM_NONE ? 232 : 224;
+  // 384 threads share 64K registers (168 each at launch).  Where a consumer holds more than 64
+  // accumulators, the loading warpgroup gives most of its share to them (its comm warps need a
+  // little more than TMA issue alone); smaller tiles keep the even split.
+  constexpr bool SHIFT_REGS = CONSUMERS > 1 && MR * BN / 2 > 64;
+  constexpr int PRODUCER_REGS = COMM == COMM_NONE ? 40 : 64, CONSUMER_REGS = COMM == COMM_NONE ? 232 : 224;
   using R = Ring<BM, BN, STAGES>;
   extern __shared__ char smem_raw[];
   R ring;
@@ -165,7 +177,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   __syncthreads();
 
   if (wg == 0) {
-    if constexpr (CONSUMERS > 1) regs_dec<PRODUCER_REGS>();
+    if constexpr (SHIFT_REGS) regs_dec<PRODUCER_REGS>();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp == 0) {   // ---- producer
       if (lane == 0) {
@@ -212,15 +224,15 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       if (P > 1) {
         const int tid = threadIdx.x - 32;
         const long se = ms * k;
-        publish_slice<T, COMM>(*cm, a, h, se, tid, 96);
+        publish_slice<T, COMM, 2>(*cm, a, h, se, tid, 96);
         bar_sync(1, 96);
         if (tid < P) send_signal(*cm, SIG_READY, tid, rank, e);
         if constexpr (COMM == COMM_THREADLOAD)
-          pull_shards<T, RING>(*cm, h, se, e, tid, 96, [] { bar_sync(1, 96); }, [](int v) { return bar_or(1, 96, v); });
+          pull_shards<T, RING, 2>(*cm, h, se, e, tid, 96, [] { bar_sync(1, 96); }, [](int v) { return bar_or(1, 96, v); });
       }
     }
   } else {   // ---- consumers
-    if constexpr (CONSUMERS > 1) regs_inc<CONSUMER_REGS>();
+    if constexpr (SHIFT_REGS) regs_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
     float acc[MR][BN / 2];
 #pragma unroll
@@ -332,7 +344,7 @@ __device__ __forceinline__ void ag_gemm_scalar(T *c, const T *a, const T *b, lon
     __syncthreads();
     if (tid < P) send_signal(cm, SIG_READY, tid, rank, e);
     if constexpr (KIND == SCALAR_GATHERED && COMM == COMM_THREADLOAD)
-      stop = pull_shards<T, RING>(cm, h, se, e, tid, 256, [] { __syncthreads(); }, [](int v) { return __syncthreads_or(v); });
+      stop = pull_shards<T, RING, 4>(cm, h, se, e, tid, 256, [] { __syncthreads(); }, [](int v) { return __syncthreads_or(v); });
   }
   const int mt = (int)((ms + BM - 1) / BM), nt = (int)((n + BN - 1) / BN), per_shard = mt * nt;
   u32 arrived = 1u << rank;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "weft.h"
 
 static char cache_dir[512];
@@ -216,6 +217,288 @@ static void test_reference_fold(void **state) {
   weft_ctx_destroy(ctx);
 }
 
+/* ---- tensor maps and the manifest's launch rules, on hand-written manifests ---------------
+ * A kernel c = f(a) over an m x k bf16 matrix a (k innermost), with `extra` fields spliced
+ * into the manifest table: what a family's derive would add (tmaps, limits, comm). */
+static weft_status fake_manifest(weft_ctx *ctx, const char *extra, weft_manifest **out) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "return { family = 'test', name = 'weft_test_tmap', entry = 'weft_test_tmap', json = '{}',\n"
+           "  source = 'extern \"C\" __global__ void weft_test_tmap(void *c, const void *a, long long m, long long k) {}',\n"
+           "  options = { '--gpu-architecture=sm_90a', '--std=c++17' },\n"
+           "  block = { 128, 1, 1 }, cluster = { 1, 1, 1 }, smem = 0, params = {},\n"
+           "  args = { { name = 'c', type = 'ptr', dtype = 'bf16', role = 'out' },\n"
+           "           { name = 'a', type = 'ptr', dtype = 'bf16', role = 'in' },\n"
+           "           { name = 'm', type = 'i64', role = 'size' }, { name = 'k', type = 'i64', role = 'size' } },\n"
+           "  grid = { { arg = 'm', per = 128, times = 1 }, { per = 1, times = 1 }, { per = 1, times = 1 } },\n"
+           "  %s }", extra);
+  return bridge_manifest_eval(api_bridge(ctx), "fake", text, out, api_ctx_err(ctx), API_ERRLEN);
+}
+
+#define TA "{ name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 128 }, swizzle = 128 }"
+#define COMM "comm = { signals = { 'ready' }, halves = 2, elem_bytes = 2, elems = { 'm', 'k' }, divide = 'm' }"
+#define SHARDS(src) "{ name = 'tsh', source = '" src "', dtype = 'bf16', dims = { 'k', 'm/ranks', 'ranks', 'halves' }," \
+                    " box = { 64, 128, 1, 1 }, swizzle = 128 }"
+
+static void test_tmap_manifest(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  assert_int_equal(fake_manifest(ctx, "tmaps = { " TA ", " SHARDS("comm.shards") " }, " COMM ", "
+                   "limits = { { arg = 'k', min = 8, max = 1 << 31, multiple = 8 }, { arg = 'm', min = 1, max = 99 } }",
+                   &m), WEFT_OK);
+  assert_int_equal(m->n_tmaps, 2);
+  const weft_tmap *t = &m->tmaps[0];
+  assert_string_equal(t->name, "ta");
+  assert_string_equal(t->source, "a");
+  assert_string_equal(t->dtype, "bf16");
+  assert_int_equal(t->n_dims, 2);
+  assert_string_equal(t->dims[0], "k");
+  assert_string_equal(t->dims[1], "m");
+  assert_int_equal(t->box[0], 64);
+  assert_int_equal(t->box[1], 128);
+  assert_int_equal(t->swizzle, 128);
+  t = &m->tmaps[1];
+  assert_string_equal(t->source, "comm.shards");
+  assert_int_equal(t->n_dims, 4);
+  assert_string_equal(t->dims[1], "m/ranks");
+  assert_string_equal(t->dims[3], "halves");
+  assert_int_equal(t->box[3], 1);
+  assert_int_equal(m->limits[0].multiple, 8);
+  assert_int_equal(m->limits[1].multiple, 0);
+  assert_int_equal(m->comm.n_elems, 2);
+  assert_string_equal(m->comm.elems[1], "k");
+  assert_string_equal(m->comm.divide, "m");
+  weft_manifest_free(m);
+  /* without tmaps, elems or divide: none */
+  assert_int_equal(fake_manifest(ctx, "", &m), WEFT_OK);
+  assert_int_equal(m->n_tmaps, 0);
+  assert_int_equal(m->comm.n_elems, 0);
+  assert_null(m->comm.divide);
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
+/* What the runtime could not launch is refused when the manifest is built, naming the kernel. */
+static void test_tmap_manifest_rejected(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  static const struct { const char *extra, *want; } bad[] = {
+    {"tmaps = { " SHARDS("comm.shards") " }",
+     "weft_test_tmap: tensor map tsh: source = \"comm.shards\" needs a comm section"},
+    {"tmaps = { " SHARDS("comm.local") " }", "tensor map tsh: source = \"comm.local\" needs a comm section"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'halves' }, box = { 64, 1 } } }",
+     "dims[2] = \"halves\": only the communicator's buffer"},
+    {"tmaps = { { name = 'ta', source = 'x', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 128 } } }",
+     "tensor map ta: source = \"x\": must be a pointer argument"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'f32', dims = { 'k', 'm' }, box = { 32, 128 } } }",
+     "tensor map ta: dtype = f32, but its source a holds bf16"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'rows' }, box = { 64, 128 } } }",
+     "tensor map ta: dims[2] = rows: must be a size argument"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm/2' }, box = { 64, 128 } } }",
+     "dims[2] = m/2: must be a size argument"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 512 } } }",
+     "box[2] = 512: TMA moves 1..256 elements per dim"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64 } } }",
+     "tensor map ta: 2 dims but 1 box sizes"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 128 }, swizzle = 96 } }",
+     "swizzle = 96: must be 0, 32, 64 or 128"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 128, 128 }, swizzle = 128 } }",
+     "box[1] = 128: its rows are 256 bytes, wider than the 128-byte swizzle"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 4, 128 } } }",
+     "box[1] = 4: its rows are 8 bytes; TMA moves multiples of 16 bytes"},
+    {COMM ", tmaps = { { name = 'tsh', source = 'comm.shards', dtype = 'bf16', dims = { 'k', 'm', 'halves' },"
+     " box = { 64, 128, 1 } } }", "takes dims { K, rows, \"ranks\", \"halves\" }"},
+    {COMM ", tmaps = { { name = 'tsh', source = 'comm.local', dtype = 'bf16', dims = { 'k', 'ranks' },"
+     " box = { 64, 8 } } }", "box[2] = 8: a \"ranks\" dim is walked one at a time (box 1)"},
+    {"limits = { { arg = 'k', min = 1, max = 9, multiple = -8 } }", "limits[1]: multiple = -8"},
+    {"limits = { { arg = 'kk', min = 1, max = 9 } }", "limits[1]: arg = kk: must name a size argument"},
+    {"comm = { signals = { 'ready' }, elems = { 'm', 'n' } }", "comm.elems[2] = n: must name a size argument"},
+    {"comm = { signals = { 'ready' }, divide = 'a' }", "comm.divide = a: must name a size argument"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    weft_manifest *m = NULL;
+    weft_status st = fake_manifest(ctx, bad[i].extra, &m);
+    if (st != WEFT_ERR_INTERNAL || !strstr(weft_ctx_error(ctx), bad[i].want))
+      fail_msg("case %zu: status %d, message:\n%s\nwanted: %s", i, st, weft_ctx_error(ctx), bad[i].want);
+    assert_null(m);
+    assert_non_null(strstr(weft_ctx_error(ctx), "weft_test_tmap"));
+  }
+  weft_ctx_destroy(ctx);
+}
+
+static int plan_of(const weft_manifest *m, int i, void **args, const api_tmap_env *env, api_tmap_plan *p, char *err) {
+  return api_tmap_plan_make(m, i, args, env, p, err, 1024);
+}
+
+static void test_tmap_plan(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  char err[1024];
+  api_tmap_plan p;
+  uint64_t c = 0x100000, a = 0x200000;
+  long long mm = 512, kk = 1024;
+  void *args[] = {&c, &a, &mm, &kk};
+  api_tmap_env one = {.ranks = 1, .rank = 0, .halves = 1};
+
+  /* dense, from a pointer argument: row stride k x 2 bytes */
+  weft_manifest *m;
+  assert_int_equal(fake_manifest(ctx, "tmaps = { " TA ", { name = 'tr', source = 'a', dtype = 'bf16',"
+                   " dims = { 'k', 'm/ranks', 'ranks' }, box = { 8, 16, 1 } } }", &m), WEFT_OK);
+  assert_int_equal(plan_of(m, 0, args, &one, &p, err), WEFT_OK);
+  assert_int_equal(p.dtype, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  assert_int_equal(p.n_dims, 2);
+  assert_int_equal(p.base, a);
+  assert_int_equal(p.dims[0], 1024);
+  assert_int_equal(p.dims[1], 512);
+  assert_int_equal(p.strides[0], 2048);
+  assert_int_equal(p.box[0], 64);
+  assert_int_equal(p.box[1], 128);
+  assert_int_equal(p.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  /* m/ranks and ranks: dense over the ranks' row blocks */
+  api_tmap_env eight = {.ranks = 8, .rank = 3, .halves = 2};
+  assert_int_equal(plan_of(m, 1, args, &eight, &p, err), WEFT_OK);
+  assert_int_equal(p.n_dims, 3);
+  assert_int_equal(p.dims[1], 64);
+  assert_int_equal(p.dims[2], 8);
+  assert_int_equal(p.strides[0], 2048);
+  assert_int_equal(p.strides[1], 64 * 2048);
+  assert_int_equal(p.swizzle, CU_TENSOR_MAP_SWIZZLE_NONE);
+  mm = 1001;
+  assert_int_equal(plan_of(m, 1, args, &eight, &p, err), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(err, "weft_test_tmap: tensor map tr: m = 1001 is not a multiple of the 8 ranks"));
+  assert_int_equal(plan_of(m, 1, args, &one, &p, err), WEFT_OK);   /* one rank divides anything */
+  /* a row length TMA cannot step: named with the size that makes it */
+  mm = 512;
+  kk = 1001;
+  assert_int_equal(plan_of(m, 0, args, &one, &p, err), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(err, "weft_test_tmap: tensor map ta: k = 1001: the rows of a are 2002 bytes, TMA needs a "
+                              "multiple of 16 bytes (k a multiple of 8)"));
+  kk = 1024;
+  uint64_t a_odd = 0x200008;
+  void *args_odd[] = {&c, &a_odd, &mm, &kk};
+  assert_int_equal(plan_of(m, 0, args_odd, &one, &p, err), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(err, "tensor map ta: a = 0x200008: TMA needs a 16-byte aligned address"));
+  long long zero = 0;
+  void *args_zero[] = {&c, &a, &zero, &kk};
+  assert_int_equal(plan_of(m, 0, args_zero, &one, &p, err), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(err, "tensor map ta: m = 0: TMA takes 1..2^32 elements per dim"));
+  weft_manifest_free(m);
+
+  /* the communicator's buffer: 4 ranks, mapped 64 MiB apart */
+  assert_int_equal(fake_manifest(ctx, "tmaps = { " SHARDS("comm.shards") ", " SHARDS("comm.local") " }, " COMM, &m),
+                   WEFT_OK);
+  const unsigned long long S = 64ull << 20;
+  CUdeviceptr peers[4];
+  for (int r = 0; r < 4; r++) peers[r] = 0x7f0000000000ull + r * S;
+  api_tmap_env four = {.ranks = 4, .rank = 2, .halves = 2, .peers = peers, .symm_stride = S,
+                       .data_offset = 4096, .half_bytes = 16 << 20};
+  kk = 256;
+  mm = 512;   /* 128 rows per rank, 64 KiB per shard */
+  assert_int_equal(plan_of(m, 0, args, &four, &p, err), WEFT_OK);
+  assert_int_equal(p.n_dims, 4);
+  assert_int_equal(p.base, peers[0] + 4096);
+  assert_int_equal(p.dims[0], 256);
+  assert_int_equal(p.dims[1], 128);
+  assert_int_equal(p.dims[2], 4);
+  assert_int_equal(p.dims[3], 2);
+  assert_int_equal(p.strides[0], 512);
+  assert_int_equal(p.strides[1], S + 128 * 512);   /* next rank's buffer, one shard further in */
+  assert_int_equal(p.strides[2], 16 << 20);
+  for (int s = 0; s < 4; s++)   /* element (0, 0, s, 1): rank s's shard s, second half */
+    assert_int_equal(p.base + s * p.strides[1] + p.strides[2], peers[s] + 4096 + (16 << 20) + s * 128 * 512);
+  /* this rank's own area: dense over its regions, halves a half apart */
+  assert_int_equal(plan_of(m, 1, args, &four, &p, err), WEFT_OK);
+  assert_int_equal(p.base, peers[2] + 4096);
+  assert_int_equal(p.strides[0], 512);
+  assert_int_equal(p.strides[1], 128 * 512);
+  assert_int_equal(p.strides[2], 16 << 20);
+  /* one rank: the same formulas */
+  api_tmap_env solo = four;
+  solo.ranks = 1;
+  solo.rank = 0;
+  assert_int_equal(plan_of(m, 0, args, &solo, &p, err), WEFT_OK);
+  assert_int_equal(p.strides[1], S + 512 * 512);
+  /* more than a half holds */
+  four.half_bytes = 128 << 10;
+  assert_int_equal(plan_of(m, 0, args, &four, &p, err), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(err, "tensor map tsh: the ranks' shards spans 262144 bytes of a data half, but this "
+                              "communicator's halves hold 131072 bytes"));
+  four.half_bytes = 16 << 20;
+  /* a stride that is not a multiple of 16 outside the rows */
+  four.half_bytes = (16 << 20) + 8;
+  assert_int_equal(plan_of(m, 0, args, &four, &p, err), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(err, "tensor map tsh: dim 4 (halves) of the ranks' shards steps 16777224 bytes; TMA needs a "
+                              "multiple of 16 bytes"));
+  four.half_bytes = 16 << 20;
+  /* odd rows in the shards */
+  kk = 100;
+  assert_int_equal(plan_of(m, 0, args, &four, &p, err), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(err, "k = 100: the rows of the ranks' shards are 200 bytes, TMA needs a multiple of 16 bytes"));
+  kk = 256;
+  /* buffers not evenly spaced: the one-map layout does not hold */
+  peers[3] += 1 << 21;
+  assert_int_equal(plan_of(m, 0, args, &four, &p, err), WEFT_ERR_INTERNAL);
+  assert_non_null(strstr(err, "rank 3's buffer is not"));
+  /* no communicator */
+  assert_int_equal(plan_of(m, 0, args, &one, &p, err), WEFT_ERR_INVALID);
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
+/* Sizes TMA cannot take fail at launch before the device is touched, like the other checks. */
+static void test_tmap_launch_checks(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  weft_kernel *k;
+  assert_int_equal(fake_manifest(ctx, "tmaps = { " TA " }, limits = { { arg = 'k', min = 8, max = 1 << 20, multiple = 8 } }",
+                   &m), WEFT_OK);
+  assert_int_equal(weft_compile_manifest(ctx, m, &k), WEFT_OK);
+  uint64_t c = 0x100000, a = 0x200000;
+  long long mm = 512, kk = 1001;
+  void *args[] = {&c, &a, &mm, &kk};
+  assert_int_equal(weft_launch(k, args, NULL), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(weft_kernel_error(k), "weft_test_tmap: k = 1001: this kernel takes k a multiple of 8 (pad it to 1008)"));
+  kk = 1024;
+  assert_int_equal(weft_launch(k, args, NULL), WEFT_ERR_NO_DRIVER);   /* all checks pass: then the driver */
+  weft_kernel_destroy(k);
+  /* without the limit, the tensor map's own check says it */
+  assert_int_equal(fake_manifest(ctx, "tmaps = { " TA " }", &m), WEFT_OK);
+  assert_int_equal(weft_compile_manifest(ctx, m, &k), WEFT_OK);
+  kk = 1001;
+  assert_int_equal(weft_launch(k, args, NULL), WEFT_ERR_LAUNCH);
+  assert_non_null(strstr(weft_kernel_error(k), "k = 1001: the rows of a are 2002 bytes, TMA needs a multiple of 16 bytes"));
+  weft_kernel_destroy(k);
+  weft_ctx_destroy(ctx);
+}
+
+/* The ag_gemm family's manifests (read only: the family is another's) are ones the runtime takes. */
+static void test_ag_gemm_manifest(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  const char *fused = "return { family = 'ag_gemm', variant = 'fused', comm = 'tma' }";
+  assert_int_equal(weft_generate_string(ctx, "ag.lua", fused, NULL, 0, &m), WEFT_OK);
+  assert_true(m->n_tmaps >= 1);
+  assert_string_equal(m->tmaps[m->n_tmaps - 1].source, "comm.shards");
+  assert_non_null(m->comm.signals);
+  assert_non_null(strstr(m->json, "\"tmaps\""));
+  weft_manifest_free(m);
+  const char *gemm = "return { family = 'ag_gemm', variant = 'gemm', comm = 'none' }";
+  assert_int_equal(weft_generate_string(ctx, "gemm.lua", gemm, NULL, 0, &m), WEFT_OK);
+  assert_true(m->n_tmaps >= 1);
+  assert_null(m->comm.signals);
+  for (int i = 0; i < m->n_tmaps; i++) assert_true(strncmp(m->tmaps[i].source, "comm.", 5) != 0);
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_generate),
@@ -225,6 +508,11 @@ int main(void) {
     cmocka_unit_test(test_launch_without_driver),
     cmocka_unit_test(test_reference_fold),
     cmocka_unit_test(test_comm_kernel_needs_a_comm),
+    cmocka_unit_test(test_tmap_manifest),
+    cmocka_unit_test(test_tmap_manifest_rejected),
+    cmocka_unit_test(test_tmap_plan),
+    cmocka_unit_test(test_tmap_launch_checks),
+    cmocka_unit_test(test_ag_gemm_manifest),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
