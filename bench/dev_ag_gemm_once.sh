@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# bench/dev_ag_gemm_once.sh: one device call for the ag_gemm family (run from the repo root on
+# the GPU machine with build/ built; logs under $OUT, a summary in $OUT/summary.txt):
+#   1. P = 1: weft's GEMM beside cuBLASLt, bf16/f16 x B row/col, 4096^3 and 8192^3, and the
+#      small shapes (1024^3, 8192x1024x1024) over a few tiles;
+#   2. P = 1: every variant at 1024^3, the fused kernel against the plain GEMM at 4096^3/8192^3;
+#   3. P = #GPUs (one rank per GPU, if more than one): every variant, NCCL all-gather + cuBLASLt
+#      beside them, the seed's 1024^3 and the large shapes;
+#   4. MPS on GPU 0: every variant at P = 2, 4, 8 (checks, then 1024^3 timed: protocol cost).
+set -u
+. bench/env.sh
+O=${OUT:-./out}
+mkdir -p "$O/logs"
+export WEFT_CACHE_DIR=/tmp/weft-ag-cache WEFT_SIGNAL_TIMEOUT_MS=30000
+export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])" 2>/dev/null || echo libnccl.so.2)}
+W=build/weft
+S=$O/summary.txt
+nvidia-smi -L >"$S"
+NG=$(nvidia-smi -L | wc -l)
+r() {   # r NAME LIMIT CMD...: one run, its rows and verdicts into the summary
+  local name=$1 lim=$2; shift 2
+  local t0=$(date +%s.%N)
+  timeout "$lim" "$@" >"$O/logs/$name.log" 2>&1
+  local rc=$?
+  printf '== %s rc=%d %.1fs\n' "$name" $rc "$(echo "$(date +%s.%N) - $t0" | bc)" >>"$S"
+  grep -E "^(ag_gemm |check: )|FAIL|rror" "$O/logs/$name.log" | grep -v "^#" | head -40 >>"$S"
+}
+big="--shapes-only --shape 1000x1000x1000 --shape 128x256x64 --shape 2048x1536x512 --time-shape 4096x4096x4096 --time-shape 8192x8192x8192 --iters 20"
+small="--shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --iters 50"
+# ---- 1. the GEMM at P = 1
+for dt in bf16 f16; do for bl in row col; do
+  r gemm_${dt}_${bl} 120 $W run examples/gemm.lua --set dtype=$dt --set b_layout=$bl $big
+done; done
+for t in "tile.m=128 tile.n=256" "tile.m=128 tile.n=128" "tile.m=128 tile.n=128 stages=6" "tile.m=64 tile.n=128 consumers=1 stages=6"; do
+  sets=""; for kv in $t; do sets="$sets --set $kv"; done
+  r "gemm_small_$(echo $t | tr ' =' '_-')" 60 $W run examples/gemm.lua $sets $small
+done
+# ---- 2. every variant at P = 1; fused against the plain GEMM
+for v in fused gather_then_gemm naive_remote threadload_gather "multimem_gather --set fallback=emulate"; do
+  r "p1_$(echo $v | cut -d' ' -f1)" 90 $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --iters 20
+done
+r p1_fused_big 120 $W run examples/ag_gemm.lua $big
+# ---- 3. one rank per GPU
+if [ "$NG" -gt 1 ]; then
+  P=$NG
+  for v in fused "fused --set comm=threadload" "fused --set comm=multimem --set fallback=emulate" gather_then_gemm; do
+    r "gpus${P}_$(echo $v | tr ' =' '_-' | sed 's/--set_//g')" 150 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P \
+      $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --shape $((1024*P))x1536x512 \
+      --time-shape 1024x1024x1024 --time-shape 16384x1792x4096 --time-shape 8192x3584x8192 --iters 20
+  done
+  for v in naive_remote threadload_gather "multimem_gather --set fallback=emulate"; do
+    r "gpus${P}_$(echo $v | cut -d' ' -f1)" 90 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P \
+      $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --iters 10
+  done
+  r gpus${P}_timeout_ready 60 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:1:ready -x WEFT_SIGNAL_TIMEOUT_MS=300 -np $P \
+    $W run examples/ag_gemm.lua --shapes-only --shape 1000x1000x1000 --no-time
+fi
+# ---- 4. MPS on GPU 0
+export CUDA_VISIBLE_DEVICES=0
+. bench/mps.sh
+for np in 2 4 8; do
+  for v in fused "fused --set comm=threadload" gather_then_gemm naive_remote threadload_gather "multimem_gather --set fallback=emulate"; do
+    r "mps${np}_$(echo $v | tr ' =' '_-' | sed 's/--set_//g')" 90 $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -np $np \
+      $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --shape $((1024*np))x1536x512 \
+      --time-shape 1024x1024x1024 --iters 20
+  done
+done
+r mps4_timeout_pulled 60 $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:2:pulled -x WEFT_SIGNAL_TIMEOUT_MS=300 -np 4 \
+  $W run examples/ag_gemm.lua --set comm=threadload --shapes-only --shape 1000x1000x1000 --no-time
+mps_stop
+# ---- the SASS of the GEMM's main loop
+$W build examples/gemm.lua -o /tmp/gemm_build >/dev/null 2>&1
+/usr/local/cuda/bin/cuobjdump -sass /tmp/gemm_build/*.cubin >"$O/logs/gemm_sass.txt" 2>&1
+echo "HGMMA in the GEMM: $(grep -c HGMMA "$O/logs/gemm_sass.txt" 2>/dev/null)" >>"$S"
+tar czf "$O/ag_gemm_logs.tgz" -C "$O" logs && rm -rf "$O/logs"
