@@ -17,57 +17,95 @@ W=build/weft
 S=$O/summary.txt
 nvidia-smi -L >"$S"
 NG=$(nvidia-smi -L | wc -l)
+P=$NG
+PHASES=${PHASES:-gemm pp scalar p1 gpus mps}   # gemm, pp (pingpong), scalar, p1, gpus, mps
+T_END=$(( $(date +%s) + ${BUDGET_S:-540} ))   # runs that would start after this are skipped
+want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
 r() {   # r NAME LIMIT CMD...: one run, its rows and verdicts into the summary
   local name=$1 lim=$2; shift 2
-  local t0=$(date +%s.%N)
+  local left=$(( T_END - $(date +%s) ))
+  if [ $left -le 5 ]; then echo "== $name skipped (out of time)" >>"$S"; return; fi
+  [ $lim -gt $left ] && lim=$left
+  local t0=$(date +%s)
   timeout "$lim" "$@" >"$O/logs/$name.log" 2>&1
   local rc=$?
-  printf '== %s rc=%d %.1fs\n' "$name" $rc "$(echo "$(date +%s.%N) - $t0" | bc)" >>"$S"
+  echo "== $name rc=$rc $(( $(date +%s) - t0 ))s" >>"$S"
   grep -E "^(ag_gemm |check: )|FAIL|rror" "$O/logs/$name.log" | grep -v "^#" | head -40 >>"$S"
 }
 big="--shapes-only --shape 1000x1000x1000 --shape 128x256x64 --shape 2048x1536x512 --time-shape 4096x4096x4096 --time-shape 8192x8192x8192 --iters 20"
 small="--shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --iters 50"
 # ---- 1. the GEMM at P = 1
-for dt in bf16 f16; do for bl in row col; do
+want gemm && for dt in bf16 f16; do for bl in row col; do
   r gemm_${dt}_${bl} 120 $W run examples/gemm.lua --set dtype=$dt --set b_layout=$bl $big
 done; done
-for t in "tile.m=128 tile.n=256" "tile.m=128 tile.n=128" "tile.m=128 tile.n=128 stages=6" "tile.m=64 tile.n=128 consumers=1 stages=6"; do
+want gemm && for t in "tile.m=128 tile.n=256" "tile.m=128 tile.n=128" "tile.m=128 tile.n=128 stages=6" "tile.m=64 tile.n=128 consumers=1 stages=6"; do
   sets=""; for kv in $t; do sets="$sets --set $kv"; done
   r "gemm_small_$(echo $t | tr ' =' '_-')" 60 $W run examples/gemm.lua $sets $small
 done
+# ---- 1b. the pingpong consumers (each warpgroup owns whole tiles; epilogues overlap WGMMAs)
+if want pp; then
+  for t in "tile.m=128 tile.n=128" "tile.m=64 tile.n=256"; do
+    sets="--set mma=pingpong"; for kv in $t; do sets="$sets --set $kv"; done
+    r "gemm_pp_$(echo $t | tr ' =' '_-')" 60 $W run examples/gemm.lua $sets --shapes-only --shape 1000x1000x1000 \
+      --shape 2048x1536x512 --time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --time-shape 4096x4096x4096 --iters 20
+  done
+fi
+# ---- the scalar variants (the seed's fused kernels): small shapes only, they are slow by design
+SCALAR="naive_remote,threadload_gather,multimem_gather --set fallback=emulate"
+scalar_runs() {   # scalar_runs PREFIX LAUNCHER...
+  local pre=$1; shift
+  IFS=, read -r -a vs <<<"$SCALAR"
+  for v in "${vs[@]}"; do
+    r "${pre}_$(echo $v | cut -d' ' -f1)" 45 "$@" $W run examples/ag_gemm.lua --set variant=$v --set tile=auto \
+      --shapes-only --shape 1000x1000x1000 --shape 2048x256x256 --time-shape 1024x1024x1024 --iters 5
+  done
+}
+want scalar && scalar_runs p1
 # ---- 2. every variant at P = 1; fused against the plain GEMM
-for v in fused gather_then_gemm naive_remote threadload_gather "multimem_gather --set fallback=emulate"; do
+want p1 && for v in fused gather_then_gemm; do
   r "p1_$(echo $v | cut -d' ' -f1)" 90 $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --iters 20
 done
-r p1_fused_big 120 $W run examples/ag_gemm.lua $big
+want p1 && r p1_fused_big 120 $W run examples/ag_gemm.lua $big
 # ---- 3. one rank per GPU
-if [ "$NG" -gt 1 ]; then
+if [ "$NG" -gt 1 ] && want gpus; then
   P=$NG
   for v in fused "fused --set comm=threadload" "fused --set comm=multimem --set fallback=emulate" gather_then_gemm; do
     r "gpus${P}_$(echo $v | tr ' =' '_-' | sed 's/--set_//g')" 150 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P \
       $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --shape $((1024*P))x1536x512 \
       --time-shape 1024x1024x1024 --time-shape 16384x1792x4096 --time-shape 8192x3584x8192 --iters 20
   done
-  for v in naive_remote threadload_gather "multimem_gather --set fallback=emulate"; do
-    r "gpus${P}_$(echo $v | cut -d' ' -f1)" 90 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P \
-      $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --iters 10
-  done
+fi
+if [ "$NG" -gt 1 ] && want scalar; then
+  scalar_runs gpus$P $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P
+fi
+if [ "$NG" -gt 1 ] && want pp; then
+  r gpus${P}_fused_push_pingpong 60 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P \
+    $W run examples/ag_gemm.lua --set comm=multimem --set fallback=emulate --set mma=pingpong --set tile.n=128 \
+    --shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --time-shape 16384x1792x4096 --time-shape 8192x3584x8192 --iters 20
+fi
+if [ "$NG" -gt 1 ] && want gpus; then
   r gpus${P}_timeout_ready 60 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:1:ready -x WEFT_SIGNAL_TIMEOUT_MS=300 -np $P \
     $W run examples/ag_gemm.lua --shapes-only --shape 1000x1000x1000 --no-time
 fi
 # ---- 4. MPS on GPU 0
+if want mps || want scalar; then
 export CUDA_VISIBLE_DEVICES=0
 . bench/mps.sh
-for np in 2 4 8; do
-  for v in fused "fused --set comm=threadload" gather_then_gemm naive_remote threadload_gather "multimem_gather --set fallback=emulate"; do
+want mps && for np in 2 4 8; do
+  IFS=, read -r -a vs <<<"${MPS_VARIANTS:-fused,fused --set comm=threadload,gather_then_gemm,naive_remote,threadload_gather,multimem_gather --set fallback=emulate}"
+  for v in "${vs[@]}"; do
     r "mps${np}_$(echo $v | tr ' =' '_-' | sed 's/--set_//g')" 90 $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -np $np \
       $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --shape $((1024*np))x1536x512 \
       --time-shape 1024x1024x1024 --iters 20
   done
 done
-r mps4_timeout_pulled 60 $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:2:pulled -x WEFT_SIGNAL_TIMEOUT_MS=300 -np 4 \
+if want scalar; then
+  for np in 2 4 8; do scalar_runs mps$np $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -np $np; done
+fi
+want mps && r mps4_timeout_pulled 60 $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:2:pulled -x WEFT_SIGNAL_TIMEOUT_MS=300 -np 4 \
   $W run examples/ag_gemm.lua --set comm=threadload --shapes-only --shape 1000x1000x1000 --no-time
 mps_stop
+fi
 # ---- the SASS of the GEMM's main loop
 $W build examples/gemm.lua -o /tmp/gemm_build >/dev/null 2>&1
 /usr/local/cuda/bin/cuobjdump -sass /tmp/gemm_build/*.cubin >"$O/logs/gemm_sass.txt" 2>&1
