@@ -18,7 +18,7 @@ S=$O/summary.txt
 nvidia-smi -L >"$S"
 NG=$(nvidia-smi -L | wc -l)
 P=$NG
-PHASES=${PHASES:-gemm pp scalar p1 gpus mps}   # gemm, pp (pingpong), scalar, p1, gpus, mps
+PHASES=${PHASES:-gemm scalar p1 gpus mps}   # which parts to run
 T_END=$(( $(date +%s) + ${BUDGET_S:-540} ))   # runs that would start after this are skipped
 want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
 r() {   # r NAME LIMIT CMD...: one run, its rows and verdicts into the summary
@@ -42,14 +42,6 @@ want gemm && for t in "tile.m=128 tile.n=256" "tile.m=128 tile.n=128" "tile.m=12
   sets=""; for kv in $t; do sets="$sets --set $kv"; done
   r "gemm_small_$(echo $t | tr ' =' '_-')" 60 $W run examples/gemm.lua $sets $small
 done
-# ---- 1b. the pingpong consumers (each warpgroup owns whole tiles; epilogues overlap WGMMAs)
-if want pp; then
-  for t in "tile.m=128 tile.n=128" "tile.m=64 tile.n=256"; do
-    sets="--set mma=pingpong"; for kv in $t; do sets="$sets --set $kv"; done
-    r "gemm_pp_$(echo $t | tr ' =' '_-')" 60 $W run examples/gemm.lua $sets --shapes-only --shape 1000x1000x1000 \
-      --shape 2048x1536x512 --time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --time-shape 4096x4096x4096 --iters 20
-  done
-fi
 # ---- the scalar variants (the seed's fused kernels): small shapes only, they are slow by design
 SCALAR="naive_remote,threadload_gather,multimem_gather --set fallback=emulate"
 scalar_runs() {   # scalar_runs PREFIX LAUNCHER...
@@ -77,11 +69,6 @@ if [ "$NG" -gt 1 ] && want gpus; then
 fi
 if [ "$NG" -gt 1 ] && want scalar; then
   scalar_runs gpus$P $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P
-fi
-if [ "$NG" -gt 1 ] && want pp; then
-  r gpus${P}_fused_push_pingpong 60 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P \
-    $W run examples/ag_gemm.lua --set comm=multimem --set fallback=emulate --set mma=pingpong --set tile.n=128 \
-    --shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --time-shape 16384x1792x4096 --time-shape 8192x3584x8192 --iters 20
 fi
 if [ "$NG" -gt 1 ] && want gpus; then
   r gpus${P}_timeout_ready 60 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:1:ready -x WEFT_SIGNAL_TIMEOUT_MS=300 -np $P \

@@ -1,4 +1,4 @@
-# tests/mps/mps_tests.cmake: the allreduce family on 1..8 ranks sharing the one GPU (MPS).
+# tests/mps/mps_tests.cmake: the allreduce and ag_gemm families on 1..8 ranks sharing the one GPU (MPS).
 # Label gpu: ctest -L gpu on the GPU machine; elsewhere each reports SKIP (77).  They share the
 # MPS daemon and the GPU, so they run one at a time (RESOURCE_LOCK).
 set(WEFT_MPS_CACHE ${CMAKE_BINARY_DIR}/testtmp/mps-cache)
@@ -58,3 +58,29 @@ endfunction()
 weft_mps_timeout(ready 2 1 ready)
 weft_mps_timeout(reduced 4 2 reduced --set algo=two_shot)
 weft_mps_timeout(data 3 0 data --set algo=one_shot_ll)
+
+# ---- ag_gemm: every variant on 1, 2, 4 and 8 ranks (sizes off the tiles; M split over the ranks)
+set(AG ${CMAKE_SOURCE_DIR}/examples/ag_gemm.lua)
+set(AG_SHAPES --shapes-only --shape 1000x1000x1000 --shape 2048x1536x512)
+set(AG_SCALAR --set tile=auto --shapes-only --shape 1000x1000x1000 --shape 2048x256x256)
+foreach(np 1 2 4 8)
+  weft_mps_test(ag_fused_threadload ${np} ${AG} ${AG_SHAPES})
+  weft_mps_test(ag_fused_tma ${np} ${AG} --set comm=tma ${AG_SHAPES})
+  weft_mps_test(ag_fused_push_emulated ${np} ${AG} --set comm=multimem --set fallback=emulate ${AG_SHAPES})
+  weft_mps_test(ag_gather_then_gemm ${np} ${AG} --set variant=gather_then_gemm ${AG_SHAPES})
+  weft_mps_test(ag_naive_remote ${np} ${AG} --set variant=naive_remote ${AG_SCALAR})
+  weft_mps_test(ag_threadload_gather ${np} ${AG} --set variant=threadload_gather ${AG_SCALAR})
+  weft_mps_test(ag_multimem_gather_emulated ${np} ${AG} --set variant=multimem_gather --set fallback=emulate ${AG_SCALAR})
+endforeach()
+weft_mps_test(ag_fused_f16_bcol_rank_order 4 ${AG} --set dtype=f16 --set b_layout=col --set schedule=rank_order ${AG_SHAPES})
+weft_mps_test(ag_fused_tile128x128_s6 8 ${AG} --set tile.n=128 --set stages=6 ${AG_SHAPES})
+# a muted signal: one rank reports it (the others may have finished that launch), nobody hangs
+function(weft_mps_timeout_ag name np mute sig)
+  add_test(NAME mps.timeout.${name}.np${np}
+           COMMAND ${CMAKE_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${AG} ${mute} ${sig}
+                   --shapes-only --shape 1000x1000x1000 ${ARGN})
+  set_tests_properties(mps.timeout.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                       RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE};ANY_RANK=1")
+endfunction()
+weft_mps_timeout_ag(ag_ready 2 1 ready --set comm=tma)
+weft_mps_timeout_ag(ag_pulled 4 2 pulled)

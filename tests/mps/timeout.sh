@@ -18,10 +18,17 @@ echo "$log"
 fail() { echo "FAIL: $*"; exit 1; }
 [ $rc -ne 0 ] || fail "the run succeeded although rank $mute never sent \"$sig\""
 [ $rc -ne 124 ] || fail "the run hung (killed after 120 s)"
-for r in $(seq 0 $((np - 1))); do
-  echo "$log" | grep -q "rank $r: .*: rank $r timed out after 0\.[0-9]* s waiting for signal \"$sig\" from rank [0-9]* (block [0-9]*: expected epoch [0-9]*, saw [0-9]*)" ||
-    echo "$log" | grep -q "rank $r: .*timed out" || fail "rank $r printed no timeout message"
-done
+# ANY_RANK=1 (ag_gemm): one rank's timeout is enough -- the others may have finished that
+# launch (they needed nothing from the muted signal) and stop on the agreed verdict instead
+if [ "${ANY_RANK:-0}" = 1 ]; then
+  echo "$log" | grep -q "rank [0-9]*: .*: rank [0-9]* timed out after 0\.[0-9]* s waiting for signal \"$sig\" from rank [0-9]* (block [0-9]*: expected epoch [0-9]*, saw [0-9]*)" ||
+    fail "no rank printed a timeout message naming signal \"$sig\""
+else
+  for r in $(seq 0 $((np - 1))); do
+    echo "$log" | grep -q "rank $r: .*: rank $r timed out after 0\.[0-9]* s waiting for signal \"$sig\" from rank [0-9]* (block [0-9]*: expected epoch [0-9]*, saw [0-9]*)" ||
+      echo "$log" | grep -q "rank $r: .*timed out" || fail "rank $r printed no timeout message"
+  done
+fi
 echo "$log" | grep -q "waiting for signal \"$sig\" from rank $mute" || fail "no rank named rank $mute as the one it waited for"
 ms=$(( (t1 - t0) / 1000000 ))
 echo "elapsed ${ms} ms (mpirun start-up included; the signal timeout is 300 ms)"
