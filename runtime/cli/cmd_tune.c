@@ -409,6 +409,15 @@ static int tune_main(int argc, char **argv, int out_fd) {
                          .seed = 1234 + (unsigned)i, .check = 1, .timing = 0, .quiet = 1, .result = &chk};
           run_opts o = {.rows = rows, .cols = sweep_size(sh, "cols"), .clusters = clusters, .iters = (int)iters,
                         .warmup = 3, .seed = 99, .check = 0, .timing = 1, .quiet = 1, .result = &j->r};
+          /* A GEMM shape (ag_gemm: m, n, k): check a slice of it (at most 2048 rows, 1024
+           * columns: the CPU reference stays cheap), time the whole. */
+          long gm = sweep_size(sh, "m"), gn = sweep_size(sh, "n"), gk = sweep_size(sh, "k");
+          if (gm > 0 && gk > 0) {
+            oc.shapes_only = o.shapes_only = 1;
+            oc.n_shapes = o.n_time_shapes = 1;
+            oc.shapes[0] = (cli_shape){gm > 2048 ? 2048 : gm, gn > 1024 ? 1024 : (gn > 0 ? gn : 1), gk};
+            o.time_shapes[0] = (cli_shape){gm, gn > 0 ? gn : 1, gk};
+          }
           int r = run_kernel(k, &oc);
           if (r == CLI_OK && (!chk.checked || chk.passed)) r = run_kernel(k, &o);
           ok = r == CLI_OK && j->r.timed && !(chk.checked && !chk.passed);
