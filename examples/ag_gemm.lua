@@ -8,14 +8,15 @@
 -- with fallback = "emulate" has the owner push its shard to every rank (the fastest measured).
 --   weft run examples/ag_gemm.lua                       (one rank)
 --   mpirun -np 4 weft run examples/ag_gemm.lua          (four ranks, one GPU each or MPS)
---   --set variant=naive_remote | threadload_gather | multimem_gather (with fallback=emulate)
---         | gather_then_gemm | gemm
+--   --set variant=gather_then_gemm | gemm
+--   --set variant=naive_remote | threadload_gather | multimem_gather (with fallback=emulate),
+--         with --set tile=auto (the seed's scalar kernels take scalar tiles)
 return {
   family = "ag_gemm",
   variant = "fused",
   dtype = "bf16",
   b_layout = "row",
-  tile = { m = 128, n = 256, k = 64 },
+  tile = { m = 128, n = 256, k = 64 },   -- "auto": this for wgmma, 32 x 32 x 16 for the scalar variants
   stages = 4,
   consumers = 2,
 }
