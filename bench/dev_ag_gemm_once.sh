@@ -5,7 +5,8 @@
 #      small shapes (1024^3, 8192x1024x1024) over a few tiles;
 #   2. P = 1: every variant at 1024^3, the fused kernel against the plain GEMM at 4096^3/8192^3;
 #   3. P = #GPUs (one rank per GPU, if more than one): every variant, NCCL all-gather + cuBLASLt
-#      beside them, the seed's 1024^3 and the large shapes;
+#      beside them, the seed's 1024^3 (its table printed with weft's numbers: bench/seed_table.py;
+#      AG_DTYPE=f16 for the seed's dtype) and the large shapes;
 #   4. MPS on GPU 0: every variant at P = 2, 4, 8 (checks, then 1024^3 timed: protocol cost).
 set -u
 . bench/env.sh
@@ -15,6 +16,7 @@ export WEFT_CACHE_DIR=/tmp/weft-ag-cache WEFT_SIGNAL_TIMEOUT_MS=30000
 export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])" 2>/dev/null || echo libnccl.so.2)}
 W=build/weft
 S=$O/summary.txt
+AG_DTYPE=${AG_DTYPE:-bf16}   # the seed's table is fp16: AG_DTYPE=f16
 nvidia-smi -L >"$S"
 NG=$(nvidia-smi -L | wc -l)
 P=$NG
@@ -48,7 +50,7 @@ scalar_runs() {   # scalar_runs PREFIX LAUNCHER...
   local pre=$1; shift
   IFS=, read -r -a vs <<<"$SCALAR"
   for v in "${vs[@]}"; do
-    r "${pre}_$(echo $v | cut -d' ' -f1)" 45 "$@" $W run examples/ag_gemm.lua --set variant=$v --set tile=auto \
+    r "${pre}_$(echo $v | cut -d' ' -f1)" 45 "$@" $W run examples/ag_gemm.lua --set variant=$v --set tile=auto --set dtype=$AG_DTYPE \
       --shapes-only --shape 1000x1000x1000 --shape 2048x256x256 --time-shape 1024x1024x1024 --iters 5
   done
 }
@@ -61,10 +63,11 @@ want p1 && r p1_fused_big 120 $W run examples/ag_gemm.lua $big
 # ---- 3. one rank per GPU
 if [ "$NG" -gt 1 ] && want gpus; then
   P=$NG
-  for v in fused "fused --set comm=threadload" "fused --set comm=multimem --set fallback=emulate" gather_then_gemm; do
+  for v in fused "fused --set comm=tma" "fused --set comm=multimem --set fallback=emulate" gather_then_gemm \
+           "gather_then_gemm --set comm=multimem --set fallback=emulate"; do
     r "gpus${P}_$(echo $v | tr ' =' '_-' | sed 's/--set_//g')" 150 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P \
-      $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --shape $((1024*P))x1536x512 \
-      --time-shape 1024x1024x1024 --time-shape 16384x1792x4096 --time-shape 8192x3584x8192 --iters 20
+      $W run examples/ag_gemm.lua --set variant=$v --set dtype=$AG_DTYPE --shapes-only --shape 1000x1000x1000 \
+      --shape $((1024*P))x1536x512 --time-shape 1024x1024x1024 --time-shape 16384x1792x4096 --time-shape 8192x3584x8192 --iters 20
   done
 fi
 if [ "$NG" -gt 1 ] && want scalar; then
@@ -97,4 +100,12 @@ fi
 $W build examples/gemm.lua -o /tmp/gemm_build >/dev/null 2>&1
 /usr/local/cuda/bin/cuobjdump -sass /tmp/gemm_build/*.cubin >"$O/logs/gemm_sass.txt" 2>&1
 echo "HGMMA in the GEMM: $(grep -c HGMMA "$O/logs/gemm_sass.txt" 2>/dev/null)" >>"$S"
+# the seed's table with weft's numbers beside it (one rank per GPU, 1024^3)
+if [ "$NG" -gt 1 ]; then
+  L=$O/logs
+  python3 bench/seed_table.py naive_remote=$L/gpus${P}_naive_remote.log threadload_gather=$L/gpus${P}_threadload_gather.log \
+    multimem_gather=$L/gpus${P}_multimem_gather.log gather_then_gemm=$L/gpus${P}_gather_then_gemm.log \
+    gather_then_gemm_multimem=$L/gpus${P}_gather_then_gemm_comm-multimem_fallback-emulate.log fused=$L/gpus${P}_fused.log \
+    fused_push=$L/gpus${P}_fused_comm-multimem_fallback-emulate.log fused_tma=$L/gpus${P}_fused_comm-tma.log >>"$S" 2>&1
+fi
 tar czf "$O/ag_gemm_logs.tgz" -C "$O" logs && rm -rf "$O/logs"
