@@ -19,7 +19,8 @@ void cmd_run_help(void) {
          "                [--iters N] [--seed S] [--no-check] [--no-time] [--tuned [--db PATH]]\n"
          "                [--shape MxNxK ...] [--time-shape MxNxK ...] [--shapes-only]\n\n"
          "--tuned runs the best config `weft tune` stored for this GPU, the config's family and dtype,\n"
-         "and this shape; without one it says so and runs CONFIG.lua as given.\n"
+         "and this shape (GEMM shapes: one --time-shape MxNxK); without one it says so and runs\n"
+         "CONFIG.lua as given.\n"
          "Compiles the kernel (cached), fills its inputs with random data and its outputs with a NaN\n"
          "poison, launches it, and checks every output against a CPU reference in double precision\n"
          "(row_reduce, row_softmax; cluster_reduce also checks that every CTA of a cluster got the same\n"
@@ -470,13 +471,15 @@ int cmd_run(int argc, char **argv) {
   int rc;
   weft_status st = WEFT_OK;
   if (tuned) {
-    if (o.rows <= 0 && o.cols <= 0 && o.clusters <= 0) {
-      fprintf(stderr, "weft run: --tuned needs the shape (--rows R --cols C, or --clusters N)\n");
+    if (o.rows <= 0 && o.cols <= 0 && o.clusters <= 0 && o.n_time_shapes != 1) {
+      fprintf(stderr, "weft run: --tuned needs the shape (--rows R --cols C, --clusters N, or one --time-shape MxNxK)\n");
       weft_ctx_destroy(ctx);
       return CLI_USAGE;
     }
-    char shape[128];
-    if (o.clusters > 0) snprintf(shape, sizeof shape, "clusters=%ld", o.clusters);
+    char shape[128];   /* named as the sweep names it: the size names, sorted */
+    if (o.n_time_shapes == 1)
+      snprintf(shape, sizeof shape, "k=%lld m=%lld n=%lld", o.time_shapes[0].k, o.time_shapes[0].m, o.time_shapes[0].n);
+    else if (o.clusters > 0) snprintf(shape, sizeof shape, "clusters=%ld", o.clusters);
     else snprintf(shape, sizeof shape, "cols=%ld rows=%ld", o.cols, o.rows);
     int found = 0;
     st = weft_compile_tuned(ctx, o.c.config, o.c.sets, o.c.n_sets, shape, db_path, &k, &found);
