@@ -1,6 +1,7 @@
 /* cli.h: the weft command line (runtime/cli/). */
 #ifndef WEFT_CLI_H
 #define WEFT_CLI_H
+#include "driver.h"
 #include "weft.h"
 
 /* exit codes */
@@ -62,6 +63,9 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o);     /* run_ag_gemm.c: every 
 /* The device this process should use: its local rank (mpirun) modulo the GPUs here, else
  * $WEFT_DEVICE, else 0. */
 int cli_device(void);
+/* A driver call's result: 1 if it succeeded; else 0 and its message on stderr, "weft run: rank R:
+ * ..." (rank < 0: without the rank).  cmd_run.c. */
+int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what);
 
 int cmd_gen(int argc, char **argv, int build);
 int cmd_tune(int argc, char **argv);

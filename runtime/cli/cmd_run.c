@@ -45,13 +45,16 @@ void cmd_run_help(void) {
 
 static const drv_table *D;
 
-static int cu_ok(CUresult r, const char *what) {
+int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what) {
   if (r == CUDA_SUCCESS) return 1;
   char buf[512];
-  drv_describe(D, r, what, buf, sizeof buf);
-  fprintf(stderr, "weft run: %s\n", buf);
+  drv_describe(d, r, what, buf, sizeof buf);
+  if (rank >= 0) fprintf(stderr, "weft run: rank %d: %s\n", rank, buf);
+  else fprintf(stderr, "weft run: %s\n", buf);
   return 0;
 }
+
+static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, -1, r, what); }
 
 static CUdeviceptr dev_alloc(size_t bytes) {
   CUdeviceptr p = 0;

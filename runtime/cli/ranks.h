@@ -1,11 +1,13 @@
-/* ranks.h: the few collective decisions a multi-rank `weft tune` needs, over MPI when the
- * process was started by mpirun, and trivially (one rank) otherwise -- weft never starts MPI
- * on its own, so a plain `weft tune` needs no MPI runtime. */
+/* ranks.h: the few collective decisions a multi-rank `weft tune` or `weft run` needs, over
+ * MPI_COMM_WORLD whenever MPI is running (started by ranks_init under mpirun, or by
+ * ranks_ensure), and trivially (one rank) otherwise. */
 #ifndef WEFT_RANKS_H
 #define WEFT_RANKS_H
 
 int ranks_init(int *argc, char ***argv);   /* returns the number of ranks */
 void ranks_finalize(void);
+void ranks_ensure(void);                   /* MPI running from here on (a plain process: a world of
+                                            * one), finalized at exit; for the multi-rank runners */
 int ranks_rank(void);
 int ranks_size(void);
 double ranks_max(double v);                /* largest v over all ranks */
@@ -13,5 +15,10 @@ int ranks_all(int flag);                   /* 1 if flag is non-zero on every ran
 int ranks_any(int flag);                   /* 1 if flag is non-zero on some rank */
 int ranks_bcast_int(int v);                /* rank 0's v, on every rank */
 int ranks_same(unsigned long long v);      /* 1 if every rank passed the same v */
+/* 1 if every rank holds the same bytes (SHA-256 compared); `who` lists the ranks whose bytes
+ * differ from rank 0's.  0 on every rank if any rank could not tell. */
+int ranks_same_bytes(const void *p, unsigned long bytes, char *who, unsigned long len);
+/* ranks_all(ok), and where some rank failed, the lowest such rank's `why` copied to every rank */
+int ranks_first_why(int ok, char *why, int len);
 
 #endif

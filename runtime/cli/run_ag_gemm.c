@@ -27,62 +27,13 @@
 
 #include "cli.h"
 #include "driver.h"
-#include "hash.h"
 #include "hostref.h"
+#include "ranks.h"
 
 static const drv_table *D;
 static int RANK, SIZE;
 
-static int cu_ok(CUresult r, const char *what) {
-  if (r == CUDA_SUCCESS) return 1;
-  char buf[512];
-  drv_describe(D, r, what, buf, sizeof buf);
-  fprintf(stderr, "weft run: rank %d: %s\n", RANK, buf);
-  return 0;
-}
-
-/* Every rank's verdict; 1 if all passed. */
-static int all_pass(int ok) {
-  int all = ok;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return all;
-}
-
-/* all_pass, and where some rank failed, the lowest such rank's `why` on every rank */
-static int agree_why(int ok, char *why, int len) {
-  int mine = ok ? SIZE : RANK, first = mine;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (first == SIZE) return 1;
-  MPI_Bcast(why, len, MPI_CHAR, first, MPI_COMM_WORLD);
-  why[len - 1] = 0;
-  return 0;
-}
-
-static double max_over_ranks(double v) {
-  double m = v;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return m;
-}
-
-/* 1 if every rank holds the same bytes; `who` lists the ranks that differ from rank 0 */
-static int same_bits(const void *p, size_t bytes, char *who, size_t len) {
-  unsigned char d[32];
-  hash_sha256(p, bytes, d);
-  unsigned char *all = malloc((size_t)SIZE * 32);
-  int have = all != NULL;
-  if (!all_pass(have)) { free(all); return 0; }
-  MPI_Allgather(d, 32, MPI_BYTE, all, 32, MPI_BYTE, MPI_COMM_WORLD);
-  int same = 1;
-  size_t at = 0;
-  who[0] = 0;
-  for (int q = 1; q < SIZE; q++)
-    if (memcmp(all, all + 32 * q, 32)) {
-      same = 0;
-      if (at < len) at += (size_t)snprintf(who + at, len - at, "%s%d", at ? ", " : "", q);
-    }
-  free(all);
-  return same;
-}
+static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, RANK, r, what); }
 
 /* ---- graph capture: driver entry points beyond driver.h's table --------------------------- */
 
@@ -336,7 +287,7 @@ static int nccl_open(nccl *n, int device, char *why, int len) {
   CUdevice dev;
   if (!all || D->cuDeviceGet(&dev, device) != CUDA_SUCCESS || D->cuDeviceGetPCIBusId(bus, sizeof bus, dev) != CUDA_SUCCESS)
     snprintf(bus, sizeof bus, "unknown-%d", RANK);
-  if (all_pass(all != NULL)) {
+  if (ranks_all(all != NULL)) {
     MPI_Allgather(bus, (int)sizeof bus, MPI_CHAR, all, (int)sizeof bus, MPI_CHAR, MPI_COMM_WORLD);
     for (int q = 0; q < SIZE && ok; q++)
       if (q != RANK && !strncmp(all + q * sizeof bus, bus, sizeof bus)) {
@@ -349,7 +300,7 @@ static int nccl_open(nccl *n, int device, char *why, int len) {
     ok = 0;
   }
   free(all);
-  if (!agree_why(ok, why, len)) return -1;
+  if (!ranks_first_why(ok, why, len)) return -1;
   nccl_id id;
   memset(&id, 0, sizeof id);
   int st = RANK == 0 ? n->get_id(&id) : 0;
@@ -361,7 +312,7 @@ static int nccl_open(nccl *n, int device, char *why, int len) {
     n->comm = NULL;
     snprintf(why, (size_t)len, "ncclCommInitRank failed on rank %d: %s (%d)", RANK, nccl_err(n, st), st);
   }
-  if (!agree_why(st == 0, why, len)) {
+  if (!ranks_first_why(st == 0, why, len)) {
     if (n->comm) n->destroy(n->comm);
     n->comm = NULL;
     return -1;
@@ -777,7 +728,7 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
     ok = want && scale && first && again && !reference(r, rows, nrows, want, scale);
     if (!ok) fprintf(stderr, "weft run: rank %d: out of host memory for the reference of %s\n", RANK, name);
   }
-  if (!all_pass(ok)) goto out;
+  if (!ranks_all(ok)) goto out;
   /* one launch into poisoned outputs */
   ok = cu_ok(D->cuMemsetD8Async(r->cmat, 0xff, c_bytes, r->s), "cuMemsetD8Async") &&
        (!r->ag || cu_ok(D->cuMemsetD8Async(r->ag, 0xff, (size_t)M * (size_t)K * r->es, r->s), "cuMemsetD8Async")) &&
@@ -794,7 +745,7 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
       printf("check: %s: reference%s: %s\n", name, all_rows ? "" : " (sampled rows)", line);
     }
   }
-  if (!all_pass(ok)) goto out;
+  if (!ranks_all(ok)) goto out;
   /* back to back: epochs advance, buffers are reused; the bits must not move */
   ok = cu_ok(D->cuMemsetD8Async(r->cmat, 0xff, c_bytes, r->s), "cuMemsetD8Async");
   for (int i = 0; i < 20 && ok; i++) ok = !launch_weft(r);
@@ -805,12 +756,12 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
     fprintf(stderr, "check: rank %d: %s: 20 back-to-back launches changed %zu elements of the result\n", RANK, name, n);
     ok = 0;
   }
-  if (!all_pass(ok)) goto out;
-  if (!same_bits(first, c_bytes, who, sizeof who)) {
+  if (!ranks_all(ok)) goto out;
+  if (!ranks_same_bytes(first, c_bytes, who, sizeof who)) {
     if (RANK == 0) fprintf(stderr, "check: %s: ranks %s hold different bits from rank 0\n", name, who);
     ok = 0;
   }
-  if (!all_pass(ok)) goto out;
+  if (!ranks_all(ok)) goto out;
   /* the baseline must be right too, or its timings mean nothing */
   if (r->have_blt) {
     ok = cu_ok(D->cuMemsetD8Async(r->cb, 0xff, c_bytes, r->s), "cuMemsetD8Async") && !launch_op(r, OP_CUBLAS) &&
@@ -825,7 +776,7 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
         ok = 0;
       }
     }
-    if (!all_pass(ok)) goto out;
+    if (!ranks_all(ok)) goto out;
   }
   if (RANK == 0 && !r->o->quiet)
     printf("check: %s: PASS (%s, 20 back-to-back launches bit-identical, bit-identical on %d rank%s%s)\n", name,
@@ -848,16 +799,16 @@ static double time_events(agg *r, int op, int *iters) {
   ok = ok && cu_ok(D->cuEventRecord(r->ev[1], r->s), "cuEventRecord") && !finish(r);
   float ms = 0;
   if (ok) ok = cu_ok(D->cuEventElapsedTime(&ms, r->ev[0], r->ev[1]), "cuEventElapsedTime");
-  if (!all_pass(ok)) return -1;
-  double one = max_over_ranks(r->o->warmup > 0 ? ms / r->o->warmup : 0);
+  if (!ranks_all(ok)) return -1;
+  double one = ranks_max(r->o->warmup > 0 ? ms / r->o->warmup : 0);
   if (one * *iters > 2000.0) *iters = one > 666.0 ? 3 : (int)(2000.0 / one);
   MPI_Barrier(MPI_COMM_WORLD);
   ok = cu_ok(D->cuEventRecord(r->ev[0], r->s), "cuEventRecord");
   for (int i = 0; i < *iters && ok; i++) ok = !launch_op(r, op);
   ok = ok && cu_ok(D->cuEventRecord(r->ev[1], r->s), "cuEventRecord") && !finish(r) &&
        cu_ok(D->cuEventElapsedTime(&ms, r->ev[0], r->ev[1]), "cuEventElapsedTime");
-  if (!all_pass(ok)) return -1;
-  return max_over_ranks(ms * 1e3 / *iters);
+  if (!ranks_all(ok)) return -1;
+  return ranks_max(ms * 1e3 / *iters);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -880,7 +831,7 @@ static double time_graph(agg *r, int op, int iters) {
   }
   ok = ok && cu_ok(r->g.instantiate(&ge, g, 0), "cuGraphInstantiate");
   ok = ok && cu_ok(r->g.launch(ge, r->s), "cuGraphLaunch") && !finish(r);
-  if (!all_pass(ok)) goto out;
+  if (!ranks_all(ok)) goto out;
   double t[3];
   for (int rep = 0; rep < 3; rep++) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -888,11 +839,11 @@ static double time_graph(agg *r, int op, int iters) {
     ok = cu_ok(D->cuEventRecord(r->ev[0], r->s), "cuEventRecord") && cu_ok(r->g.launch(ge, r->s), "cuGraphLaunch") &&
          cu_ok(D->cuEventRecord(r->ev[1], r->s), "cuEventRecord") && !finish(r) &&
          cu_ok(D->cuEventElapsedTime(&ms, r->ev[0], r->ev[1]), "cuEventElapsedTime");
-    if (!all_pass(ok)) goto out;
+    if (!ranks_all(ok)) goto out;
     t[rep] = ms * 1e3 / iters;
   }
   qsort(t, 3, sizeof *t, cmp_double);
-  us = max_over_ranks(t[1]);
+  us = ranks_max(t[1]);
 out:
   if (ge) r->g.exec_destroy(ge);
   if (g) r->g.destroy(g);
@@ -981,7 +932,7 @@ static int time_shape(agg *r, long long M, long long N, long long K) {
   void *cw = NULL, *cb = NULL;
   int ok = !shape_begin(r, M, N, K, 1), pass = 1;
   label(r, name, sizeof name);
-  if (!all_pass(ok)) { pass = 0; goto out; }
+  if (!ranks_all(ok)) { pass = 0; goto out; }
   if ((w.w_ev = time_events(r, OP_WEFT, &w.iters)) < 0) { pass = 0; goto out; }
   if (r->have_graph && (w.w_gr = time_graph(r, OP_WEFT, w.iters)) < 0) { pass = 0; goto out; }
   if (r->have_blt) {
@@ -1008,7 +959,7 @@ static int time_shape(agg *r, long long M, long long N, long long K) {
     if (ok && r->have_nccl && cu_ok(D->cuMemcpyDtoH(cw, r->cn, c_bytes), "cuMemcpyDtoH") && memcmp(cw, cb, c_bytes))
       fprintf(stderr, "weft run: rank %d: %s: NCCL all-gather + cuBLAS gave other bits than cuBLAS on the whole A: "
               "its gather is suspect\n", RANK, name);
-    w.xcheck = all_pass(ok) ? "ok" : "FAIL";
+    w.xcheck = ranks_all(ok) ? "ok" : "FAIL";
     if (!ok || strcmp(w.xcheck, "ok")) pass = 0;
   }
 out:
@@ -1126,7 +1077,7 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o) {
     if (s->n > e) e = s->n;
     if (e > max_elems) max_elems = e;
   }
-  if (r.kind == V_TWO && !all_pass(!compile_gemm(&r, why, sizeof why))) {
+  if (r.kind == V_TWO && !ranks_all(!compile_gemm(&r, why, sizeof why))) {
     fprintf(stderr, "weft run: rank %d: %s\n", RANK, why[0] ? why : "another rank could not compile the GEMM");
     goto out;
   }
@@ -1140,10 +1091,10 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o) {
   {
     int ok = cu_ok(D->cuStreamCreate(&r.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate") &&
              cu_ok(D->cuEventCreate(&r.ev[0], 0), "cuEventCreate") && cu_ok(D->cuEventCreate(&r.ev[1], 0), "cuEventCreate");
-    if (!all_pass(ok)) goto out;
+    if (!ranks_all(ok)) goto out;
   }
-  r.have_graph = agree_why(!graph_load(&r.g, r.no_graph, sizeof r.no_graph), r.no_graph, (int)sizeof r.no_graph);
-  r.have_blt = agree_why(!blt_open(&r.L, r.no_blt, sizeof r.no_blt), r.no_blt, (int)sizeof r.no_blt);
+  r.have_graph = ranks_first_why(!graph_load(&r.g, r.no_graph, sizeof r.no_graph), r.no_graph, (int)sizeof r.no_graph);
+  r.have_blt = ranks_first_why(!blt_open(&r.L, r.no_blt, sizeof r.no_blt), r.no_blt, (int)sizeof r.no_blt);
   if (!r.have_blt) blt_close(&r.L);
   /* the gemm variant has nothing to gather: cuBLAS alone is its baseline */
   if (SIZE > 1 && n_times > 0 && r.have_blt && r.kind != V_GEMM)
@@ -1178,7 +1129,7 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o) {
       if (RANK == 0) printf("check: %s %lldx%lldx%lld: skipped: %s\n", r.variant, s->m, s->n, s->k, why);
       continue;
     }
-    if (!all_pass(check_shape(&r, s->m, s->n, s->k))) {   /* a rank's own verdict may be "pass" */
+    if (!ranks_all(check_shape(&r, s->m, s->n, s->k))) {   /* a rank's own verdict may be "pass" */
       if (RANK == 0) printf("check: %s: FAIL at %lldx%lldx%lld (rank messages above)\n", r.m->name, s->m, s->n, s->k);
       goto out;
     }
@@ -1194,10 +1145,10 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o) {
                s->m % SIZE && r.kind != V_GEMM ? "M is not a multiple of the ranks" : why);
       continue;
     }
-    if (!all_pass(time_shape(&r, s->m, s->n, s->k))) {
+    if (!ranks_all(time_shape(&r, s->m, s->n, s->k))) {
       pass = 0;
       /* a timed-out communicator (on any rank) refuses every launch */
-      if (!all_pass(!r.comm || !weft_comm_check(r.comm))) break;
+      if (!ranks_all(!r.comm || !weft_comm_check(r.comm))) break;
     }
   }
   rc = pass ? CLI_OK : CLI_FAIL;
@@ -1213,7 +1164,7 @@ out:
   weft_world_destroy(r.w);
   weft_kernel_destroy(r.k2);
   weft_ctx_destroy(r.own_ctx);
-  if (rc != CLI_NO_GPU) rc = all_pass(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
+  if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   if (!inited) MPI_Finalize();
   return rc;
 }

@@ -17,26 +17,13 @@
 
 #include "cli.h"
 #include "driver.h"
-#include "hash.h"
 #include "hostref.h"
+#include "ranks.h"
 
 static const drv_table *D;
 static int RANK, SIZE;
 
-static int cu_ok(CUresult r, const char *what) {
-  if (r == CUDA_SUCCESS) return 1;
-  char buf[512];
-  drv_describe(D, r, what, buf, sizeof buf);
-  fprintf(stderr, "weft run: rank %d: %s\n", RANK, buf);
-  return 0;
-}
-
-/* Every rank's verdict; 1 if all passed. */
-static int all_pass(int ok) {
-  int all = ok;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return all;
-}
+static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, RANK, r, what); }
 
 typedef struct ar_run {
   const run_opts *o;
@@ -142,25 +129,6 @@ static int compare(ar_run *r, const char *what, long long n, CUdeviceptr y, cons
   return bad ? -1 : 0;
 }
 
-/* 1 if every rank holds the same bytes */
-static int same_bits(const void *p, size_t bytes, char *who, size_t len) {
-  unsigned char d[32];
-  hash_sha256(p, bytes, d);
-  unsigned char *all = malloc((size_t)SIZE * 32);
-  if (!all) return 0;
-  MPI_Allgather(d, 32, MPI_BYTE, all, 32, MPI_BYTE, MPI_COMM_WORLD);
-  int same = 1;
-  size_t at = 0;
-  who[0] = 0;
-  for (int q = 1; q < SIZE; q++)
-    if (memcmp(all, all + 32 * q, 32)) {
-      same = 0;
-      at += (size_t)snprintf(who + at, at < len ? len - at : 0, "%s%d", at ? ", " : "", q);
-    }
-  free(all);
-  return same;
-}
-
 /* Each step ends with every rank's verdict, so a rank that fails never leaves the others
  * waiting for its signals in the next launch. */
 static int check_size(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUdeviceptr z) {
@@ -174,7 +142,7 @@ static int check_size(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUde
     ok = cu_ok(D->cuMemcpyHtoD(x, h, bytes), "cuMemcpyHtoD") && cu_ok(D->cuMemcpyHtoD(z, h, bytes), "cuMemcpyHtoD") &&
          cu_ok(D->cuMemsetD8(y, 0xff, bytes), "cuMemsetD8");
   }
-  if (!all_pass(ok)) goto out;
+  if (!ranks_all(ok)) goto out;
   /* out of place: y = allreduce(x); in place: z holds x, then z = allreduce(z) */
   ok = !launch(r, y, x, n) && !launch(r, z, z, n) && !finish(r) &&
        !compare(r, "out of place", n, y, want, scale, first) && !compare(r, "in place", n, z, want, scale, got);
@@ -182,7 +150,7 @@ static int check_size(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUde
     fprintf(stderr, "check: rank %d: n=%lld: in place and out of place differ in bits\n", RANK, n);
     ok = 0;
   }
-  if (!all_pass(ok)) goto out;
+  if (!ranks_all(ok)) goto out;
   /* back to back: the epochs advance and the halves alternate; the bits must not move */
   ok = cu_ok(D->cuMemsetD8(y, 0xff, bytes), "cuMemsetD8");
   for (int i = 0; i < 100 && ok; i++) ok = !launch(r, y, x, n);
@@ -191,9 +159,9 @@ static int check_size(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUde
     fprintf(stderr, "check: rank %d: n=%lld: 100 back-to-back launches changed the result\n", RANK, n);
     ok = 0;
   }
-  if (!all_pass(ok)) goto out;
+  if (!ranks_all(ok)) goto out;
   /* bit-identity across ranks */
-  if (!same_bits(first, bytes, who, sizeof who)) {
+  if (!ranks_same_bytes(first, bytes, who, sizeof who)) {
     if (RANK == 0) fprintf(stderr, "check: n=%lld: ranks %s hold different bits from rank 0\n", n, who);
     ok = 0;
   }
@@ -262,7 +230,7 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
     size_t bytes = (size_t)max_n * r.es;
     int ok = cu_ok(D->cuMemAlloc(&x, bytes), "cuMemAlloc") && cu_ok(D->cuMemAlloc(&y, bytes), "cuMemAlloc") &&
              cu_ok(D->cuMemAlloc(&z, bytes), "cuMemAlloc");
-    if (!all_pass(ok)) goto out;
+    if (!ranks_all(ok)) goto out;
   }
   if (RANK == 0)
     printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", r.m->name, SIZE, SIZE == 1 ? "" : "s",
@@ -272,7 +240,7 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
     int n_sizes = o->elems > 0 ? 1 : n_check;
     for (int i = 0; i < n_sizes; i++) {
       long long n = o->elems > 0 ? o->elems : check_n[i];
-      if (!all_pass(check_size(&r, n, x, y, z))) {
+      if (!ranks_all(check_size(&r, n, x, y, z))) {
         if (RANK == 0) printf("check: %s: FAIL at n=%lld (rank messages above)\n", r.m->name, n);
         goto out;
       }
@@ -309,7 +277,7 @@ out:
   if (z) D->cuMemFree(z);
   if (r.c) weft_comm_destroy(r.c);
   weft_world_destroy(w);
-  rc = all_pass(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
+  rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   if (!inited) MPI_Finalize();
   return rc;
 }

@@ -173,6 +173,14 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   const int mt = (int)((ms + BM - 1) / BM), nt = (int)((n + BN - 1) / BN);
   const int per_shard = mt * nt, tiles = per_shard * P, kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
   const int wg = threadIdx.x / 128;
+  // tile t -> its shard (the j-th in schedule order) and its row and column block within it;
+  // producer and consumers walk the same sequence
+  auto tile_at = [&](int t, int &s, int &bm, int &bn) {
+    const int j = t / per_shard;
+    s = 0;
+    if constexpr (COMM != COMM_NONE) s = shard_at<RING>(*cm, j);
+    raster(t - j * per_shard, mt, nt, GROUP, bm, bn);
+  };
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&ring.full[s], 1);
@@ -195,10 +203,8 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       u32 arrived = 1u << rank;
       int stop = 0;
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int j = t / per_shard;
-        int s = 0, bm, bn;
-        if constexpr (COMM != COMM_NONE) s = shard_at<RING>(*cm, j);
-        raster(t - j * per_shard, mt, nt, GROUP, bm, bn);
+        int s, bm, bn;
+        tile_at(t, s, bm, bn);
         if constexpr (COMM != COMM_NONE) {
           if (!stop && !((arrived >> s) & 1)) {
             // threadload: this rank's blocks pulled shard s; otherwise rank s published it
@@ -247,10 +253,8 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
     Pipe<STAGES> p;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int j = t / per_shard;
-      int s = 0, bm, bn;
-      if constexpr (COMM != COMM_NONE) s = shard_at<RING>(*cm, j);
-      raster(t - j * per_shard, mt, nt, GROUP, bm, bn);
+      int s, bm, bn;
+      tile_at(t, s, bm, bn);
       int prev = 0;
       for (int kb = 0; kb < kblocks; ++kb) {
         mbar_wait(&ring.full[p.s], p.phase);
