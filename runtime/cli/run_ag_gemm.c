@@ -1022,9 +1022,9 @@ static int host_threads(void) {
 }
 
 int run_ag_gemm(weft_kernel *k, const run_opts *o) {
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited) MPI_Init(NULL, NULL);   /* a plain `weft run`: a world of one */
+  /* a plain `weft run`: a world of one.  MPI stays up until the process exits: `weft tune`
+   * runs many kernels in one process, and MPI cannot be initialised again once finalized. */
+  ranks_ensure();
   MPI_Comm_rank(MPI_COMM_WORLD, &RANK);
   MPI_Comm_size(MPI_COMM_WORLD, &SIZE);
   int rc = CLI_FAIL, pass = 1;
@@ -1165,6 +1165,5 @@ out:
   weft_kernel_destroy(r.k2);
   weft_ctx_destroy(r.own_ctx);
   if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
-  if (!inited) MPI_Finalize();
   return rc;
 }

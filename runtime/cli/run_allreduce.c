@@ -196,9 +196,9 @@ static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n
 }
 
 int run_allreduce(weft_kernel *k, const run_opts *o) {
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited) MPI_Init(NULL, NULL);   /* a plain `weft run`: a world of one */
+  /* a plain `weft run`: a world of one.  MPI stays up until the process exits: `weft tune`
+   * runs many kernels in one process, and MPI cannot be initialised again once finalized. */
+  ranks_ensure();
   MPI_Comm_rank(MPI_COMM_WORLD, &RANK);
   MPI_Comm_size(MPI_COMM_WORLD, &SIZE);
   D = drv_get(NULL, 0);
@@ -278,6 +278,5 @@ out:
   if (r.c) weft_comm_destroy(r.c);
   weft_world_destroy(w);
   rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
-  if (!inited) MPI_Finalize();
   return rc;
 }
