@@ -119,7 +119,8 @@ function F.check(cfg, errs)
     end
   else
     if cfg.compute == "scalar" and (not has(SCALAR_MN, t.m) or not has(SCALAR_MN, t.n) or not has(SCALAR_K, t.k)) then
-      errs.add("tile", t.tag, "scalar tiles take m, n in {16, 32, 64} and k in {8, 16, 32} (a 16 x 16 grid of threads)")
+      errs.add("tile", t.tag, "scalar tiles take m, n in {16, 32, 64} and k in {8, 16, 32} (a 16 x 16 grid of threads); "
+        .. "tile = \"auto\" picks 32 x 32 x 16")
     end
     for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 } }) do
       if cfg[f[1]] ~= f[2] then
