@@ -31,7 +31,10 @@
   X(cuMemCreate, 10020) X(cuMemRelease, 10020) X(cuMemExportToShareableHandle, 10020)           \
   X(cuMemImportFromShareableHandle, 10020) X(cuMemAddressReserve, 10020)                        \
   X(cuMemAddressFree, 10020) X(cuMemMap, 10020) X(cuMemUnmap, 10020) X(cuMemSetAccess, 10020)  \
-  X(cuMemGetAllocationGranularity, 10020) X(cuTensorMapEncodeTiled, 12000)
+  X(cuMemGetAllocationGranularity, 10020) X(cuTensorMapEncodeTiled, 12000)                      \
+  X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000)                                   \
+  X(cuGraphInstantiateWithFlags, 11040) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)    \
+  X(cuGraphDestroy, 10000)
 
 typedef struct drv_table {
 #define WEFT_DRV_FIELD(name, ver) PFN_##name##_v##ver name;

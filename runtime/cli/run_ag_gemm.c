@@ -35,41 +35,6 @@ static int RANK, SIZE;
 
 static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, RANK, r, what); }
 
-/* ---- graph capture: driver entry points beyond driver.h's table --------------------------- */
-
-typedef struct graph_api {
-  PFN_cuStreamBeginCapture_v10010 begin;
-  PFN_cuStreamEndCapture_v10000 end;
-  PFN_cuGraphInstantiateWithFlags_v11040 instantiate;
-  PFN_cuGraphLaunch_v10000 launch;
-  PFN_cuGraphExecDestroy_v10000 exec_destroy;
-  PFN_cuGraphDestroy_v10000 destroy;
-} graph_api;
-
-/* driver.c has already loaded the library: dlopen returns the same handle */
-static int graph_load(graph_api *g, char *why, size_t len) {
-  const char *lib = getenv("WEFT_DRIVER_LIB");
-  if (!lib || !*lib) lib = "libcuda.so.1";
-  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!h) { snprintf(why, len, "cannot open %s: %s", lib, dlerror()); return -1; }
-  PFN_cuGetProcAddress_v12000 gpa = (PFN_cuGetProcAddress_v12000)dlsym(h, "cuGetProcAddress_v2");
-  if (!gpa) { snprintf(why, len, "%s lacks cuGetProcAddress_v2", lib); return -1; }
-  CUdriverProcAddressQueryResult found;
-#define GRAPH_GET(field, name, ver)                                                                  \
-  if (gpa(name, (void **)&g->field, ver, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS || !g->field) { \
-    snprintf(why, len, "the driver lacks %s (ABI %d)", name, ver);                                  \
-    return -1;                                                                                      \
-  }
-  GRAPH_GET(begin, "cuStreamBeginCapture", 10010)
-  GRAPH_GET(end, "cuStreamEndCapture", 10000)
-  GRAPH_GET(instantiate, "cuGraphInstantiateWithFlags", 11040)
-  GRAPH_GET(launch, "cuGraphLaunch", 10000)
-  GRAPH_GET(exec_destroy, "cuGraphExecDestroy", 10000)
-  GRAPH_GET(destroy, "cuGraphDestroy", 10000)
-#undef GRAPH_GET
-  return 0;
-}
-
 /* ---- cuBLASLt, opened at run time ----------------------------------------------------------- */
 
 enum {
@@ -347,11 +312,10 @@ typedef struct agg {
   size_t es;
   CUstream s;
   CUevent ev[2];
-  graph_api g;
-  int have_graph, have_blt, have_nccl;
+  int have_blt, have_nccl;
   blt L;
   nccl nc;
-  char no_graph[256], no_blt[256], no_nccl[256];
+  char no_blt[256], no_nccl[256];
   /* the shape in hand */
   long long M, N, K, Ms;  /* Ms: rows per shard */
   int shards;             /* P when M is a multiple of P, else 1 (gemm only) */
@@ -823,20 +787,20 @@ static double time_graph(agg *r, int op, int iters) {
   CUgraphExec ge = NULL;
   double us = -1;
   /* relaxed: a first launch may still load a module, which global mode forbids while capturing */
-  int ok = cu_ok(r->g.begin(r->s, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
+  int ok = cu_ok(D->cuStreamBeginCapture(r->s, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
   if (ok) {
     for (int i = 0; i < iters && ok; i++) ok = !launch_op(r, op);
-    CUresult e = r->g.end(r->s, &g);   /* always end a capture that began */
+    CUresult e = D->cuStreamEndCapture(r->s, &g);   /* always end a capture that began */
     ok = ok && cu_ok(e, "cuStreamEndCapture");
   }
-  ok = ok && cu_ok(r->g.instantiate(&ge, g, 0), "cuGraphInstantiate");
-  ok = ok && cu_ok(r->g.launch(ge, r->s), "cuGraphLaunch") && !finish(r);
+  ok = ok && cu_ok(D->cuGraphInstantiateWithFlags(&ge, g, 0), "cuGraphInstantiate");
+  ok = ok && cu_ok(D->cuGraphLaunch(ge, r->s), "cuGraphLaunch") && !finish(r);
   if (!ranks_all(ok)) goto out;
   double t[3];
   for (int rep = 0; rep < 3; rep++) {
     MPI_Barrier(MPI_COMM_WORLD);
     float ms = 0;
-    ok = cu_ok(D->cuEventRecord(r->ev[0], r->s), "cuEventRecord") && cu_ok(r->g.launch(ge, r->s), "cuGraphLaunch") &&
+    ok = cu_ok(D->cuEventRecord(r->ev[0], r->s), "cuEventRecord") && cu_ok(D->cuGraphLaunch(ge, r->s), "cuGraphLaunch") &&
          cu_ok(D->cuEventRecord(r->ev[1], r->s), "cuEventRecord") && !finish(r) &&
          cu_ok(D->cuEventElapsedTime(&ms, r->ev[0], r->ev[1]), "cuEventElapsedTime");
     if (!ranks_all(ok)) goto out;
@@ -845,8 +809,8 @@ static double time_graph(agg *r, int op, int iters) {
   qsort(t, 3, sizeof *t, cmp_double);
   us = ranks_max(t[1]);
 out:
-  if (ge) r->g.exec_destroy(ge);
-  if (g) r->g.destroy(g);
+  if (ge) D->cuGraphExecDestroy(ge);
+  if (g) D->cuGraphDestroy(g);
   return us;
 }
 
@@ -934,16 +898,16 @@ static int time_shape(agg *r, long long M, long long N, long long K) {
   label(r, name, sizeof name);
   if (!ranks_all(ok)) { pass = 0; goto out; }
   if ((w.w_ev = time_events(r, OP_WEFT, &w.iters)) < 0) { pass = 0; goto out; }
-  if (r->have_graph && (w.w_gr = time_graph(r, OP_WEFT, w.iters)) < 0) { pass = 0; goto out; }
+  if ((w.w_gr = time_graph(r, OP_WEFT, w.iters)) < 0) { pass = 0; goto out; }
   if (r->have_blt) {
     int it = r->o->iters;
     if ((w.b_ev = time_events(r, OP_CUBLAS, &it)) < 0) { pass = 0; goto out; }
-    if (r->have_graph && (w.b_gr = time_graph(r, OP_CUBLAS, it)) < 0) { pass = 0; goto out; }
+    if ((w.b_gr = time_graph(r, OP_CUBLAS, it)) < 0) { pass = 0; goto out; }
   }
   if (r->have_nccl) {
     int it = r->o->iters;
     if ((w.n_ev = time_events(r, OP_NCCL, &it)) < 0) { pass = 0; goto out; }
-    if (r->have_graph && (w.n_gr = time_graph(r, OP_NCCL, it)) < 0) { pass = 0; goto out; }
+    if ((w.n_gr = time_graph(r, OP_NCCL, it)) < 0) { pass = 0; goto out; }
   }
   if (r->have_blt) {   /* every launch above wrote the same C: compare the last ones */
     cw = malloc(c_bytes);
@@ -1093,7 +1057,6 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o) {
              cu_ok(D->cuEventCreate(&r.ev[0], 0), "cuEventCreate") && cu_ok(D->cuEventCreate(&r.ev[1], 0), "cuEventCreate");
     if (!ranks_all(ok)) goto out;
   }
-  r.have_graph = ranks_first_why(!graph_load(&r.g, r.no_graph, sizeof r.no_graph), r.no_graph, (int)sizeof r.no_graph);
   r.have_blt = ranks_first_why(!blt_open(&r.L, r.no_blt, sizeof r.no_blt), r.no_blt, (int)sizeof r.no_blt);
   if (!r.have_blt) blt_close(&r.L);
   /* the gemm variant has nothing to gather: cuBLAS alone is its baseline */
@@ -1115,7 +1078,6 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o) {
       if (r.have_nccl) printf("baseline: NCCL %d all-gather + cuBLASLt\n", r.nc.version);
       else printf("baseline: NCCL all-gather + cuBLAS NOT run: %s\n", r.no_nccl);
     }
-    if (!r.have_graph) printf("time: CUDA graphs NOT timed: %s\n", r.no_graph);
     fflush(stdout);
   }
   for (int i = 0; i < n_checks; i++) {
