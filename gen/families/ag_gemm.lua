@@ -155,7 +155,6 @@ local function wgmma_struct(n, dtype, b_row)
   }, "\n")
 end
 
-local DTYPE_NAME = { f16 = "f16", bf16 = "bf16" }
 
 function F.derive(cfg)
   local v, t, dt = cfg.variant, cfg.tile, cfg.dtype
@@ -217,7 +216,8 @@ function F.derive(cfg)
 
   return {
     values = { ctype = ct, threads = threads, params = params, body = body,
-               wgmma = wgmma and wgmma_struct(t.n, DTYPE_NAME[dt], b_row) or "// scalar or gather: no WGMMA",
+               -- (the PTX type names are the dtype names)
+               wgmma = wgmma and wgmma_struct(t.n, dt, b_row) or "// scalar or gather: no WGMMA",
                variant = v },
     block = { threads, 1, 1 },
     cluster = { 1, 1, 1 },
