@@ -8,6 +8,9 @@
 #      beside them, the seed's 1024^3 (its table printed with weft's numbers: bench/seed_table.py;
 #      AG_DTYPE=f16 for the seed's dtype) and the large shapes;
 #   4. MPS on GPU 0: every variant at P = 2, 4, 8 (checks, then 1024^3 timed: protocol cost).
+# Other phases: tests (ctest's gpu.ag_gemm.* entries), pp (pingpong against cooperative tiles),
+# table / mpstable (issue 4's table: the five variants and cuBLASLt at 1024^3 and 8192^3, at
+# P = 1 and under MPS at P = 2, 4, 8; bench/variant_table.py prints it).
 set -u
 . bench/env.sh
 O=${OUT:-./out}
@@ -40,6 +43,16 @@ small="--shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --time-s
 want gemm && for dt in bf16 f16; do for bl in row col; do
   r gemm_${dt}_${bl} 120 $W run examples/gemm.lua --set dtype=$dt --set b_layout=$bl $big
 done; done
+# ---- ctest's GPU entries for the GEMM (device_tests.sh makes the tree visible where it was built)
+want tests && OUT=$O/logs bash bench/device_tests.sh -R '^gpu\.ag_gemm' >/dev/null 2>&1 &&
+  { echo "== ctest gpu.ag_gemm"; tail -4 "$O/logs/ctest_gpu.log"; } >>"$S"
+# ---- pingpong against cooperative, same run (bf16, B row-major)
+pp_shapes="--shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --time-shape 4096x4096x4096 --iters 30"
+want pp && for t in "tile.n=256" "tile.n=128 mma=pingpong" "tile.n=128 mma=pingpong stages=6" "tile.m=64 tile.n=256 consumers=1 stages=5" \
+    "tile.m=256 tile.n=64 mma=pingpong"; do
+  sets=""; for kv in $t; do sets="$sets --set $kv"; done
+  r "pp_$(echo $t | tr ' =' '_-')" 90 $W run examples/gemm.lua $sets $pp_shapes
+done
 want gemm && for t in "tile.m=128 tile.n=256" "tile.m=128 tile.n=128" "tile.m=128 tile.n=128 stages=6" "tile.m=64 tile.n=128 consumers=1 stages=6"; do
   sets=""; for kv in $t; do sets="$sets --set $kv"; done
   r "gemm_small_$(echo $t | tr ' =' '_-')" 60 $W run examples/gemm.lua $sets $small
@@ -55,6 +68,22 @@ scalar_runs() {   # scalar_runs PREFIX LAUNCHER...
   done
 }
 want scalar && scalar_runs p1
+# ---- issue 4's table: the five variants (each beside cuBLASLt in its own run)
+TABLE_SHAPES="--time-shape 1024x1024x1024 --time-shape 8192x8192x8192"
+table_runs() {   # table_runs PREFIX LAUNCHER...
+  local pre=$1; shift
+  for v in "naive_remote --set tile=auto" "threadload_gather --set tile=auto" \
+           "multimem_gather --set tile=auto --set fallback=emulate" gather_then_gemm fused; do
+    r "${pre}_$(echo $v | cut -d' ' -f1)" 240 "$@" $W run examples/ag_gemm.lua --set variant=$v --set dtype=$AG_DTYPE \
+      --shapes-only --shape 1000x1000x1000 $TABLE_SHAPES --iters 20
+  done
+  for sh in 1024x1024x1024 8192x8192x8192; do
+    python3 bench/variant_table.py --shape $sh naive_remote=$O/logs/${pre}_naive_remote.log \
+      threadload_gather=$O/logs/${pre}_threadload_gather.log multimem_gather=$O/logs/${pre}_multimem_gather.log \
+      gather_then_gemm=$O/logs/${pre}_gather_then_gemm.log fused=$O/logs/${pre}_fused.log >>"$S" 2>&1
+  done
+}
+want table && table_runs table1
 # ---- 2. every variant at P = 1; fused against the plain GEMM
 want p1 && for v in fused gather_then_gemm; do
   r "p1_$(echo $v | cut -d' ' -f1)" 90 $W run examples/ag_gemm.lua --set variant=$v --shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --iters 20
@@ -78,7 +107,7 @@ if [ "$NG" -gt 1 ] && want gpus; then
     $W run examples/ag_gemm.lua --shapes-only --shape 1000x1000x1000 --no-time
 fi
 # ---- 4. MPS on GPU 0
-if want mps || want scalar; then
+if want mps || want scalar || want mpstable; then
 export CUDA_VISIBLE_DEVICES=0
 . bench/mps.sh
 want mps && for np in 2 4 8; do
@@ -91,6 +120,9 @@ want mps && for np in 2 4 8; do
 done
 if want scalar; then
   for np in 2 4 8; do scalar_runs mps$np $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -np $np; done
+fi
+if want mpstable; then
+  for np in 2 4 8; do table_runs mpstable$np $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -np $np; done
 fi
 want mps && r mps4_timeout_pulled 60 $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:2:pulled -x WEFT_SIGNAL_TIMEOUT_MS=300 -np 4 \
   $W run examples/ag_gemm.lua --set comm=threadload --shapes-only --shape 1000x1000x1000 --no-time

@@ -3,6 +3,7 @@
 -- Device side: templates/weft/ag_gemm.cuh (the protocol and the kernels), weft/gemm.cuh (TMA,
 -- mbarriers, WGMMA).  The WGMMA instruction for the chosen tile is rendered here.
 local common = require("gen.common")
+local schema_show = require("gen.schema").show
 
 local F = {
   name = "ag_gemm",
@@ -71,6 +72,9 @@ F.fields = {
     doc = "wgmma: depth of the shared-memory ring TMA fills ahead of the tensor cores" },
   { name = "consumers", kind = "int", values = { 1, 2 }, default = 2, tag = "c",
     doc = "wgmma: consumer warpgroups (each owns tile.m / consumers rows); one more warpgroup loads and talks" },
+  { name = "mma", kind = "enum", values = { "cooperative", "pingpong" }, default = "cooperative", tag = "",
+    doc = "wgmma, 2 consumers: cooperative (both split each tile by rows) or pingpong (each owns whole tiles, "
+      .. "taking turns, so one's epilogue overlaps the other's WGMMAs)" },
   { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
     doc = "wgmma: row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   { name = "schedule", kind = "enum", values = { "ring", "rank_order" }, default = "ring", tag = "",
@@ -106,15 +110,19 @@ function F.check(cfg, errs)
     if t.k ~= 64 then
       errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
     end
-    if has(WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
+    if cfg.mma ~= "pingpong" and has(WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
       errs.add("consumers", cfg.consumers, string.format("tile.m = %d has %d 64-row group(s); use consumers <= %d",
         t.m, t.m // 64, t.m // 64))
+    elseif cfg.mma == "pingpong" and cfg.consumers ~= 2 then
+      errs.add("mma", cfg.mma, "pingpong alternates two consumer warpgroups: set consumers = 2")
     elseif has(WGMMA_M, t.m) and has(WGMMA_N, t.n) then
-      local regs = t.m * t.n // (128 * cfg.consumers)
+      local owners = cfg.mma == "pingpong" and 1 or cfg.consumers   -- warpgroups sharing a tile
+      local regs = t.m * t.n // (128 * owners)
       if regs > ACC_REGS then
         errs.add("tile", t.tag, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
-          .. "at most %d fit (%s)", t.m, t.n, cfg.consumers, regs, ACC_REGS,
-          cfg.consumers == 1 and "use consumers = 2 or a smaller tile" or "use a smaller tile: m x n <= 32768"))
+          .. "at most %d fit (%s)", t.m, t.n, owners, regs, ACC_REGS,
+          cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
+          or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile" or "use a smaller tile: m x n <= 32768")))
       end
     end
   else
@@ -122,9 +130,9 @@ function F.check(cfg, errs)
       errs.add("tile", t.tag, "scalar tiles take m, n in {16, 32, 64} and k in {8, 16, 32} (a 16 x 16 grid of threads); "
         .. "tile = \"auto\" picks 32 x 32 x 16")
     end
-    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 } }) do
+    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 }, { "mma", "cooperative" } }) do
       if cfg[f[1]] ~= f[2] then
-        errs.add(f[1], cfg[f[1]], string.format('applies to compute = "wgmma" only; leave it %d', f[2]))
+        errs.add(f[1], cfg[f[1]], string.format('applies to compute = "wgmma" only; leave it %s', schema_show(f[2])))
       end
     end
   end
@@ -188,8 +196,8 @@ function F.derive(cfg)
              or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n }, swizzle = 128 },
     }
     params = params .. ", const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb"
-    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages, cfg.consumers,
-      tostring(b_row), cfg.group, comm_id, ring)
+    local targs = string.format("%s, %d, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages, cfg.consumers,
+      tostring(cfg.mma == "pingpong"), tostring(b_row), cfg.group, comm_id, ring)
     if v == "gemm" then
       body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, nullptr, nullptr);", targs)
     else

@@ -53,6 +53,7 @@ __device__ __forceinline__ void send_signal(const Comm &c, int signal, int to, i
 
 // Barriers among some warps of the CTA (id 0 is __syncthreads).
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ int bar_or(int id, int n, int v) {
   int r;
   asm volatile("{ .reg .pred p, q; setp.ne.b32 p, %3, 0; barrier.cta.red.or.pred q, %1, %2, p; selp.b32 %0, 1, 0, q; }"
@@ -145,10 +146,20 @@ __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elem
 // first time one of its tiles comes up; the local shard needs no wait (it is `a`, via ta).
 // Peer shards come through tsh: comm.shards (every rank's region s, read over NVLink by TMA)
 // for COMM_TMA, comm.local (this rank's own regions) for COMM_THREADLOAD and COMM_MULTIMEM.
-template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool B_ROW, int GROUP, int COMM, bool RING, class WG>
+// PINGPONG (2 consumers): each consumer warpgroup owns whole tiles, alternating (this CTA's
+// tiles 0, 2, 4, ... to the first, 1, 3, ... to the second), so one warpgroup's epilogue runs
+// while the other's WGMMAs keep the tensor cores busy; it walks the ring past the other's
+// stages.  Their main loops take turns (named barriers 2 and 3): tile i's main loop starts
+// after tile i-1's was issued, so no reader is ever more than a ring ahead of the producer (a
+// parity wait could otherwise see an older phase of the same stage).  Otherwise
+// (cooperative) both split every tile by rows.
+template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, bool B_ROW, int GROUP, int COMM, bool RING,
+          class WG>
 __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const TensorMap *tsh, const Comm *cm) {
-  constexpr int MR = BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
+  static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
+  constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
+  constexpr int STAGE_READERS = PINGPONG ? 128 : CONSUMERS * 128;   // consumer threads that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
   // than 64 accumulators, the loading warpgroup gives most of its share to them (its comm warps
   // need a little more than TMA issue alone); smaller tiles keep the even split.  The shifted
@@ -184,7 +195,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], CONSUMERS * 128);
+      mbar_init(&ring.empty[s], STAGE_READERS);
     }
     fence_barrier_init();
   }
@@ -252,9 +263,13 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
     Pipe<STAGES> p;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int step = PINGPONG ? 2 : 1;                  // this warpgroup's share of the CTA's tiles
+    if (PINGPONG && cw == 1) p.skip(kblocks);           // the first tile's stages are the other's
+    const int mine = tiles > (int)blockIdx.x ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
+    for (int i = PINGPONG ? cw : 0; i < mine; i += step) {   // i: the CTA's i-th tile
       int s, bm, bn;
-      tile_at(t, s, bm, bn);
+      tile_at(blockIdx.x + i * gridDim.x, s, bm, bn);
+      if (PINGPONG && i > 0) bar_sync(2 + cw, 256);   // the other's main loop of tile i-1 was issued
       int prev = 0;
       for (int kb = 0; kb < kblocks; ++kb) {
         mbar_wait(&ring.full[p.s], p.phase);
@@ -266,13 +281,15 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
         prev = p.s;
         p.next();
       }
+      if (PINGPONG && i + 1 < mine) bar_arrive(2 + (1 - cw), 256);   // tile i+1's main loop may start
       wgmma_wait<0>();
 #pragma unroll
       for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) fence_reg(acc[mi][i]);
+        for (int q = 0; q < BN / 2; ++q) fence_reg(acc[mi][q]);
       mbar_arrive(&ring.empty[prev]);
-      const long r0 = (long)bm * BM + cw * MR * 64;
+      if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
+      const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
     }
   }

@@ -93,6 +93,11 @@ template <int STAGES> struct Pipe {
   __device__ __forceinline__ void next() {
     if (++s == STAGES) { s = 0; phase ^= 1; }
   }
+  __device__ __forceinline__ void skip(int n) {   // n stages further on (another reader's)
+    const int to = s + n;
+    s = to % STAGES;
+    phase ^= (u32)(to / STAGES) & 1;
+  }
 };
 
 // Loads of one k-block of B into stage s (A is the caller's: it knows where shards live).

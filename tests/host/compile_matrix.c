@@ -117,7 +117,8 @@ static const entry matrix[] = {
    * consumer, n = 192, four m64 groups on one consumer, a deep ring of small stages */
   {"gemm.lua", {"tile.m=256", "tile.n=128", "consumers=2"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", B_ROW_PTX, "setmaxnreg.inc"}, {"st.release.sys"}},
-  {"gemm.lua", {"tile.n=128", "stages=4"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"}, {0}},
+  {"gemm.lua", {"tile.n=128", "stages=4"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"},
+   {"bar.arrive"}},
   {"gemm.lua", {"tile.m=64", "consumers=1"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"}, {"setmaxnreg"}},
   {"gemm.lua", {"tile.n=192", "stages=5", "group=4"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16"}, {0}},
   {"gemm.lua", {"tile.m=256", "tile.n=64", "consumers=1", "dtype=f16", "b_layout=col"},
@@ -126,12 +127,13 @@ static const entry matrix[] = {
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"}, {0}},
   {"gemm.lua", {"tile.n=128", "stages=7", "group=32"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16"}, {0}},
   /* fused, as shipped (comm auto: threadload): the comm warps pull every shard (bar_or) into
-   * comm.local and signal PULLED; the TMA reads them through a 4-d map */
+   * comm.local and signal PULLED; the TMA reads them through a 4-d map.  Cooperative consumers:
+   * no named-barrier hand-off (bar.arrive) */
   {"ag_gemm.lua", {0},
    {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", AG_SIGNAL_PTX,
     "fence.proxy.async.global", "_param_9[136]", "cp.async.bulk.tensor.2d", "setmaxnreg.inc",
     "barrier.cta.red.or.pred", "ld.global.v4.u32"},
-   {"multimem"}},
+   {"multimem", "bar.arrive"}},
   {"ag_gemm.lua", {"comm=threadload", "b_layout=col", "schedule=rank_order"},
    {"cp.async.bulk.tensor.4d", "wgmma.mma_async", B_COL_PTX, AG_SIGNAL_PTX, "fence.proxy.async.global",
     "_param_9[136]", "barrier.cta.red.or.pred", "ld.global.v4.u32"},
@@ -158,6 +160,15 @@ static const entry matrix[] = {
    {"setmaxnreg", "multimem"}},
   {"ag_gemm.lua", {"tile.m=256", "tile.n=128", "comm=tma"},
    {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", AG_SIGNAL_PTX, "setmaxnreg.inc"},
+   {"multimem"}},
+  /* mma pingpong: each consumer warpgroup owns whole tiles, taking turns; their main loops
+   * hand over through named barriers (bar.sync / bar.arrive) */
+  {"gemm.lua", {"tile.n=128", "mma=pingpong"},
+   {GEMM_PTX, "bar.arrive", "wgmma.mma_async.sync.aligned.m64n128k16", B_ROW_PTX, "setmaxnreg.inc"},
+   {"st.release.sys", "multimem"}},
+  {"ag_gemm.lua", {"comm=threadload", "tile.n=128", "mma=pingpong"},
+   {"bar.arrive", "wgmma.mma_async.sync.aligned.m64n128k16", "cp.async.bulk.tensor.4d", AG_SIGNAL_PTX,
+    "_param_9[136]", "barrier.cta.red.or.pred"},
    {"multimem"}},
   /* the seed's scalar kernels (256 threads, CUDA cores): no tensor cores, no TMA */
   {"ag_gemm.lua", {"variant=naive_remote", "comm=auto", "tile=auto"},

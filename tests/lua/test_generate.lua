@@ -183,8 +183,9 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. t.n .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
     T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
     T.contains(s, "float (&d)[" .. t.n // 2 .. "]", where .. " n/2 accumulators per m64 group")
-    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %s, %s, Wgmma>", dt, t.m, t.n,
-      cfg.stages, cfg.consumers, tostring(cfg.b_layout == "row"), cfg.group, comm_id, ring), where .. " kernel")
+    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma>", dt, t.m,
+      t.n, cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), tostring(cfg.b_layout == "row"), cfg.group,
+      comm_id, ring), where .. " kernel")
     T.contains(s, cfg.variant == "gemm" and "ta, tb, nullptr, nullptr)" or "ta, tb, &tsh, &comm)", where .. " shards")
   else
     T.not_contains(s, "wgmma.mma_async", where .. " no wgmma")
@@ -455,7 +456,8 @@ local BASE = {
                      need_tail_sync = true, iters = 1 },
   -- every auto spelled out, so that a varied field never resolves to the base by accident
   ag_gemm = { dtype = "bf16", variant = "fused", comm = "tma", fallback = "none", compute = "wgmma", b_layout = "row",
-              tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, group = 16, schedule = "ring" },
+              tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, mma = "cooperative", group = 16,
+              schedule = "ring" },
 }
 
 -- ag_gemm tiles to try besides the base's 128 x 256 x 64: every WGMMA m and n, the accumulator
@@ -530,10 +532,12 @@ local function fixup(cfg, field)
   end
   if cfg.family == "ag_gemm" then
     -- a variant brings its own comm, compute and tile; a fallback needs multimem; one consumer
-    -- warpgroup holds the accumulators of 64 x 256 at most (and a 64-row tile has one to give)
+    -- warpgroup holds the accumulators of 64 x 256 at most (and a 64-row tile has one to give);
+    -- pingpong gives each of the two a whole tile, so 128 x 128 at most
     if field == "variant" then cfg.comm, cfg.compute, cfg.tile = "auto", "auto", "auto" end
     if field == "fallback" and cfg.fallback ~= "none" then cfg.comm = "multimem" end
     if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end
+    if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
     -- auto spelled out, so that "auto" for the base's own value is the base again
     local r = ag_resolve(cfg)
@@ -715,7 +719,7 @@ local function param(m, key)
   return nil
 end
 local AG_PREFIX = "weft_ag_gemm_bf16_"
-local AG_SUFFIX = "_s4_c2_g16_ring"
+local AG_SUFFIX = "_s4_c2_cooperative_g16_ring"
 
 T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, named as such", function()
   local want = {
@@ -744,6 +748,7 @@ T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, name
     { 'variant = "multimem_gather"', 'variant = "multimem_gather", comm = "multimem", compute = "scalar"' },
     { 'variant = "gemm"', 'variant = "gemm", comm = "none", compute = "wgmma", tile = { m = 128, n = 256, k = 64 }' },
     { "", 'variant = "fused", comm = "threadload", compute = "wgmma", tile = { k = 64, n = 256, m = 128 }' },
+    { "", 'variant = "fused", mma = "cooperative"' },
     { 'variant = "gather_then_gemm"', 'variant = "gather_then_gemm", comm = "threadload", compute = "auto"' },
   }
   for _, p in ipairs(same) do
@@ -878,6 +883,48 @@ T.test("ag_gemm: the shared-memory and accumulator limits are exact", function()
   T.contains(e, "256 x 192 over 2 consumer warpgroup(s) is 192 f32 accumulators per thread")
 end)
 
+T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles per warpgroup", function()
+  -- the name token sits between consumers and group; the template's PINGPONG follows CONSUMERS
+  for _, v in ipairs({ "gemm", "fused" }) do
+    local fields = 'variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"'
+    local m, e = ag(fields)
+    T.ok(m, fields .. ": " .. tostring(e))
+    T.contains(m.name, "_128x128x64_s4_c2_pingpong_g16_ring", fields .. " name")
+    T.contains(m.source, ", 128, 128, 4, 2, true, true, 16, ", fields .. " PINGPONG after CONSUMERS")
+    T.contains(m.source, "wgmma.mma_async.sync.aligned.m64n128k16", fields .. " wgmma shape")
+    T.eq(param(m, "mma"), "pingpong", fields .. " param")
+    check_manifest(m, complete(assert(load("return { family = \"ag_gemm\", " .. fields .. " }", "=ag", "t", {}))()),
+      "ag.lua", fields)
+    -- the launch is cooperative's: same block and ring, another kernel
+    local c = assert(ag('variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }'))
+    T.contains(c.name, "_128x128x64_s4_c2_cooperative_g16_ring", v .. " cooperative name")
+    T.contains(c.source, ", 128, 128, 4, 2, false, true, 16, ", v .. " cooperative PINGPONG false")
+    T.ne(c.name, m.name, v .. " names differ")
+    T.deq(c.block, m.block, v .. " block"); T.eq(c.smem, m.smem, v .. " smem")
+  end
+  -- each warpgroup holds a whole tile's accumulators: m x n <= 16384 (the bound is exact)
+  for _, t in ipairs({ "128, n = 128", "256, n = 64" }) do
+    local f = 'variant = "gemm", mma = "pingpong", tile = { m = ' .. t .. ', k = 64 }'
+    local m, e = ag(f)
+    T.ok(m, f .. ": " .. tostring(e))
+  end
+  local _, e = ag('variant = "fused", mma = "pingpong"')
+  T.eq(e, 'ag.lua: tile = "128x256x64": 128 x 256 over 1 consumer warpgroup(s) is 256 f32 accumulators per '
+    .. 'thread; at most 128 fit (pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative")')
+  for _, t in ipairs({ "128x192", "256x128", "256x256" }) do
+    local mm, nn = t:match("(%d+)x(%d+)")
+    _, e = ag(string.format('variant = "gemm", mma = "pingpong", tile = { m = %s, n = %s, k = 64 }', mm, nn))
+    T.contains(e, string.format('ag.lua: tile = "%sx64": %s x %s over 1 consumer warpgroup(s)', t, mm, nn), t)
+    T.contains(e, "m x n <= 16384", t)
+  end
+  -- it alternates two warpgroups: one consumer is refused, with only that message
+  for _, f in ipairs({ 'variant = "fused", mma = "pingpong", consumers = 1',
+                       'variant = "gemm", mma = "pingpong", consumers = 1, tile = { m = 128, n = 128, k = 64 }' }) do
+    _, e = ag(f)
+    T.eq(e, 'ag.lua: mma = "pingpong": pingpong alternates two consumer warpgroups: set consumers = 2', f)
+  end
+end)
+
 T.test("ag_gemm: every rule's message at once, each starting with the file", function()
   local _, e = ag('variant = "gemm", tile = { m = 96, n = 96, k = 32 }')
   local lines = T.lines(e)
@@ -885,13 +932,15 @@ T.test("ag_gemm: every rule's message at once, each starting with the file", fun
   T.contains(e, "ag.lua: tile.m = 96: ")
   T.contains(e, "ag.lua: tile.n = 96: ")
   T.contains(e, "ag.lua: tile.k = 32: ")
-  _, e = ag('variant = "naive_remote", comm = "tma", stages = 3, group = 4, tile = { m = 128, n = 128, k = 16 }')
+  _, e = ag('variant = "naive_remote", comm = "tma", stages = 3, group = 4, mma = "pingpong", '
+    .. 'tile = { m = 128, n = 128, k = 16 }')
   lines = T.lines(e)
-  T.eq(#lines, 4, "four problems: " .. e)
+  T.eq(#lines, 5, "five problems: " .. e)
   for _, l in ipairs(lines) do T.eq(l:sub(1, 7), "ag.lua:", l) end
   T.contains(e, 'ag.lua: comm = "tma": variant = "naive_remote" takes comm = threadload')
   T.contains(e, "ag.lua: stages = 3: applies to compute = \"wgmma\" only; leave it 4")
   T.contains(e, "ag.lua: group = 4: applies to compute = \"wgmma\" only; leave it 16")
+  T.contains(e, 'ag.lua: mma = "pingpong": applies to compute = "wgmma" only; leave it "cooperative"')
   T.contains(e, 'ag.lua: tile = "128x128x16": ')
   _, e = ag('dtype = "f32", variant = "allgather", consumers = 4')
   T.contains(e, 'ag.lua: dtype = "f32": must be one of "f16", "bf16"')
@@ -903,11 +952,13 @@ end)
 T.test("ag_gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s4_c1_g16_ring")
+  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s4_c1_cooperative_g16_ring")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "variant=fused" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64" .. AG_SUFFIX)
+  m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
+  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s4_c2_pingpong_g16_ring")
   local _, e = gen(text, "examples/gemm.lua", { "tile.n=96" })
   T.contains(e, "examples/gemm.lua: tile.n = 96: wgmma tiles take n in {64, 128, 192, 256}")
   _, e = gen(text, "examples/gemm.lua", { "tile.x=1" })
@@ -923,7 +974,8 @@ T.test("ag_gemm: the same config twice gives byte-identical source and json, for
     'variant = "gemm"', 'variant = "gemm", dtype = "f16", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1',
     'variant = "fused"', 'variant = "fused", comm = "threadload", schedule = "rank_order"',
     'variant = "fused", comm = "multimem", fallback = "emulate", group = 4, stages = 3',
-    'variant = "fused", comm = "tma"',
+    'variant = "fused", comm = "tma"', 'variant = "fused", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"',
+    'variant = "gemm", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"',
     'variant = "naive_remote"', 'variant = "threadload_gather", tile = { m = 64, n = 16, k = 32 }',
     'variant = "multimem_gather", fallback = "emulate"', 'variant = "gather_then_gemm", comm = "multimem"',
   }
