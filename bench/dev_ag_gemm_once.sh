@@ -44,12 +44,13 @@ want gemm && for dt in bf16 f16; do for bl in row col; do
   r gemm_${dt}_${bl} 120 $W run examples/gemm.lua --set dtype=$dt --set b_layout=$bl $big
 done; done
 # ---- ctest's GPU entries for the GEMM (device_tests.sh makes the tree visible where it was built)
-want tests && OUT=$O/logs bash bench/device_tests.sh -R '^gpu\.ag_gemm' >/dev/null 2>&1 &&
-  { echo "== ctest gpu.ag_gemm"; tail -4 "$O/logs/ctest_gpu.log"; } >>"$S"
-# ---- pingpong against cooperative, same run (bf16, B row-major)
-pp_shapes="--shapes-only --shape 1000x1000x1000 --time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --time-shape 4096x4096x4096 --iters 30"
-want pp && for t in "tile.n=256" "tile.n=128 mma=pingpong" "tile.n=128 mma=pingpong stages=6" "tile.m=64 tile.n=256 consumers=1 stages=5" \
-    "tile.m=256 tile.n=64 mma=pingpong"; do
+want tests && OUT=$O/logs bash bench/device_tests.sh -R "${TESTS_RE:-^gpu\.ag_gemm}" >/dev/null 2>&1;
+want tests && { echo "== ctest -R ${TESTS_RE:-^gpu\.ag_gemm}"; grep -E "tests passed|Failed|Not Run|\*\*\*" "$O/logs/ctest_gpu.log"; } >>"$S"
+# ---- GEMM configurations against each other and cuBLASLt (bf16, B row-major; PP_CONFIGS: a
+# comma-separated list of space-separated --set lists; PP_SHAPES: the timed shapes)
+pp_shapes="--shapes-only --shape 1000x1000x1000 ${PP_SHAPES:---time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --time-shape 4096x4096x4096} --iters 30"
+IFS=, read -r -a pp_configs <<<"${PP_CONFIGS:-tile.n=256,tile.n=128 mma=pingpong,tile.n=128 mma=pingpong stages=6,tile.m=64 tile.n=256 consumers=1 stages=5,tile.m=256 tile.n=64 mma=pingpong}"
+want pp && for t in "${pp_configs[@]}"; do
   sets=""; for kv in $t; do sets="$sets --set $kv"; done
   r "pp_$(echo $t | tr ' =' '_-')" 90 $W run examples/gemm.lua $sets $pp_shapes
 done

@@ -114,6 +114,8 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   if (st) snprintf(msg, sizeof msg, "%s", kerr);
   if (!world_all_ok(w, !st, msg, kerr, API_ERRLEN)) { free(c); return st ? st : WEFT_ERR_CUDA; }
   MPI_Allreduce(MPI_IN_PLACE, &coresident, 1, MPI_LONG, MPI_MIN, world_comm(w));
+  /* with clusters the capacity is counted in clusters; the signal pads are per block */
+  coresident *= (long)m->cluster[0] * m->cluster[1] * m->cluster[2];
 
   /* multicast: only where the device has it and nothing switched it off; the ranks agree */
   if (m->comm.multimem) {

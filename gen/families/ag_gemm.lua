@@ -52,6 +52,24 @@ local function tile_check(v)
   return out
 end
 
+local function cluster_check(v)
+  local allowed = "a table { m = <CTAs along M>, n = <CTAs along N> }, each 1 or 2, at most 2 CTAs in all"
+  if type(v) ~= "table" then return nil, allowed end
+  for key in pairs(v) do
+    if key ~= "m" and key ~= "n" then return nil, allowed .. " (unknown key " .. tostring(key) .. ")" end
+  end
+  local out = {}
+  for _, key in ipairs({ "m", "n" }) do
+    local x = v[key] == nil and 1 or v[key]
+    local iv = math.type(x) == "integer" and x or (type(x) == "number" and math.tointeger(x))
+    if iv ~= 1 and iv ~= 2 then return nil, allowed .. " (" .. key .. " is not 1 or 2)" end
+    out[key] = iv
+  end
+  if out.m * out.n > 2 then return nil, allowed .. " (" .. out.m * out.n .. " CTAs)" end
+  out.tag = string.format("%dx%d", out.m, out.n)
+  return out
+end
+
 F.fields = {
   common.dtype({ "f16", "bf16" }, "bf16"),
   { name = "variant", kind = "enum", values = VARIANTS, default = "fused", tag = "",
@@ -75,6 +93,9 @@ F.fields = {
   { name = "mma", kind = "enum", values = { "cooperative", "pingpong" }, default = "cooperative", tag = "",
     doc = "wgmma, 2 consumers: cooperative (both split each tile by rows) or pingpong (each owns whole tiles, "
       .. "taking turns, so one's epilogue overlaps the other's WGMMAs)" },
+  { name = "cluster", kind = "custom", check = cluster_check, default = { m = 1, n = 1 }, tag = "cl",
+    doc = "wgmma: CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
+      .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA" },
   { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
     doc = "wgmma: row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   { name = "schedule", kind = "enum", values = { "ring", "rank_order" }, default = "ring", tag = "",
@@ -129,6 +150,9 @@ function F.check(cfg, errs)
     if cfg.compute == "scalar" and (not has(SCALAR_MN, t.m) or not has(SCALAR_MN, t.n) or not has(SCALAR_K, t.k)) then
       errs.add("tile", t.tag, "scalar tiles take m, n in {16, 32, 64} and k in {8, 16, 32} (a 16 x 16 grid of threads); "
         .. "tile = \"auto\" picks 32 x 32 x 16")
+    end
+    if cfg.cluster.m * cfg.cluster.n > 1 then
+      errs.add("cluster", cfg.cluster.tag, 'applies to compute = "wgmma" only (TMA multicast); leave it { m = 1, n = 1 }')
     end
     for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 }, { "mma", "cooperative" } }) do
       if cfg[f[1]] ~= f[2] then
@@ -190,20 +214,23 @@ function F.derive(cfg)
   end
   if wgmma then
     local rows = v == "gemm" and "m" or "m/ranks"
+    -- with a cluster each CTA loads its part of the shared tile: A's rows split over cluster.n,
+    -- column-major B's over cluster.m (row-major B comes in 64-column boxes, shared out whole)
+    local cl = cfg.cluster
     tmaps = {
-      { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m }, swizzle = 128 },
+      { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128 },
       b_row and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
-             or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n }, swizzle = 128 },
+             or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
     }
     params = params .. ", const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb"
-    local targs = string.format("%s, %d, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages, cfg.consumers,
-      tostring(cfg.mma == "pingpong"), tostring(b_row), cfg.group, comm_id, ring)
+    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages,
+      cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, tostring(b_row), cfg.group, comm_id, ring)
     if v == "gemm" then
       body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, nullptr, nullptr);", targs)
     else
       -- peer shards: TMA straight from every rank's buffer (tma), or from this rank's own regions
       tmaps[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = dt,
-                   dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m, 1, 1 }, swizzle = 128 }
+                   dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m // cl.n, 1, 1 }, swizzle = 128 }
       params = params .. ", const __grid_constant__ weft::TensorMap tsh, const __grid_constant__ weft::Comm comm"
       body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, &tsh, &comm);", targs)
     end
@@ -214,7 +241,7 @@ function F.derive(cfg)
       tostring(b_row), ring)
   end
 
-  local smem = 0
+  local smem, csize = 0, wgmma and cfg.cluster.m * cfg.cluster.n or 1
   if wgmma then
     smem = cfg.stages * (t.m + t.n) * 128 + 2 * cfg.stages * 8 + 1024   -- weft::Ring: stages, both barriers, 1024-byte alignment
   end
@@ -228,15 +255,15 @@ function F.derive(cfg)
                wgmma = wgmma and wgmma_struct(t.n, dt, b_row) or "// scalar or gather: no WGMMA",
                variant = v },
     block = { threads, 1, 1 },
-    cluster = { 1, 1, 1 },
+    cluster = { csize, 1, 1 },
     smem = smem,
     smem_field = "stages",
     smem_hint = "use fewer stages or a smaller tile",
     args = args,
     tmaps = tmaps,
     -- persistent: at most one CTA per co-resident slot, each looping over tiles (the comm
-    -- variants wait for other ranks' CTAs, which must all be resident)
-    grid = { { arg = "m", per = 1, times = 1, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
+    -- variants wait for other ranks' CTAs, which must all be resident); coresident counts clusters
+    grid = { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
     limits = limits,
     -- the data area: per half, P regions of M/P x K (elems = m * k in all)
     comm = v ~= "gemm" and { signals = { "ready", "pulled" }, halves = 2, elem_bytes = esize, elems = { "m", "k" },

@@ -146,6 +146,7 @@ __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elem
 // first time one of its tiles comes up; the local shard needs no wait (it is `a`, via ta).
 // Peer shards come through tsh: comm.shards (every rank's region s, read over NVLink by TMA)
 // for COMM_TMA, comm.local (this rank's own regions) for COMM_THREADLOAD and COMM_MULTIMEM.
+//
 // PINGPONG (2 consumers): each consumer warpgroup owns whole tiles, alternating (this CTA's
 // tiles 0, 2, 4, ... to the first, 1, 3, ... to the second), so one warpgroup's epilogue runs
 // while the other's WGMMAs keep the tensor cores busy; it walks the ring past the other's
@@ -153,11 +154,29 @@ __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elem
 // after tile i-1's was issued, so no reader is ever more than a ring ahead of the producer (a
 // parity wait could otherwise see an older phase of the same stage).  Otherwise
 // (cooperative) both split every tile by rows.
-template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, bool B_ROW, int GROUP, int COMM, bool RING,
-          class WG>
+//
+// Clusters (CM x CN CTAs, CM * CN <= 2): a cluster takes CM x CN neighbouring tiles at once --
+// CM row blocks sharing one column block of B, or CN column blocks sharing one row block of A.
+// The shared operand is loaded once per cluster: each CTA loads its part and multicasts it to
+// every CTA, so each full[s] still receives a whole stage (its expect_tx is unchanged) from
+// several copies.  A stage may be refilled only when the consumers of every CTA are done with
+// it (one of them writes into the others' shared memory): each consumer warp arrives on
+// empty[s] of every CTA of the cluster.  The CTAs of a cluster walk the same tiles in the same
+// order; a tile past the matrix edge still loads and multiplies (TMA fills zeros) so that its
+// partner's stages complete, and stores nothing.  The cluster synchronises once the barriers
+// exist (before any CTA writes into another) and again before exit (no CTA leaves while a
+// partner may still arrive on its barriers).
+//
+// A producer that timed out waiting for a shard stops waiting but goes on loading (stale data):
+// the pipeline and the cluster's byte counts stay whole, and the kernel ends with the error
+// already reported.
+template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, int CM, int CN, bool B_ROW, int GROUP,
+          int COMM, bool RING, class WG>
 __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const TensorMap *tsh, const Comm *cm) {
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
+  static_assert(CM * CN <= 2, "clusters of at most two CTAs");
+  constexpr int CS = CM * CN;                                       // CTAs per cluster
   constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
   constexpr int STAGE_READERS = PINGPONG ? 128 : CONSUMERS * 128;   // consumer threads that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
@@ -180,26 +199,32 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
     rank = cm->rank;
     h = (int)(e & 1);
   }
+  const int crank = CS > 1 ? (int)cluster_ctarank() : 0;          // this CTA within its cluster
+  const int cid = (int)blockIdx.x / CS, clusters = (int)gridDim.x / CS;
   const long ms = m / P;
   const int mt = (int)((ms + BM - 1) / BM), nt = (int)((n + BN - 1) / BN);
-  const int per_shard = mt * nt, tiles = per_shard * P, kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
+  const int mu = (mt + CM - 1) / CM, nu = (nt + CN - 1) / CN;     // cluster units per shard
+  const int per_shard = mu * nu, units = per_shard * P, kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
   const int wg = threadIdx.x / 128;
-  // tile t -> its shard (the j-th in schedule order) and its row and column block within it;
-  // producer and consumers walk the same sequence
-  auto tile_at = [&](int t, int &s, int &bm, int &bn) {
-    const int j = t / per_shard;
+  // unit u -> its shard (the j-th in schedule order) and this CTA's row and column block in it;
+  // producer and consumers (and the CTAs of a cluster) walk the same sequence
+  auto tile_at = [&](int u, int &s, int &bm, int &bn) {
+    const int j = u / per_shard;
     s = 0;
     if constexpr (COMM != COMM_NONE) s = shard_at<RING>(*cm, j);
-    raster(t - j * per_shard, mt, nt, GROUP, bm, bn);
+    raster(u - j * per_shard, mu, nu, GROUP, bm, bn);
+    bm = bm * CM + (CM > 1 ? crank : 0);
+    bn = bn * CN + (CN > 1 ? crank : 0);
   };
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], STAGE_READERS);
+      mbar_init(&ring.empty[s], CS > 1 ? STAGE_READERS / 32 * CS : STAGE_READERS);
     }
     fence_barrier_init();
   }
-  __syncthreads();
+  if constexpr (CS > 1) cluster_sync();
+  else __syncthreads();
 
   if (wg == 0) {
     if constexpr (SHIFT_REGS) regs_dec<PRODUCER_REGS>();
@@ -213,9 +238,11 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       Pipe<STAGES> p;
       u32 arrived = 1u << rank;
       int stop = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      constexpr u16 ALL = (u16)((1u << CS) - 1);
+      constexpr int AROWS = BM / CN;    // rows of A this CTA loads (CN > 1: its part, multicast)
+      for (int u = cid; u < units; u += clusters) {
         int s, bm, bn;
-        tile_at(t, s, bm, bn);
+        tile_at(u, s, bm, bn);
         if constexpr (COMM != COMM_NONE) {
           if (!stop && !((arrived >> s) & 1)) {
             // threadload: this rank's blocks pulled shard s; otherwise rank s published it
@@ -227,17 +254,21 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
           }
         }
         if (lane == 0) {
+          const int a_off = CN > 1 ? crank * AROWS : 0;
           for (int kb = 0; kb < kblocks; ++kb) {
             mbar_wait(&ring.empty[p.s], p.phase ^ 1);
             u64 *full = &ring.full[p.s];
-            if (stop) {
-              mbar_arrive(full);   // drain: the consumers go on (with stale tiles) and the kernel ends
+            mbar_arrive_expect(full, R::STAGE_BYTES);
+            char *adst = ring.a(p.s) + a_off * 128;
+            const int arow = bm * BM + a_off;
+            if constexpr (CN > 1) {
+              if (s == rank) tma_load_2d_mc(adst, ta, kb * GEMM_BK, arow, full, ALL);
+              else tma_load_4d_mc(adst, *tsh, kb * GEMM_BK, arow, s, h, full, ALL);
             } else {
-              mbar_arrive_expect(full, R::STAGE_BYTES);
-              if (s == rank) tma_load_2d(ring.a(p.s), ta, kb * GEMM_BK, bm * BM, full);
-              else tma_load_4d(ring.a(p.s), *tsh, kb * GEMM_BK, bm * BM, s, h, full);
-              load_b<BN, B_ROW>(ring.b(p.s), tb, kb, bn * BN, full);
+              if (s == rank) tma_load_2d(adst, ta, kb * GEMM_BK, arow, full);
+              else tma_load_4d(adst, *tsh, kb * GEMM_BK, arow, s, h, full);
             }
+            load_b<BN, B_ROW, CM>(ring.b(p.s), tb, kb, bn * BN, full, crank);
             p.next();
           }
         }
@@ -256,7 +287,15 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
     }
   } else {   // ---- consumers
     if constexpr (SHIFT_REGS) regs_inc<CONSUMER_REGS>();
-    const int cw = wg - 1;
+    const int cw = wg - 1, lane = threadIdx.x % 32;
+    // this warp is done with stage st: in every CTA of the cluster (lane c tells CTA c)
+    auto release = [&](int st) {
+      if constexpr (CS > 1) {
+        if (lane < CS) mbar_arrive_cluster(&ring.empty[st], (u32)lane);
+      } else {
+        mbar_arrive(&ring.empty[st]);
+      }
+    };
     float acc[MR][BN / 2];
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi)
@@ -265,19 +304,20 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
     Pipe<STAGES> p;
     const int step = PINGPONG ? 2 : 1;                  // this warpgroup's share of the CTA's tiles
     if (PINGPONG && cw == 1) p.skip(kblocks);           // the first tile's stages are the other's
-    const int mine = tiles > (int)blockIdx.x ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
+    const int mine = units > cid ? (units - cid + clusters - 1) / clusters : 0;
     for (int i = PINGPONG ? cw : 0; i < mine; i += step) {   // i: the CTA's i-th tile
       int s, bm, bn;
-      tile_at(blockIdx.x + i * gridDim.x, s, bm, bn);
+      tile_at(cid + i * clusters, s, bm, bn);
       if (PINGPONG && i > 0) bar_sync(2 + cw, 256);   // the other's main loop of tile i-1 was issued
       int prev = 0;
       for (int kb = 0; kb < kblocks; ++kb) {
         mbar_wait(&ring.full[p.s], p.phase);
         wgmma_fence();
-        consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), cw * MR * 64, kb == 0);
+        consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)),
+                                               PINGPONG ? 0 : cw * MR * 64, kb == 0);
         wgmma_commit();
         wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
-        if (kb > 0) mbar_arrive(&ring.empty[prev]);
+        if (kb > 0) release(prev);
         prev = p.s;
         p.next();
       }
@@ -287,13 +327,14 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
         for (int q = 0; q < BN / 2; ++q) fence_reg(acc[mi][q]);
-      mbar_arrive(&ring.empty[prev]);
+      release(prev);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
     }
   }
   if constexpr (COMM != COMM_NONE) launch_retire(*cm, e);
+  if constexpr (CS > 1) cluster_sync();
 }
 
 // ---- the seed's scalar kernels (256 threads, a 16 x 16 grid of threads per output tile) -------

@@ -18,6 +18,7 @@
 // M, N and K that are not tile multiples correct without masks in the main loop.
 #pragma once
 #include "weft/bulk.cuh"
+#include "weft/cluster.cuh"
 #include "weft/types.cuh"
 
 namespace weft {
@@ -36,6 +37,25 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const TensorMap &m, int c
 __device__ __forceinline__ void tma_load_4d(void *dst, const TensorMap &m, int c0, int c1, int c2, int c3, u64 *bar) {
   asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
                ::"r"(smem_addr(dst)), "l"(&m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar)) : "memory");
+}
+// Multicast: the box lands at dst's offset in every CTA of the cluster named in `mask`, and each
+// of them counts the bytes on its own mbarrier at bar's offset.
+__device__ __forceinline__ void tma_load_2d_mc(void *dst, const TensorMap &m, int c0, int c1, u64 *bar, u16 mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%2, %3}], [%4], %5;"
+               ::"r"(smem_addr(dst)), "l"(&m), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask) : "memory");
+}
+__device__ __forceinline__ void tma_load_4d_mc(void *dst, const TensorMap &m, int c0, int c1, int c2, int c3, u64 *bar,
+                                               u16 mask) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;"
+               ::"r"(smem_addr(dst)), "l"(&m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar)), "h"(mask)
+               : "memory");
+}
+// Arrive on the mbarrier at bar's offset in CTA `cta` of the cluster (this CTA's own included).
+__device__ __forceinline__ void mbar_arrive_cluster(u64 *bar, u32 cta) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta))
+               : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(u64 *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
@@ -101,12 +121,21 @@ template <int STAGES> struct Pipe {
 };
 
 // Loads of one k-block of B into stage s (A is the caller's: it knows where shards live).
-template <int BN, bool B_ROW> __device__ __forceinline__ void load_b(char *dst, const TensorMap &tb, int kb, int n0, u64 *bar) {
+// CM > 1: the CM CTAs of a cluster along M share this B tile; CTA `crank` loads its part and
+// multicasts it to all of them (row-major B: every CM-th 64-column box; column-major B: the
+// crank-th BN/CM rows of the box, whose tensor map box is BN/CM tall).
+template <int BN, bool B_ROW, int CM>
+__device__ __forceinline__ void load_b(char *dst, const TensorMap &tb, int kb, int n0, u64 *bar, int crank) {
+  constexpr u16 ALL = (u16)((1u << CM) - 1);
   if constexpr (B_ROW) {
 #pragma unroll
-    for (int j = 0; j < BN / 64; ++j) tma_load_2d(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar);
+    for (int j = 0; j < BN / 64; ++j) {
+      if constexpr (CM == 1) tma_load_2d(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar);
+      else if (j % CM == crank) tma_load_2d_mc(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar, ALL);
+    }
   } else {
-    tma_load_2d(dst, tb, kb * GEMM_BK, n0, bar);
+    if constexpr (CM == 1) tma_load_2d(dst, tb, kb * GEMM_BK, n0, bar);
+    else tma_load_2d_mc(dst + crank * (BN / CM) * 128, tb, kb * GEMM_BK, n0 + crank * (BN / CM), bar, ALL);
   }
 }
 

@@ -12,7 +12,7 @@ typedef struct entry {
   const char *config;            /* example file under examples/ */
   const char *sets[8];           /* --set overrides */
   const char *must[12];          /* PTX must contain each */
-  const char *never[6];          /* PTX must not contain any */
+  const char *never[10];         /* PTX must not contain any */
 } entry;
 
 /* what every cluster combine compiles to */
@@ -107,7 +107,8 @@ static const entry matrix[] = {
   {"gemm.lua", {0},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", B_ROW_PTX, "setmaxnreg.inc.sync.aligned.u32",
     "setmaxnreg.dec.sync.aligned.u32", "wgmma.wait_group.sync.aligned"},
-   {"st.release.sys", "cp.async.bulk.tensor.4d", "[136]", "multimem", B_COL_PTX, "%globaltimer"}},
+   {"st.release.sys", "cp.async.bulk.tensor.4d", "[136]", "multimem", B_COL_PTX, "%globaltimer", "multicast::cluster",
+    "barrier.cluster", "mapa"}},
   {"gemm.lua", {"dtype=f16", "b_layout=col", "tile.n=128", "stages=6", "consumers=1", "tile.m=64"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX},
    {B_ROW_PTX, "setmaxnreg", "st.release.sys", "bf16"}},
@@ -133,7 +134,7 @@ static const entry matrix[] = {
    {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", AG_SIGNAL_PTX,
     "fence.proxy.async.global", "_param_9[136]", "cp.async.bulk.tensor.2d", "setmaxnreg.inc",
     "barrier.cta.red.or.pred", "ld.global.v4.u32"},
-   {"multimem", "bar.arrive"}},
+   {"multimem", "bar.arrive", "multicast::cluster", "barrier.cluster"}},
   {"ag_gemm.lua", {"comm=threadload", "b_layout=col", "schedule=rank_order"},
    {"cp.async.bulk.tensor.4d", "wgmma.mma_async", B_COL_PTX, AG_SIGNAL_PTX, "fence.proxy.async.global",
     "_param_9[136]", "barrier.cta.red.or.pred", "ld.global.v4.u32"},
@@ -170,6 +171,26 @@ static const entry matrix[] = {
    {"bar.arrive", "wgmma.mma_async.sync.aligned.m64n128k16", "cp.async.bulk.tensor.4d", AG_SIGNAL_PTX,
     "_param_9[136]", "barrier.cta.red.or.pred"},
    {"multimem"}},
+  /* clusters: the shared operand is loaded once per cluster and multicast (B along M, A along
+   * N); consumers release a stage in every CTA (mapa + remote mbarrier arrive); the cluster
+   * synchronises after barrier init and before exit */
+  {"gemm.lua", {"cluster.m=2"},
+   {GEMM_PTX, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+    "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.wait.acquire",
+    B_ROW_PTX},
+   {"st.release.sys", "cp.async.bulk.tensor.4d"}},
+  {"gemm.lua", {"cluster.n=2", "b_layout=col", "tile.n=128", "mma=pingpong"},
+   {GEMM_PTX, "multicast::cluster", "mbarrier.arrive.release.cluster", "barrier.cluster.arrive.release", B_COL_PTX,
+    "bar.arrive"},
+   {"st.release.sys"}},
+  {"ag_gemm.lua", {"cluster.n=2"},
+   {"cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster", AG_SIGNAL_PTX,
+    "mbarrier.arrive.release.cluster", "barrier.cluster.wait.acquire", "barrier.cta.red.or.pred"},
+   {"multimem"}},
+  {"ag_gemm.lua", {"cluster.m=2", "comm=tma", "b_layout=col"},
+   {"cp.async.bulk.tensor.4d", "multicast::cluster", AG_SIGNAL_PTX, "mbarrier.arrive.release.cluster", B_COL_PTX},
+   {"multimem", "barrier.cta.red.or"}},
   /* the seed's scalar kernels (256 threads, CUDA cores): no tensor cores, no TMA */
   {"ag_gemm.lua", {"variant=naive_remote", "comm=auto", "tile=auto"},
    {AG_SIGNAL_PTX, "_param_6[136]", "fma.rn.f32", "bar.red.or.pred"},

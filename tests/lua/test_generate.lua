@@ -78,16 +78,18 @@ local check_json_source   -- below check_manifest
 local function check_ag_gemm(m, cfg, where)
   local gather = cfg.variant == "gather_then_gemm"
   local t, wg = cfg.tile, cfg.compute == "wgmma" and not gather
+  local cl = cfg.cluster or { m = 1, n = 1 }
+  local csize = wg and cl.m * cl.n or 1   -- (gather_then_gemm's cluster is its GEMM's)
   -- launch: one producer warpgroup plus the consumers, or the scalar kernels' 16 x 16 threads
   local threads = wg and 128 * (1 + cfg.consumers) or 256
   T.deq(m.block, { threads, 1, 1 }, where .. " block")
-  T.deq(m.cluster, { 1, 1, 1 }, where .. " cluster")
+  T.deq(m.cluster, { csize, 1, 1 }, where .. " cluster")
   T.eq(m.nonportable_cluster, false, where .. " nonportable_cluster")
   T.eq(m.smem, ag_smem(cfg), where .. " smem")
   T.ok(m.smem <= common.SMEM_LIMIT, where .. " smem fits")
-  -- persistent: at most the co-resident blocks, each looping over tiles
-  T.deq(m.grid, { { arg = "m", per = 1, times = 1, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
-    where .. " grid")
+  -- persistent: at most the co-resident clusters, each looping over tiles
+  T.deq(m.grid, { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 },
+    { per = 1, times = 1 } }, where .. " grid")
 
   -- args: c = a . b (or ag = allgather(a)), 16-byte aligned pointers of the dtype, i64 sizes
   local want = gather and { { "ag", "out" }, { "a", "in" }, { "m" }, { "k" } }
@@ -129,14 +131,15 @@ local function check_ag_gemm(m, cfg, where)
   if wg then
     local rows = cfg.variant == "gemm" and "m" or "m/ranks"
     local tm = {
-      { name = "ta", source = "a", dtype = cfg.dtype, dims = { "k", rows }, box = { 64, t.m }, swizzle = 128 },
+      -- a cluster splits the shared tile's box: A over cluster.n, column-major B over cluster.m
+      { name = "ta", source = "a", dtype = cfg.dtype, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128 },
       cfg.b_layout == "row"
         and { name = "tb", source = "b", dtype = cfg.dtype, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
-        or { name = "tb", source = "b", dtype = cfg.dtype, dims = { "k", "n" }, box = { 64, t.n }, swizzle = 128 },
+        or { name = "tb", source = "b", dtype = cfg.dtype, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
     }
     if cfg.variant == "fused" then
       tm[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = cfg.dtype,
-                dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m, 1, 1 }, swizzle = 128 }
+                dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m // cl.n, 1, 1 }, swizzle = 128 }
     end
     T.deq(m.tmaps, tm, where .. " tmaps")
   else
@@ -152,7 +155,8 @@ local function check_ag_gemm(m, cfg, where)
                     emulate = cfg.fallback == "emulate" }, where .. " comm")
   end
 
-  -- params: sorted, the family and every field; the tile flattened to tile.m, tile.n, tile.k
+  -- params: sorted, the family and every field; the tile flattened to tile.m, tile.n, tile.k and
+  -- the cluster to cluster.m, cluster.n
   local params, n = {}, 0
   for i, p in ipairs(m.params) do
     if i > 1 then T.ok(m.params[i - 1].key < p.key, where .. " params sorted") end
@@ -160,7 +164,7 @@ local function check_ag_gemm(m, cfg, where)
     n = n + 1
   end
   local fam = weft.family_module("ag_gemm")
-  T.eq(n, #fam.fields + 3, where .. " number of params")
+  T.eq(n, #fam.fields + 4, where .. " number of params")
   T.eq(params.family, "ag_gemm", where .. " params.family")
   for _, f in ipairs(fam.fields) do
     if f.name == "tile" then
@@ -168,6 +172,10 @@ local function check_ag_gemm(m, cfg, where)
       for _, key in ipairs({ "m", "n", "k" }) do
         T.eq(params["tile." .. key], tostring(t[key]), where .. " params.tile." .. key)
       end
+    elseif f.name == "cluster" then
+      T.eq(params.cluster, nil, where .. " no params.cluster")
+      T.eq(params["cluster.m"], tostring(cl.m), where .. " params.cluster.m")
+      T.eq(params["cluster.n"], tostring(cl.n), where .. " params.cluster.n")
     else
       T.eq(params[f.name], tostring(cfg[f.name]), where .. " params." .. f.name)
     end
@@ -183,9 +191,9 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. t.n .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
     T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
     T.contains(s, "float (&d)[" .. t.n // 2 .. "]", where .. " n/2 accumulators per m64 group")
-    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma>", dt, t.m,
-      t.n, cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), tostring(cfg.b_layout == "row"), cfg.group,
-      comm_id, ring), where .. " kernel")
+    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %d, %s, %d, %s, %s, Wgmma>", dt,
+      t.m, t.n, cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, tostring(cfg.b_layout == "row"),
+      cfg.group, comm_id, ring), where .. " kernel")
     T.contains(s, cfg.variant == "gemm" and "ta, tb, nullptr, nullptr)" or "ta, tb, &tsh, &comm)", where .. " shards")
   else
     T.not_contains(s, "wgmma.mma_async", where .. " no wgmma")
@@ -506,6 +514,9 @@ local function candidates(f, base)
   elseif f.kind == "custom" and f.name == "tile" then
     seen[lua_text(base)] = true
     for _, t in ipairs(AG_TILES) do add(t) end
+  elseif f.kind == "custom" and f.name == "cluster" then   -- ag_gemm's { m, n }: two accepted, two refused
+    seen[lua_text(base)] = true
+    for _, c in ipairs({ { m = 2, n = 1 }, { m = 1, n = 2 }, { m = 2, n = 2 }, { m = 4, n = 1 } }) do add(c) end
   elseif f.kind == "string" then add(base .. "x")
   end
   return out
@@ -515,7 +526,9 @@ local THREADS = { 64, 128, 256, 512, 1024 }
 
 -- Set the companions a varied field needs (the families' cross-field rules).
 local function fixup(cfg, field)
-  if field == "cluster" and cfg.cluster > common.PORTABLE_CLUSTER then cfg.nonportable = true end
+  if field == "cluster" and type(cfg.cluster) == "number" and cfg.cluster > common.PORTABLE_CLUSTER then
+    cfg.nonportable = true
+  end
   if cfg.min_blocks and cfg.threads * cfg.min_blocks > 2048 then
     if field == "min_blocks" then
       local t = 64
@@ -719,7 +732,7 @@ local function param(m, key)
   return nil
 end
 local AG_PREFIX = "weft_ag_gemm_bf16_"
-local AG_SUFFIX = "_s4_c2_cooperative_g16_ring"
+local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_g16_ring"
 
 T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, named as such", function()
   local want = {
@@ -889,16 +902,16 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
     local fields = 'variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"'
     local m, e = ag(fields)
     T.ok(m, fields .. ": " .. tostring(e))
-    T.contains(m.name, "_128x128x64_s4_c2_pingpong_g16_ring", fields .. " name")
-    T.contains(m.source, ", 128, 128, 4, 2, true, true, 16, ", fields .. " PINGPONG after CONSUMERS")
+    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_g16_ring", fields .. " name")
+    T.contains(m.source, ", 128, 128, 4, 2, true, 1, 1, true, 16, ", fields .. " PINGPONG after CONSUMERS")
     T.contains(m.source, "wgmma.mma_async.sync.aligned.m64n128k16", fields .. " wgmma shape")
     T.eq(param(m, "mma"), "pingpong", fields .. " param")
     check_manifest(m, complete(assert(load("return { family = \"ag_gemm\", " .. fields .. " }", "=ag", "t", {}))()),
       "ag.lua", fields)
     -- the launch is cooperative's: same block and ring, another kernel
     local c = assert(ag('variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }'))
-    T.contains(c.name, "_128x128x64_s4_c2_cooperative_g16_ring", v .. " cooperative name")
-    T.contains(c.source, ", 128, 128, 4, 2, false, true, 16, ", v .. " cooperative PINGPONG false")
+    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_g16_ring", v .. " cooperative name")
+    T.contains(c.source, ", 128, 128, 4, 2, false, 1, 1, true, 16, ", v .. " cooperative PINGPONG false")
     T.ne(c.name, m.name, v .. " names differ")
     T.deq(c.block, m.block, v .. " block"); T.eq(c.smem, m.smem, v .. " smem")
   end
@@ -952,13 +965,13 @@ end)
 T.test("ag_gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s4_c1_cooperative_g16_ring")
+  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s4_c1_cooperative_cl1x1_g16_ring")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "variant=fused" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64" .. AG_SUFFIX)
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s4_c2_pingpong_g16_ring")
+  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s4_c2_pingpong_cl1x1_g16_ring")
   local _, e = gen(text, "examples/gemm.lua", { "tile.n=96" })
   T.contains(e, "examples/gemm.lua: tile.n = 96: wgmma tiles take n in {64, 128, 192, 256}")
   _, e = gen(text, "examples/gemm.lua", { "tile.x=1" })

@@ -76,6 +76,9 @@ weft_mps_test(ag_fused_f16_bcol_rank_order 4 ${AG} --set dtype=f16 --set b_layou
 weft_mps_test(ag_fused_tile128x128_s6 8 ${AG} --set tile.n=128 --set stages=6 ${AG_SHAPES})
 weft_mps_test(ag_fused_pingpong 2 ${AG} --set tile.n=128 --set mma=pingpong ${AG_SHAPES})
 weft_mps_test(ag_fused_pingpong 8 ${AG} --set tile.n=128 --set mma=pingpong --set comm=multimem --set fallback=emulate ${AG_SHAPES})
+weft_mps_test(ag_fused_cluster_n2 2 ${AG} --set cluster.n=2 ${AG_SHAPES})
+weft_mps_test(ag_fused_cluster_m2_tma 4 ${AG} --set cluster.m=2 --set comm=tma ${AG_SHAPES})
+weft_mps_test(ag_fused_cluster_n2_pingpong 8 ${AG} --set cluster.n=2 --set tile.n=128 --set mma=pingpong ${AG_SHAPES})
 weft_mps_test(ag_gather_then_gemm_push_emulated 4 ${AG} --set variant=gather_then_gemm --set comm=multimem --set fallback=emulate ${AG_SHAPES})
 # a muted signal: one rank reports it (the others may have finished that launch), nobody hangs
 function(weft_mps_timeout_ag name np mute sig)
