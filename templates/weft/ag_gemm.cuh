@@ -81,6 +81,13 @@ __device__ __forceinline__ int wait_blocks(const Comm &c, int signal, int sender
 template <bool RING> __device__ __forceinline__ int shard_at(const Comm &c, int j) {
   return RING ? (c.rank + j) % c.size : j;
 }
+// The j-th other rank (j = 0 .. P-2) in the same order: ring from rank + 1, or ascending
+// without this rank.  (Pulls and gathers walk only the others: shard_at<false>(1) is not
+// "the first peer" -- an earlier loop over shard_at(1 .. P-1) skipped shard 0 under rank_order
+// and hung every rank but rank 0 waiting for its own PULLED.)
+template <bool RING> __device__ __forceinline__ int peer_at(const Comm &c, int j) {
+  return RING ? (c.rank + 1 + j) % c.size : (j < c.rank ? j : j + 1);
+}
 
 // Copy this block's slice of n16 16-byte vectors src -> dst (threads tid of nt).  U loads in
 // flight per thread before their stores: a pull over NVLink is latency-bound otherwise (one
@@ -129,8 +136,8 @@ __device__ __forceinline__ void publish_slice(const Comm &c, const T *a, int h, 
 template <class T, bool RING, int U, class Sync, class AnyStop>
 __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elems, u64 e, int tid, int nt, Sync sync,
                                            AnyStop any_stop) {
-  for (int j = 1; j < c.size; ++j) {
-    const int s = shard_at<RING>(c, j);
+  for (int j = 0; j < c.size - 1; ++j) {
+    const int s = peer_at<RING>(c, j);
     if (any_stop(wait_blocks(c, SIG_READY, s, e, tid, nt))) return 1;
     copy_slice<U>((U4 *)region<T>(c, c.peers[c.rank], h, s, shard_elems), (const U4 *)region<T>(c, c.peers[s], h, s, shard_elems),
                shard_elems * (long)sizeof(T) / 16, tid, nt);
@@ -442,8 +449,8 @@ template <class T, int COMM, bool RING> __device__ __forceinline__ void ag_gathe
   if (P > 1) {
     __syncthreads();
     if (tid < P) send_signal(cm, SIG_READY, tid, rank, e);
-    for (int j = 1; j < P; ++j) {
-      const int s = shard_at<RING>(cm, j);
+    for (int j = 0; j < P - 1; ++j) {
+      const int s = peer_at<RING>(cm, j);
       if (__syncthreads_or(wait_blocks(cm, SIG_READY, s, e, tid, 256))) break;
       // threadload reads rank s's region; multimem finds it already in its own
       const T *src = region<T>(cm, cm.peers[COMM == COMM_MULTIMEM ? rank : s], h, s, se);
