@@ -96,6 +96,9 @@ F.fields = {
   { name = "cluster", kind = "custom", check = cluster_check, default = { m = 1, n = 1 }, tag = "cl",
     doc = "wgmma: CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
       .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA" },
+  { name = "split_k", kind = "int", values = { 1, 2 }, default = 1, tag = "sk",
+    doc = "wgmma, cooperative: 2 = a cluster of two CTAs per tile, each over half of K; the second adds its f32 "
+      .. "partial sums into the first through distributed shared memory (small shapes: twice the CTAs per tile)" },
   { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
     doc = "wgmma: row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   { name = "schedule", kind = "enum", values = { "ring", "rank_order" }, default = "ring", tag = "",
@@ -131,6 +134,11 @@ function F.check(cfg, errs)
     if t.k ~= 64 then
       errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
     end
+    if cfg.split_k > 1 and cfg.mma == "pingpong" then
+      errs.add("split_k", cfg.split_k, 'split-K adds partial sums of cooperative tiles; use mma = "cooperative"')
+    elseif cfg.split_k > 1 and cfg.cluster.m * cfg.cluster.n > 1 then
+      errs.add("split_k", cfg.split_k, "split-K takes the cluster's two CTAs; leave cluster = { m = 1, n = 1 }")
+    end
     if cfg.mma ~= "pingpong" and has(WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
       errs.add("consumers", cfg.consumers, string.format("tile.m = %d has %d 64-row group(s); use consumers <= %d",
         t.m, t.m // 64, t.m // 64))
@@ -154,7 +162,7 @@ function F.check(cfg, errs)
     if cfg.cluster.m * cfg.cluster.n > 1 then
       errs.add("cluster", cfg.cluster.tag, 'applies to compute = "wgmma" only (TMA multicast); leave it { m = 1, n = 1 }')
     end
-    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 }, { "mma", "cooperative" } }) do
+    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 }, { "mma", "cooperative" }, { "split_k", 1 } }) do
       if cfg[f[1]] ~= f[2] then
         errs.add(f[1], cfg[f[1]], string.format('applies to compute = "wgmma" only; leave it %s', schema_show(f[2])))
       end
@@ -223,8 +231,8 @@ function F.derive(cfg)
              or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
     }
     params = params .. ", const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb"
-    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages,
-      cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, tostring(b_row), cfg.group, comm_id, ring)
+    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages,
+      cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k, tostring(b_row), cfg.group, comm_id, ring)
     if v == "gemm" then
       body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, nullptr, nullptr);", targs)
     else
@@ -241,9 +249,10 @@ function F.derive(cfg)
       tostring(b_row), ring)
   end
 
-  local smem, csize = 0, wgmma and cfg.cluster.m * cfg.cluster.n or 1
+  local smem, csize = 0, wgmma and cfg.cluster.m * cfg.cluster.n * cfg.split_k or 1
   if wgmma then
     smem = cfg.stages * (t.m + t.n) * 128 + 2 * cfg.stages * 8 + 1024   -- weft::Ring: stages, both barriers, 1024-byte alignment
+    if cfg.split_k > 1 then smem = smem + 16 + t.m * t.n * 4 end       -- split-K: two barriers, the f32 partial tile
   end
   local big = common.INT_MAX
   local limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 } }
@@ -258,7 +267,8 @@ function F.derive(cfg)
     cluster = { csize, 1, 1 },
     smem = smem,
     smem_field = "stages",
-    smem_hint = "use fewer stages or a smaller tile",
+    smem_hint = "use fewer stages or a smaller tile" .. (wgmma and cfg.split_k > 1
+      and string.format(" (split_k = 2 also holds the f32 partial tile, %d x %d x 4 bytes)", t.m, t.n) or ""),
     args = args,
     tmaps = tmaps,
     -- persistent: at most one CTA per co-resident slot, each looping over tiles (the comm

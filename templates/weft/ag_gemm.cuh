@@ -174,16 +174,26 @@ __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elem
 // exist (before any CTA writes into another) and again before exit (no CTA leaves while a
 // partner may still arrive on its barriers).
 //
+// SPLITK = 2 (a cluster of two along K, cooperative consumers): both CTAs of a cluster compute
+// the same tile, the first over the first half of the k-blocks, the second over the rest.  The
+// second writes its f32 partial sums into the first's shared memory (st.shared::cluster, each
+// thread its own fragment, 16 bytes at a time) and arrives on the first's red_full (release,
+// cluster scope); the first waits (acquire, cluster scope), adds them in -- always in the same
+// order, so the result is deterministic -- arrives on the second's red_empty (the buffer may be
+// rewritten) and stores the tile.  Each CTA keeps its own ring; no stage is shared.
+//
 // A producer that timed out waiting for a shard stops waiting but goes on loading (stale data):
 // the pipeline and the cluster's byte counts stay whole, and the kernel ends with the error
 // already reported.
-template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, int CM, int CN, bool B_ROW, int GROUP,
-          int COMM, bool RING, class WG>
+template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, int CM, int CN, int SPLITK, bool B_ROW,
+          int GROUP, int COMM, bool RING, class WG>
 __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const TensorMap *tsh, const Comm *cm) {
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
-  static_assert(CM * CN <= 2, "clusters of at most two CTAs");
-  constexpr int CS = CM * CN;                                       // CTAs per cluster
+  static_assert(CM * CN * SPLITK <= 2, "clusters of at most two CTAs");
+  static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
+  constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
+  constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
   constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
   constexpr int STAGE_READERS = PINGPONG ? 128 : CONSUMERS * 128;   // consumer threads that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
@@ -213,6 +223,11 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   const int mu = (mt + CM - 1) / CM, nu = (nt + CN - 1) / CN;     // cluster units per shard
   const int per_shard = mu * nu, units = per_shard * P, kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
   const int wg = threadIdx.x / 128;
+  // split-K: this CTA's k-blocks [kb0, kb1); the partial-sum buffer and its two barriers sit
+  // after the ring's barriers (16-byte aligned)
+  const int kb0 = SPLITK > 1 && crank ? (kblocks + 1) / 2 : 0, kb1 = SPLITK > 1 && !crank ? (kblocks + 1) / 2 : kblocks;
+  u64 *red_bar = ring.empty + STAGES;
+  float *red = (float *)(red_bar + 2);
   // unit u -> its shard (the j-th in schedule order) and this CTA's row and column block in it;
   // producer and consumers (and the CTAs of a cluster) walk the same sequence
   auto tile_at = [&](int u, int &s, int &bm, int &bn) {
@@ -226,7 +241,11 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], CS > 1 ? STAGE_READERS / 32 * CS : STAGE_READERS);
+      mbar_init(&ring.empty[s], SHARE > 1 ? STAGE_READERS / 32 * SHARE : STAGE_READERS);
+    }
+    if constexpr (SPLITK > 1) {
+      mbar_init(&red_bar[0], CONSUMERS * 128);   // red_full (used in the first CTA): the second's consumers
+      mbar_init(&red_bar[1], CONSUMERS * 128);   // red_empty (in the second): the first's consumers
     }
     fence_barrier_init();
   }
@@ -245,7 +264,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       Pipe<STAGES> p;
       u32 arrived = 1u << rank;
       int stop = 0;
-      constexpr u16 ALL = (u16)((1u << CS) - 1);
+      constexpr u16 ALL = (u16)((1u << SHARE) - 1);
       constexpr int AROWS = BM / CN;    // rows of A this CTA loads (CN > 1: its part, multicast)
       for (int u = cid; u < units; u += clusters) {
         int s, bm, bn;
@@ -262,7 +281,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
         }
         if (lane == 0) {
           const int a_off = CN > 1 ? crank * AROWS : 0;
-          for (int kb = 0; kb < kblocks; ++kb) {
+          for (int kb = kb0; kb < kb1; ++kb) {
             mbar_wait(&ring.empty[p.s], p.phase ^ 1);
             u64 *full = &ring.full[p.s];
             mbar_arrive_expect(full, R::STAGE_BYTES);
@@ -295,10 +314,10 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   } else {   // ---- consumers
     if constexpr (SHIFT_REGS) regs_inc<CONSUMER_REGS>();
     const int cw = wg - 1, lane = threadIdx.x % 32;
-    // this warp is done with stage st: in every CTA of the cluster (lane c tells CTA c)
+    // this warp is done with stage st: in every CTA that shares it (lane c tells CTA c)
     auto release = [&](int st) {
-      if constexpr (CS > 1) {
-        if (lane < CS) mbar_arrive_cluster(&ring.empty[st], (u32)lane);
+      if constexpr (SHARE > 1) {
+        if (lane < SHARE) mbar_arrive_cluster(&ring.empty[st], (u32)lane);
       } else {
         mbar_arrive(&ring.empty[st]);
       }
@@ -316,15 +335,15 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       int s, bm, bn;
       tile_at(cid + i * clusters, s, bm, bn);
       if (PINGPONG && i > 0) bar_sync(2 + cw, 256);   // the other's main loop of tile i-1 was issued
-      int prev = 0;
-      for (int kb = 0; kb < kblocks; ++kb) {
+      int prev = -1;
+      for (int kb = kb0; kb < kb1; ++kb) {
         mbar_wait(&ring.full[p.s], p.phase);
         wgmma_fence();
         consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)),
-                                               PINGPONG ? 0 : cw * MR * 64, kb == 0);
+                                               PINGPONG ? 0 : cw * MR * 64, kb == kb0);
         wgmma_commit();
         wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
-        if (kb > 0) release(prev);
+        if (kb > kb0) release(prev);
         prev = p.s;
         p.next();
       }
@@ -334,8 +353,41 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
         for (int q = 0; q < BN / 2; ++q) fence_reg(acc[mi][q]);
-      release(prev);
+      if (prev >= 0) release(prev);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
+      if constexpr (SPLITK > 1) {
+        if (kb0 == kb1) {   // (k = one k-block: the second half is empty)
+#pragma unroll
+          for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+            for (int q = 0; q < BN / 2; ++q) acc[mi][q] = 0.f;
+        }
+        // thread ct's fragment, 4 floats at a time: red[(v * NT + ct) * 4 ...] for its v-th quad
+        constexpr int NT = CONSUMERS * 128;
+        const int ct = threadIdx.x - 128;
+        const u32 red0 = smem_addr(red) + 16u * (u32)ct;
+        if (crank == 1) {   // the second half: partial sums into the first CTA, then tell it
+          if (i > 0) mbar_wait_cluster(&red_bar[1], (u32)(i - 1) & 1);
+          const u32 dst = map_shared_rank(red0, 0);
+#pragma unroll
+          for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+            for (int q = 0; q < BN / 2; q += 4)
+              st_shared_cluster_v4(dst + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT), acc[mi][q], acc[mi][q + 1],
+                                   acc[mi][q + 2], acc[mi][q + 3]);
+          mbar_arrive_cluster(&red_bar[0], 0);
+          continue;   // the first CTA stores the tile
+        }
+        mbar_wait_cluster(&red_bar[0], (u32)i & 1);
+#pragma unroll
+        for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+          for (int q = 0; q < BN / 2; q += 4) {
+            const float4 v = lds_f4(red0 + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT));
+            acc[mi][q] += v.x; acc[mi][q + 1] += v.y; acc[mi][q + 2] += v.z; acc[mi][q + 3] += v.w;
+          }
+        mbar_arrive_cluster(&red_bar[1], 1);   // the buffer may take the next partial
+      }
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
     }

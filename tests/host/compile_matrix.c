@@ -191,6 +191,16 @@ static const entry matrix[] = {
   {"ag_gemm.lua", {"cluster.m=2", "comm=tma", "b_layout=col"},
    {"cp.async.bulk.tensor.4d", "multicast::cluster", AG_SIGNAL_PTX, "mbarrier.arrive.release.cluster", B_COL_PTX},
    {"multimem", "barrier.cta.red.or"}},
+  /* split-K over a cluster of two: the second CTA's partial sums go into the first's shared
+   * memory (st.shared::cluster), handed over on mbarriers at cluster scope; no multicast */
+  {"gemm.lua", {"split_k=2", "tile.n=128"},
+   {GEMM_PTX, "st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster",
+    "barrier.cluster.wait.acquire", "ld.shared.v4.f32"},
+   {"multicast::cluster", "st.release.sys"}},
+  {"ag_gemm.lua", {"split_k=2", "tile.n=128", "comm=multimem", "fallback=emulate"},
+   {"st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "cp.async.bulk.tensor.4d", AG_SIGNAL_PTX,
+    MM_ST_BF16},
+   {"multicast::cluster"}},
   /* the seed's scalar kernels (256 threads, CUDA cores): no tensor cores, no TMA */
   {"ag_gemm.lua", {"variant=naive_remote", "comm=auto", "tile=auto"},
    {AG_SIGNAL_PTX, "_param_6[136]", "fma.rn.f32", "bar.red.or.pred"},
