@@ -8,7 +8,7 @@
 #      beside them, the seed's 1024^3 (its table printed with weft's numbers: bench/seed_table.py;
 #      AG_DTYPE=f16 for the seed's dtype) and the large shapes;
 #   4. MPS on GPU 0: every variant at P = 2, 4, 8 (checks, then 1024^3 timed: protocol cost).
-# Other phases: tests (ctest's gpu.ag_gemm.* entries), pp (pingpong against cooperative tiles),
+# Other phases: gpuscalar (the scalar variants one rank per GPU only), tests (ctest's gpu.ag_gemm.* entries), pp (pingpong against cooperative tiles),
 # table / mpstable (issue 4's table: the five variants and cuBLASLt at 1024^3 and 8192^3, at
 # P = 1 and under MPS at P = 2, 4, 8; bench/variant_table.py prints it).
 set -u
@@ -100,7 +100,7 @@ if [ "$NG" -gt 1 ] && want gpus; then
       --shape $((1024*P))x1536x512 --time-shape 1024x1024x1024 --time-shape 16384x1792x4096 --time-shape 8192x3584x8192 --iters 20
   done
 fi
-if [ "$NG" -gt 1 ] && want scalar; then
+if [ "$NG" -gt 1 ] && { want scalar || want gpuscalar; }; then
   scalar_runs gpus$P $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB -np $P
 fi
 if [ "$NG" -gt 1 ] && want gpus; then

@@ -317,7 +317,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
     // this warp is done with stage st: in every CTA that shares it (lane c tells CTA c)
     auto release = [&](int st) {
       if constexpr (SHARE > 1) {
-        if (lane < SHARE) mbar_arrive_cluster(&ring.empty[st], (u32)lane);
+        if (lane < SHARE) mbar_arrive_remote(&ring.empty[st], (u32)lane);
       } else {
         mbar_arrive(&ring.empty[st]);
       }
@@ -375,7 +375,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
             for (int q = 0; q < BN / 2; q += 4)
               st_shared_cluster_v4(dst + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT), acc[mi][q], acc[mi][q + 1],
                                    acc[mi][q + 2], acc[mi][q + 3]);
-          mbar_arrive_cluster(&red_bar[0], 0);
+          mbar_release_cluster(&red_bar[0], 0);
           continue;   // the first CTA stores the tile
         }
         mbar_wait_cluster(&red_bar[0], (u32)i & 1);
@@ -386,7 +386,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
             const float4 v = lds_f4(red0 + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT));
             acc[mi][q] += v.x; acc[mi][q + 1] += v.y; acc[mi][q + 2] += v.z; acc[mi][q + 3] += v.w;
           }
-        mbar_arrive_cluster(&red_bar[1], 1);   // the buffer may take the next partial
+        mbar_release_cluster(&red_bar[1], 1);   // the buffer may take the next partial
       }
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);

@@ -53,9 +53,16 @@ __device__ __forceinline__ void tma_load_4d_mc(void *dst, const TensorMap &m, in
                : "memory");
 }
 // Arrive on the mbarrier at bar's offset in CTA `cta` of the cluster (this CTA's own included).
-__device__ __forceinline__ void mbar_arrive_cluster(u64 *bar, u32 cta) {
+// mbar_release_cluster: release at cluster scope, for a hand-over of data this thread wrote
+// into another CTA (split-K's partial sums).  mbar_arrive_remote: the default semantics
+// (release, CTA scope), for "my reads of this stage are done": the WGMMAs that read it have
+// completed, and nothing this thread wrote is handed over (as CUTLASS's cluster barriers do).
+__device__ __forceinline__ void mbar_release_cluster(u64 *bar, u32 cta) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta))
                : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_remote(u64 *bar, u32 cta) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta)) : "memory");
 }
 // Wait for a phase whose arrivals came (with release) from other CTAs of the cluster.
 __device__ __forceinline__ void mbar_wait_cluster(u64 *bar, u32 parity) {
