@@ -134,7 +134,7 @@ $W build examples/gemm.lua -o /tmp/gemm_build >/dev/null 2>&1
 /usr/local/cuda/bin/cuobjdump -sass /tmp/gemm_build/*.cubin >"$O/logs/gemm_sass.txt" 2>&1
 echo "HGMMA in the GEMM: $(grep -c HGMMA "$O/logs/gemm_sass.txt" 2>/dev/null)" >>"$S"
 # the seed's table with weft's numbers beside it (one rank per GPU, 1024^3)
-if [ "$NG" -gt 1 ]; then
+if [ "$NG" -gt 1 ] && { want gpus || want gpuscalar; }; then
   L=$O/logs
   python3 bench/seed_table.py naive_remote=$L/gpus${P}_naive_remote.log threadload_gather=$L/gpus${P}_threadload_gather.log \
     multimem_gather=$L/gpus${P}_multimem_gather.log gather_then_gemm=$L/gpus${P}_gather_then_gemm.log \

@@ -8,6 +8,7 @@ with weft's numbers beside it, from `weft run` logs of the ag_gemm family.
 Each LOG is one run's output (its "ag_gemm " rows); the row of the given shape is taken.  The
 NCCL all-gather + cuBLASLt column comes from whichever log has it.  Times are ms per launch
 (events / graph replay), the slowest rank, as `weft run` measured them."""
+import os
 import sys
 
 SEED = [  # (seed implementation, its ms on 8 x H100, weft's label)
@@ -53,7 +54,7 @@ def main(argv):
             sys.exit(__doc__)
     found, nccl, ranks = {}, None, set()
     for label, path in logs.items():
-        r = rows(path, shape)
+        r = rows(path, shape) if os.path.exists(path) else []
         if not r:
             print("%s: no row for %s in %s" % (label, shape, path), file=sys.stderr)
             continue

@@ -64,14 +64,16 @@ __device__ __forceinline__ int bar_or(int id, int n, int v) {
 // Wait until every block of `sender` reached `signal` at epoch e (slots in this rank's pad),
 // lanes lane, lane + nl, ... sharing the slots.  Returns 1 where this lane must stop.  A timeout
 // names the rank that owes the signal: the sender for READY, this rank itself for PULLED (its
-// own blocks pull; `sender` is then the shard).
+// own blocks pull; `sender` is then the shard).  PULLED waits twice as long: a pull waits for
+// its owner's READY first, and a missing READY is the cause worth naming (measured on two GPUs:
+// with equal timeouts a muted READY was sometimes reported as rank 0's own missing PULLED).
 __device__ __forceinline__ int wait_blocks(const Comm &c, int signal, int sender, u64 e, int lane, int nl) {
   int stop = 0;
   Timeout to;
   const int owes = signal == SIG_PULLED ? c.rank : sender;
   for (int b = lane; b < (int)gridDim.x && !stop; b += nl)
     poll_bounded<false>(c, signal_slot(c, c.peers[c.rank], signal, sender, b), owes, [e](u64 v) { return v >= e; },
-                        [](u64 v) { return v; }, stop, to);
+                        [](u64 v) { return v; }, stop, to, signal == SIG_PULLED ? 2 : 1);
   to.report(c, signal, e);
   fence_acquire_sys();
   return stop;
@@ -177,10 +179,11 @@ __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elem
 // SPLITK = 2 (a cluster of two along K, cooperative consumers): both CTAs of a cluster compute
 // the same tile, the first over the first half of the k-blocks, the second over the rest.  The
 // second writes its f32 partial sums into the first's shared memory (st.shared::cluster, each
-// thread its own fragment, 16 bytes at a time) and arrives on the first's red_full (release,
-// cluster scope); the first waits (acquire, cluster scope), adds them in -- always in the same
-// order, so the result is deterministic -- arrives on the second's red_empty (the buffer may be
-// rewritten) and stores the tile.  Each CTA keeps its own ring; no stage is shared.
+// thread its own fragment, 16 bytes at a time); after a named barrier over its consumers one
+// thread arrives on the first's red_full (release, cluster scope).  The first waits (acquire,
+// cluster scope), adds them in -- always in the same order, so the result is deterministic --
+// and after its own named barrier one thread arrives on the second's red_empty (the buffer may
+// be rewritten); then it stores the tile.  Each CTA keeps its own ring; no stage is shared.
 //
 // A producer that timed out waiting for a shard stops waiting but goes on loading (stale data):
 // the pipeline and the cluster's byte counts stay whole, and the kernel ends with the error
@@ -244,8 +247,8 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       mbar_init(&ring.empty[s], SHARE > 1 ? STAGE_READERS / 32 * SHARE : STAGE_READERS);
     }
     if constexpr (SPLITK > 1) {
-      mbar_init(&red_bar[0], CONSUMERS * 128);   // red_full (used in the first CTA): the second's consumers
-      mbar_init(&red_bar[1], CONSUMERS * 128);   // red_empty (in the second): the first's consumers
+      mbar_init(&red_bar[0], 1);   // red_full (used in the first CTA): one arrival for the second's consumers
+      mbar_init(&red_bar[1], 1);   // red_empty (in the second): one for the first's consumers
     }
     fence_barrier_init();
   }
@@ -375,7 +378,9 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
             for (int q = 0; q < BN / 2; q += 4)
               st_shared_cluster_v4(dst + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT), acc[mi][q], acc[mi][q + 1],
                                    acc[mi][q + 2], acc[mi][q + 3]);
-          mbar_release_cluster(&red_bar[0], 0);
+          // every consumer's stores, then one release (cumulative: it carries what the barrier ordered)
+          bar_sync(4, NT);
+          if (ct == 0) mbar_release_cluster(&red_bar[0], 0);
           continue;   // the first CTA stores the tile
         }
         mbar_wait_cluster(&red_bar[0], (u32)i & 1);
@@ -386,7 +391,8 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
             const float4 v = lds_f4(red0 + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT));
             acc[mi][q] += v.x; acc[mi][q + 1] += v.y; acc[mi][q + 2] += v.z; acc[mi][q + 3] += v.w;
           }
-        mbar_release_cluster(&red_bar[1], 1);   // the buffer may take the next partial
+        bar_sync(4, NT);   // every consumer has read its part:
+        if (ct == 0) mbar_arrive_remote(&red_bar[1], 1);   // the buffer may take the next partial
       }
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);

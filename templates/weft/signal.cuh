@@ -117,9 +117,11 @@ struct Timeout {
 
 // The bounded wait: poll `slot` until arrived(v).  On a timeout (noted in `to` with what
 // seen(v) says the slot held) or an abort raised elsewhere on this rank, sets stop and returns.
+// `patience` multiplies the timeout: a wait that depends on other waits of this rank gives them
+// the first word, so the report names the cause rather than a consequence.
 template <bool ACQUIRE, class Arrived, class Seen>
 __device__ __forceinline__ u64 poll_bounded(const Comm &c, const u64 *slot, int peer, Arrived arrived, Seen seen,
-                                            int &stop, Timeout &to) {
+                                            int &stop, Timeout &to, u64 patience = 1) {
   u64 v = ld_sys<ACQUIRE>(slot);
   if (arrived(v)) return v;
   const u64 t0 = globaltimer();
@@ -128,7 +130,7 @@ __device__ __forceinline__ u64 poll_bounded(const Comm &c, const u64 *slot, int 
     if (arrived(v)) return v;
     if (ld_volatile(&c.state->abort)) { stop = 1; return v; }
     const u64 waited = globaltimer() - t0;
-    if (waited > c.timeout_ns) {
+    if (waited > c.timeout_ns * patience) {
       to.seen = seen(v);
       to.waited = waited;
       to.peer = peer;

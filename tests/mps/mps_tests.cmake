@@ -93,4 +93,7 @@ function(weft_mps_timeout_ag name np mute sig)
                        RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE};ANY_RANK=1")
 endfunction()
 weft_mps_timeout_ag(ag_ready 2 1 ready --set comm=tma)
+# threadload: the muted READY is the cause, not the PULLED that cannot follow it (PULLED waits
+# twice as long, so the report names rank 1's READY)
+weft_mps_timeout_ag(ag_ready_threadload 2 1 ready)
 weft_mps_timeout_ag(ag_pulled 4 2 pulled)
