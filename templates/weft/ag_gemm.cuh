@@ -149,6 +149,49 @@ __device__ __forceinline__ int pull_shards(const Comm &c, int h, long shard_elem
   return 0;
 }
 
+template <int MR, int N> __device__ __forceinline__ void zero_acc(float (&acc)[MR][N]) {
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+    for (int q = 0; q < N; ++q) acc[mi][q] = 0.f;
+}
+
+// Split-K's hand-over of the CTA's i-th tile (the protocol: above ag_gemm_wgmma).  The NT
+// consumer threads of each CTA call it with their accumulators.  The second CTA (crank 1) sends
+// its partial sums and returns false (it stores nothing); the first adds them and returns true.
+// red: NT x (MR * BN / 2) floats, thread ct's v-th quad at (v * NT + ct) * 4 (16-byte stores,
+// no bank conflicts); red_bar: red_full (used in the first CTA), red_empty (in the second).
+template <int MR, int BN, int NT>
+__device__ __forceinline__ bool splitk_combine(float (&acc)[MR][BN / 2], float *red, u64 *red_bar, int crank, int i) {
+  const int ct = threadIdx.x - 128;   // (consumers start at warpgroup 1)
+  const u32 red0 = smem_addr(red) + 16u * (u32)ct;
+  if (crank == 1) {
+    if (i > 0) mbar_wait_cluster(&red_bar[1], (u32)(i - 1) & 1);   // the first took the last partial
+    const u32 dst = map_shared_rank(red0, 0);
+#pragma unroll
+    for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+      for (int q = 0; q < BN / 2; q += 4)
+        st_shared_cluster_v4(dst + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT), acc[mi][q], acc[mi][q + 1], acc[mi][q + 2],
+                             acc[mi][q + 3]);
+    // every consumer's stores, then one release (cumulative: it carries what the barrier ordered)
+    bar_sync(4, NT);
+    if (ct == 0) mbar_release_cluster(&red_bar[0], 0);
+    return false;
+  }
+  mbar_wait_cluster(&red_bar[0], (u32)i & 1);
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+    for (int q = 0; q < BN / 2; q += 4) {
+      const float4 v = lds_f4(red0 + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT));
+      acc[mi][q] += v.x; acc[mi][q + 1] += v.y; acc[mi][q + 2] += v.z; acc[mi][q + 3] += v.w;
+    }
+  bar_sync(4, NT);                                      // every consumer has read its part:
+  if (ct == 0) mbar_arrive_remote(&red_bar[1], 1);      // the buffer may take the next partial
+  return true;
+}
+
 // ---- the WGMMA kernel: plain GEMM (COMM_NONE) and the fused all-gather + GEMM ------------------
 // Tiles are numbered shard by shard in schedule order (the rank's own shard first), rastered
 // within a shard; CTA i takes tiles i, i + grid, ...  The producer waits for a shard once, the
@@ -326,10 +369,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       }
     };
     float acc[MR][BN / 2];
-#pragma unroll
-    for (int mi = 0; mi < MR; ++mi)
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
+    zero_acc(acc);
     Pipe<STAGES> p;
     const int step = PINGPONG ? 2 : 1;                  // this warpgroup's share of the CTA's tiles
     if (PINGPONG && cw == 1) p.skip(kblocks);           // the first tile's stages are the other's
@@ -359,40 +399,8 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       if (prev >= 0) release(prev);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
       if constexpr (SPLITK > 1) {
-        if (kb0 == kb1) {   // (k = one k-block: the second half is empty)
-#pragma unroll
-          for (int mi = 0; mi < MR; ++mi)
-#pragma unroll
-            for (int q = 0; q < BN / 2; ++q) acc[mi][q] = 0.f;
-        }
-        // thread ct's fragment, 4 floats at a time: red[(v * NT + ct) * 4 ...] for its v-th quad
-        constexpr int NT = CONSUMERS * 128;
-        const int ct = threadIdx.x - 128;
-        const u32 red0 = smem_addr(red) + 16u * (u32)ct;
-        if (crank == 1) {   // the second half: partial sums into the first CTA, then tell it
-          if (i > 0) mbar_wait_cluster(&red_bar[1], (u32)(i - 1) & 1);
-          const u32 dst = map_shared_rank(red0, 0);
-#pragma unroll
-          for (int mi = 0; mi < MR; ++mi)
-#pragma unroll
-            for (int q = 0; q < BN / 2; q += 4)
-              st_shared_cluster_v4(dst + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT), acc[mi][q], acc[mi][q + 1],
-                                   acc[mi][q + 2], acc[mi][q + 3]);
-          // every consumer's stores, then one release (cumulative: it carries what the barrier ordered)
-          bar_sync(4, NT);
-          if (ct == 0) mbar_release_cluster(&red_bar[0], 0);
-          continue;   // the first CTA stores the tile
-        }
-        mbar_wait_cluster(&red_bar[0], (u32)i & 1);
-#pragma unroll
-        for (int mi = 0; mi < MR; ++mi)
-#pragma unroll
-          for (int q = 0; q < BN / 2; q += 4) {
-            const float4 v = lds_f4(red0 + 16u * (u32)((mi * (BN / 2) + q) / 4 * NT));
-            acc[mi][q] += v.x; acc[mi][q + 1] += v.y; acc[mi][q + 2] += v.z; acc[mi][q + 3] += v.w;
-          }
-        bar_sync(4, NT);   // every consumer has read its part:
-        if (ct == 0) mbar_arrive_remote(&red_bar[1], 1);   // the buffer may take the next partial
+        if (kb0 == kb1) zero_acc(acc);   // (k = one k-block: the second half is empty)
+        if (!splitk_combine<MR, BN, CONSUMERS * 128>(acc, red, red_bar, crank, i)) continue;   // the first CTA stores
       }
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
