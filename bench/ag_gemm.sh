@@ -12,10 +12,10 @@ set -u
 out=${OUT:-./out}
 mkdir -p "$out"
 . bench/env.sh
+export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(nccl_lib_default)}
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-bench-cache}
 # the scalar variants at 8192^3 on a shared GPU keep peers waiting for seconds: not a hang
 export WEFT_SIGNAL_TIMEOUT_MS=${WEFT_SIGNAL_TIMEOUT_MS:-60000}
-export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])" 2>/dev/null || echo libnccl.so.2)}
 W=build/weft
 cfgs=("$@")
 if [ ${#cfgs[@]} -eq 0 ] || [ "${cfgs[0]}" = all ]; then

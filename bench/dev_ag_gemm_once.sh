@@ -13,10 +13,10 @@
 # P = 1 and under MPS at P = 2, 4, 8; bench/variant_table.py prints it).
 set -u
 . bench/env.sh
+export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(nccl_lib_default)}
 O=${OUT:-./out}
 mkdir -p "$O/logs"
 export WEFT_CACHE_DIR=/tmp/weft-ag-cache WEFT_SIGNAL_TIMEOUT_MS=30000
-export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])" 2>/dev/null || echo libnccl.so.2)}
 W=build/weft
 S=$O/summary.txt
 AG_DTYPE=${AG_DTYPE:-bf16}   # the seed's table is fp16: AG_DTYPE=f16

@@ -3,8 +3,12 @@
 #  - NVRTC from the toolkit;
 #  - NVLink multicast switched off, for this process and every child (DEVICE.md: never
 #    multicast on these machines);
-#  - mpirun as root, and $MPIRUN, which passes all of the above to every rank.
+#  - mpirun as root, and $MPIRUN, which passes all of the above to every rank;
+#  - nccl_lib_default: the NCCL the baselines open (WEFT_NCCL_LIB), torch's or the system's.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 MPIRUN="mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS -x WEFT_MULTICAST"
+nccl_lib_default() {   # torch's NCCL if torch is installed, else the system's (a function: importing torch is slow)
+  python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])" 2>/dev/null || echo libnccl.so.2
+}

@@ -12,6 +12,7 @@ rm -rf "$out"; mkdir -p "$out" "$final"
 # every log comes back in one archive (the device tool returns a limited number of files)
 trap 'tar czf "$final/multi_gpu_logs.tgz" -C "$out" . ; cp "$out"/compare.txt "$out"/ceiling.log "$final"/ 2>/dev/null' EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(nccl_lib_default)}
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-mgpu-cache}
 P=$(nvidia-smi -L | wc -l)
 MPIRUN="$MPIRUN --bind-to none -x WEFT_CACHE_DIR"
@@ -73,7 +74,6 @@ fi
 
 # 3: weft against NCCL: ncclAllReduce called directly (build/nccl_bench, the NCCL torch ships),
 # and through torch.distributed for reference (its per-call overhead shows at small sizes)
-export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])")}
 echo "NCCL library: $WEFT_NCCL_LIB"
 for dt in f32 bf16; do
   timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt >"$out/nccl_$dt.log" 2>&1
