@@ -21,8 +21,8 @@
 // its launch e + 1 waited for READY(e + 1) from every block of every rank, and each block sent
 // that only after its rank's launch e had finished (stream order).  Every rank reads every
 // shard, so every rank waits for every other: READY(e + 1) acknowledges all reads of epoch e,
-// with no extra round.  A timed-out wait records who it waited for and the kernel drains (the
-// producer arrives without data) instead of hanging.
+// with no extra round.  A timed-out wait records who it waited for, and the kernel runs to its
+// end on stale data (the producer stops waiting but keeps loading) instead of hanging.
 // Waits poll with relaxed loads, one slot per block of the sender, spread over a warp's lanes;
 // a fence.acq_rel.sys after the last slot makes every release the slots carried visible.
 #pragma once
