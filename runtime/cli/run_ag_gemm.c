@@ -74,6 +74,7 @@ typedef struct blt {
   int (*heuristic)(void *, void *, void *, void *, void *, void *, void *, int, blt_heur *, int *);
   int (*matmul)(void *, void *, const void *, const void *, void *, const void *, void *, const void *,
                 const void *, void *, void *, void *, const void *, void *, size_t, CUstream);
+  int (*algo_get)(const void *, int, void *, size_t, size_t *);   /* optional: the chosen algorithm's config */
 } blt;
 
 /* One GEMM, row-major C[M,N] = A[M,K].B, as cuBLAS's column-major C^T = B^T.A^T. */
@@ -124,6 +125,7 @@ static int blt_open(blt *L, char *why, size_t len) {
   BLT_SYM(heuristic, "cublasLtMatmulAlgoGetHeuristic") BLT_SYM(matmul, "cublasLtMatmul")
 #undef BLT_SYM
   *(void **)&L->status_name = dlsym(L->lib, "cublasLtGetStatusName");
+  *(void **)&L->algo_get = dlsym(L->lib, "cublasLtMatmulAlgoConfigGetAttribute");
   int st = L->create(&L->h);
   if (st) { L->h = NULL; snprintf(why, len, "cublasLtCreate failed: %s (%d)", blt_status(L, st), st); return -1; }
   if (D->cuMemAlloc(&L->ws, BLT_WORKSPACE) != CUDA_SUCCESS) {
@@ -191,6 +193,28 @@ fail:
   snprintf(why, len, "%s failed: %s (%d)", what, blt_status(L, st), st);
   blt_plan_free(L, p);
   return -1;
+}
+
+/* What the heuristic chose, as cublasLt.h numbers it (cublasLtMatmulAlgoConfigAttributes_t 0-8:
+ * algo id, tile id, split-K, reduction scheme, CTA swizzling, custom option, stages id, inner
+ * shape id, cluster shape id; the enums that name the ids are in cublasLt.h).  Empty if the
+ * library cannot say. */
+static void blt_describe(const blt *L, const blt_plan *p, char *buf, size_t len) {
+  static const char *const names[] = {"algo", "tile", "splitK", "reduction", "swizzle", "custom", "stages", "inner", "cluster"};
+  size_t at = 0;
+  buf[0] = 0;
+  if (!L->algo_get || !p->ready) return;
+  for (int a = 0; a < 9 && at < len; a++) {
+    /* the size must match the attribute's (2 or 4 bytes): ask first, then read it into the low
+     * bytes of a zeroed word (little-endian) */
+    uint32_t v = 0;
+    size_t need = 0, got = 0;
+    if (L->algo_get(p->heur.algo, a, NULL, 0, &need) || need == 0 || need > sizeof v ||
+        L->algo_get(p->heur.algo, a, &v, need, &got))
+      continue;
+    at += (size_t)snprintf(buf + at, len - at, "%s%s %d", at ? ", " : "", names[a], (int)v);
+  }
+  if (at < len) snprintf(buf + at, len - at, "%swaves %.2f", at ? ", " : "", p->heur.waves);
 }
 
 static int blt_run(blt *L, blt_plan *p, CUdeviceptr c, CUdeviceptr a, CUdeviceptr b, CUstream s) {
@@ -948,6 +972,9 @@ static int time_shape(agg *r, long long M, long long N, long long K) {
       ok = 0;
     } else if (ok && RANK == 0 && !r->o->quiet) {
       printf("check: %s: weft agrees with cuBLAS (%s)\n", name, line);
+      char algo[256];
+      blt_describe(&r->L, &r->plan, algo, sizeof algo);
+      if (algo[0]) printf("baseline: %s: cuBLASLt's algorithm (cublasLt.h's ids): %s\n", name, algo);
     }
     if (ok && r->have_nccl && cu_ok(D->cuMemcpyDtoH(cw, r->cn, c_bytes), "cuMemcpyDtoH") && memcmp(cw, cb, c_bytes))
       fprintf(stderr, "weft run: rank %d: %s: NCCL all-gather + cuBLAS gave other bits than cuBLAS on the whole A: "
