@@ -166,7 +166,7 @@ __device__ __forceinline__ bool splitk_combine(float (&acc)[MR][BN / 2], float *
   const int ct = threadIdx.x - 128;   // (consumers start at warpgroup 1)
   const u32 red0 = smem_addr(red) + 16u * (u32)ct;
   if (crank == 1) {
-    if (i > 0) mbar_wait_cluster(&red_bar[1], (u32)(i - 1) & 1);   // the first took the last partial
+    if (i > 0) mbar_wait<true>(&red_bar[1], (u32)(i - 1) & 1);   // the first took the last partial
     const u32 dst = map_shared_rank(red0, 0);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi)
@@ -179,7 +179,7 @@ __device__ __forceinline__ bool splitk_combine(float (&acc)[MR][BN / 2], float *
     if (ct == 0) mbar_release_cluster(&red_bar[0], 0);
     return false;
   }
-  mbar_wait_cluster(&red_bar[0], (u32)i & 1);
+  mbar_wait<true>(&red_bar[0], (u32)i & 1);
 #pragma unroll
   for (int mi = 0; mi < MR; ++mi)
 #pragma unroll

@@ -24,12 +24,21 @@ __device__ __forceinline__ void fence_barrier_init() {
 __device__ __forceinline__ void mbar_arrive_expect(u64 *bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity) {
-  asm volatile(
-      "{\n\t.reg .pred done;\n"
-      "WEFT_WAIT_%=:\n\t"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-      "@!done bra WEFT_WAIT_%=;\n}" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+// Wait for the phase of `parity` to complete.  CLUSTER: its arrivals came with release from other
+// CTAs of the cluster, so the wait acquires at cluster scope (the default is the CTA's).
+template <bool CLUSTER = false> __device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity) {
+  if constexpr (CLUSTER)
+    asm volatile(
+        "{\n\t.reg .pred done;\n"
+        "WEFT_WAITC_%=:\n\t"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+        "@!done bra WEFT_WAITC_%=;\n}" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+  else
+    asm volatile(
+        "{\n\t.reg .pred done;\n"
+        "WEFT_WAIT_%=:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+        "@!done bra WEFT_WAIT_%=;\n}" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
 }
 // Copy bytes (a multiple of 16; both addresses 16-byte aligned) global -> shared, counted on bar.
 __device__ __forceinline__ void bulk_load(void *dst, const void *src, u32 bytes, u64 *bar) {

@@ -64,14 +64,6 @@ __device__ __forceinline__ void mbar_release_cluster(u64 *bar, u32 cta) {
 __device__ __forceinline__ void mbar_arrive_remote(u64 *bar, u32 cta) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta)) : "memory");
 }
-// Wait for a phase whose arrivals came (with release) from other CTAs of the cluster.
-__device__ __forceinline__ void mbar_wait_cluster(u64 *bar, u32 parity) {
-  asm volatile(
-      "{\n\t.reg .pred done;\n"
-      "WEFT_WAITC_%=:\n\t"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
-      "@!done bra WEFT_WAITC_%=;\n}" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
-}
 // 16 bytes into shared memory of another CTA of the cluster (addr from mapa).
 __device__ __forceinline__ void st_shared_cluster_v4(u32 addr, float a, float b, float c, float d) {
   asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
