@@ -53,4 +53,11 @@ __device__ __forceinline__ U4 lds128(const U4 *p) {
   return v;
 }
 
+// 16 bytes of this CTA's shared memory as floats (by shared address).
+__device__ __forceinline__ float4 lds_f4(u32 addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+
 }  // namespace weft

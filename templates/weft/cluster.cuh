@@ -54,6 +54,22 @@ __device__ __forceinline__ float ld_shared_cluster(u32 addr) {
   return v;
 }
 
+// Arrive on the mbarrier at bar's offset in CTA `cta` of the cluster (this CTA's own included).
+// mbar_release_cluster: release at cluster scope, for a hand-over of data this thread wrote
+// into another CTA (split-K's partial sums).  mbar_arrive_remote: the default semantics
+// (release, CTA scope), for "my reads of this stage are done": the WGMMAs that read it have
+// completed, and nothing this thread wrote is handed over (as CUTLASS's cluster barriers do).
+__device__ __forceinline__ void mbar_release_cluster(u64 *bar, u32 cta) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta))
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_remote(u64 *bar, u32 cta) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta)) : "memory");
+}
+// 16 bytes into shared memory of another CTA of the cluster (addr from mapa).
+__device__ __forceinline__ void st_shared_cluster_v4(u32 addr, float a, float b, float c, float d) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
 template <int CLUSTER> __device__ __forceinline__ void cluster_retire() {
   if constexpr (CLUSTER > 1) cluster_sync();
 }

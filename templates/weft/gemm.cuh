@@ -52,27 +52,6 @@ __device__ __forceinline__ void tma_load_4d_mc(void *dst, const TensorMap &m, in
                ::"r"(smem_addr(dst)), "l"(&m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar)), "h"(mask)
                : "memory");
 }
-// Arrive on the mbarrier at bar's offset in CTA `cta` of the cluster (this CTA's own included).
-// mbar_release_cluster: release at cluster scope, for a hand-over of data this thread wrote
-// into another CTA (split-K's partial sums).  mbar_arrive_remote: the default semantics
-// (release, CTA scope), for "my reads of this stage are done": the WGMMAs that read it have
-// completed, and nothing this thread wrote is handed over (as CUTLASS's cluster barriers do).
-__device__ __forceinline__ void mbar_release_cluster(u64 *bar, u32 cta) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta))
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_remote(u64 *bar, u32 cta) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta)) : "memory");
-}
-// 16 bytes into shared memory of another CTA of the cluster (addr from mapa).
-__device__ __forceinline__ void st_shared_cluster_v4(u32 addr, float a, float b, float c, float d) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
-}
-__device__ __forceinline__ float4 lds_f4(u32 addr) {
-  float4 v;
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
-  return v;
-}
 __device__ __forceinline__ void mbar_arrive(u64 *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
