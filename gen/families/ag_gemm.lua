@@ -99,6 +99,9 @@ F.fields = {
   { name = "split_k", kind = "int", values = { 1, 2 }, default = 1, tag = "sk",
     doc = "wgmma, cooperative: 2 = a cluster of two CTAs per tile, each over half of K; the second adds its f32 "
       .. "partial sums into the first through distributed shared memory (small shapes: twice the CTAs per tile)" },
+  { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
+    doc = "wgmma: direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared memory, "
+      .. "swizzled, and stored by TMA, which clips at the edges)" },
   { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
     doc = "wgmma: row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   { name = "schedule", kind = "enum", values = { "ring", "rank_order" }, default = "ring", tag = "",
@@ -162,7 +165,8 @@ function F.check(cfg, errs)
     if cfg.cluster.m * cfg.cluster.n > 1 then
       errs.add("cluster", cfg.cluster.tag, 'applies to compute = "wgmma" only (TMA multicast); leave it { m = 1, n = 1 }')
     end
-    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 }, { "mma", "cooperative" }, { "split_k", 1 } }) do
+    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 }, { "mma", "cooperative" }, { "split_k", 1 },
+                         { "epilogue", "direct" } }) do
       if cfg[f[1]] ~= f[2] then
         errs.add(f[1], cfg[f[1]], string.format('applies to compute = "wgmma" only; leave it %s', schema_show(f[2])))
       end
@@ -231,16 +235,36 @@ function F.derive(cfg)
              or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
     }
     params = params .. ", const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb"
-    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages,
-      cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k, tostring(b_row), cfg.group, comm_id, ring)
+    local epi_tma = cfg.epilogue == "tma"
+    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages,
+      cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k, tostring(epi_tma), tostring(b_row),
+      cfg.group, comm_id, ring)
+    -- the epilogue's map over C: each consumer warpgroup's rows x 64 columns per box; the fused
+    -- kernel's is 3-d (rows of a shard, then the shard), so a tile never spills into the next shard
+    local epi_rows = cfg.mma == "pingpong" and t.m or t.m // cfg.consumers
+    local tc = epi_tma and { name = "tc", source = "c", dtype = dt, swizzle = 128,
+                             dims = v == "gemm" and { "n", "m" } or { "n", "m/ranks", "ranks" },
+                             box = v == "gemm" and { 64, epi_rows } or { 64, epi_rows, 1 } } or nil
+    local tc_arg = epi_tma and "&tc" or "nullptr"
     if v == "gemm" then
-      body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, nullptr, nullptr);", targs)
+      if tc then
+        tmaps[#tmaps + 1] = tc
+        params = params .. ", const __grid_constant__ weft::TensorMap tc"
+      end
+      body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, nullptr, %s, nullptr);",
+        targs, tc_arg)
     else
       -- peer shards: TMA straight from every rank's buffer (tma), or from this rank's own regions
       tmaps[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = dt,
                    dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m // cl.n, 1, 1 }, swizzle = 128 }
-      params = params .. ", const __grid_constant__ weft::TensorMap tsh, const __grid_constant__ weft::Comm comm"
-      body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, &tsh, &comm);", targs)
+      params = params .. ", const __grid_constant__ weft::TensorMap tsh"
+      if tc then
+        tmaps[#tmaps + 1] = tc
+        params = params .. ", const __grid_constant__ weft::TensorMap tc"
+      end
+      params = params .. ", const __grid_constant__ weft::Comm comm"
+      body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, &tsh, %s, &comm);", targs,
+        tc_arg)
     end
   elseif v ~= "gather_then_gemm" then
     params = params .. ", const __grid_constant__ weft::Comm comm"
@@ -253,6 +277,9 @@ function F.derive(cfg)
   if wgmma then
     smem = cfg.stages * (t.m + t.n) * 128 + 2 * cfg.stages * 8 + 1024   -- weft::Ring: stages, both barriers, 1024-byte alignment
     if cfg.split_k > 1 then smem = smem + 16 + t.m * t.n * 4 end       -- split-K: two barriers, the f32 partial tile
+    if cfg.epilogue == "tma" then                                        -- C's stages (1024-byte aligned), one per consumer
+      smem = smem + 1024 + (cfg.mma == "pingpong" and 2 or 1) * t.m * t.n * common.ESIZE[dt]
+    end
   end
   local big = common.INT_MAX
   local limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 } }
@@ -268,7 +295,8 @@ function F.derive(cfg)
     smem = smem,
     smem_field = "stages",
     smem_hint = "use fewer stages or a smaller tile" .. (wgmma and cfg.split_k > 1
-      and string.format(" (split_k = 2 also holds the f32 partial tile, %d x %d x 4 bytes)", t.m, t.n) or ""),
+      and string.format(" (split_k = 2 also holds the f32 partial tile, %d x %d x 4 bytes)", t.m, t.n) or "")
+      .. (wgmma and cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: a tile per consumer warpgroup)" or ""),
     args = args,
     tmaps = tmaps,
     -- persistent: at most one CTA per co-resident slot, each looping over tiles (the comm

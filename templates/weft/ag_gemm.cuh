@@ -231,10 +231,15 @@ __device__ __forceinline__ bool splitk_combine(float (&acc)[MR][BN / 2], float *
 // A producer that timed out waiting for a shard stops waiting but goes on loading (stale data):
 // the pipeline and the cluster's byte counts stay whole, and the kernel ends with the error
 // already reported.
-template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, int CM, int CN, int SPLITK, bool B_ROW,
-          int GROUP, int COMM, bool RING, class WG>
+//
+// EPI_TMA: the epilogue stages C in shared memory (after the split-K area, 1024-byte aligned,
+// one ROWS x BN stage per consumer warpgroup) and stores it with TMA through tc; otherwise the
+// accumulators go straight to global memory (store_tile).
+template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, int CM, int CN, int SPLITK, bool EPI_TMA,
+          bool B_ROW, int GROUP, int COMM, bool RING, class WG>
 __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, long k, const TensorMap &ta,
-                                              const TensorMap &tb, const TensorMap *tsh, const Comm *cm) {
+                                              const TensorMap &tb, const TensorMap *tsh, const TensorMap *tc,
+                                              const Comm *cm) {
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
   static_assert(CM * CN * SPLITK <= 2, "clusters of at most two CTAs");
   static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
@@ -274,6 +279,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   const int kb0 = SPLITK > 1 && crank ? (kblocks + 1) / 2 : 0, kb1 = SPLITK > 1 && !crank ? (kblocks + 1) / 2 : kblocks;
   u64 *red_bar = ring.empty + STAGES;
   float *red = (float *)(red_bar + 2);
+  char *epi = (char *)((((unsigned long long)(red + (SPLITK > 1 ? BM * BN : 0))) + 1023) & ~1023ull);
   // unit u -> its shard (the j-th in schedule order) and this CTA's row and column block in it;
   // producer and consumers (and the CTAs of a cluster) walk the same sequence
   auto tile_at = [&](int u, int &s, int &bm, int &bn) {
@@ -403,7 +409,16 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
         if (!splitk_combine<MR, BN, CONSUMERS * 128>(acc, red, red_bar, crank, i)) continue;   // the first CTA stores
       }
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
-      store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
+      if constexpr (EPI_TMA) {
+        if (r0 < ms && (long)bn * BN < n)   // (a cluster partner's tile past the edge stores nothing)
+          store_tile_tma<T, BN, MR, COMM != COMM_NONE>(*tc, epi + cw * (MR * 64 * BN * 2), 5 + cw, (int)r0, s,
+                                                       bn * BN, acc);
+      } else {
+        store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
+      }
+    }
+    if constexpr (EPI_TMA) {
+      if (threadIdx.x % 128 == 0) bulk_wait_all();   // the last stores are done before the CTA leaves
     }
   }
   if constexpr (COMM != COMM_NONE) launch_retire(*cm, e);

@@ -176,4 +176,61 @@ __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_va
   }
 }
 
+// ---- the TMA-store epilogue: C through shared memory ---------------------------------------
+// A consumer warpgroup writes its ROWS x BN tile of C into `stage` (BN/64 chunks of ROWS x 128
+// bytes, in the 128-byte swizzle its tensor map names, so the 8 rows a store instruction touches
+// land in 8 different 16-byte units: no bank conflicts), then one thread stores each chunk with
+// cp.async.bulk.tensor, which clips at the tensor's edges (no bounds checks here).  The stage is
+// rewritten only after the previous tile's stores have read it (wait_group.read at the start).
+__device__ __forceinline__ void tma_store_2d(const TensorMap &m, int c0, int c1, const void *src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+               ::"l"(&m), "r"(c0), "r"(c1), "r"(smem_addr(src)) : "memory");
+}
+__device__ __forceinline__ void tma_store_3d(const TensorMap &m, int c0, int c1, int c2, const void *src) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
+               ::"l"(&m), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src)) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Generic-proxy writes to shared memory before async-proxy (TMA) reads of them.
+__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// bar_id: a named barrier for the 128 threads of this warpgroup.  SHARD: the map is 3-d
+// { n, rows of a shard, shard } (the fused kernel: a tile must not spill into the next shard);
+// else 2-d { n, m }.
+template <class T, int BN, int MR, bool SHARD>
+__device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage, int bar_id, int row0, int shard, int col0,
+                                               const float (&acc)[MR][BN / 2]) {
+  constexpr int ROWS = MR * 64, CHUNK = ROWS * 128;
+  const int t = threadIdx.x % 128;
+  if (t == 0) bulk_wait_read();   // the last tile's stores have read the stage
+  asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+  const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = mi * 64 + r_in + 8 * h;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int col = 8 * j + c_in;
+        const u32 packed = (u32)from_f32<T>(acc[mi][4 * j + 2 * h]).bits | ((u32)from_f32<T>(acc[mi][4 * j + 2 * h + 1]).bits << 16);
+        char *chunk = stage + (col / 64) * CHUNK;
+        const int unit = ((col % 64) / 8) ^ (r % 8);
+        *(u32 *)(chunk + r * 128 + unit * 16 + 2 * (col % 8)) = packed;
+      }
+    }
+  fence_proxy_async_shared();
+  asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+  if (t == 0) {
+#pragma unroll
+    for (int ch = 0; ch < BN / 64; ++ch) {
+      if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, stage + ch * CHUNK);
+      else tma_store_2d(tc, col0 + 64 * ch, row0, stage + ch * CHUNK);
+    }
+    bulk_commit();
+  }
+}
+
 }  // namespace weft

@@ -201,6 +201,16 @@ static const entry matrix[] = {
    {"st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "cp.async.bulk.tensor.4d", AG_SIGNAL_PTX,
     MM_ST_BF16},
    {"multicast::cluster"}},
+  /* the TMA-store epilogue: C swizzled into shared memory, a proxy fence, TMA stores (2-d over C;
+   * 3-d per shard in the fused kernel), the stage rewritten only after the stores read it */
+  {"gemm.lua", {"epilogue=tma", "stages=3"},
+   {GEMM_PTX, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
+    "cp.async.bulk.wait_group.read", "cp.async.bulk.wait_group 0", "fence.proxy.async.shared::cta"},
+   {"st.global.u32", "cp.async.bulk.tensor.3d"}},
+  {"ag_gemm.lua", {"epilogue=tma", "tile.n=128", "mma=pingpong", "cluster.m=2"},
+   {"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read", "multicast::cluster",
+    AG_SIGNAL_PTX},
+   {"cp.async.bulk.tensor.2d.global.shared::cta"}},
   /* the seed's scalar kernels (256 threads, CUDA cores): no tensor cores, no TMA */
   {"ag_gemm.lua", {"variant=naive_remote", "comm=auto", "tile=auto"},
    {AG_SIGNAL_PTX, "_param_6[136]", "fma.rn.f32", "bar.red.or.pred"},

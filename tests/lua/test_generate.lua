@@ -71,7 +71,9 @@ local function ag_smem(cfg)
   if cfg.compute ~= "wgmma" or cfg.variant == "gather_then_gemm" then return 0 end   -- (its GEMM is the second launch)
   -- split-K adds the f32 partial tile the second CTA writes into the first, and its two barriers
   local split = (cfg.split_k or 1) > 1 and 16 + cfg.tile.m * cfg.tile.n * 4 or 0
-  return cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + 1024 + split
+  -- the TMA-store epilogue stages C (a tile per consumer warpgroup with pingpong), 1024-byte aligned
+  local epi = cfg.epilogue == "tma" and 1024 + (cfg.mma == "pingpong" and 2 or 1) * cfg.tile.m * cfg.tile.n * 2 or 0
+  return cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + 1024 + split + epi
 end
 
 local check_json_source   -- below check_manifest
@@ -143,6 +145,13 @@ local function check_ag_gemm(m, cfg, where)
       tm[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = cfg.dtype,
                 dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m // cl.n, 1, 1 }, swizzle = 128 }
     end
+    if cfg.epilogue == "tma" then   -- C by consumer warpgroup rows x 64 columns; per shard in the fused kernel
+      local rows = cfg.mma == "pingpong" and t.m or t.m // cfg.consumers
+      tm[#tm + 1] = cfg.variant == "gemm"
+        and { name = "tc", source = "c", dtype = cfg.dtype, dims = { "n", "m" }, box = { 64, rows }, swizzle = 128 }
+        or { name = "tc", source = "c", dtype = cfg.dtype, dims = { "n", "m/ranks", "ranks" }, box = { 64, rows, 1 },
+             swizzle = 128 }
+    end
     T.deq(m.tmaps, tm, where .. " tmaps")
   else
     T.eq(m.tmaps, nil, where .. " no tmaps without wgmma")
@@ -193,10 +202,12 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. t.n .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
     T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
     T.contains(s, "float (&d)[" .. t.n // 2 .. "]", where .. " n/2 accumulators per m64 group")
-    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %d, %s, %s, Wgmma>",
+    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma>",
       dt, t.m, t.n, cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k or 1,
-      tostring(cfg.b_layout == "row"), cfg.group, comm_id, ring), where .. " kernel")
-    T.contains(s, cfg.variant == "gemm" and "ta, tb, nullptr, nullptr)" or "ta, tb, &tsh, &comm)", where .. " shards")
+      tostring(cfg.epilogue == "tma"), tostring(cfg.b_layout == "row"), cfg.group, comm_id, ring), where .. " kernel")
+    local tc = cfg.epilogue == "tma" and "&tc" or "nullptr"
+    T.contains(s, cfg.variant == "gemm" and "ta, tb, nullptr, " .. tc .. ", nullptr)" or "ta, tb, &tsh, " .. tc .. ", &comm)",
+      where .. " shards")
   else
     T.not_contains(s, "wgmma.mma_async", where .. " no wgmma")
     T.not_contains(s, "ag_gemm_wgmma<", where .. " no wgmma kernel")
@@ -554,6 +565,7 @@ local function fixup(cfg, field)
     if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end
     if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "split_k" and cfg.split_k > 1 then cfg.tile = { m = 128, n = 128, k = 64 } end   -- the partial tile fits
+    if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end   -- C's stage fits beside 3
     if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
     -- auto spelled out, so that "auto" for the base's own value is the base again
     local r = ag_resolve(cfg)
@@ -735,7 +747,7 @@ local function param(m, key)
   return nil
 end
 local AG_PREFIX = "weft_ag_gemm_bf16_"
-local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_sk1_g16_ring"
+local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring"
 
 T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, named as such", function()
   local want = {
@@ -905,16 +917,16 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
     local fields = 'variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"'
     local m, e = ag(fields)
     T.ok(m, fields .. ": " .. tostring(e))
-    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1_g16_ring", fields .. " name")
-    T.contains(m.source, ", 128, 128, 4, 2, true, 1, 1, 1, true, 16, ", fields .. " PINGPONG after CONSUMERS")
+    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1_epdirect_g16_ring", fields .. " name")
+    T.contains(m.source, ", 128, 128, 4, 2, true, 1, 1, 1, false, true, 16, ", fields .. " PINGPONG after CONSUMERS")
     T.contains(m.source, "wgmma.mma_async.sync.aligned.m64n128k16", fields .. " wgmma shape")
     T.eq(param(m, "mma"), "pingpong", fields .. " param")
     check_manifest(m, complete(assert(load("return { family = \"ag_gemm\", " .. fields .. " }", "=ag", "t", {}))()),
       "ag.lua", fields)
     -- the launch is cooperative's: same block and ring, another kernel
     local c = assert(ag('variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }'))
-    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1_g16_ring", v .. " cooperative name")
-    T.contains(c.source, ", 128, 128, 4, 2, false, 1, 1, 1, true, 16, ", v .. " cooperative PINGPONG false")
+    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring", v .. " cooperative name")
+    T.contains(c.source, ", 128, 128, 4, 2, false, 1, 1, 1, false, true, 16, ", v .. " cooperative PINGPONG false")
     T.ne(c.name, m.name, v .. " names differ")
     T.deq(c.block, m.block, v .. " block"); T.eq(c.smem, m.smem, v .. " smem")
   end
@@ -968,13 +980,13 @@ end)
 T.test("ag_gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s4_c1_cooperative_cl1x1_sk1_g16_ring")
+  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s4_c1_cooperative_cl1x1_sk1_epdirect_g16_ring")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "variant=fused" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64" .. AG_SUFFIX)
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s4_c2_pingpong_cl1x1_sk1_g16_ring")
+  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s4_c2_pingpong_cl1x1_sk1_epdirect_g16_ring")
   local _, e = gen(text, "examples/gemm.lua", { "tile.n=96" })
   T.contains(e, "examples/gemm.lua: tile.n = 96: wgmma tiles take n in {64, 128, 192, 256}")
   _, e = gen(text, "examples/gemm.lua", { "tile.x=1" })
