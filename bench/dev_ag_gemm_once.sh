@@ -8,7 +8,7 @@
 #      beside them, the seed's 1024^3 (its table printed with weft's numbers: bench/seed_table.py;
 #      AG_DTYPE=f16 for the seed's dtype) and the large shapes;
 #   4. MPS on GPU 0: every variant at P = 2, 4, 8 (checks, then 1024^3 timed: protocol cost).
-# Other phases: gpuscalar (the scalar variants one rank per GPU only), tests (ctest's gpu.ag_gemm.* entries), pp (pingpong against cooperative tiles),
+# Other phases: prof (ncu over PROF_CONFIGS and torch.matmul at PROF_SHAPE), gpuscalar (the scalar variants one rank per GPU only), tests (ctest's gpu.ag_gemm.* entries), pp (pingpong against cooperative tiles),
 # table / mpstable (issue 4's table: the five variants and cuBLASLt at 1024^3 and 8192^3, at
 # P = 1 and under MPS at P = 2, 4, 8; bench/variant_table.py prints it).
 set -u
@@ -128,6 +128,32 @@ fi
 want mps && r mps4_timeout_pulled 60 $MPIRUN -x CUDA_VISIBLE_DEVICES -x WEFT_CACHE_DIR -x WEFT_FAULT=mute:2:pulled -x WEFT_SIGNAL_TIMEOUT_MS=300 -np 4 \
   $W run examples/ag_gemm.lua --set comm=threadload --shapes-only --shape 1000x1000x1000 --no-time
 mps_stop
+fi
+# ---- ncu (clocks and caches left alone) over one launch of each PROF_CONFIGS entry (as PP_CONFIGS)
+# at PROF_SHAPE, and over torch.matmul's (cuBLAS) at the same shape: where the time goes
+PROF_SHAPE=${PROF_SHAPE:-1024x1024x1024}
+PROF_NCU="ncu --clock-control none --cache-control none --launch-skip 5 --launch-count 1 --section SpeedOfLight
+  --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats
+  --section Occupancy --section SchedulerStats"
+prof_grep() { grep -E "Context 1|Duration|Elapsed Cycles|SM Frequency|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Grid Size|Block Size|Registers Per|Dynamic Shared|Mem Busy|Max Bandwidth|L1/TEX Hit|L2 Hit" "$1" | head -30 >>"$S"; }
+IFS=, read -r -a prof_configs <<<"${PROF_CONFIGS:-tile.m=64 tile.n=128 consumers=1 stages=6}"
+want prof && for t in "${prof_configs[@]}"; do
+  sets=""; for kv in $t; do sets="$sets --set $kv"; done
+  n="prof_$(echo $t | tr ' =' '_-')"
+  r "$n" 120 $PROF_NCU -k regex:weft_ $W run examples/gemm.lua $sets --shapes-only --shape $PROF_SHAPE --no-time
+  prof_grep "$O/logs/$n.log"
+done
+if want prof; then
+  IFS=x read -r pm pn pk <<<"$PROF_SHAPE"
+  cat >/tmp/prof_mm.py <<PY
+import torch
+a = torch.randn($pm, $pk, device="cuda", dtype=torch.bfloat16)
+b = torch.randn($pk, $pn, device="cuda", dtype=torch.bfloat16)
+for _ in range(20): c = a @ b
+torch.cuda.synchronize()
+PY
+  r prof_torch 120 $PROF_NCU -k regex:'gemm|nvjet|sm90' python3 /tmp/prof_mm.py
+  prof_grep "$O/logs/prof_torch.log"
 fi
 # ---- the SASS of the GEMM's main loop
 $W build examples/gemm.lua -o /tmp/gemm_build >/dev/null 2>&1

@@ -246,7 +246,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
   constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
   constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
-  constexpr int STAGE_READERS = PINGPONG ? 128 : CONSUMERS * 128;   // consumer threads that read a stage
+  constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
   // than 64 accumulators, the loading warpgroup gives most of its share to them (its comm warps
   // need a little more than TMA issue alone); smaller tiles keep the even split.  The shifted
@@ -293,7 +293,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], SHARE > 1 ? STAGE_READERS / 32 * SHARE : STAGE_READERS);
+      mbar_init(&ring.empty[s], STAGE_WARPS * SHARE);   // one arrival per reading warp of each CTA
     }
     if constexpr (SPLITK > 1) {
       mbar_init(&red_bar[0], 1);   // red_full (used in the first CTA): one arrival for the second's consumers
@@ -366,12 +366,13 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   } else {   // ---- consumers
     if constexpr (SHIFT_REGS) regs_inc<CONSUMER_REGS>();
     const int cw = wg - 1, lane = threadIdx.x % 32;
-    // this warp is done with stage st: in every CTA that shares it (lane c tells CTA c)
+    // this warp is done with stage st (its wgmma.wait_group is warp-wide): one arrival in every
+    // CTA that shares the stage (lane c tells CTA c)
     auto release = [&](int st) {
       if constexpr (SHARE > 1) {
         if (lane < SHARE) mbar_arrive_remote(&ring.empty[st], (u32)lane);
       } else {
-        mbar_arrive(&ring.empty[st]);
+        if (lane == 0) mbar_arrive(&ring.empty[st]);
       }
     };
     float acc[MR][BN / 2];
@@ -387,7 +388,8 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       int prev = -1;
       for (int kb = kb0; kb < kb1; ++kb) {
         mbar_wait(&ring.full[p.s], p.phase);
-        wgmma_fence();
+        wgmma_fence();   // every k-block: with it only before a tile's first, ptxas's code ran
+                         // 1.7x slower at 4096^3 (bench/RESULTS.md, third session, call 4)
         consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)),
                                                PINGPONG ? 0 : cw * MR * 64, kb == kb0);
         wgmma_commit();
@@ -418,7 +420,9 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       }
     }
     if constexpr (EPI_TMA) {
-      if (threadIdx.x % 128 == 0) bulk_wait_all();   // the last stores are done before the CTA leaves
+      // the last stores have read their stage before the CTA (and its shared memory) goes; the
+      // writes themselves complete before the grid does
+      if (threadIdx.x % 128 == 0) bulk_wait_read();
     }
   }
   if constexpr (COMM != COMM_NONE) launch_retire(*cm, e);
