@@ -9,6 +9,7 @@ return {
   dtype = "bf16",
   b_layout = "row",
   tile = { m = 128, n = 256, k = 64 },
-  stages = 4,
+  stages = 3,
   consumers = 2,
+  epilogue = "tma",
 }

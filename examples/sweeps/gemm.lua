@@ -1,7 +1,8 @@
 -- Autotune space for weft's GEMM (ag_gemm, variant = "gemm"; weft tune): tile shape, ring depth,
--- consumer warpgroups, cooperative or ping-pong consumers, and clusters of two sharing B by TMA
--- multicast, for a square, a tall-skinny and a small problem.  Combinations the generator refuses
--- (accumulators per thread, shared memory, pingpong's whole tiles) are pruned by its own rules.
+-- consumer warpgroups, cooperative or ping-pong consumers, clusters of two sharing B by TMA
+-- multicast, and the epilogue (direct stores, or C through shared memory and TMA), for a square,
+-- a tall-skinny and a small problem.  Combinations the generator refuses (accumulators per
+-- thread, shared memory, pingpong's whole tiles) are pruned by its own rules.
 --   build/weft tune examples/sweeps/gemm.lua --jobs 8
 return {
   base = { family = "ag_gemm", variant = "gemm", dtype = "bf16", b_layout = "row",
@@ -9,10 +10,11 @@ return {
   space = {
     ["tile.m"] = { 64, 128 },
     ["tile.n"] = { 128, 256 },
-    stages = { 4, 6 },
+    stages = { 3, 6 },
     consumers = { 1, 2 },
     mma = { "cooperative", "pingpong" },
     ["cluster.m"] = { 1, 2 },
+    epilogue = { "direct", "tma" },
   },
   shapes = {
     { m = 4096, n = 4096, k = 4096 },
