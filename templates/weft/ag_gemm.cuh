@@ -246,6 +246,8 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
   constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
   constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
+  constexpr int KG = 1;                                             // k-blocks per WGMMA batch
+  static_assert(STAGES >= 2 * KG, "a consumer warp holds up to two batches of stages");
   constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
   // than 64 accumulators, the loading warpgroup gives most of its share to them (its comm warps
@@ -385,18 +387,39 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       int s, bm, bn;
       tile_at(cid + i * clusters, s, bm, bn);
       if (PINGPONG && i > 0) bar_sync(2 + cw, 256);   // the other's main loop of tile i-1 was issued
-      int prev = -1;
-      for (int kb = kb0; kb < kb1; ++kb) {
-        mbar_wait(&ring.full[p.s], p.phase);
-        wgmma_fence();   // every k-block: with it only before a tile's first, ptxas's code ran
+      // KG k-blocks per WGMMA batch: one fence, commit and wait per batch.  The stages of the
+      // previous batch are released once this batch is issued and that one is done (wait_group 1);
+      // a warp therefore holds at most 2 * KG stages.
+      Pipe<STAGES> held = p;   // the previous batch's first stage
+      int held_n = 0;
+      for (int kb = kb0; kb < kb1; kb += KG) {
+        const int nk = min(KG, kb1 - kb);
+        Pipe<STAGES> q = p;
+#pragma unroll
+        for (int j = 0; j < KG; ++j)
+          if (j < nk) {
+            mbar_wait(&ring.full[q.s], q.phase);
+            q.next();
+          }
+        wgmma_fence();   // every batch: with it only before a tile's first, ptxas's code ran
                          // 1.7x slower at 4096^3 (bench/RESULTS.md, third session, call 4)
-        consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)),
-                                               PINGPONG ? 0 : cw * MR * 64, kb == kb0);
+        q = p;
+#pragma unroll
+        for (int j = 0; j < KG; ++j)
+          if (j < nk) {
+            consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(q.s)), smem_addr(ring.b(q.s)),
+                                                   PINGPONG ? 0 : cw * MR * 64, kb + j == kb0);
+            q.next();
+          }
         wgmma_commit();
-        wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
-        if (kb > kb0) release(prev);
-        prev = p.s;
-        p.next();
+        wgmma_wait<1>();   // the previous batch's WGMMAs are done: its stages may be refilled
+        for (int j = 0; j < held_n; ++j) {
+          release(held.s);
+          held.next();
+        }
+        held = p;
+        held_n = nk;
+        p = q;
       }
       if (PINGPONG && i + 1 < mine) bar_arrive(2 + (1 - cw), 256);   // tile i+1's main loop may start
       wgmma_wait<0>();
@@ -404,7 +427,10 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
         for (int q = 0; q < BN / 2; ++q) fence_reg(acc[mi][q]);
-      if (prev >= 0) release(prev);
+      for (int j = 0; j < held_n; ++j) {
+        release(held.s);
+        held.next();
+      }
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
       if constexpr (SPLITK > 1) {
         if (kb0 == kb1) zero_acc(acc);   // (k = one k-block: the second half is empty)
