@@ -81,6 +81,13 @@ static void print_resources(const char *log) {
   printf("  registers %d, static shared memory %d bytes, stack frame %d bytes, spill stores %d bytes, "
          "spill loads %d bytes\n", r.registers, r.smem, r.stack, r.spill_stores, r.spill_loads);
   if (r.spill_stores > 0 || r.spill_loads > 0) printf("  warning: the kernel spills registers to local memory\n");
+  /* ptxas serialises WGMMAs it cannot prove ordered (a wgmma under a branch, a missing fence):
+   * correct, and measured 1.3-1.7x slower (bench/RESULTS.md) */
+  const char *w = strstr(log, "Potential Performance Loss");
+  if (w) {
+    const char *e = strchr(w, '\n');
+    printf("  warning: ptxas: %.*s\n", e ? (int)(e - w) : (int)strlen(w), w);
+  }
 }
 
 int cmd_gen(int argc, char **argv, int build) {

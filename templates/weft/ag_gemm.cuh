@@ -387,30 +387,28 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       int s, bm, bn;
       tile_at(cid + i * clusters, s, bm, bn);
       if (PINGPONG && i > 0) bar_sync(2 + cw, 256);   // the other's main loop of tile i-1 was issued
-      // KG k-blocks per WGMMA batch: one fence, commit and wait per batch.  The stages of the
+      // KG k-blocks per WGMMA batch: one fence, commit and wait per batch (then single k-blocks for
+      // the rest: a WGMMA under a branch makes ptxas serialise them all).  The stages of the
       // previous batch are released once this batch is issued and that one is done (wait_group 1);
       // a warp therefore holds at most 2 * KG stages.
       Pipe<STAGES> held = p;   // the previous batch's first stage
       int held_n = 0;
-      for (int kb = kb0; kb < kb1; kb += KG) {
-        const int nk = min(KG, kb1 - kb);
+      auto batch = [&](int kb, int nk) {
         Pipe<STAGES> q = p;
 #pragma unroll
-        for (int j = 0; j < KG; ++j)
-          if (j < nk) {
-            mbar_wait(&ring.full[q.s], q.phase);
-            q.next();
-          }
-        wgmma_fence();   // every batch: with it only before a tile's first, ptxas's code ran
-                         // 1.7x slower at 4096^3 (bench/RESULTS.md, third session, call 4)
+        for (int j = 0; j < nk; ++j) {
+          mbar_wait(&ring.full[q.s], q.phase);
+          q.next();
+        }
+        wgmma_fence();   // every batch: with it only before a tile's first, ptxas serialised the
+                         // WGMMAs and ran 1.7x slower at 4096^3 (bench/RESULTS.md, third session)
         q = p;
 #pragma unroll
-        for (int j = 0; j < KG; ++j)
-          if (j < nk) {
-            consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(q.s)), smem_addr(ring.b(q.s)),
-                                                   PINGPONG ? 0 : cw * MR * 64, kb + j == kb0);
-            q.next();
-          }
+        for (int j = 0; j < nk; ++j) {
+          consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(q.s)), smem_addr(ring.b(q.s)),
+                                                 PINGPONG ? 0 : cw * MR * 64, kb + j == kb0);
+          q.next();
+        }
         wgmma_commit();
         wgmma_wait<1>();   // the previous batch's WGMMAs are done: its stages may be refilled
         for (int j = 0; j < held_n; ++j) {
@@ -420,7 +418,11 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
         held = p;
         held_n = nk;
         p = q;
-      }
+      };
+      int kb = kb0;
+      for (; kb + KG <= kb1; kb += KG) batch(kb, KG);
+      if constexpr (KG > 1)
+        for (; kb < kb1; ++kb) batch(kb, 1);
       if (PINGPONG && i + 1 < mine) bar_arrive(2 + (1 - cw), 256);   // tile i+1's main loop may start
       wgmma_wait<0>();
 #pragma unroll
