@@ -5,9 +5,9 @@
 #   noload: the producer arrives on each stage's full barrier without loading (the consumers'
 #           WGMMAs and the ring's hand-shakes alone: the compute + protocol bound);
 #   nomma:  the consumers wait for each stage and release it without multiplying (TMA and the
-#           ring alone: the load bound);
-#   kg2:    two k-blocks per WGMMA batch (KG = 2: one fence, commit and wait per two stages).
-# Patches combine with '+' (noload+kg2).  Usage (GPU machine, build/ built):
+#           ring alone: the load bound).
+# Patches combine with '+'; a patch that finds nothing to change stops the script.  Usage (GPU
+# machine, build/ built):
 #   DIAG_KINDS="real noload nomma" DIAG_SHAPES="--time-shape ..." bench/diag_gemm_bounds.sh "CONFIG SETS" ...
 set -u
 W=$(pwd)/build/weft
@@ -18,9 +18,9 @@ shapes=${DIAG_SHAPES:---time-shape 1024x1024x1024 --time-shape 1024x1024x256 --t
 for kind in ${DIAG_KINDS:-real noload nomma}; do
   src=$(pwd)
   if [ $kind != real ]; then
-    src=/tmp/weft_diag_$kind
+    src=/tmp/weft_diag_${kind//+/_}
     rm -rf "$src" && mkdir -p "$src" && cp -r gen templates "$src"/
-    python3 - "$src/templates/weft/ag_gemm.cuh" $kind <<'PY'
+    python3 - "$src/templates/weft/ag_gemm.cuh" $kind <<'PY' || exit 1
 import re, sys
 p, kinds = sys.argv[1], sys.argv[2].split("+")
 s = open(p).read()
@@ -33,9 +33,6 @@ for kind in kinds:
     elif kind == "nomma":
         s, n = re.subn(r"consume_kblock<[^;]*;", "", s)
         assert n == 1, n
-    elif kind == "kg2":
-        assert "constexpr int KG = 1;" in s
-        s = s.replace("constexpr int KG = 1;", "constexpr int KG = 2;")
     else:
         sys.exit("unknown patch " + kind)
 open(p, "w").write(s)
@@ -47,7 +44,7 @@ PY
     chk="--shape 1000x1000x1000"   # checked on an uneven shape too, unless it computes nothing right
     case $kind in *noload*|*nomma*) chk=--no-check;; esac
     # shellcheck disable=SC2086
-    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_diag_cache_$kind $W run examples/gemm.lua $sets $chk --shapes-only \
-      $shapes --iters 30 2>&1 | tee -a "$O/diag_$kind.log" | grep -E "^ag_gemm|rror|check: .*(PASS|FAIL)"
+    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_diag_cache_${kind//+/_} $W run examples/gemm.lua $sets $chk --shapes-only \
+      $shapes --iters 30 2>&1 | tee -a "$O/diag_${kind//+/_}.log" | grep -E "^ag_gemm|rror|check: .*(PASS|FAIL)"
   done
 done

@@ -246,8 +246,6 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
   constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
   constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
-  constexpr int KG = 1;                                             // k-blocks per WGMMA batch
-  static_assert(STAGES >= 2 * KG, "a consumer warp holds up to two batches of stages");
   constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
   // than 64 accumulators, the loading warpgroup gives most of its share to them (its comm warps
@@ -387,52 +385,26 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       int s, bm, bn;
       tile_at(cid + i * clusters, s, bm, bn);
       if (PINGPONG && i > 0) bar_sync(2 + cw, 256);   // the other's main loop of tile i-1 was issued
-      // KG k-blocks per WGMMA batch: one fence, commit and wait per batch (then single k-blocks for
-      // the rest: a WGMMA under a branch makes ptxas serialise them all).  The stages of the
-      // previous batch are released once this batch is issued and that one is done (wait_group 1);
-      // a warp therefore holds at most 2 * KG stages.
-      Pipe<STAGES> held = p;   // the previous batch's first stage
-      int held_n = 0;
-      auto batch = [&](int kb, int nk) {
-        Pipe<STAGES> q = p;
-#pragma unroll
-        for (int j = 0; j < nk; ++j) {
-          mbar_wait(&ring.full[q.s], q.phase);
-          q.next();
-        }
-        wgmma_fence();   // every batch: with it only before a tile's first, ptxas serialised the
-                         // WGMMAs and ran 1.7x slower at 4096^3 (bench/RESULTS.md, third session)
-        q = p;
-#pragma unroll
-        for (int j = 0; j < nk; ++j) {
-          consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(q.s)), smem_addr(ring.b(q.s)),
-                                                 PINGPONG ? 0 : cw * MR * 64, kb + j == kb0);
-          q.next();
-        }
+      int prev = -1;
+      for (int kb = kb0; kb < kb1; ++kb) {
+        mbar_wait(&ring.full[p.s], p.phase);
+        wgmma_fence();   // every k-block: with it only before a tile's first, ptxas serialised
+                         // the WGMMAs (C7520) and ran 1.7x slower at 4096^3 (bench/RESULTS.md)
+        consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)),
+                                               PINGPONG ? 0 : cw * MR * 64, kb == kb0);
         wgmma_commit();
-        wgmma_wait<1>();   // the previous batch's WGMMAs are done: its stages may be refilled
-        for (int j = 0; j < held_n; ++j) {
-          release(held.s);
-          held.next();
-        }
-        held = p;
-        held_n = nk;
-        p = q;
-      };
-      int kb = kb0;
-      for (; kb + KG <= kb1; kb += KG) batch(kb, KG);
-      if constexpr (KG > 1)
-        for (; kb < kb1; ++kb) batch(kb, 1);
+        wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
+        if (kb > kb0) release(prev);
+        prev = p.s;
+        p.next();
+      }
       if (PINGPONG && i + 1 < mine) bar_arrive(2 + (1 - cw), 256);   // tile i+1's main loop may start
       wgmma_wait<0>();
 #pragma unroll
       for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
         for (int q = 0; q < BN / 2; ++q) fence_reg(acc[mi][q]);
-      for (int j = 0; j < held_n; ++j) {
-        release(held.s);
-        held.next();
-      }
+      if (prev >= 0) release(prev);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
       if constexpr (SPLITK > 1) {
         if (kb0 == kb1) zero_acc(acc);   // (k = one k-block: the second half is empty)
