@@ -82,7 +82,7 @@ static void print_resources(const char *log) {
          "spill loads %d bytes\n", r.registers, r.smem, r.stack, r.spill_stores, r.spill_loads);
   if (r.spill_stores > 0 || r.spill_loads > 0) printf("  warning: the kernel spills registers to local memory\n");
   /* ptxas serialises WGMMAs it cannot prove ordered (a wgmma under a branch, a missing fence):
-   * correct, and measured 1.3-1.7x slower (bench/RESULTS.md) */
+   * correct, and measured 1.1-1.4x slower (bench/RESULTS.md) */
   const char *w = strstr(log, "Potential Performance Loss");
   if (w) {
     const char *e = strchr(w, '\n');

@@ -389,7 +389,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       for (int kb = kb0; kb < kb1; ++kb) {
         mbar_wait(&ring.full[p.s], p.phase);
         wgmma_fence();   // every k-block: with it only before a tile's first, ptxas serialised
-                         // the WGMMAs (C7520) and ran 1.7x slower at 4096^3 (bench/RESULTS.md)
+                         // the WGMMAs (C7520): 1.1-1.3x slower (bench/RESULTS.md)
         consume_kblock<BM, BN, MR, B_ROW, WG>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)),
                                                PINGPONG ? 0 : cw * MR * 64, kb == kb0);
         wgmma_commit();

@@ -274,7 +274,7 @@ int main(int argc, char **argv) {
     /* ptxas's report (NVRTC log): no kernel of the matrix may spill registers */
     const char *sp = strstr(weft_kernel_log(k), "bytes spill stores");
     if (sp && !strstr(weft_kernel_log(k), " 0 bytes spill stores")) { printf("FAIL %s: spills registers\n", name); ok = 0; }
-    /* ... nor have its WGMMAs serialised by ptxas (C7520: correct, but 1.3-1.7x slower on the GPU) */
+    /* ... nor have its WGMMAs serialised by ptxas (C7520: correct, but 1.1-1.4x slower on the GPU) */
     if (strstr(weft_kernel_log(k), "Potential Performance Loss")) {
       printf("FAIL %s: ptxas serialises its WGMMAs (%s)\n", name, strstr(weft_kernel_log(k), "Potential Performance Loss"));
       ok = 0;
