@@ -23,7 +23,8 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i);
 int cli_status_exit(weft_status st);   /* map a status to an exit code */
 
 /* ptxas's resource report (--ptxas-options=--verbose), from the NVRTC log; -1 where absent */
-typedef struct cli_resources { int registers, smem, stack, spill_stores, spill_loads; } cli_resources;
+/* ptxas's report from a kernel's NVRTC log; serialized: ptxas serialised its WGMMAs (C7520) */
+typedef struct cli_resources { int registers, smem, stack, spill_stores, spill_loads, serialized; } cli_resources;
 void cli_parse_resources(const char *log, cli_resources *r);
 
 /* What one run measured (weft run / weft tune). */

@@ -73,6 +73,9 @@ void cli_parse_resources(const char *log, cli_resources *r) {
            &r->spill_loads);
   }
   if ((p = strstr(log, "registers, used")) && (p = strstr(p, "barriers, "))) sscanf(p, "barriers, %d bytes smem", &r->smem);
+  /* WGMMAs ptxas cannot prove ordered (one under a branch, a missing fence) are serialised:
+   * correct, and measured 1.1-1.4x slower (bench/RESULTS.md) */
+  r->serialized = strstr(log, "Potential Performance Loss: wgmma") != NULL;
 }
 
 static void print_resources(const char *log) {
@@ -81,11 +84,8 @@ static void print_resources(const char *log) {
   printf("  registers %d, static shared memory %d bytes, stack frame %d bytes, spill stores %d bytes, "
          "spill loads %d bytes\n", r.registers, r.smem, r.stack, r.spill_stores, r.spill_loads);
   if (r.spill_stores > 0 || r.spill_loads > 0) printf("  warning: the kernel spills registers to local memory\n");
-  /* ptxas serialises WGMMAs it cannot prove ordered (a wgmma under a branch, a missing fence):
-   * correct, and measured 1.1-1.4x slower (bench/RESULTS.md) */
-  const char *w = strstr(log, "Potential Performance Loss");
-  if (w) {
-    const char *e = strchr(w, '\n');
+  if (r.serialized) {
+    const char *w = strstr(log, "Potential Performance Loss"), *e = strchr(w, '\n');
     printf("  warning: ptxas: %.*s\n", e ? (int)(e - w) : (int)strlen(w), w);
   }
 }

@@ -25,7 +25,8 @@ void cmd_tune_help(void) {
          "                 [--max-spill BYTES] [--no-run] [--db PATH] [-o DIR] [--plot]\n\n"
          "Expands the sweep (base config x space, pruned by its `where` and by the generator's own\n"
          "validation, counted by rule), compiles every candidate for every shape on N threads through\n"
-         "the kernel cache, rejects candidates that spill more than --max-spill bytes (default 0),\n"
+         "the kernel cache, rejects candidates that spill more than --max-spill bytes (default 0)\n"
+         "or whose WGMMAs ptxas serialises (its C7520 report),\n"
          "then on the GPU checks each against the reference (a wrong kernel is reported, never timed)\n"
          "and times it (CUDA events, median of --iters).  Prints a ranked table per shape with the\n"
          "ratio to the best and to the family's baseline, writes DIR/tune-<family>.csv, and stores\n"
@@ -321,7 +322,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
   for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
   free(th);
   double compile_s = (hr_now_ms() - t0) / 1e3;
-  int compiled = 0, hits = 0, cold = 0, spilled = 0, failed = 0, no_default = 0;
+  int compiled = 0, hits = 0, cold = 0, spilled = 0, serialized = 0, failed = 0, no_default = 0;
   double cold_sum = 0, cold_max = 0;
   for (int i = 0; i < n_jobs; i++) {
     job *j = &jobs[i];
@@ -345,6 +346,10 @@ static int tune_main(int argc, char **argv, int out_fd) {
       spilled++;
       snprintf(j->why, sizeof j->why, "spills %d/%d bytes (stores/loads) > --max-spill %ld", j->res.spill_stores,
                j->res.spill_loads, max_spill);
+    } else if (j->res.serialized) {
+      j->rejected = 1;
+      serialized++;
+      snprintf(j->why, sizeof j->why, "ptxas serialises its WGMMAs (C7520: correct but slow)");
     }
   }
   char nv[32];
@@ -352,7 +357,9 @@ static int tune_main(int argc, char **argv, int out_fd) {
   printf("compiled %d of %d kernels in %.1f s on %d thread%s (NVRTC %s): %d from the cache, %d compiled",
          compiled, n_jobs - no_default, compile_s, nt, nt == 1 ? "" : "s", nv, hits, cold);
   if (cold) printf(" (cold compile mean %.0f ms, max %.0f ms)", cold_sum / cold, cold_max);
-  printf("; %d rejected for spilling\n", spilled);
+  printf("; %d rejected for spilling", spilled);
+  if (serialized) printf(", %d for serialised WGMMAs", serialized);
+  printf("\n");
   if (interrupted) { printf("interrupted while compiling\n"); rc = CLI_FAIL; goto out; }
   if (no_run) { rc = failed ? CLI_FAIL : CLI_OK; goto out; }
 
