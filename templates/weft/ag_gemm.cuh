@@ -413,7 +413,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       if constexpr (EPI_TMA) {
         if (r0 < ms && (long)bn * BN < n)   // (a cluster partner's tile past the edge stores nothing)
-          store_tile_tma<T, BN, MR, COMM != COMM_NONE>(*tc, epi + cw * (MR * 64 * BN * 2), 5 + cw, (int)r0, s,
+          store_tile_tma<T, BN, MR, COMM != COMM_NONE>(*tc, epi + cw * (MR * 64 * BN * (int)sizeof(T)), 5 + cw, (int)r0, s,
                                                        bn * BN, acc);
       } else {
         store_tile<T, BN, MR>(c, n, s * ms + r0, ms - r0, (long)bn * BN, acc);
