@@ -51,11 +51,11 @@ want tests && { echo "== ctest -R ${TESTS_RE:-^gpu\.ag_gemm}"; grep -E "tests pa
 pp_shapes="--shapes-only --shape 1000x1000x1000 ${PP_SHAPES:---time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --time-shape 4096x4096x4096} --iters 30"
 IFS=, read -r -a pp_configs <<<"${PP_CONFIGS:-tile.n=256,tile.n=128 mma=pingpong,tile.n=128 mma=pingpong stages=6,tile.m=64 tile.n=256 consumers=1 stages=5,tile.m=256 tile.n=64 mma=pingpong}"
 want pp && for t in "${pp_configs[@]}"; do
-  sets=""; for kv in $t; do sets="$sets --set $kv"; done
+  sets=$(set_args "$t")
   r "pp_$(echo $t | tr ' =' '_-')" 90 $W run examples/gemm.lua $sets $pp_shapes
 done
 want gemm && for t in "tile.m=128 tile.n=256" "tile.m=128 tile.n=128" "tile.m=128 tile.n=128 stages=6" "tile.m=64 tile.n=128 consumers=1 stages=6"; do
-  sets=""; for kv in $t; do sets="$sets --set $kv"; done
+  sets=$(set_args "$t")
   r "gemm_small_$(echo $t | tr ' =' '_-')" 60 $W run examples/gemm.lua $sets $small
 done
 # ---- the scalar variants (the seed's fused kernels): small shapes only, they are slow by design
@@ -138,7 +138,7 @@ PROF_NCU="ncu --clock-control none --cache-control none --launch-skip 5 --launch
 prof_grep() { grep -E "Context 1|Duration|Elapsed Cycles|SM Frequency|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Grid Size|Block Size|Registers Per|Dynamic Shared|Mem Busy|Max Bandwidth|L1/TEX Hit|L2 Hit" "$1" | head -30 >>"$S"; }
 IFS=, read -r -a prof_configs <<<"${PROF_CONFIGS:-tile.m=64 tile.n=128 consumers=1 stages=6}"
 want prof && for t in "${prof_configs[@]}"; do
-  sets=""; for kv in $t; do sets="$sets --set $kv"; done
+  sets=$(set_args "$t")
   n="prof_$(echo $t | tr ' =' '_-')"
   r "$n" 120 $PROF_NCU -k regex:weft_ $W run examples/gemm.lua $sets --shapes-only --shape $PROF_SHAPE --no-time
   prof_grep "$O/logs/$n.log"

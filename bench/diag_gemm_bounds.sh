@@ -39,7 +39,7 @@ open(p, "w").write(s)
 PY
   fi
   for cfg in "$@"; do
-    sets=""; for kv in $cfg; do sets="$sets --set $kv"; done
+    sets=$(set_args "$cfg")
     echo "== $kind: $cfg"
     chk="--shape 1000x1000x1000"   # checked on an uneven shape too, unless it computes nothing right
     case $kind in *noload*|*nomma*) chk=--no-check;; esac

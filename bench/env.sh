@@ -12,3 +12,8 @@ MPIRUN="mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_S
 nccl_lib_default() {   # torch's NCCL if torch is installed, else the system's (a function: importing torch is slow)
   python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])" 2>/dev/null || echo libnccl.so.2
 }
+set_args() {   # set_args "k=v k2=v2" -> "--set k=v --set k2=v2" (a config as the bench scripts list them)
+  local kv out=""
+  for kv in $1; do out="$out --set $kv"; done
+  echo "$out"
+}

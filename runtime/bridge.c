@@ -242,16 +242,8 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
   m->nonportable_cluster = lua_toboolean(L, -1);
   lua_pop(L, 1);
 
-  lua_getfield(L, t, "options");
-  m->n_options = (int)lua_rawlen(L, -1);
-  const char **opts = manifest_alloc(m, sizeof(char *) * (size_t)(m->n_options + 1));
-  for (int i = 0; opts && i < m->n_options; i++) {
-    lua_rawgeti(L, -1, i + 1);
-    opts[i] = manifest_str(m, lua_tostring(L, -1));
-    lua_pop(L, 1);
-  }
-  m->options = opts;
-  lua_pop(L, 1);
+  int opts_oom = 0;
+  m->options = field_strs(L, t, "options", m, &m->n_options, &opts_oom);
 
   lua_getfield(L, t, "args");
   m->n_args = (int)lua_rawlen(L, -1);
@@ -338,7 +330,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     if (!sigs || oom) { lua_pop(L, 1); return -1; }
   }
   lua_pop(L, 1);
-  if (!opts || !args || !lim || !par) return -1;
+  if (opts_oom || !args || !lim || !par) return -1;
   for (int i = 0; i < 3; i++) {
     if (m->grid[i].arg && manifest_arg_index(m, m->grid[i].arg) < 0) return -1;
     if (m->grid[i].cap && strcmp(m->grid[i].cap, "coresident") != 0) return -1;

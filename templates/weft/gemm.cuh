@@ -168,9 +168,7 @@ __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_va
       for (int j = 0; j < BN / 8; ++j) {
         const long col = col0 + 8 * j + c_in;
         if (col >= n) continue;   // n is even (a multiple of 8): the pair is whole
-        const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
-        const u32 packed = (u32)from_f32<T>(v0).bits | ((u32)from_f32<T>(v1).bits << 16);
-        *(u32 *)(row + col) = packed;
+        *(u32 *)(row + col) = pack2<T>(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
       }
     }
   }
@@ -214,10 +212,9 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage,
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const int col = 8 * j + c_in;
-        const u32 packed = (u32)from_f32<T>(acc[mi][4 * j + 2 * h]).bits | ((u32)from_f32<T>(acc[mi][4 * j + 2 * h + 1]).bits << 16);
         char *chunk = stage + (col / 64) * CHUNK;
         const int unit = ((col % 64) / 8) ^ (r % 8);
-        *(u32 *)(chunk + r * 128 + unit * 16 + 2 * (col % 8)) = packed;
+        *(u32 *)(chunk + r * 128 + unit * 16 + 2 * (col % 8)) = pack2<T>(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
       }
     }
   fence_proxy_async_shared();
