@@ -208,12 +208,18 @@ static void *xmalloc(size_t n) {
 
 /* ---- random ------------------------------------------------------------------------------- */
 
-/* splitmix64 (Steele, Lea, Flood) seeds xoshiro256** (Blackman, Vigna). */
-static inline uint64_t splitmix64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+/* splitmix64 (Steele, Lea, Flood) seeds xoshiro256** (Blackman, Vigna); hr_mix64 is one step
+ * of it from x, also a good 64-bit hash for deriving seeds. */
+uint64_t hr_mix64(uint64_t x) {
+  uint64_t z = x + 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+static inline uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = hr_mix64(*s);
+  *s += 0x9e3779b97f4a7c15ull;
+  return z;
 }
 
 typedef struct { uint64_t s[4]; } rng_t;

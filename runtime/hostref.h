@@ -23,6 +23,7 @@ double hr_load(hr_dtype dt, const void *base, size_t i);   /* element i as doubl
 
 /* Deterministic uniform random values in [lo, hi), rounded to dt. Never all zeros. */
 void hr_fill_uniform(hr_dtype dt, void *dst, size_t n, uint64_t seed, double lo, double hi);
+uint64_t hr_mix64(uint64_t x);   /* splitmix64's step: a 64-bit hash, for deriving seeds */
 /* Values for a product over `cols` factors that stays finite: exp(uniform(-a, a)), a small. */
 void hr_fill_for_prod(hr_dtype dt, void *dst, size_t n, size_t cols, uint64_t seed);
 /* Factors whose products are exact in f32 in any order: each element is +-2^k, k in {-1, 0, 1},

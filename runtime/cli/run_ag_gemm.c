@@ -423,15 +423,9 @@ static int bind_shape(agg *r, int do_bind, char *why, size_t len) {
 }
 
 /* Every shape is fresh data: seeds from the run's seed, the shape, and the shard's rank. */
-static uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 static uint64_t data_seed(const agg *r, int what) {   /* what: shard rank 0..P-1, or -1 for B */
-  uint64_t s = mix64(r->o->seed ^ mix64((uint64_t)r->M * 1000003ull + (uint64_t)r->N * 10007ull + (uint64_t)r->K));
-  return mix64(s + (uint64_t)(what + 2));
+  uint64_t s = hr_mix64(r->o->seed ^ hr_mix64((uint64_t)r->M * 1000003ull + (uint64_t)r->N * 10007ull + (uint64_t)r->K));
+  return hr_mix64(s + (uint64_t)(what + 2));
 }
 
 static void fill_host(agg *r) {
@@ -627,7 +621,7 @@ static long long *pick_rows(const agg *r, long long *nrows, int *all) {
     rows[n++] = first;
     rows[n++] = first + r->Ms - 1;
     for (int e = 0; e < extra; e++) {
-      rng = mix64(rng);
+      rng = hr_mix64(rng);
       rows[n++] = first + (long long)(rng % (uint64_t)r->Ms);
     }
   }
