@@ -108,6 +108,9 @@ F.fields = {
     doc = "shard order: ring (own shard, then rank+1, ...: no two ranks read one owner at once) or rank_order" },
 }
 
+-- knobs of the WGMMA kernels that the scalar ones have no use for (cluster has its own message)
+local WGMMA_ONLY = { stages = true, consumers = true, mma = true, split_k = true, epilogue = true, group = true }
+
 -- auto -> the variant's own; then every rule, each message naming what is allowed
 function F.check(cfg, errs)
   local v = cfg.variant
@@ -165,10 +168,9 @@ function F.check(cfg, errs)
     if cfg.cluster.m * cfg.cluster.n > 1 then
       errs.add("cluster", cfg.cluster.tag, 'applies to compute = "wgmma" only (TMA multicast); leave it { m = 1, n = 1 }')
     end
-    for _, f in ipairs({ { "stages", 4 }, { "consumers", 2 }, { "group", 16 }, { "mma", "cooperative" }, { "split_k", 1 },
-                         { "epilogue", "direct" } }) do
-      if cfg[f[1]] ~= f[2] then
-        errs.add(f[1], cfg[f[1]], string.format('applies to compute = "wgmma" only; leave it %s', schema_show(f[2])))
+    for _, f in ipairs(F.fields) do   -- the WGMMA-only knobs must stay at their defaults
+      if WGMMA_ONLY[f.name] and cfg[f.name] ~= f.default then
+        errs.add(f.name, cfg[f.name], string.format('applies to compute = "wgmma" only; leave it %s', schema_show(f.default)))
       end
     end
   end
