@@ -128,6 +128,7 @@ function M.generate(text, file, overrides, read)
     cluster = d.cluster,
     smem = d.smem,
     nonportable_cluster = ncfg.nonportable == true,
+    pdl = d.pdl == true,   -- launched with programmatic stream serialisation (the kernel waits itself)
     args = d.args,
     grid = d.grid,
     limits = d.limits,

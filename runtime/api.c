@@ -593,19 +593,25 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
     params[n++] = &maps[i];
   }
   if (tail) params[n++] = tail;
-  CUlaunchAttribute attr[1];
+  CUlaunchAttribute attr[2];
+  memset(attr, 0, sizeof attr);
   CUlaunchConfig cfg = {0};
   cfg.gridDimX = grid[0]; cfg.gridDimY = grid[1]; cfg.gridDimZ = grid[2];
   cfg.blockDimX = m->block[0]; cfg.blockDimY = m->block[1]; cfg.blockDimZ = m->block[2];
   cfg.sharedMemBytes = m->smem;
   cfg.hStream = (CUstream)stream;
+  cfg.attrs = attr;
   if (m->cluster[0] * m->cluster[1] * m->cluster[2] > 1) {
-    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr[0].value.clusterDim.x = m->cluster[0];
-    attr[0].value.clusterDim.y = m->cluster[1];
-    attr[0].value.clusterDim.z = m->cluster[2];
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    CUlaunchAttribute *a = &attr[cfg.numAttrs++];
+    a->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a->value.clusterDim.x = m->cluster[0];
+    a->value.clusterDim.y = m->cluster[1];
+    a->value.clusterDim.z = m->cluster[2];
+  }
+  if (m->pdl) {   /* the kernel itself waits (griddepcontrol.wait) before it touches global memory */
+    CUlaunchAttribute *a = &attr[cfg.numAttrs++];
+    a->id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a->value.programmaticStreamSerializationAllowed = 1;
   }
   char *err = k->err;
   CU(d->cuLaunchKernelEx(&cfg, k->fn, params, NULL), "cuLaunchKernelEx");

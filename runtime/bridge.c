@@ -241,6 +241,9 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
   lua_getfield(L, t, "nonportable_cluster");
   m->nonportable_cluster = lua_toboolean(L, -1);
   lua_pop(L, 1);
+  lua_getfield(L, t, "pdl");
+  m->pdl = lua_toboolean(L, -1);
+  lua_pop(L, 1);
 
   int opts_oom = 0;
   m->options = field_strs(L, t, "options", m, &m->n_options, &opts_oom);

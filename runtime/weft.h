@@ -141,6 +141,7 @@ typedef struct weft_manifest {
   unsigned cluster[3];
   unsigned smem;        /* dynamic shared memory, bytes */
   int nonportable_cluster;
+  int pdl;              /* programmatic dependent launch: may start before the previous kernel ends */
   int n_options;
   const char **options; /* NVRTC options */
   int n_args;

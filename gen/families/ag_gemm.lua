@@ -106,6 +106,9 @@ F.fields = {
     doc = "wgmma: row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   { name = "schedule", kind = "enum", values = { "ring", "rank_order" }, default = "ring", tag = "",
     doc = "shard order: ring (own shard, then rank+1, ...: no two ranks read one owner at once) or rank_order" },
+  { name = "pdl", kind = "bool", default = false, tag = "pdl",
+    doc = "variant = \"gemm\": programmatic dependent launch (the kernel may start while the previous one in its "
+      .. "stream finishes; it sets up its shared memory, then waits for it before touching global memory)" },
 }
 
 -- knobs of the WGMMA kernels that the scalar ones have no use for (cluster has its own message)
@@ -177,6 +180,9 @@ function F.check(cfg, errs)
   if v == "gemm" and cfg.schedule ~= "ring" then
     errs.add("schedule", cfg.schedule, 'variant = "gemm" has no shards; leave it "ring"')
   end
+  if cfg.pdl and v ~= "gemm" then
+    errs.add("pdl", cfg.pdl, 'applies to variant = "gemm" only (the others wait on their ranks\' signals); leave it false')
+  end
 end
 
 -- The WGMMA instruction for a consumer's 64 x n slice, with its n/2 accumulator operands.
@@ -238,9 +244,9 @@ function F.derive(cfg)
     }
     params = params .. ", const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb"
     local epi_tma = cfg.epilogue == "tma"
-    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma", ct, t.m, t.n, cfg.stages,
-      cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k, tostring(epi_tma), tostring(b_row),
-      cfg.group, comm_id, ring)
+    local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, %s, Wgmma", ct, t.m, t.n,
+      cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k, tostring(epi_tma),
+      tostring(b_row), cfg.group, comm_id, ring, tostring(cfg.pdl))
     -- the epilogue's map over C: each consumer warpgroup's rows x 64 columns per box; the fused
     -- kernel's is 3-d (rows of a shard, then the shard), so a tile never spills into the next shard
     local epi_rows = cfg.mma == "pingpong" and t.m or t.m // cfg.consumers
@@ -294,6 +300,7 @@ function F.derive(cfg)
                variant = v },
     block = { threads, 1, 1 },
     cluster = { csize, 1, 1 },
+    pdl = cfg.pdl,
     smem = smem,
     smem_field = "stages",
     smem_hint = "use fewer stages or a smaller tile" .. (wgmma and cfg.split_k > 1

@@ -27,6 +27,7 @@
 // a fence.acq_rel.sys after the last slot makes every release the slots carried visible.
 #pragma once
 #include "weft/gemm.cuh"
+#include "weft/launch.cuh"
 #include "weft/multimem.cuh"
 #include "weft/signal.cuh"
 #include "weft/types.cuh"
@@ -228,6 +229,9 @@ __device__ __forceinline__ bool splitk_combine(float (&acc)[MR][BN / 2], float *
 // and after its own named barrier one thread arrives on the second's red_empty (the buffer may
 // be rewritten); then it stores the tile.  Each CTA keeps its own ring; no stage is shared.
 //
+// PDL (variant gemm only): the kernel may be launched before the previous one in its stream has
+// finished; it waits (griddepcontrol.wait) after setting up its shared memory.
+//
 // A producer that timed out waiting for a shard stops waiting but goes on loading (stale data):
 // the pipeline and the cluster's byte counts stay whole, and the kernel ends with the error
 // already reported.
@@ -236,7 +240,7 @@ __device__ __forceinline__ bool splitk_combine(float (&acc)[MR][BN / 2], float *
 // one ROWS x BN stage per consumer warpgroup) and stores it with TMA through tc; otherwise the
 // accumulators go straight to global memory (store_tile).
 template <class T, int BM, int BN, int STAGES, int CONSUMERS, bool PINGPONG, int CM, int CN, int SPLITK, bool EPI_TMA,
-          bool B_ROW, int GROUP, int COMM, bool RING, class WG>
+          bool B_ROW, int GROUP, int COMM, bool RING, bool PDL, class WG>
 __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const TensorMap *tsh, const TensorMap *tc,
                                               const Comm *cm) {
@@ -303,6 +307,14 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   }
   if constexpr (CS > 1) cluster_sync();
   else __syncthreads();
+  if constexpr (PDL) {
+    // launched early (programmatic dependent launch): the barriers above are this CTA's own; A,
+    // B and C are touched only after the kernel before this one is done.  Every thread waits,
+    // so no store of C can overtake it either.  Then the next kernel may be scheduled: its CTAs
+    // take SMs as this grid's leave and wait the same way.
+    griddep_wait();
+    griddep_launch_dependents();
+  }
 
   if (wg == 0) {
     if constexpr (SHIFT_REGS) regs_dec<PRODUCER_REGS>();

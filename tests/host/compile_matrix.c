@@ -201,6 +201,10 @@ static const entry matrix[] = {
    {"st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "cp.async.bulk.tensor.4d", AG_SIGNAL_PTX,
     MM_ST_BF16},
    {"multicast::cluster"}},
+  /* programmatic dependent launch: every thread waits for the previous grid, then lets the next
+   * one be scheduled; without pdl neither instruction appears */
+  {"gemm.lua", {"pdl=true"}, {GEMM_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, {0}},
+  {"gemm.lua", {"pdl=false"}, {GEMM_PTX}, {"griddepcontrol"}},
   /* the TMA-store epilogue: C swizzled into shared memory, a proxy fence, TMA stores (2-d over C;
    * 3-d per shard in the fused kernel), the stage rewritten only after the stores read it, and
    * no wait for the writes themselves (they complete with the grid) */

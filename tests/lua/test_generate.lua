@@ -89,6 +89,7 @@ local function check_ag_gemm(m, cfg, where)
   T.deq(m.block, { threads, 1, 1 }, where .. " block")
   T.deq(m.cluster, { csize, 1, 1 }, where .. " cluster")
   T.eq(m.nonportable_cluster, false, where .. " nonportable_cluster")
+  T.eq(m.pdl, cfg.pdl == true, where .. " pdl")
   T.eq(m.smem, ag_smem(cfg), where .. " smem")
   T.ok(m.smem <= common.SMEM_LIMIT, where .. " smem fits")
   -- persistent: at most the co-resident clusters, each looping over tiles
@@ -202,9 +203,10 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. t.n .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
     T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
     T.contains(s, "float (&d)[" .. t.n // 2 .. "]", where .. " n/2 accumulators per m64 group")
-    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, Wgmma>",
+    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, %s, Wgmma>",
       dt, t.m, t.n, cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k or 1,
-      tostring(cfg.epilogue == "tma"), tostring(cfg.b_layout == "row"), cfg.group, comm_id, ring), where .. " kernel")
+      tostring(cfg.epilogue == "tma"), tostring(cfg.b_layout == "row"), cfg.group, comm_id, ring, tostring(cfg.pdl == true)),
+      where .. " kernel")
     local tc = cfg.epilogue == "tma" and "&tc" or "nullptr"
     T.contains(s, cfg.variant == "gemm" and "ta, tb, nullptr, " .. tc .. ", nullptr)" or "ta, tb, &tsh, " .. tc .. ", &comm)",
       where .. " shards")
@@ -566,6 +568,7 @@ local function fixup(cfg, field)
     if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "split_k" and cfg.split_k > 1 then cfg.tile = { m = 128, n = 128, k = 64 } end   -- the partial tile fits
     if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end   -- C's stage fits beside 3
+    if field == "pdl" and cfg.pdl then cfg.variant = "gemm"; cfg.comm = "auto"; cfg.schedule = "ring" end   -- the plain GEMM's
     if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
     -- auto spelled out, so that "auto" for the base's own value is the base again
     local r = ag_resolve(cfg)
@@ -747,7 +750,7 @@ local function param(m, key)
   return nil
 end
 local AG_PREFIX = "weft_ag_gemm_bf16_"
-local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring"
+local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring_pdl0"
 
 T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, named as such", function()
   local want = {
@@ -917,7 +920,7 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
     local fields = 'variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"'
     local m, e = ag(fields)
     T.ok(m, fields .. ": " .. tostring(e))
-    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1_epdirect_g16_ring", fields .. " name")
+    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1_epdirect_g16_ring_pdl0", fields .. " name")
     T.contains(m.source, ", 128, 128, 4, 2, true, 1, 1, 1, false, true, 16, ", fields .. " PINGPONG after CONSUMERS")
     T.contains(m.source, "wgmma.mma_async.sync.aligned.m64n128k16", fields .. " wgmma shape")
     T.eq(param(m, "mma"), "pingpong", fields .. " param")
@@ -925,7 +928,7 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
       "ag.lua", fields)
     -- the launch is cooperative's: same block and ring, another kernel
     local c = assert(ag('variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }'))
-    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring", v .. " cooperative name")
+    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring_pdl0", v .. " cooperative name")
     T.contains(c.source, ", 128, 128, 4, 2, false, 1, 1, 1, false, true, 16, ", v .. " cooperative PINGPONG false")
     T.ne(c.name, m.name, v .. " names differ")
     T.deq(c.block, m.block, v .. " block"); T.eq(c.smem, m.smem, v .. " smem")
@@ -980,13 +983,17 @@ end)
 T.test("ag_gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_eptma_g16_ring")
+  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_eptma_g16_ring_pdl0")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "variant=fused" }))
-  T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
+  T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring_pdl0")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_eptma_g16_ring")
+  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_eptma_g16_ring_pdl0")
+  m = assert(gen(text, "examples/gemm.lua", { "pdl=true" }))   -- launched early; the kernel waits itself
+  T.eq(m.pdl, true)
+  T.contains(m.name, "_g16_ring_pdl1")
+  T.contains(m.source, "weft::COMM_NONE, true, true, Wgmma>")   -- (ring, pdl)
   local _, e = gen(text, "examples/gemm.lua", { "tile.n=96" })
   T.contains(e, "examples/gemm.lua: tile.n = 96: wgmma tiles take n in {64, 128, 192, 256}")
   _, e = gen(text, "examples/gemm.lua", { "tile.x=1" })
