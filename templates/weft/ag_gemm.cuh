@@ -287,7 +287,7 @@ __device__ __forceinline__ void ag_gemm_wgmma(T *c, const T *a, long m, long n, 
   // unit u -> its shard (the j-th in schedule order) and this CTA's row and column block in it;
   // producer and consumers (and the CTAs of a cluster) walk the same sequence
   auto tile_at = [&](int u, int &s, int &bm, int &bn) {
-    const int j = u / per_shard;
+    const int j = COMM == COMM_NONE ? 0 : (int)((unsigned)u / (unsigned)per_shard);   // (one shard: no division)
     s = 0;
     if constexpr (COMM != COMM_NONE) s = shard_at<RING>(*cm, j);
     raster(u - j * per_shard, mu, nu, GROUP, bm, bn);

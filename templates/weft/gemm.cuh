@@ -78,13 +78,15 @@ __device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
 
 // Linear index t of a tile -> (row block, column block), in groups of G row blocks so that a
 // wave of CTAs shares rows of A and columns of B in L2.
+// (Unsigned: every value is >= 0, and an unsigned division is half the instructions of a signed
+// one; the producer divides before its first load, which nothing else hides.)
 __device__ __forceinline__ void raster(int t, int mt, int nt, int G, int &bm, int &bn) {
-  const int per_group = G * nt;
-  const int g = t / per_group, first = g * G;
-  const int rows = min(G, mt - first);
-  const int in = t - g * per_group;
-  bm = first + in % rows;
-  bn = in / rows;
+  const unsigned per_group = (unsigned)(G * nt);
+  const unsigned g = (unsigned)t / per_group, first = g * (unsigned)G;
+  const unsigned rows = min((unsigned)G, (unsigned)mt - first);
+  const unsigned in = (unsigned)t - g * per_group, q = in / rows;
+  bm = (int)(first + in - q * rows);
+  bn = (int)q;
 }
 
 // The ring: stage buffers and their barriers, carved from dynamic shared memory.
