@@ -155,8 +155,8 @@ PY
   r prof_torch 120 $PROF_NCU -k regex:'gemm|nvjet|sm90' python3 /tmp/prof_mm.py
   prof_grep "$O/logs/prof_torch.log"
 fi
-# ---- the SASS of the GEMM's main loop
-$W build examples/gemm.lua -o /tmp/gemm_build >/dev/null 2>&1
+# ---- the SASS of the GEMM's main loop (SASS_SETS: one space-separated --set list, as PP_CONFIGS)
+$W build examples/gemm.lua $(set_args "${SASS_SETS:-}") -o /tmp/gemm_build >/dev/null 2>&1
 /usr/local/cuda/bin/cuobjdump -sass /tmp/gemm_build/*.cubin >"$O/logs/gemm_sass.txt" 2>&1
 echo "HGMMA in the GEMM: $(grep -c HGMMA "$O/logs/gemm_sass.txt" 2>/dev/null)" >>"$S"
 # the seed's table with weft's numbers beside it (one rank per GPU, 1024^3)
