@@ -690,6 +690,78 @@ static const char *label(const agg *r, char *buf, size_t len) {
   return buf;
 }
 
+/* PDL (variant gemm, pdl = true): the second of two launches reads what the first wrote.  Y =
+ * X B2, where X = A B is the first launch's C (poisoned before each pair) and B2 is random N x N:
+ * a launch that touched A before its griddepcontrol.wait would read the first's unfinished
+ * output.  x_host: X as the checked launches left it (bit-identical every time).  0 on failure. */
+static int check_pdl_chain(agg *r, const void *x_host) {
+  char name[160], line[512], why[256];
+  long long M = r->M, N = r->N;
+  size_t x_bytes = (size_t)M * (size_t)N * r->es, b2_bytes = (size_t)N * (size_t)N * r->es;
+  label(r, name, sizeof name);
+  agg q = *r;   /* the second launch's problem: M x N x N, A = X, B = B2 */
+  q.K = N; q.shards = 1; q.Ms = M; q.hA = (void *)x_host;
+  named second[] = {{"c", 1, 0, 0}, {"a", 1, r->cmat, 0}, {"b", 1, 0, 0}, {"m", 0, 0, M}, {"n", 0, 0, N}, {"k", 0, 0, N}};
+  if (!within_limits(r->m, second, 6, why, sizeof why)) {
+    if (RANK == 0) printf("check: %s: pdl chain not run: its second launch (%lldx%lldx%lld) does not fit: %s\n", name, M, N, N, why);
+    return 1;
+  }
+  CUdeviceptr y = 0, b2 = 0;
+  long long nrows = 0, *rows = NULL;
+  int all = 0, ok = 0;
+  double *want = NULL, *scale = NULL;
+  void *hb2 = malloc(b2_bytes), *y0 = malloc(x_bytes), *yi = malloc(x_bytes);
+  bound args;
+  if (hb2 && y0 && yi) {
+    hr_fill_uniform(r->dt, hb2, (size_t)N * (size_t)N, data_seed(r, -3), -1.0, 1.0);
+    q.hB = hb2;
+    rows = pick_rows(&q, &nrows, &all);
+  }
+  want = rows ? malloc((size_t)nrows * (size_t)N * sizeof *want) : NULL;
+  scale = rows ? malloc((size_t)nrows * (size_t)N * sizeof *scale) : NULL;
+  if (!want || !scale || reference(&q, rows, nrows, want, scale)) {
+    fprintf(stderr, "weft run: rank %d: out of host memory for the pdl chain's reference\n", RANK);
+    goto out;
+  }
+  if (dev_alloc(&y, x_bytes) || dev_alloc(&b2, b2_bytes) || !cu_ok(D->cuMemcpyHtoD(b2, hb2, b2_bytes), "cuMemcpyHtoD"))
+    goto out;
+  second[0].p = y; second[2].p = b2;
+  if (bind(r->m, &args, second, 6)) goto out;
+  ok = 1;
+  for (int it = 0; it < 10 && ok; it++) {
+    ok = cu_ok(D->cuMemsetD8Async(r->cmat, 0xff, x_bytes, r->s), "cuMemsetD8Async") &&
+         cu_ok(D->cuMemsetD8Async(y, 0xff, x_bytes, r->s), "cuMemsetD8Async") && !launch_weft(r);
+    if (ok && weft_launch(r->k, args.slot, r->s)) {
+      fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(r->k));
+      ok = 0;
+    }
+    ok = ok && !finish(r) && cu_ok(D->cuMemcpyDtoH(it ? yi : y0, y, x_bytes), "cuMemcpyDtoH");
+    if (!ok) break;
+    if (!it) {
+      verdict v;
+      compare_rows(&q, y0, rows, nrows, want, scale, &v);
+      if (!verdict_ok(&v)) {
+        verdict_format(&v, line, sizeof line);
+        fprintf(stderr, "check: rank %d: %s: pdl chain FAIL: the second launch (C2 = C B2) read the first's C before "
+                        "it was complete (%s)\n", RANK, name, line);
+        ok = 0;
+      }
+    } else if (memcmp(y0, yi, x_bytes)) {
+      fprintf(stderr, "check: rank %d: %s: pdl chain FAIL: pair %d's C2 differs from the first pair's: the second "
+                      "launch read the first's C before it was complete\n", RANK, name, it + 1);
+      ok = 0;
+    }
+  }
+  if (ok && RANK == 0 && !r->o->quiet)
+    printf("check: %s: PASS (pdl chain: 10 pairs, the second launch reading the first's freshly poisoned C, "
+           "%s against the reference)\n", name, all ? "every element" : "sampled rows");
+out:
+  if (y) D->cuMemFree(y);
+  if (b2) D->cuMemFree(b2);
+  free(hb2); free(y0); free(yi); free(rows); free(want); free(scale);
+  return ok;
+}
+
 /* One shape: 0 if this rank saw it fail (the caller takes every rank's verdict).  Each step
  * ends with every rank's verdict, so a rank that fails never leaves the others waiting for its
  * signals in the next launch. */
@@ -745,6 +817,10 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
     ok = 0;
   }
   if (!ranks_all(ok)) goto out;
+  if (r->kind == V_GEMM && r->m->pdl) {
+    ok = check_pdl_chain(r, first);
+    if (!ranks_all(ok)) goto out;
+  }
   /* the baseline must be right too, or its timings mean nothing */
   if (r->have_blt) {
     ok = cu_ok(D->cuMemsetD8Async(r->cb, 0xff, c_bytes, r->s), "cuMemsetD8Async") && !launch_op(r, OP_CUBLAS) &&
