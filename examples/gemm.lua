@@ -1,6 +1,7 @@
 -- weft's own GEMM on one GPU: C[M,N] = A[M,K] . B (bf16 in, f32 accumulate, bf16 out), the
 -- compute core of the fused all-gather + GEMM.  Persistent, warp-specialised: a TMA warp fills
--- a 4-stage shared-memory ring, two WGMMA warpgroups consume it.  `weft run` checks it against
+-- a 3-stage shared-memory ring, two WGMMA warpgroups consume it, and C leaves through shared
+-- memory by TMA.  `weft run` checks it against
 -- a CPU reference and times it beside cuBLAS (cublasLt) in the same run.
 --   b_layout = "col": B stored N x K (a linear layer's weight)
 return {
