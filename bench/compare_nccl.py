@@ -1,6 +1,8 @@
 """bench/compare_nccl.py OUTDIR: weft's allreduce tables beside NCCL's (from bench/multi_gpu.sh).
-For each dtype and message size: NCCL's time, weft's one_shot and two_shot, the faster weft's
-time as a fraction of NCCL's, and bus bandwidth ratios; then the issue's two targets."""
+For each dtype and message size: NCCL's time, weft's algorithms, the fastest weft's time as a
+fraction of NCCL's, and bus bandwidth ratios; then the issue's two targets.  Launched plainly
+first; then, where the logs exist (weft_<dtype>_<algo>_pdl.log), the same with pdl = true (NCCL
+is launched as ncclAllReduce launches it either way)."""
 import glob
 import os
 import re
@@ -20,17 +22,20 @@ def table(path):
     return rows
 
 
-for path in sorted(glob.glob(os.path.join(out, "nccl_*.log"))):
-    dt = re.search(r"nccl_(\w+)\.log", path).group(1)
-    nccl = table(path)
-    weft = {a: table(os.path.join(out, f"weft_{dt}_{a}.log")) for a in ("one_shot", "two_shot", "one_shot_ll")}
-    print(f"\n{dt}: time in us (busbw GB/s); ratio = best weft time / NCCL time")
+ALGOS = ("one_shot", "two_shot", "one_shot_ll")
+
+
+def compare(dt, nccl, suffix, label):
+    weft = {a: table(os.path.join(out, f"weft_{dt}_{a}{suffix}.log")) for a in ALGOS}
+    if not any(weft.values()):
+        return
+    print(f"\n{dt}, {label}: time in us (busbw GB/s); ratio = best weft time / NCCL time")
     print(f"{'bytes':>10} {'nccl':>16} {'one_shot':>16} {'two_shot':>16} {'one_shot_ll':>16} {'time ratio':>10} {'busbw ratio':>11}")
     small, big = [], None
     for b in sorted(nccl):
         n_us, n_bw = nccl[b]
         cells, best = [], None
-        for a in ("one_shot", "two_shot", "one_shot_ll"):
+        for a in ALGOS:
             r = weft[a].get(b)
             cells.append(f"{r[0]:8.2f} ({r[1]:6.1f})" if r else f"{'-':>16}")
             if r and (best is None or r[0] < best[0]):
@@ -43,7 +48,14 @@ for path in sorted(glob.glob(os.path.join(out, "nccl_*.log"))):
         if b == 256 << 20:
             big = bw
     if small:
-        print(f"target 1, messages <= 256 KB: weft/NCCL time <= 0.5: worst {max(small):.3f} -> "
+        print(f"target 1 ({label}), messages <= 256 KB: weft/NCCL time <= 0.5: worst {max(small):.3f} -> "
               f"{'met' if max(small) <= 0.5 else 'NOT met'}")
     if big is not None:
-        print(f"target 2, 256 MB: weft/NCCL bus bandwidth >= 0.9: {big:.3f} -> {'met' if big >= 0.9 else 'NOT met'}")
+        print(f"target 2 ({label}), 256 MB: weft/NCCL bus bandwidth >= 0.9: {big:.3f} -> {'met' if big >= 0.9 else 'NOT met'}")
+
+
+for path in sorted(glob.glob(os.path.join(out, "nccl_*.log"))):
+    dt = re.search(r"nccl_(\w+)\.log", path).group(1)
+    nccl = table(path)
+    compare(dt, nccl, "", "launched plainly")
+    compare(dt, nccl, "_pdl", "pdl = true")

@@ -3,7 +3,8 @@
 #   1. the ceiling: nvidia-smi topo -m, peer access between every pair, copy bandwidth GPU0->GPU1;
 #   2. correctness at P = number of GPUs: every op, f32 and bf16, one_shot and two_shot,
 #      threadload and the emulated multimem twin, bit-identity, and the timeout test;
-#   3. weft against NCCL (same sizes, same timing) from 8 B to 256 MB.
+#   3. weft against NCCL (same sizes, same timing) from 8 B to 256 MB, launched plainly and with
+#      pdl = true (PDL=0: plainly only).
 # NVLink multicast stays off for everything started here.  Full logs under $OUT.
 set -u
 final=${OUT:-/tmp/out}
@@ -60,6 +61,9 @@ done
 check bf16_max_multimem_emulated $AR --set dtype=bf16 --set op=max --set algo=two_shot --set comm=multimem --set fallback=emulate
 check custom tests/configs/allreduce_custom.lua
 check custom_ll tests/configs/allreduce_custom.lua --set algo=one_shot_ll
+for dt in f32 bf16; do
+  for algo in one_shot two_shot one_shot_ll; do check ${dt}_sum_${algo}_pdl $AR --set dtype=$dt --set algo=$algo --set pdl=true; done
+done
 echo "correctness at P=$P: $pass passed, $fail failed"
 ( export WEFT_FAULT="mute:$((P - 1)):ready" WEFT_SIGNAL_TIMEOUT_MS=300
   t0=$(date +%s%N)
@@ -80,6 +84,9 @@ for dt in f32 bf16; do
   timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/torch_nccl_$dt.log" 2>&1
   for algo in one_shot two_shot one_shot_ll; do
     timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --no-check >"$out/weft_${dt}_$algo.log" 2>&1
+    # the same launched with programmatic dependent launch (PDL=0 leaves it out)
+    [ "${PDL:-1}" = 1 ] && timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --set pdl=true --no-check \
+      >"$out/weft_${dt}_${algo}_pdl.log" 2>&1
   done
 done
 python3 bench/compare_nccl.py "$out" | tee "$out/compare.txt"

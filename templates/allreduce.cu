@@ -9,5 +9,5 @@ struct Op {
 
 extern "C" __global__ void __launch_bounds__(${bounds}) ${name}(weft::${ctype} *y, const weft::${ctype} *x, long long n,
                                                                 const __grid_constant__ weft::Comm comm) {
-  weft::allreduce<weft::${ctype}, Op, ${algo}, ${multimem}, ${mop}>(y, x, (long)n, comm);
+  weft::allreduce<weft::${ctype}, Op, ${algo}, ${multimem}, ${mop}, ${pdl}>(y, x, (long)n, comm);
 }

@@ -34,6 +34,10 @@ F.fields = {
     doc = "threads per block (at most 512: the rank-order fold keeps 8 ranks' vectors in registers)" },
   { name = "blocks", kind = "custom", check = blocks_check, default = "auto", tag = "b",
     doc = '"auto" (one per threads x 16 bytes of a chunk) or at most this many blocks' },
+  { name = "pdl", kind = "bool", default = false, tag = "pdl",
+    doc = "programmatic dependent launch: the kernel may be scheduled while the previous one in its stream "
+      .. "finishes; it waits for it before touching memory, and lets the next one be scheduled once its own "
+      .. "waits on other ranks are over" },
 }
 
 function F.check(cfg, errs)
@@ -72,10 +76,11 @@ function F.derive(cfg)
                -- 2 blocks of 512 per SM).  The others keep ptxas's choice (54-72 registers, no spill,
                -- 2 blocks per SM); a stated minimum of 1 would give them 80-113 and halve the
                -- co-resident grid, and 2 (64 registers) makes the 8-rank fold spill.
-               bounds = ll and (cfg.threads .. ", 1") or tostring(cfg.threads) },
+               bounds = ll and (cfg.threads .. ", 1") or tostring(cfg.threads), pdl = cfg.pdl },
     block = { cfg.threads, 1, 1 },
     cluster = { 1, 1, 1 },
     smem = 0,
+    pdl = cfg.pdl,
     args = {
       { name = "y", type = "ptr", dtype = cfg.dtype, role = "out", align = 16 },   -- 16-byte vectors
       { name = "x", type = "ptr", dtype = cfg.dtype, role = "in", align = 16 },

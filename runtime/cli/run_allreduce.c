@@ -129,6 +129,32 @@ static int compare(ar_run *r, const char *what, long long n, CUdeviceptr y, cons
   return bad ? -1 : 0;
 }
 
+/* pdl = true: ten chained pairs, z = allreduce(y) launched right behind y = allreduce(x), with y
+ * and z poisoned before each pair.  A launch that read its input (or the epoch) before its
+ * griddepcontrol.wait would fold the first's unfinished y.  z is checked against the fold, in
+ * double, of P copies of the y every rank holds.  Operators whose P-fold of one value stays in
+ * range only (sum, max, min); 0 on failure. */
+static int check_chain(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUdeviceptr z) {
+  size_t bytes = (size_t)n * r->es;
+  void *hy = malloc(bytes), *got = malloc(bytes);
+  double *want = malloc((size_t)n * sizeof *want), *scale = malloc((size_t)n * sizeof *scale);
+  int ok = hy && got && want && scale;
+  if (!ok) fprintf(stderr, "weft run: rank %d: out of host memory for the pdl chain\n", RANK);
+  for (int pair = 0; pair < 10 && ok; pair++) {
+    ok = cu_ok(D->cuMemsetD8(y, 0xff, bytes), "cuMemsetD8") && cu_ok(D->cuMemsetD8(z, 0xff, bytes), "cuMemsetD8") &&
+         !launch(r, y, x, n) && !launch(r, z, y, n) && !finish(r) && cu_ok(D->cuMemcpyDtoH(hy, y, bytes), "cuMemcpyDtoH");
+    if (!ok) break;
+    for (long long i = 0; i < n; i++) {
+      double v = hr_load(r->dt, hy, (size_t)i);
+      want[i] = r->op == HR_SUM ? v * SIZE : v;   /* max, min: the value itself */
+      scale[i] = fabs(v) * SIZE;
+    }
+    if (compare(r, "pdl chain (z = allreduce(y) right behind y = allreduce(x))", n, z, want, scale, got)) ok = 0;
+  }
+  free(hy); free(got); free(want); free(scale);
+  return ok;
+}
+
 /* Each step ends with every rank's verdict, so a rank that fails never leaves the others
  * waiting for its signals in the next launch. */
 static int check_size(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUdeviceptr z) {
@@ -160,6 +186,10 @@ static int check_size(ar_run *r, long long n, CUdeviceptr x, CUdeviceptr y, CUde
     ok = 0;
   }
   if (!ranks_all(ok)) goto out;
+  if (r->m->pdl && !r->custom && (r->op == HR_SUM || r->op == HR_MAX || r->op == HR_MIN)) {
+    ok = check_chain(r, n, x, y, z);
+    if (!ranks_all(ok)) goto out;
+  }
   /* bit-identity across ranks */
   if (!ranks_same_bytes(first, bytes, who, sizeof who)) {
     if (RANK == 0) fprintf(stderr, "check: n=%lld: ranks %s hold different bits from rank 0\n", n, who);
@@ -247,8 +277,10 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
     }
     if (RANK == 0)
       printf("check: %s: PASS (%d size%s up to %lld elements, out of place and in place, 100 back-to-back launches, "
-             "bit-identical on all %d ranks)\n", r.m->name, n_sizes, n_sizes == 1 ? "" : "s",
-             o->elems > 0 ? o->elems : check_n[n_check - 1], SIZE);
+             "%sbit-identical on all %d ranks)\n", r.m->name, n_sizes, n_sizes == 1 ? "" : "s",
+             o->elems > 0 ? o->elems : check_n[n_check - 1],
+             !r.m->pdl ? "" : r.custom || !(r.op == HR_SUM || r.op == HR_MAX || r.op == HR_MIN)
+                                  ? "pdl chain not run (sum, max, min only), " : "10 chained pdl pairs, ", SIZE);
     if (o->result) { o->result->checked = 1; o->result->passed = 1; }
   }
   if (o->timing) {

@@ -22,10 +22,18 @@
 // order): so nobody still reads S[h].  The double buffer makes READY the acknowledgement, with
 // no extra round trip.  x may equal y: each thread reads x[i] before it writes y[i].
 //
+// PDL (pdl = true): the launch may be scheduled while the previous one in the stream is still
+// running.  Every thread waits for it (griddepcontrol.wait) before reading the epoch or touching
+// any buffer, so the protocol sees launches strictly in stream order.  A block lets the next
+// launch be scheduled only after its last wait on other ranks: a next launch's blocks, parked on
+// SMs in their own wait, then take no room that this launch's blocks (or, under MPS, another
+// rank's blocks that this one waits for) still need, so the co-residency the waits rely on holds.
+//
 // The fold is in rank order from rank 0's value, in f32, rounded once: every rank computes the
 // same expression on the same inputs.  (A real multimem.ld_reduce reduces in the switch, in
 // its own order; its result is still the one every rank receives.)
 #pragma once
+#include "weft/launch.cuh"
 #include "weft/multimem.cuh"
 #include "weft/ops.cuh"
 #include "weft/signal.cuh"
@@ -131,7 +139,8 @@ template <class T> __device__ __forceinline__ u32 word_pack(const float *f) {
   else return pack2<T>(f[0], f[1]);
 }
 
-template <class T, class Op> __device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Comm &c, u64 e) {
+template <class T, class Op, bool PDL>
+__device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Comm &c, u64 e) {
   constexpr int PER = 4 / (int)sizeof(T);
   const int half = (int)(e & 1);
   const u64 tag = e << 32;
@@ -162,6 +171,7 @@ template <class T, class Op> __device__ __forceinline__ void allreduce_ll(T *y, 
     }
     if (!stop) store_word(y, w, n, word_pack<T>(acc));
   }
+  if constexpr (PDL) griddep_launch_dependents();   // (its polls are over)
   to.report(c, SIG_DATA, e);
   if (__syncthreads_or(stop)) return;
   launch_retire(c, e);
@@ -170,13 +180,14 @@ template <class T, class Op> __device__ __forceinline__ void allreduce_ll(T *y, 
 // ALGO: 1 one_shot, 2 two_shot, 3 one_shot_ll.  MULTIMEM: the two_shot variant whose reduced chunk is
 // stored to every rank (MOP: its ld_reduce operator; -1 where the switch has none, which the
 // generator only allows with the emulated twin).  c.mc == 0 selects the emulated twin.
-template <class T, class Op, int ALGO, bool MULTIMEM, int MOP>
+template <class T, class Op, int ALGO, bool MULTIMEM, int MOP, bool PDL>
 __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &c) {
   constexpr int V = VecOf<T>::N;
+  if constexpr (PDL) griddep_wait();
   const u64 e = launch_epoch(c);
   if (ld_volatile(&c.state->abort)) return;   // a timeout earlier: the host reports it
   if constexpr (ALGO == 3) {
-    allreduce_ll<T, Op>(y, x, n, c, e);
+    allreduce_ll<T, Op, PDL>(y, x, n, c, e);
     return;
   }
   const int half = (int)(e & 1);
@@ -195,6 +206,7 @@ __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &
   if (!wait_peers(c, SIG_READY, e)) return;
 
   if (ALGO == 1) {
+    if constexpr (PDL) griddep_launch_dependents();
     for (long i = first; i < nvec; i += step) store_vec(y, i, n, fold_ranks<T, Op>(c, half, i));
     launch_retire(c, e);
     return;
@@ -208,6 +220,7 @@ __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &
   if (MULTIMEM && c.mc) __threadfence_system();   // order multimem.st before the signal
   signal_peers(c, SIG_REDUCED, e);
   if (!wait_peers(c, SIG_REDUCED, e)) return;
+  if constexpr (PDL) griddep_launch_dependents();
 
   // 3: every other chunk
   for (int q = 0; q < c.size; ++q) {

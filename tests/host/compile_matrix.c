@@ -96,6 +96,12 @@ static const entry matrix[] = {
   /* one_shot_ll: each word travels with its epoch in one 8-byte relaxed sys-scope store */
   {"allreduce.lua", {"algo=one_shot_ll"}, {"st.relaxed.sys.global.u64", "ld.relaxed.sys.global.u64", "%globaltimer", "_param_3[136]"}, {"multimem"}},
   {"allreduce.lua", {"algo=one_shot_ll", "dtype=bf16", "op=max"}, {"st.relaxed.sys.global.u64", "cvt.rn.bf16x2.f32"}, {"multimem"}},
+  /* pdl: every algorithm waits for the previous launch and then lets the next be scheduled;
+   * without it neither instruction appears (line 89's config has pdl = false) */
+  {"allreduce.lua", {"pdl=true"}, {SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, {"multimem"}},
+  {"allreduce.lua", {"pdl=true", "algo=two_shot", "dtype=bf16"}, {SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, {0}},
+  {"allreduce.lua", {"pdl=true", "algo=one_shot_ll"}, {"st.relaxed.sys.global.u64", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, {0}},
+  {"allreduce.lua", {"pdl=false"}, {SIGNAL_PTX}, {"griddepcontrol"}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "fallback=emulate", "dtype=bf16"},
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2", "multimem.st.relaxed.sys.global.v4.bf16x2"}, {0}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=f16", "op=max"},

@@ -42,6 +42,19 @@ endforeach()
 weft_mps_test(bf16_max_one_shot_ll 4 ${AR} --set algo=one_shot_ll --set dtype=bf16 --set op=max)
 weft_mps_test(f16_prod_one_shot_ll 5 ${AR} --set algo=one_shot_ll --set dtype=f16 --set op=prod --set threads=64)
 weft_mps_test(custom_one_shot_ll 4 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua --set algo=one_shot_ll)
+# pdl: launches scheduled while the previous one finishes (the pdl chain in `weft run`), at every
+# rank count (a next launch's parked blocks must not starve the ranks this one waits for), and a
+# copy of the sources without griddepcontrol.wait must fail the chain
+foreach(np 1 2 4 8)
+  weft_mps_test(f32_sum_one_shot_pdl ${np} ${AR} --set pdl=true)
+  weft_mps_test(bf16_sum_two_shot_pdl ${np} ${AR} --set pdl=true --set dtype=bf16 --set algo=two_shot)
+  weft_mps_test(f32_sum_one_shot_ll_pdl ${np} ${AR} --set pdl=true --set algo=one_shot_ll)
+endforeach()
+weft_mps_test(f16_max_multimem_emulated_pdl 4 ${AR} ${MM} --set pdl=true --set dtype=f16 --set op=max)
+add_test(NAME mps.allreduce_pdl_nowait_caught.np2 COMMAND bash ${CMAKE_SOURCE_DIR}/tests/gpu/pdl_nowait.sh
+         $<TARGET_FILE:weft_cli> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/testtmp/pdl_nowait_ar allreduce 2)
+set_tests_properties(mps.allreduce_pdl_nowait_caught.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 600
+                     RESOURCE_LOCK mps)
 # a custom operator, checked through its Lua reference; odd rank counts and block caps
 weft_mps_test(custom_two_shot 3 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua)
 weft_mps_test(custom_one_shot 4 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua --set algo=one_shot)
