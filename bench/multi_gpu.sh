@@ -4,7 +4,8 @@
 #   2. correctness at P = number of GPUs: every op, f32 and bf16, one_shot and two_shot,
 #      threadload and the emulated multimem twin, bit-identity, and the timeout test;
 #   3. weft against NCCL (same sizes, same timing) from 8 B to 256 MB, launched plainly and with
-#      pdl = true (PDL=0: plainly only).
+#      pdl = true (PDL=0: plainly only; TORCH_REF=0 leaves out torch.distributed's reference rows;
+#      CHECK_PDL_ONLY=1 checks only the pdl configs).
 # NVLink multicast stays off for everything started here.  Full logs under $OUT.
 set -u
 final=${OUT:-/tmp/out}
@@ -52,6 +53,7 @@ check() {
   local name=$1; shift
   if timeout 300 $MPIRUN -np $P $W run "$@" --no-time >"$out/check_$name.log" 2>&1; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $name"; tail -5 "$out/check_$name.log"; fi
 }
+if [ -z "${CHECK_PDL_ONLY:-}" ]; then   # CHECK_PDL_ONLY=1: only the pdl configs below
 for dt in f32 bf16; do
   for op in sum max min prod; do
     for algo in one_shot two_shot one_shot_ll; do check ${dt}_${op}_${algo} $AR --set dtype=$dt --set op=$op --set algo=$algo; done
@@ -61,6 +63,7 @@ done
 check bf16_max_multimem_emulated $AR --set dtype=bf16 --set op=max --set algo=two_shot --set comm=multimem --set fallback=emulate
 check custom tests/configs/allreduce_custom.lua
 check custom_ll tests/configs/allreduce_custom.lua --set algo=one_shot_ll
+fi
 for dt in f32 bf16; do
   for algo in one_shot two_shot one_shot_ll; do check ${dt}_sum_${algo}_pdl $AR --set dtype=$dt --set algo=$algo --set pdl=true; done
 done
@@ -81,7 +84,7 @@ fi
 echo "NCCL library: $WEFT_NCCL_LIB"
 for dt in f32 bf16; do
   timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt >"$out/nccl_$dt.log" 2>&1
-  timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/torch_nccl_$dt.log" 2>&1
+  [ "${TORCH_REF:-1}" = 1 ] && timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/torch_nccl_$dt.log" 2>&1
   for algo in one_shot two_shot one_shot_ll; do
     timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --no-check >"$out/weft_${dt}_$algo.log" 2>&1
     # the same launched with programmatic dependent launch (PDL=0 leaves it out)
