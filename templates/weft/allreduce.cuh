@@ -24,10 +24,12 @@
 //
 // PDL (pdl = true): the launch may be scheduled while the previous one in the stream is still
 // running.  Every thread waits for it (griddepcontrol.wait) before reading the epoch or touching
-// any buffer, so the protocol sees launches strictly in stream order.  A block lets the next
-// launch be scheduled only after its last wait on other ranks: a next launch's blocks, parked on
-// SMs in their own wait, then take no room that this launch's blocks (or, under MPS, another
-// rank's blocks that this one waits for) still need, so the co-residency the waits rely on holds.
+// any buffer, so the protocol sees launches strictly in stream order; right after that wait the
+// block lets the next launch be scheduled, whose blocks then park on free SMs in their own wait
+// while this one talks to the other ranks.  So a rank has at most two grids resident (the next
+// one's trigger comes after its wait, i.e. after this grid is gone), and the runtime halves the
+// co-resident cap of pdl comm kernels: every block that the waits rely on still finds room, even
+// with several ranks on one GPU.
 //
 // The fold is in rank order from rank 0's value, in f32, rounded once: every rank computes the
 // same expression on the same inputs.  (A real multimem.ld_reduce reduces in the switch, in
@@ -171,7 +173,6 @@ __device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Com
     }
     if (!stop) store_word(y, w, n, word_pack<T>(acc));
   }
-  if constexpr (PDL) griddep_launch_dependents();   // (its polls are over)
   to.report(c, SIG_DATA, e);
   if (__syncthreads_or(stop)) return;
   launch_retire(c, e);
@@ -183,7 +184,10 @@ __device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Com
 template <class T, class Op, int ALGO, bool MULTIMEM, int MOP, bool PDL>
 __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &c) {
   constexpr int V = VecOf<T>::N;
-  if constexpr (PDL) griddep_wait();
+  if constexpr (PDL) {
+    griddep_wait();
+    griddep_launch_dependents();
+  }
   const u64 e = launch_epoch(c);
   if (ld_volatile(&c.state->abort)) return;   // a timeout earlier: the host reports it
   if constexpr (ALGO == 3) {
@@ -206,7 +210,6 @@ __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &
   if (!wait_peers(c, SIG_READY, e)) return;
 
   if (ALGO == 1) {
-    if constexpr (PDL) griddep_launch_dependents();
     for (long i = first; i < nvec; i += step) store_vec(y, i, n, fold_ranks<T, Op>(c, half, i));
     launch_retire(c, e);
     return;
@@ -220,7 +223,6 @@ __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &
   if (MULTIMEM && c.mc) __threadfence_system();   // order multimem.st before the signal
   signal_peers(c, SIG_REDUCED, e);
   if (!wait_peers(c, SIG_REDUCED, e)) return;
-  if constexpr (PDL) griddep_launch_dependents();
 
   // 3: every other chunk
   for (int q = 0; q < c.size; ++q) {
