@@ -423,9 +423,12 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
       long items = (v + m->grid[i].per - 1) / m->grid[i].per;
       if (m->grid[i].split) items = (items + ranks - 1) / ranks;
       if (m->grid[i].max > 0 && items > m->grid[i].max) items = m->grid[i].max;
-      /* a pdl kernel that waits on other ranks may have the next launch's blocks parked beside
-       * it (scheduled early, waiting in griddepcontrol.wait): room for two grids per rank */
-      long cap = k->coresident / (share > 0 ? share : 1) / (m->pdl && m->comm.n_signals > 0 ? 2 : 1);
+      /* A pdl kernel that waits on other ranks may have the next launch's blocks parked beside
+       * it (scheduled early, waiting in griddepcontrol.wait).  With the GPU to itself that is
+       * harmless: they are scheduled only once every block of this launch has started.  With
+       * ranks sharing the GPU they could take the room of another rank's blocks that this
+       * launch waits for: there, room for two grids per rank. */
+      long cap = k->coresident / (share > 0 ? share : 1) / (share > 1 && m->pdl && m->comm.n_signals > 0 ? 2 : 1);
       if (m->grid[i].cap && items > cap) items = cap;
       if (items < 1) items = 1;
       g *= items;

@@ -26,10 +26,11 @@
 // running.  Every thread waits for it (griddepcontrol.wait) before reading the epoch or touching
 // any buffer, so the protocol sees launches strictly in stream order; right after that wait the
 // block lets the next launch be scheduled, whose blocks then park on free SMs in their own wait
-// while this one talks to the other ranks.  So a rank has at most two grids resident (the next
-// one's trigger comes after its wait, i.e. after this grid is gone), and the runtime halves the
-// co-resident cap of pdl comm kernels: every block that the waits rely on still finds room, even
-// with several ranks on one GPU.
+// while this one talks to the other ranks.  The next launch is scheduled only once every block
+// of this one has started, so with the GPU to itself its parked blocks take no room this launch
+// needs.  With several ranks on one GPU they could take another rank's room; a rank has at most
+// two grids resident (the next one's trigger comes after its wait, i.e. after this grid is
+// gone), so there the runtime halves the co-resident cap of pdl comm kernels.
 //
 // The fold is in rank order from rank 0's value, in f32, rounded once: every rank computes the
 // same expression on the same inputs.  (A real multimem.ld_reduce reduces in the switch, in

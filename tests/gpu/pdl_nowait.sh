@@ -12,7 +12,7 @@ rm -rf "$OUT" && mkdir -p "$OUT/src" && cp -r "$SRC/gen" "$SRC/templates" "$OUT/
 case $WHAT in
   gemm) cuh=$OUT/src/templates/weft/ag_gemm.cuh; line='    griddep_wait();'
         args=("$SRC/examples/gemm.lua" --shapes-only --shape 1000x1000x1000); launch=() ;;
-  allreduce) cuh=$OUT/src/templates/weft/allreduce.cuh; line='  if constexpr (PDL) griddep_wait();'
+  allreduce) cuh=$OUT/src/templates/weft/allreduce.cuh; line='    griddep_wait();'
         args=("$SRC/examples/allreduce.lua" --elems 1048579)
         . "$SRC/bench/mps.sh"
         launch=($MPIRUN -x WEFT_SOURCE_DIR -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -np "$NP") ;;
