@@ -1,5 +1,6 @@
 /* nccl_bench.c: ncclAllReduce timed exactly as `weft run` times weft's allreduce: 3 warm-ups,
- * a barrier, CUDA events around back-to-back launches (out of place), the slowest rank counts.
+ * then ROUNDS rounds of a barrier and CUDA events around back-to-back launches (out of place),
+ * the slowest rank counting in each round, and the median round reported.
  * NCCL is opened at run time (WEFT_NCCL_LIB, else libnccl.so.2): it is the library that ships
  * with torch on the GPU machines, and weft does not link it.  One rank per GPU:
  *   mpirun -np 2 build/nccl_bench [f32|f16|bf16] [iters]
@@ -26,6 +27,12 @@ enum { NCCL_F16 = 6, NCCL_F32 = 7, NCCL_BF16 = 9, NCCL_SUM = 0 };
     cudaError_t e_ = (x);                                                              \
     if (e_ != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); MPI_Abort(MPI_COMM_WORLD, 1); } \
   } while (0)
+
+#define ROUNDS 5
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -67,24 +74,30 @@ int main(int argc, char **argv) {
   int v = 0;
   version(&v);
   if (rank == 0)
-    printf("time: ncclAllReduce %s sum, %d ranks, NCCL %d; CUDA events around back-to-back launches, the slowest rank\n"
-           "%12s %12s %10s %11s %11s\n", dt, size, v, "bytes", "elements", "time_us", "algbw_GB/s", "busbw_GB/s");
+    printf("time: ncclAllReduce %s sum, %d ranks, NCCL %d; CUDA events around back-to-back launches, the slowest rank, "
+           "median of %d rounds\n"
+           "%12s %12s %10s %11s %11s\n", dt, size, v, ROUNDS, "bytes", "elements", "time_us", "algbw_GB/s", "busbw_GB/s");
   for (long long bytes = 8; bytes <= (256ll << 20); bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
     size_t n = (size_t)bytes / es;
     if (!n) continue;
     int it = bytes <= (1 << 20) ? iters * 4 : bytes <= (32 << 20) ? iters : 10;
     for (int i = 0; i < 3; i++) allreduce(x, y, n, type, NCCL_SUM, comm, s);
     CK(cudaStreamSynchronize(s));
-    MPI_Barrier(MPI_COMM_WORLD);
-    CK(cudaEventRecord(a, s));
-    for (int i = 0; i < it; i++)
-      if (allreduce(x, y, n, type, NCCL_SUM, comm, s)) { fprintf(stderr, "ncclAllReduce failed\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    double us = ms * 1e3 / it, worst = us;
-    MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double round_us[ROUNDS];
+    for (int k = 0; k < ROUNDS; k++) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      CK(cudaEventRecord(a, s));
+      for (int i = 0; i < it; i++)
+        if (allreduce(x, y, n, type, NCCL_SUM, comm, s)) { fprintf(stderr, "ncclAllReduce failed\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+      CK(cudaEventRecord(b, s));
+      CK(cudaEventSynchronize(b));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, a, b));
+      double us = ms * 1e3 / it;
+      MPI_Allreduce(&us, &round_us[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+    qsort(round_us, ROUNDS, sizeof *round_us, cmp_double);
+    double worst = round_us[ROUNDS / 2];
     double alg = (double)bytes / (worst * 1e3), bus = alg * (size > 1 ? 2.0 * (size - 1) / size : 1.0);
     if (rank == 0) printf("%12lld %12zu %10.2f %11.2f %11.2f\n", bytes, n, worst, alg, bus);
     fflush(stdout);

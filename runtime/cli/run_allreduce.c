@@ -200,29 +200,46 @@ out:
   return ok;
 }
 
+/* CUDA events around `iters` back-to-back launches (or copies), after a barrier; the slowest
+ * rank's time per launch.  TIME_ROUNDS rounds after 3 warm-ups, and the median round: one round
+ * can catch a hiccup of the machine (a single 8 B row was seen at 3-4x its neighbours', on
+ * either side), which would decide a ratio alone.  bench/nccl_bench.c times NCCL the same way. */
+#define TIME_ROUNDS 5
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n, int iters, int copy) {
   CUevent a, b;
-  float ms = -1;
   if (!cu_ok(D->cuEventCreate(&a, 0), "cuEventCreate") || !cu_ok(D->cuEventCreate(&b, 0), "cuEventCreate")) return -1;
   size_t bytes = (size_t)n * r->es;
   int bad = 0;
   for (int i = 0; i < 3 && !bad; i++)
     bad = copy ? !cu_ok(D->cuMemcpyDtoDAsync(y, x, bytes, NULL), "copy") : launch(r, y, x, n);
   bad |= finish(r) != 0;
-  MPI_Barrier(MPI_COMM_WORLD);
-  bad |= !cu_ok(D->cuEventRecord(a, NULL), "cuEventRecord");
-  for (int i = 0; i < iters && !bad; i++)
-    bad = copy ? !cu_ok(D->cuMemcpyDtoDAsync(y, x, bytes, NULL), "copy") : launch(r, y, x, n);
-  bad |= !cu_ok(D->cuEventRecord(b, NULL), "cuEventRecord") || !cu_ok(D->cuEventSynchronize(b), "cuEventSynchronize");
-  if (!bad) D->cuEventElapsedTime(&ms, a, b);
-  if (!copy && weft_comm_check(r->c)) bad = 1;
+  double round_us[TIME_ROUNDS];
+  for (int k = 0; k < TIME_ROUNDS; k++) {
+    float ms = -1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    bad |= !cu_ok(D->cuEventRecord(a, NULL), "cuEventRecord");
+    for (int i = 0; i < iters && !bad; i++)
+      bad = copy ? !cu_ok(D->cuMemcpyDtoDAsync(y, x, bytes, NULL), "copy") : launch(r, y, x, n);
+    bad |= !cu_ok(D->cuEventRecord(b, NULL), "cuEventRecord") || !cu_ok(D->cuEventSynchronize(b), "cuEventSynchronize");
+    if (!bad) D->cuEventElapsedTime(&ms, a, b);
+    if (!copy && weft_comm_check(r->c)) bad = 1;
+    double us = bad ? -1.0 : ms * 1e3 / iters, worst = us, best = us;
+    MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&us, &best, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    if (best < 0) bad = 1;   /* every rank leaves the loop together */
+    if (bad) break;
+    round_us[k] = worst;
+  }
   D->cuEventDestroy(a);
   D->cuEventDestroy(b);
-  double us = bad ? -1.0 : ms * 1e3 / iters, worst = us;
-  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  double best = us;
-  MPI_Allreduce(&us, &best, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-  return best < 0 ? -1.0 : worst;
+  if (bad) return -1.0;
+  qsort(round_us, TIME_ROUNDS, sizeof *round_us, cmp_double);
+  return round_us[TIME_ROUNDS / 2];
 }
 
 int run_allreduce(weft_kernel *k, const run_opts *o) {
@@ -285,8 +302,9 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
   }
   if (o->timing) {
     if (RANK == 0)
-      printf("time: %s, %d ranks; each row: CUDA events around back-to-back launches, the slowest rank\n"
-             "%12s %12s %10s %11s %11s %10s %9s\n", r.m->name, SIZE, "bytes", "elements", "time_us", "algbw_GB/s",
+      printf("time: %s, %d ranks; each row: CUDA events around back-to-back launches, the slowest rank, "
+             "median of %d rounds\n"
+             "%12s %12s %10s %11s %11s %10s %9s\n", r.m->name, SIZE, TIME_ROUNDS, "bytes", "elements", "time_us", "algbw_GB/s",
              "busbw_GB/s", "copy_us", "vs_copy");
     for (long long bytes = 8; bytes <= (256ll << 20); bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
       long long n = bytes / (long long)r.es;
