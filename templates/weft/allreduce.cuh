@@ -142,15 +142,16 @@ template <class T> __device__ __forceinline__ u32 word_pack(const float *f) {
   else return pack2<T>(f[0], f[1]);
 }
 
+// x0: this thread's first word, loaded before the epoch (its load overlaps the epoch's)
 template <class T, class Op, bool PDL>
-__device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Comm &c, u64 e) {
+__device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Comm &c, u64 e, u32 x0) {
   constexpr int PER = 4 / (int)sizeof(T);
   const int half = (int)(e & 1);
   const u64 tag = e << 32;
   const long words = (n + PER - 1) / PER, stride = c.half_bytes / (8 * MAX_RANKS);
   const long first = (long)blockIdx.x * blockDim.x + threadIdx.x, step = (long)gridDim.x * blockDim.x;
   for (long w = first; w < words; w += step) {
-    const u64 v = tag | load_word(x, w, n);
+    const u64 v = tag | (w == first ? x0 : load_word(x, w, n));
 #pragma unroll
     for (int p = 0; p < MAX_RANKS; ++p)
       if (p < c.size && !(c.rank == c.mute_rank && c.mute_signal == SIG_DATA))
@@ -189,10 +190,17 @@ __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &
     griddep_wait();
     griddep_launch_dependents();
   }
-  const u64 e = launch_epoch(c);
-  if (ld_volatile(&c.state->abort)) return;   // a timeout earlier: the host reports it
+  u32 x0 = 0;
   if constexpr (ALGO == 3) {
-    allreduce_ll<T, Op, PDL>(y, x, n, c, e);
+    constexpr int PER = 4 / (int)sizeof(T);
+    const long w = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w < (n + PER - 1) / PER) x0 = load_word(x, w, n);
+  }
+  bool aborted;
+  const u64 e = launch_epoch(c, aborted);
+  if (aborted) return;   // a timeout earlier: the host reports it
+  if constexpr (ALGO == 3) {
+    allreduce_ll<T, Op, PDL>(y, x, n, c, e, x0);
     return;
   }
   const int half = (int)(e & 1);

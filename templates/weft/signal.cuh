@@ -154,24 +154,39 @@ __device__ __forceinline__ bool wait_peers(const Comm &c, int signal, u64 e) {
 }
 
 // The epoch this launch runs at (every block reads the same value: the counter only moves
-// when the last block retires).
-__device__ __forceinline__ u64 launch_epoch(const Comm &c) {
+// when the last block retires), and whether a timeout earlier aborted this rank: thread 0 has
+// both loads in flight at once.
+__device__ __forceinline__ u64 launch_epoch(const Comm &c, bool &aborted) {
   __shared__ u64 e;
-  if (threadIdx.x == 0) e = *(volatile u64 *)&c.state->epoch + 1;
+  __shared__ u32 ab;
+  if (threadIdx.x == 0) {
+    const u64 v = *(volatile u64 *)&c.state->epoch;
+    const u32 a = ld_volatile(&c.state->abort);
+    e = v + 1;
+    ab = a;
+  }
   __syncthreads();
+  aborted = ab != 0;
   return e;
+}
+__device__ __forceinline__ u64 launch_epoch(const Comm &c) {
+  bool aborted;
+  return launch_epoch(c, aborted);
 }
 
 // The block is done with this launch; the last block of the grid publishes the epoch for
-// the next launch.  Every block read the counter before arriving, so none can see it move.
+// the next launch.  Every block read the counter before arriving (thread 0 used the value
+// before its atomic), so none can see it move.  No fence: the next launch reads the counter
+// only after this grid has completed (stream order, or griddepcontrol.wait), which makes every
+// write of this grid visible.  A grid of one block publishes without counting.
 __device__ __forceinline__ void launch_retire(const Comm &c, u64 e) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&c.state->arrived, 1u) == gridDim.x - 1) {
+    if (gridDim.x * gridDim.y * gridDim.z == 1) {
+      *(volatile u64 *)&c.state->epoch = e;
+    } else if (atomicAdd(&c.state->arrived, 1u) == gridDim.x * gridDim.y * gridDim.z - 1) {
       c.state->arrived = 0;
       *(volatile u64 *)&c.state->epoch = e;
-      __threadfence();
     }
   }
 }
