@@ -143,7 +143,7 @@ template <class T> __device__ __forceinline__ u32 word_pack(const float *f) {
 }
 
 // x0: this thread's first word, loaded before the epoch (its load overlaps the epoch's)
-template <class T, class Op, bool PDL>
+template <class T, class Op>
 __device__ __forceinline__ void allreduce_ll(T *y, const T *x, long n, const Comm &c, u64 e, u32 x0) {
   constexpr int PER = 4 / (int)sizeof(T);
   const int half = (int)(e & 1);
@@ -200,7 +200,7 @@ __device__ __forceinline__ void allreduce(T *y, const T *x, long n, const Comm &
   const u64 e = launch_epoch(c, aborted);
   if (aborted) return;   // a timeout earlier: the host reports it
   if constexpr (ALGO == 3) {
-    allreduce_ll<T, Op, PDL>(y, x, n, c, e, x0);
+    allreduce_ll<T, Op>(y, x, n, c, e, x0);
     return;
   }
   const int half = (int)(e & 1);
