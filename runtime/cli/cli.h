@@ -46,7 +46,7 @@ typedef struct run_opts {
   weft_ctx *ctx;           /* the context the kernel came from; a runner that compiles a second
                             * kernel (ag_gemm's gather_then_gemm) uses it (NULL: it makes one) */
   long rows, cols, clusters;
-  long long elems;         /* allreduce: check only this many elements */
+  long long elems;         /* allreduce: check and time only this many elements per rank */
   int iters, warmup;
   unsigned long long seed;
   int check, timing;

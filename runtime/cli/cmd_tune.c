@@ -411,11 +411,14 @@ static int tune_main(int argc, char **argv, int out_fd) {
           /* Correctness first, on a few rows (or clusters) of the shape, so the reference stays
            * cheap; then timing at the full shape.  The kernel is the same either way. */
           long rows = sweep_size(sh, "rows"), clusters = sweep_size(sh, "clusters");
+          /* allreduce (its one size, n): the elements per rank, checked and timed */
+          long elems = sweep_size(sh, "m") < 0 && sweep_size(sh, "k") < 0 ? sweep_size(sh, "n") : -1;
           run_opts oc = {.rows = rows > 16 ? 16 : rows, .cols = sweep_size(sh, "cols"),
-                         .clusters = clusters > 64 ? 64 : clusters, .iters = 1, .warmup = 0,
-                         .seed = 1234 + (unsigned)i, .check = 1, .timing = 0, .quiet = 1, .result = &chk};
-          run_opts o = {.rows = rows, .cols = sweep_size(sh, "cols"), .clusters = clusters, .iters = (int)iters,
-                        .warmup = 3, .seed = 99, .check = 0, .timing = 1, .quiet = 1, .result = &j->r};
+                         .clusters = clusters > 64 ? 64 : clusters, .elems = elems > 0 ? elems : 0, .iters = 1,
+                         .warmup = 0, .seed = 1234 + (unsigned)i, .check = 1, .timing = 0, .quiet = 1, .result = &chk};
+          run_opts o = {.rows = rows, .cols = sweep_size(sh, "cols"), .clusters = clusters, .elems = elems > 0 ? elems : 0,
+                        .iters = (int)iters, .warmup = 3, .seed = 99, .check = 0, .timing = 1, .quiet = 1,
+                        .result = &j->r};
           /* A GEMM shape (ag_gemm: m, n, k): check a slice of it (at most 2048 rows, 1024
            * columns: the CPU reference stays cheap), time the whole. */
           long gm = sweep_size(sh, "m"), gn = sweep_size(sh, "n"), gk = sweep_size(sh, "k");

@@ -264,6 +264,7 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
   for (int i = 0; i < r.m->n_limits; i++)   /* one_shot_ll takes small messages only */
     if (!strcmp(r.m->limits[i].arg, "n") && r.m->limits[i].max < limit) limit = r.m->limits[i].max;
   if (time_max > limit) time_max = limit;
+  if (o->elems > 0) time_max = o->elems;   /* --elems N (and weft tune's shape): N only */
   if (o->timing && time_max > max_n) max_n = time_max;
   if (r.custom && !weft_manifest_param(r.m, "op.ref") && o->check) {
     if (RANK == 0) printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end)\n", r.m->name);
@@ -306,7 +307,9 @@ int run_allreduce(weft_kernel *k, const run_opts *o) {
              "median of %d rounds\n"
              "%12s %12s %10s %11s %11s %10s %9s\n", r.m->name, SIZE, TIME_ROUNDS, "bytes", "elements", "time_us", "algbw_GB/s",
              "busbw_GB/s", "copy_us", "vs_copy");
-    for (long long bytes = 8; bytes <= (256ll << 20); bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
+    /* 8 B .. 256 MB; with --elems N, N elements only */
+    for (long long bytes = o->elems > 0 ? o->elems * (long long)r.es : 8; bytes <= (256ll << 20) || o->elems > 0;
+         bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
       long long n = bytes / (long long)r.es;
       if (n < 1) continue;
       if (n > time_max) break;
