@@ -251,7 +251,10 @@ static int tune_main(int argc, char **argv, int out_fd) {
   char *text;
   if (util_read_file(c.config, &text, NULL, err, sizeof err)) { fprintf(stderr, "weft tune: %s\n", err); return CLI_USAGE; }
   weft_ctx *ctx;
-  if (weft_ctx_create(&ctx, NULL)) { free(text); fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
+  /* under mpirun each rank takes the GPU of its local rank, as `weft run` does (with one
+   * context on device 0, two ranks of an allreduce sweep time-sliced one GPU: 2.25 ms a launch) */
+  weft_ctx_options copts = {.device = cli_device()};
+  if (weft_ctx_create(&ctx, &copts)) { free(text); fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
   sweep *sw = NULL;
   weft_status st = sweep_expand(api_bridge(ctx), c.config, text, c.sets, c.n_sets, &sw, err, sizeof err);
   free(text);
