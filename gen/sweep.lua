@@ -402,6 +402,18 @@ local function candidate(dims, i)
   return sets, #labels > 0 and table.concat(labels, " ") or "base"
 end
 
+-- Why the candidate's kernel cannot take this shape (a size outside its manifest's limits, as
+-- the runtime would refuse it at launch), or nil.
+local function outside_limits(d, shape, file)
+  for _, l in ipairs(d.limits or {}) do
+    local v = shape.size[l.arg]
+    if v and (v < l.min or v > l.max or (l.multiple and v % l.multiple ~= 0)) then
+      return string.format("%s: %s = %d: outside the kernel's limits [%d, %d]%s", file, l.arg, v, l.min, l.max,
+        l.multiple and string.format(", a multiple of %d", l.multiple) or "")
+    end
+  end
+end
+
 local function expand_shape(sw, shape, file, weft, check_sizes)
   local out = { name = shape.name, size = shape.size, sets = {}, candidates = {}, accepted = 0,
                 pruned_where = 0, pruned_check = 0, pruned = {}, duplicates = 0, total = sw.total }
@@ -443,6 +455,8 @@ local function expand_shape(sw, shape, file, weft, check_sizes)
         return nil, string.format("%s: the generator failed on candidate %s for %s (a bug in weft): %s", file,
           label, shape.name, tostring(fam))
       end
+      local too_big = fam and outside_limits(d, shape, file)   -- e.g. one_shot_ll past its 2M elements
+      if too_big then fam, ncfg = nil, too_big end
       if not fam then
         out.pruned_check = out.pruned_check + 1
         local msg = ncfg

@@ -292,7 +292,9 @@ static int tune_main(int argc, char **argv, int out_fd) {
     printf("  %s: %d combinations, %d pruned by `where`, %d by the generator's rules, %d duplicates, %d candidates\n",
            sh->name, sh->total, sh->pruned_where, sh->total - sh->pruned_where - sh->n_cand - sh->duplicates,
            sh->duplicates, sh->n_cand);
-    for (int r = 0; r < sh->n_rules; r++) printf("    %4d  %s\n", sh->rules[r].count, sh->rules[r].rule);
+    for (int r = 0; r < sh->n_rules; r++)   /* the rule, numbers as N; then one message in full */
+      printf("    %4d  %s\n          e.g. %s\n", sh->rules[r].count, sh->rules[r].rule,
+             sh->rules[r].example ? sh->rules[r].example : "");
     n_jobs += sh->n_cand + 1;
   }
 

@@ -407,3 +407,31 @@ T.test("row_softmax example: per_shape streams the longest rows", function()
 end)
 
 T.done("test_sweep")
+
+T.test("a shape outside a candidate's size limits is pruned by rule, not left to fail at launch", function()
+  local r = assert(expand([[
+return {
+  base = { family = "allreduce", dtype = "f32" },
+  space = { algo = { "one_shot", "one_shot_ll" } },
+  shapes = { { n = 3000000 }, { n = 4096 } },
+}
+]]))
+  local big, small = r.shapes[1], r.shapes[2]
+  T.eq(big.pruned_check, 1, "one_shot_ll past its 2M elements: pruned")
+  T.deq(labels(big), { "algo=one_shot" }, "one_shot stays")
+  T.eq(big.pruned[1].rule, "n: outside the kernel's limits [N, N]", "rule")
+  T.eq(big.pruned[1].example, "s.lua: n = 3000000: outside the kernel's limits [1, 2097152]", "example")
+  check_accounts(big)
+  T.eq(small.accepted, 2, "both fit 4096 elements")
+  -- a GEMM shape whose k is not a multiple of 8 (TMA's 16-byte rows): every candidate pruned
+  local g = assert(expand([[
+return {
+  base = { family = "ag_gemm", variant = "gemm" },
+  space = { stages = { 3, 4 } },
+  shapes = { { m = 1024, n = 1024, k = 1001 } },
+}
+]])).shapes[1]
+  T.eq(g.accepted, 0, "no candidate takes k = 1001")
+  T.ok(g.pruned[1].example:find("^s%.lua: k = 1001: outside the kernel's limits %[8, %d+%], a multiple of 8$"),
+    "example names the multiple: " .. g.pruned[1].example)
+end)
