@@ -64,6 +64,8 @@ int run_ag_gemm(weft_kernel *k, const run_opts *o);     /* run_ag_gemm.c: every 
 /* The device this process should use: its local rank (mpirun) modulo the GPUs here, else
  * $WEFT_DEVICE, else 0. */
 int cli_device(void);
+/* The median of n values (sorts them in place; the upper one of an even count).  cmd_run.c. */
+double cli_median(double *v, int n);
 /* A driver call's result: 1 if it succeeded; else 0 and its message on stderr, "weft run: rank R:
  * ..." (rank < 0: without the rank).  cmd_run.c. */
 int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what);

@@ -62,11 +62,6 @@ static CUdeviceptr dev_alloc(size_t bytes) {
   return p;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* One timed target: launch the kernel (args_for(i) gives buffer set i % nsets) or a copy. */
 typedef struct timed {
   weft_kernel *k;
@@ -98,8 +93,7 @@ static int time_median(const timed *t, int warmup, int iters, double *ms) {
     if (!cu_ok(D->cuEventElapsedTime(&f, a, b), "cuEventElapsedTime")) goto out;
     if (i >= 0) v[i] = f;
   }
-  qsort(v, (size_t)iters, sizeof *v, cmp_double);
-  *ms = v[iters / 2];
+  *ms = cli_median(v, iters);
   rc = 0;
 out:
   free(v);
@@ -385,6 +379,16 @@ int run_kernel(weft_kernel *k, const run_opts *o) {
   if (!strcmp(fam, "ag_gemm")) return run_ag_gemm(k, o);
   fprintf(stderr, "weft run: no runner for family %s yet\n", fam);
   return CLI_FAIL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double cli_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
 }
 
 int cli_device(void) {

@@ -880,11 +880,6 @@ static double time_events(agg *r, int op, int *iters) {
   return ranks_max(ms * 1e3 / *iters);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* The same `iters` launches captured once into a CUDA graph; one replay to warm up, then the
  * median of 3 timed replays (each after a barrier), the slowest rank (a slow op: one replay).
  * -1 if any rank failed. */
@@ -914,8 +909,7 @@ static double time_graph(agg *r, int op, int iters) {
     if (!ranks_all(ok)) goto out;
     t[rep] = ms * 1e3 / iters;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
-  us = ranks_max(t[reps / 2]);
+  us = ranks_max(cli_median(t, reps));
 out:
   if (ge) D->cuGraphExecDestroy(ge);
   if (g) D->cuGraphDestroy(g);
@@ -1028,10 +1022,9 @@ static int time_shape(agg *r, long long M, long long N, long long K) {
       if ((t[5][rd] = time_graph(r, OP_NCCL, it)) < 0) { pass = 0; goto out; }
     }
   }
-  for (int i = 0; i < 6; i++) qsort(t[i], (size_t)rounds, sizeof t[i][0], cmp_double);
-  w.w_ev = t[0][rounds / 2]; w.w_gr = t[1][rounds / 2];
-  w.b_ev = t[2][rounds / 2]; w.b_gr = t[3][rounds / 2];
-  w.n_ev = t[4][rounds / 2]; w.n_gr = t[5][rounds / 2];
+  w.w_ev = cli_median(t[0], rounds); w.w_gr = cli_median(t[1], rounds);
+  w.b_ev = cli_median(t[2], rounds); w.b_gr = cli_median(t[3], rounds);
+  w.n_ev = cli_median(t[4], rounds); w.n_gr = cli_median(t[5], rounds);
   if (r->have_blt) {   /* every launch above wrote the same C: compare the last ones */
     cw = malloc(c_bytes);
     cb = malloc(c_bytes);

@@ -205,10 +205,6 @@ out:
  * can catch a hiccup of the machine (a single 8 B row was seen at 3-4x its neighbours', on
  * either side), which would decide a ratio alone.  bench/nccl_bench.c times NCCL the same way. */
 #define TIME_ROUNDS 5
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n, int iters, int copy) {
   CUevent a, b;
@@ -238,8 +234,7 @@ static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n
   D->cuEventDestroy(a);
   D->cuEventDestroy(b);
   if (bad) return -1.0;
-  qsort(round_us, TIME_ROUNDS, sizeof *round_us, cmp_double);
-  return round_us[TIME_ROUNDS / 2];
+  return cli_median(round_us, TIME_ROUNDS);
 }
 
 int run_allreduce(weft_kernel *k, const run_opts *o) {
