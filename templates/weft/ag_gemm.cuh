@@ -52,16 +52,6 @@ __device__ __forceinline__ void send_signal(const Comm &c, int signal, int to, i
   st_release_sys(signal_slot(c, c.peers[to], signal, about, blockIdx.x), e);
 }
 
-// Barriers among some warps of the CTA (id 0 is __syncthreads).
-__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ int bar_or(int id, int n, int v) {
-  int r;
-  asm volatile("{ .reg .pred p, q; setp.ne.b32 p, %3, 0; barrier.cta.red.or.pred q, %1, %2, p; selp.b32 %0, 1, 0, q; }"
-               : "=r"(r) : "r"(id), "r"(n), "r"(v) : "memory");
-  return r;
-}
-
 // Wait until every block of `sender` reached `signal` at epoch e (slots in this rank's pad),
 // lanes lane, lane + nl, ... sharing the slots.  Returns 1 where this lane must stop.  A timeout
 // names the rank that owes the signal: the sender for READY, this rank itself for PULLED (its

@@ -58,6 +58,16 @@ __device__ __forceinline__ void mbar_arrive(u64 *bar) {
 // Generic-proxy writes (ours, or a peer's we acquired) before async-proxy (TMA) reads of them.
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 
+// Barriers among some warps of the CTA (id 0 is __syncthreads).
+__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ int bar_or(int id, int n, int v) {
+  int r;
+  asm volatile("{ .reg .pred p, q; setp.ne.b32 p, %3, 0; barrier.cta.red.or.pred q, %1, %2, p; selp.b32 %0, 1, 0, q; }"
+               : "=r"(r) : "r"(id), "r"(n), "r"(v) : "memory");
+  return r;
+}
+
 // Registers move between warpgroups: the producer needs few, the consumers hold accumulators.
 template <int N> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
 template <int N> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
@@ -204,7 +214,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage,
   constexpr int ROWS = MR * 64, CHUNK = ROWS * 128;
   const int t = threadIdx.x % 128;
   if (t == 0) bulk_wait_read();   // the last tile's stores have read the stage
-  asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+  bar_sync(bar_id, 128);
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
 #pragma unroll
   for (int mi = 0; mi < MR; ++mi)
@@ -220,7 +230,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage,
       }
     }
   fence_proxy_async_shared();
-  asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+  bar_sync(bar_id, 128);
   if (t == 0) {
 #pragma unroll
     for (int ch = 0; ch < BN / 64; ++ch) {
