@@ -485,23 +485,22 @@ static int shape_begin(agg *r, long long M, long long N, long long K, int timing
 
 /* ---- launching ------------------------------------------------------------------------------- */
 
-static int launch_weft(agg *r) {
-  if (r->kind == V_GEMM) {
-    if (weft_launch(r->k, r->gemm_args.slot, r->s)) {
-      fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(r->k));
-      return -1;
-    }
-    return 0;
+/* A GEMM kernel (no communicator) with these arguments on the run's stream; 0 on success. */
+static int launch_gemm(agg *r, weft_kernel *k, bound *args) {
+  if (weft_launch(k, args->slot, r->s)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
+    return -1;
   }
+  return 0;
+}
+
+static int launch_weft(agg *r) {
+  if (r->kind == V_GEMM) return launch_gemm(r, r->k, &r->gemm_args);
   if (weft_comm_launch(r->comm, r->main_args.slot, r->s)) {
     fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->comm));
     return -1;
   }
-  if (r->kind == V_TWO && weft_launch(r->k2, r->gemm_args.slot, r->s)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(r->k2));
-    return -1;
-  }
-  return 0;
+  return r->kind == V_TWO ? launch_gemm(r, r->k2, &r->gemm_args) : 0;
 }
 
 static int launch_op(agg *r, int op) {
@@ -730,11 +729,8 @@ static int check_pdl_chain(agg *r, const void *x_host) {
   ok = 1;
   for (int it = 0; it < 10 && ok; it++) {
     ok = cu_ok(D->cuMemsetD8Async(r->cmat, 0xff, x_bytes, r->s), "cuMemsetD8Async") &&
-         cu_ok(D->cuMemsetD8Async(y, 0xff, x_bytes, r->s), "cuMemsetD8Async") && !launch_weft(r);
-    if (ok && weft_launch(r->k, args.slot, r->s)) {
-      fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(r->k));
-      ok = 0;
-    }
+         cu_ok(D->cuMemsetD8Async(y, 0xff, x_bytes, r->s), "cuMemsetD8Async") && !launch_weft(r) &&
+         !launch_gemm(r, r->k, &args);
     ok = ok && !finish(r) && cu_ok(D->cuMemcpyDtoH(it ? yi : y0, y, x_bytes), "cuMemcpyDtoH");
     if (!ok) break;
     if (!it) {
