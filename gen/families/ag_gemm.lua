@@ -2,8 +2,8 @@
 -- GEMM), every rank computing all of C; and the plain GEMM it is built from (variant = "gemm").
 -- Device side: templates/weft/ag_gemm.cuh (the protocol and the kernels), weft/gemm.cuh (TMA,
 -- mbarriers, WGMMA).  The WGMMA instruction for the chosen tile is rendered here.
-local common = require("gen.common")
-local schema_show = require("gen.schema").show
+local common = require("gen.core.common")
+local schema_show = require("gen.core.schema").show
 
 local F = {
   name = "ag_gemm",

@@ -2,7 +2,7 @@
 -- Device side: templates/weft/allreduce.cuh (the data path) and weft/signal.cuh (the
 -- protocol).  The runtime (weft_comm, runtime/comm.c) owns the symmetric buffer, the epochs
 -- and the timeout record; this module tells it what the kernel needs through manifest.comm.
-local common = require("gen.common")
+local common = require("gen.core.common")
 
 local F = {
   name = "allreduce",

@@ -1,7 +1,7 @@
 -- gen/families/cluster_reduce.lua: seed 000's cluster_allreduce as a kernel of its own, so the
 -- primitive is tested and measured directly: every CTA of every cluster block-reduces its
 -- inputs, combines across the cluster, and writes what it got back.
-local common = require("gen.common")
+local common = require("gen.core.common")
 
 local F = {
   name = "cluster_reduce",

@@ -1,6 +1,6 @@
 -- gen/families/row_reduce.lua: out[r] = op(x[r][0], ..., x[r][cols-1]) in f32, one row per
 -- cluster, combined across the cluster with seed 000's cluster_allreduce.
-local common = require("gen.common")
+local common = require("gen.core.common")
 
 local F = {
   name = "row_reduce",

@@ -2,7 +2,7 @@
 -- and sum), one row per cluster.  mode = "onchip" keeps each CTA's slice of the row in
 -- registers (read once, write once) up to max_cols; mode = "stream" takes any length and reads
 -- the row twice.
-local common = require("gen.common")
+local common = require("gen.core.common")
 
 local F = {
   name = "row_softmax",

@@ -1,4 +1,4 @@
-/* cmd_tune.c: `weft tune`: expand a sweep (gen/sweep.lua), compile every candidate in parallel
+/* cmd_tune.c: `weft tune`: expand a sweep (gen/core/sweep.lua), compile every candidate in parallel
  * through the disk cache, reject what the compiler says cannot run well, then check and time
  * each survivor on the GPU, rank them, and keep the results (CSV, tuning database). */
 #include <math.h>
@@ -108,7 +108,7 @@ static int cmp_time(const void *a, const void *b) {
 }
 
 static void progress(int tty, int done, int total, double t0, const job *best, const sweep *sw) {
-  double el = (hr_now_ms() - t0) / 1e3;
+  double el = (util_now_ms() - t0) / 1e3;
   if (tty) {
     int w = 30, f = total ? done * w / total : w;
     printf("\r  [%.*s%*s] %d/%d  %.0f s  best %s", f, "##############################", w - f, "", done, total, el,
@@ -322,11 +322,11 @@ static int tune_main(int argc, char **argv, int out_fd) {
   pthread_mutex_init(&ts.lock, NULL);
   int nt = (int)(jobs_n < n_jobs ? jobs_n : n_jobs);
   pthread_t *th = calloc((size_t)nt, sizeof *th);
-  double t0 = hr_now_ms();
+  double t0 = util_now_ms();
   for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, compile_worker, &ts);
   for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
   free(th);
-  double compile_s = (hr_now_ms() - t0) / 1e3;
+  double compile_s = (util_now_ms() - t0) / 1e3;
   int compiled = 0, hits = 0, cold = 0, spilled = 0, serialized = 0, failed = 0, no_default = 0;
   double cold_sum = 0, cold_max = 0;
   for (int i = 0; i < n_jobs; i++) {
@@ -377,7 +377,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
   int tty = isatty(1) && ranks_size() == 1;
   int total_runs = 0, done = 0, stopped = 0;
   for (int i = 0; i < n_jobs; i++) total_runs += jobs[i].compiled && !jobs[i].rejected;
-  double tr0 = hr_now_ms();
+  double tr0 = util_now_ms();
   printf("running %d kernels on %s (sm_%d, driver %d)%s", total_runs, gpu, sm, driver,
          budget ? "" : "; no budget: Ctrl-C stops and keeps what was measured");
   if (ranks_size() > 1) printf("; %d ranks run every candidate together, times are the MAX over ranks", ranks_size());
@@ -394,7 +394,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
         if (j->compiled && !j->rejected) { j->rejected = 1; snprintf(j->why, sizeof j->why, "not runnable on every rank"); }
         continue;
       }
-      if (ranks_any(interrupted || (budget && (hr_now_ms() - tr0) / 1e3 > (double)budget))) {
+      if (ranks_any(interrupted || (budget && (util_now_ms() - tr0) / 1e3 > (double)budget))) {
         stopped = 1;
         break;
       }

@@ -1,6 +1,6 @@
 // weft/ops.cuh: combine functors over small f32 vectors.
 // A family template defines the scalar operator `struct Op { identity(); combine(a, b); }`
-// from its config (gen/ops.lua); these lift it to the W-wide values the reductions move.
+// from its config (gen/core/ops.lua); these lift it to the W-wide values the reductions move.
 #pragma once
 
 namespace weft {

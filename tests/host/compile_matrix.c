@@ -20,7 +20,7 @@ typedef struct entry {
                     "mapa.shared::cluster", "ld.shared::cluster.f32"
 #define STREAM_LOAD "ld.global.nc.L1::no_allocate.v4.u32"
 /* what every signal between ranks compiles to: release stores, acquire polls, a bounded wait;
- * and the communicator parameter has the size runtime/comm.c fills (weft::Comm, 136 bytes) */
+ * and the communicator parameter has the size runtime/core/comm.c fills (weft::Comm, 136 bytes) */
 #define SIGNAL_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "%globaltimer", "_param_3[136]"
 #define MM_F32 "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "multimem.st.relaxed.sys.global.v4.f32"
 /* ag_gemm.  Its signals: release stores, relaxed polls closed by one fence.acq_rel.sys, a bounded

@@ -1,4 +1,4 @@
-/* test_cache.c: the on-disk kernel cache (runtime/cache.c) against the behaviour in cache.h.
+/* test_cache.c: the on-disk kernel cache (runtime/core/cache.c) against the behaviour in cache.h.
  *
  * Every test gets a fresh folder under $WEFT_TEST_TMP (mkdtemp) and removes it afterwards; the
  * environment variables the cache reads are restored after each test.

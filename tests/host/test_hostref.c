@@ -1,4 +1,4 @@
-/* test_hostref.c: conversions, random fills, CPU references and comparison of runtime/hostref. */
+/* test_hostref.c: conversions, random fills, CPU references and comparison of runtime/check/hostref. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -611,8 +611,6 @@ static void test_misc(void **state) {
   assert_true(hr_softmax_rtol(HR_F32) == 2e-5 && hr_softmax_atol(HR_F32) == 1e-7);
   assert_true(hr_softmax_rtol(HR_F16) == 2e-3 && hr_softmax_atol(HR_F16) == 0x1p-15);
   assert_true(hr_softmax_rtol(HR_BF16) == 1.6e-2 && hr_softmax_atol(HR_BF16) == 0x1p-127);
-  double t0 = hr_now_ms(), t1 = hr_now_ms();
-  assert_true(t0 > 0 && t1 >= t0);
 }
 
 int main(void) {

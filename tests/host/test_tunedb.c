@@ -1,4 +1,4 @@
-/* test_tunedb.c: the tuning database (runtime/tunedb.c) against the behaviour in tunedb.h.
+/* test_tunedb.c: the tuning database (runtime/core/tunedb.c) against the behaviour in tunedb.h.
  *
  * Every test gets a fresh folder under $WEFT_TEST_TMP (mkdtemp) and removes it afterwards; the
  * environment variables tunedb reads are restored after each test.

@@ -1,6 +1,6 @@
--- tests/lua/test_config.lua: gen/config.lua, the config sandbox and --set overrides.
+-- tests/lua/test_config.lua: gen/core/config.lua, the config sandbox and --set overrides.
 local T = load(weft_read("tests/lua/testlib.lua"), "@tests/lua/testlib.lua")()
-local config = require("gen.config")
+local config = require("gen.core.config")
 
 local F = "cfg.lua"
 
@@ -68,7 +68,7 @@ T.test("a config calling io.open fails clearly", function()
 end)
 
 T.test("require, load and dofile fail clearly", function()
-  for _, call in ipairs({ 'require("gen.weft")', 'load("return 1")', 'dofile("x.lua")', 'loadfile("x")' }) do
+  for _, call in ipairs({ 'require("gen.core.weft")', 'load("return 1")', 'dofile("x.lua")', 'loadfile("x")' }) do
     local msg = T.fails(call, config.load, call .. "\nreturn {}", F)
     T.contains(msg, "cfg.lua:1", call)
     T.contains(msg, call:match("^(%a+)"), call)

@@ -1,9 +1,9 @@
--- tests/lua/test_generate.lua: gen/weft.lua end to end: examples, determinism, kernel names that
+-- tests/lua/test_generate.lua: gen/core/weft.lua end to end: examples, determinism, kernel names that
 -- encode every parameter, rendered sources and manifests consistent with their configs.
 local T = load(weft_read("tests/lua/testlib.lua"), "@tests/lua/testlib.lua")()
-local weft = require("gen.weft")
-local json = require("gen.json")
-local common = require("gen.common")
+local weft = require("gen.core.weft")
+local json = require("gen.core.json")
+local common = require("gen.core.common")
 
 local INT_MAX = 2147483647
 local SRC = T.source_dir()
@@ -397,7 +397,7 @@ check_json_source = function(m, cfg, fam, where)
   end
   T.ok(s:find('extern "C" __global__', 1, true), where .. " has an extern C kernel")
   T.ok(s:find(" " .. m.name .. "(", 1, true), where .. " defines " .. m.name)
-  local op = cfg.op and assert(weft.family_module(cfg.family).fields and require("gen.ops").check(cfg.op))
+  local op = cfg.op and assert(weft.family_module(cfg.family).fields and require("gen.core.ops").check(cfg.op))
   if op then
     T.contains(s, op.combine, where .. " combine in source")
     T.contains(s, op.identity, where .. " identity in source")
@@ -524,7 +524,7 @@ local function candidates(f, base)
       end
     end
   elseif f.kind == "custom" and f.name == "op" then
-    for _, n in ipairs(require("gen.ops").names) do add(n) end
+    for _, n in ipairs(require("gen.core.ops").names) do add(n) end
     for _, o in ipairs(CUSTOM_OPS) do add(o) end
   elseif f.kind == "custom" and f.name == "tile" then
     seen[lua_text(base)] = true
@@ -628,7 +628,7 @@ T.test("the kernel name changes when any single parameter changes", function()
             T.ok(e:find('variant.lua: tile = "%d+x%d+x%d+": ') or e:find("variant.lua: tile%.[mnk] = %d+: "),
               what .. " rejected: " .. e)
           else
-            T.contains(e, "variant.lua: " .. f.name .. " = " .. require("gen.schema").show(v) .. ": ", what .. " rejected")
+            T.contains(e, "variant.lua: " .. f.name .. " = " .. require("gen.core.schema").show(v) .. ": ", what .. " rejected")
           end
         end
       end

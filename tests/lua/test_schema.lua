@@ -1,10 +1,10 @@
--- tests/lua/test_schema.lua: gen/schema.lua (validation and messages), gen/ops.lua, gen/common.lua
+-- tests/lua/test_schema.lua: gen/core/schema.lua (validation and messages), gen/core/ops.lua, gen/core/common.lua
 -- rules, and the families' schemas as data.
 local T = load(weft_read("tests/lua/testlib.lua"), "@tests/lua/testlib.lua")()
-local schema = require("gen.schema")
-local ops = require("gen.ops")
-local common = require("gen.common")
-local weft = require("gen.weft")
+local schema = require("gen.core.schema")
+local ops = require("gen.core.ops")
+local common = require("gen.core.common")
+local weft = require("gen.core.weft")
 
 local F = "cfg.lua"
 

@@ -1,10 +1,10 @@
--- tests/lua/test_sweep.lua: gen/sweep.lua, the search space of `weft tune`: counts, order,
+-- tests/lua/test_sweep.lua: gen/core/sweep.lua, the search space of `weft tune`: counts, order,
 -- determinism, dotted keys, candidates that round-trip through base_text + --set, messages for
 -- bad sweeps, and the example sweeps.
 local T = load(weft_read("tests/lua/testlib.lua"), "@tests/lua/testlib.lua")()
-local sweep = require("gen.sweep")
-local weft = require("gen.weft")
-local config = require("gen.config")
+local sweep = require("gen.core.sweep")
+local weft = require("gen.core.weft")
+local config = require("gen.core.config")
 
 local function expand(text, file, overrides)
   return sweep.expand(text, file or "s.lua", overrides or {})

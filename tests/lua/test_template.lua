@@ -1,6 +1,6 @@
--- tests/lua/test_template.lua: gen/template.lua, the ${hole} engine and #include inliner.
+-- tests/lua/test_template.lua: gen/core/template.lua, the ${hole} engine and #include inliner.
 local T = load(weft_read("tests/lua/testlib.lua"), "@tests/lua/testlib.lua")()
-local template = require("gen.template")
+local template = require("gen.core.template")
 
 local function render(files, values, path)
   return template.render(path or "templates/t.cu", values, T.reader(files))

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,4 +167,10 @@ char *util_weft_cache_path(const char *env, const char *leaf, const char *what, 
   }
   if (!p) util_set_err(err, errlen, "out of memory choosing %s", what);
   return p;
+}
+
+double util_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }

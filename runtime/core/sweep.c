@@ -1,4 +1,4 @@
-/* sweep.c: gen/sweep.lua's expansion, converted to C (see sweep.h). */
+/* sweep.c: gen/core/sweep.lua's expansion, converted to C (see sweep.h). */
 #include "sweep.h"
 
 #include <lauxlib.h>
@@ -102,7 +102,7 @@ weft_status sweep_expand(bridge *b, const char *file, const char *text, const ch
   weft_status st = WEFT_OK;
   *out = NULL;
   lua_getglobal(L, "require");
-  lua_pushstring(L, "gen.sweep");
+  lua_pushstring(L, "gen.core.sweep");
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
     snprintf(err, errlen, "weft's sweep expander failed to load (a bug in weft):\n%s", lua_tostring(L, -1));
     st = WEFT_ERR_INTERNAL;

@@ -1,4 +1,4 @@
--- gen/sweep.lua: expanding a sweep (the search space of `weft tune`) into candidate configs.
+-- gen/core/sweep.lua: expanding a sweep (the search space of `weft tune`) into candidate configs.
 --
 -- A sweep is a Lua chunk that returns a table, loaded in the same sandbox as a config:
 --   base      a config (must name its family): what every candidate starts from
@@ -8,13 +8,13 @@
 --   per_shape optional function(shape) -> table of overrides of the base for that shape
 --
 -- expand(text, file, overrides) gives, per shape, the candidates that pass `where` and the
--- generator's own validation (gen.weft.check), as "key=value" strings relative to base_text,
+-- generator's own validation (gen.core.weft.check), as "key=value" strings relative to base_text,
 -- the base serialized as config text: generating base_text with shape.sets then
 -- candidate.sets (as --set overrides) gives exactly the candidate.  Rejected candidates are
 -- counted, grouped by rule.  No file access here: the C side reads the sweep.
 
-local config = require("gen.config")
-local schema = require("gen.schema")
+local config = require("gen.core.config")
+local schema = require("gen.core.schema")
 
 local M = {}
 
@@ -56,7 +56,7 @@ local function finite(v)
   return v == v and v ~= math.huge and v ~= -math.huge
 end
 
--- A scalar as the value side of a --set "key=value" that gen.config.parse_value turns back into
+-- A scalar as the value side of a --set "key=value" that gen.core.config.parse_value turns back into
 -- it: strings always quoted (parse_value strips one pair of quotes, nothing else), numbers with
 -- enough digits.  An integral float comes back as an integer; candidates are built through
 -- config.apply from these same strings, so what the expansion checks is what C generates.
@@ -174,7 +174,7 @@ local function errors(file)
 end
 
 local function family_names()
-  return schema.list(require("gen.weft").FAMILIES)
+  return schema.list(require("gen.core.weft").FAMILIES)
 end
 
 -- -> list of { key, values } sorted by key, or nil (errors added)
@@ -494,7 +494,7 @@ end
 
 -- expand(text, file, overrides) -> expansion | nil, message   (see the top of this file)
 function M.expand(text, file, overrides)
-  local weft = require("gen.weft")
+  local weft = require("gen.core.weft")
   local sw, err = config.load(text, file)
   if not sw then return nil, err end
   sw, err = config.apply(sw, overrides, file)

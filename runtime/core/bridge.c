@@ -391,7 +391,7 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
   lua_pushcfunction(L, l_traceback);
   int h = lua_gettop(L);
   lua_getglobal(L, "require");
-  lua_pushstring(L, "gen.weft");
+  lua_pushstring(L, "gen.core.weft");
   if (lua_pcall(L, 1, 1, h) != LUA_OK) {
     snprintf(err, errlen, "weft's generator failed to load (a bug in weft):\n%s", lua_tostring(L, -1));
     st = WEFT_ERR_INTERNAL;
@@ -430,7 +430,7 @@ int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *
   lua_State *L = b->L;
   int top = lua_gettop(L), rc = -1;
   lua_getglobal(L, "require");
-  lua_pushstring(L, "gen.weft");
+  lua_pushstring(L, "gen.core.weft");
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) { snprintf(err, errlen, "%s", lua_tostring(L, -1)); goto done; }
   lua_getfield(L, -1, "refs");
   lua_getfield(L, -1, name);

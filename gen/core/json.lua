@@ -1,4 +1,4 @@
--- gen/json.lua: a deterministic JSON encoder (object keys sorted) for manifests.
+-- gen/core/json.lua: a deterministic JSON encoder (object keys sorted) for manifests.
 local M = {}
 
 local escapes = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',

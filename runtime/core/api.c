@@ -9,7 +9,7 @@
 #include "cache.h"
 #include "driver.h"
 #include "hash.h"
-#include "hostref.h"
+#include "util.h"
 #include "internal.h"
 #include "manifest.h"
 #include "tunedb.h"
@@ -145,12 +145,12 @@ weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **o
   cache_key(m, nv, key);
   build_job job = {m};
   cache_result res;
-  double t0 = hr_now_ms();
+  double t0 = util_now_ms();
   if (cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err) != 0) {
     weft_kernel_destroy(k);
     return strstr(c->err, "WEFT_NO_COMPILE") ? WEFT_ERR_CACHE : WEFT_ERR_COMPILE;
   }
-  k->compile_ms = hr_now_ms() - t0;
+  k->compile_ms = util_now_ms() - t0;
   k->hit = res == CACHE_HIT;
   *out = k;
   return WEFT_OK;
@@ -367,8 +367,10 @@ static long arg_int(const weft_arg *a, void *p) {
 
 /* element size behind a pointer argument (1 when the manifest names no dtype) */
 static size_t dtype_size(const char *dt) {
-  hr_dtype d;
-  return dt && hr_dtype_parse(dt, &d) == 0 ? hr_dtype_size(d) : 1;
+  if (!dt) return 1;
+  if (!strcmp(dt, "f32")) return 4;
+  if (!strcmp(dt, "f16") || !strcmp(dt, "bf16")) return 2;
+  return 1;
 }
 
 /* Everything the kernel assumes about its arguments, checked before launch. */

@@ -1,5 +1,5 @@
--- gen/common.lua: schema fields and rules shared by several families.
-local ops = require("gen.ops")
+-- gen/core/common.lua: schema fields and rules shared by several families.
+local ops = require("gen.core.ops")
 
 local M = {}
 

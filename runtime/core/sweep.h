@@ -1,4 +1,4 @@
-/* sweep.h: an expanded autotune sweep (gen/sweep.lua), as C data for `weft tune`. */
+/* sweep.h: an expanded autotune sweep (gen/core/sweep.lua), as C data for `weft tune`. */
 #ifndef WEFT_SWEEP_H
 #define WEFT_SWEEP_H
 #include "bridge.h"

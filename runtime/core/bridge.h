@@ -16,7 +16,7 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
                             const char *const *overrides, int n_overrides, weft_manifest **out,
                             char *err, size_t errlen);
 
-/* A manifest from a Lua chunk that returns a manifest table (what gen.weft.generate returns:
+/* A manifest from a Lua chunk that returns a manifest table (what gen.core.weft.generate returns:
  * tests use it to hand-write manifests), converted and checked as bridge_generate does.  The
  * chunk runs unsandboxed: trusted text only. */
 weft_status bridge_manifest_eval(bridge *b, const char *chunkname, const char *text, weft_manifest **out,

@@ -1,4 +1,4 @@
--- gen/template.lua: the template engine.
+-- gen/core/template.lua: the template engine.
 --
 -- A template is ordinary CUDA C with ${name} holes.  render() fills every hole from a table of
 -- values and fails on any name it cannot fill (never leaves ${x} behind).  It also expands

@@ -702,8 +702,3 @@ double hr_softmax_atol(hr_dtype out_dt) {
   return 1e-7;
 }
 
-double hr_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}

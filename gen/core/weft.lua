@@ -1,4 +1,4 @@
--- gen/weft.lua: the generator's entry point.
+-- gen/core/weft.lua: the generator's entry point.
 --
 --   config text ─► sandboxed load ─► --set overrides ─► validate (family schema + rules)
 --               ─► derive (grid, block, smem, args) ─► name ─► render ─► manifest
@@ -6,11 +6,11 @@
 -- The manifest is the only contract with runtime/: the runtime launches from it and never
 -- re-derives what the generator decided.  Same config -> byte-identical source and manifest.
 
-local config = require("gen.config")
-local schema = require("gen.schema")
-local template = require("gen.template")
-local common = require("gen.common")
-local json = require("gen.json")
+local config = require("gen.core.config")
+local schema = require("gen.core.schema")
+local template = require("gen.core.template")
+local common = require("gen.core.common")
+local json = require("gen.core.json")
 
 local M = {}
 

@@ -23,6 +23,8 @@ char *util_path_join(const char *a, const char *b);
  * (a relative XDG_CACHE_HOME is ignored, as the XDG spec says); else $HOME/.cache/weft/<leaf>.
  * leaf NULL: the weft folder itself.  NULL with a message (naming env) when none is set. */
 char *util_weft_cache_path(const char *env, const char *leaf, const char *what, char *err, size_t errlen);
+/* Wall-clock milliseconds (CLOCK_MONOTONIC). */
+double util_now_ms(void);
 /* Environment flag: set and not "" and not "0" */
 int util_env_flag(const char *name);
 

@@ -65,7 +65,4 @@ void hr_report_format(const hr_report *r, char *buf, size_t len);
 double hr_softmax_rtol(hr_dtype out_dt);
 double hr_softmax_atol(hr_dtype out_dt);
 
-/* Wall-clock milliseconds (CLOCK_MONOTONIC). */
-double hr_now_ms(void);
-
 #endif

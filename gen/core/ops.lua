@@ -1,4 +1,4 @@
--- gen/ops.lua: reduction operators.  An operator is a combine expression of two f32 values
+-- gen/core/ops.lua: reduction operators.  An operator is a combine expression of two f32 values
 -- `a` and `b` plus an identity; the templates turn it into a functor type (weft/ops.cuh).
 -- Builtins are a small table (name -> code); a custom operator is given in Lua:
 --   op = { combine = "fmaxf(a, b) + 0.0f", identity = "-1e30f" }

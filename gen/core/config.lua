@@ -1,4 +1,4 @@
--- gen/config.lua: loading a config in a sandbox, and --set overrides.
+-- gen/core/config.lua: loading a config in a sandbox, and --set overrides.
 --
 -- A config is a Lua chunk that returns a table.  It runs with no io, os, require, load or
 -- debug: only pure functions (math, string, table, utf8, pairs, ...), so a config cannot touch

@@ -1,4 +1,4 @@
--- gen/schema.lua: validating a config against a family's schema.
+-- gen/core/schema.lua: validating a config against a family's schema.
 --
 -- A schema is data: an ordered list of fields.  Each field has
 --   name     key in the config ("threads"; nested tables use dotted names later: "tile.m")
