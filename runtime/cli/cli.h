@@ -57,18 +57,24 @@ typedef struct run_opts {
   run_result *result;      /* filled when not NULL */
 } run_opts;
 
-/* Runs a compiled kernel on random data: check, then time (see weft help run). */
+/* Runs a compiled kernel on random data: check, then time (see weft help run), through the
+ * runner its family registered (runner.h). */
 int run_kernel(weft_kernel *k, const run_opts *o);
-int run_allreduce(weft_kernel *k, const run_opts *o);   /* run_allreduce.c: every rank of an MPI job */
-int run_ag_gemm(weft_kernel *k, const run_opts *o);     /* run_ag_gemm.c: every rank of an MPI job */
-/* The device this process should use: its local rank (mpirun) modulo the GPUs here, else
- * $WEFT_DEVICE, else 0. */
+
+/* cli.c: what every command and runner shares. */
+/* The device this process should use: $WEFT_DEVICE, else its local rank (mpirun) modulo the
+ * GPUs here, else 0. */
 int cli_device(void);
-/* The median of n values (sorts them in place; the upper one of an even count).  cmd_run.c. */
-double cli_median(double *v, int n);
 /* A driver call's result: 1 if it succeeded; else 0 and its message on stderr, "weft run: rank R:
- * ..." (rank < 0: without the rank).  cmd_run.c. */
+ * ..." (rank < 0: without the rank). */
 int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what);
+/* Fills the launch's argument slots in manifest order from (names[j], vals[j]) pairs; -1 (and
+ * a message) if the manifest names an argument without a value. */
+int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names, void *const *vals, int n);
+/* Prints (and stores in o->result) a bandwidth-bound kernel's time: `bytes` moved in `ms`,
+ * beside a device copy of `copy_bytes` (read + write) that took copy_ms. */
+void cli_report_bandwidth(const run_opts *o, const char *name, double ms, double bytes, double copy_ms,
+                          double copy_bytes);
 
 int cmd_gen(int argc, char **argv, int build);
 int cmd_tune(int argc, char **argv);

@@ -1,4 +1,4 @@
-/* run_allreduce.c: `weft run` for the allreduce family, on every rank of an MPI job (one
+/* runners/allreduce.c: `weft run` for the allreduce family, on every rank of an MPI job (one
  * process is a world of one).
  *   check: for a list of sizes (odd ones included), random data on every rank, poisoned y,
  *          out-of-place and in-place, against the rank-order fold in double of every rank's
@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "measure.h"
+#include "runner.h"
 #include "driver.h"
 #include "hostref.h"
 #include "ranks.h"
@@ -234,10 +235,10 @@ static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n
   D->cuEventDestroy(a);
   D->cuEventDestroy(b);
   if (bad) return -1.0;
-  return cli_median(round_us, TIME_ROUNDS);
+  return measure_median(round_us, TIME_ROUNDS);
 }
 
-int run_allreduce(weft_kernel *k, const run_opts *o) {
+static int run_allreduce(weft_kernel *k, const run_opts *o) {
   /* a plain `weft run`: a world of one.  MPI stays up until the process exits: `weft tune`
    * runs many kernels in one process, and MPI cannot be initialised again once finalized. */
   ranks_ensure();
@@ -328,3 +329,5 @@ out:
   rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }
+
+WEFT_RUNNER(allreduce, run_allreduce)

@@ -1,4 +1,4 @@
-/* run_ag_gemm.c: `weft run` for the ag_gemm family, on every rank of an MPI job (one process
+/* runners/ag_gemm.c: `weft run` for the ag_gemm family, on every rank of an MPI job (one process
  * is a world of one).  C[M,N] = A[M,K].B (f16/bf16, f32 accumulation); b_layout "row" stores B
  * as K x N, "col" as N x K (a linear layer's weight).  A is row-sharded: rank r owns rows
  * r*M/P .. (r+1)*M/P-1 and every rank computes the whole C.
@@ -25,7 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "measure.h"
+#include "runner.h"
 #include "driver.h"
 #include "hostref.h"
 #include "internal.h"
@@ -905,7 +906,7 @@ static double time_graph(agg *r, int op, int iters) {
     if (!ranks_all(ok)) goto out;
     t[rep] = ms * 1e3 / iters;
   }
-  us = ranks_max(cli_median(t, reps));
+  us = ranks_max(measure_median(t, reps));
 out:
   if (ge) D->cuGraphExecDestroy(ge);
   if (g) D->cuGraphDestroy(g);
@@ -1018,9 +1019,9 @@ static int time_shape(agg *r, long long M, long long N, long long K) {
       if ((t[5][rd] = time_graph(r, OP_NCCL, it)) < 0) { pass = 0; goto out; }
     }
   }
-  w.w_ev = cli_median(t[0], rounds); w.w_gr = cli_median(t[1], rounds);
-  w.b_ev = cli_median(t[2], rounds); w.b_gr = cli_median(t[3], rounds);
-  w.n_ev = cli_median(t[4], rounds); w.n_gr = cli_median(t[5], rounds);
+  w.w_ev = measure_median(t[0], rounds); w.w_gr = measure_median(t[1], rounds);
+  w.b_ev = measure_median(t[2], rounds); w.b_gr = measure_median(t[3], rounds);
+  w.n_ev = measure_median(t[4], rounds); w.n_gr = measure_median(t[5], rounds);
   if (r->have_blt) {   /* every launch above wrote the same C: compare the last ones */
     cw = malloc(c_bytes);
     cb = malloc(c_bytes);
@@ -1100,7 +1101,7 @@ static int host_threads(void) {
   return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
-int run_ag_gemm(weft_kernel *k, const run_opts *o) {
+static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
   /* a plain `weft run`: a world of one.  MPI stays up until the process exits: `weft tune`
    * runs many kernels in one process, and MPI cannot be initialised again once finalized. */
   ranks_ensure();
@@ -1249,3 +1250,5 @@ out:
   if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }
+
+WEFT_RUNNER(ag_gemm, run_ag_gemm)

@@ -1,0 +1,51 @@
+/* cli.c: helpers every command and runner shares (cli.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS) return 1;
+  char buf[512];
+  drv_describe(d, r, what, buf, sizeof buf);
+  if (rank >= 0) fprintf(stderr, "weft run: rank %d: %s\n", rank, buf);
+  else fprintf(stderr, "weft run: %s\n", buf);
+  return 0;
+}
+
+int cli_device(void) {
+  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK"), *dv = getenv("WEFT_DEVICE");
+  if (dv) return atoi(dv);
+  if (!lr) return 0;
+  const drv_table *d = drv_get(NULL, 0);
+  int n = 0;
+  if (!d || d->cuDeviceGetCount(&n) != CUDA_SUCCESS || n < 1) return 0;
+  return atoi(lr) % n;
+}
+
+int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names, void *const *vals, int n) {
+  for (int i = 0; i < m->n_args; i++) {
+    slots[i] = NULL;
+    for (int j = 0; j < n; j++)
+      if (!strcmp(m->args[i].name, names[j])) slots[i] = vals[j];
+    if (!slots[i]) { fprintf(stderr, "weft run: no value for kernel argument %s\n", m->args[i].name); return -1; }
+  }
+  return 0;
+}
+
+void cli_report_bandwidth(const run_opts *o, const char *name, double ms, double bytes, double copy_ms,
+                          double copy_bytes) {
+  double gbs = bytes / (ms * 1e6), cgbs = 2.0 * copy_bytes / (copy_ms * 1e6);
+  if (o->result) {
+    o->result->timed = 1;
+    o->result->us = ms * 1e3;
+    o->result->metric = gbs;
+    o->result->baseline = gbs / cgbs;
+    snprintf(o->result->metric_name, sizeof o->result->metric_name, "GB/s");
+    snprintf(o->result->baseline_name, sizeof o->result->baseline_name, "copy");
+  }
+  if (o->quiet) return;
+  printf("time: %s: median %.2f us, %.1f GB/s; device copy of the input: %.2f us, %.1f GB/s (read+write); "
+         "ratio to copy %.3f\n", name, ms * 1e3, gbs, copy_ms * 1e3, cgbs, gbs / cgbs);
+}

@@ -1,0 +1,129 @@
+/* runners/cluster_reduce.c: `weft run` for cluster_reduce, seed 000's primitive on its own: every
+ * CTA of a cluster must get the same bits, and the value the double-precision fold gives. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostref.h"
+#include "measure.h"
+#include "runner.h"
+
+static const drv_table *D;
+
+static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, -1, r, what); }
+
+static CUdeviceptr dev_alloc(size_t bytes) {
+  CUdeviceptr p = 0;
+  if (!cu_ok(D->cuMemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc")) return 0;
+  return p;
+}
+
+typedef struct cr_launch { weft_kernel *k; void **args; } cr_launch;
+static int cr_launch_one(void *ud, int set, CUstream stream, char *err, size_t errlen) {
+  cr_launch *c = ud;
+  (void)set;
+  if (weft_launch(c->k, c->args, stream) == WEFT_OK) return 0;
+  snprintf(err, errlen, "%s", weft_kernel_error(c->k));
+  return -1;
+}
+
+static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
+  if (!(D = drv_get(NULL, 0))) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
+  const weft_manifest *m = weft_kernel_manifest(k);
+  int C = atoi(weft_manifest_param(m, "cluster")), T = atoi(weft_manifest_param(m, "threads"));
+  int W = atoi(weft_manifest_param(m, "width")), I = atoi(weft_manifest_param(m, "iters"));
+  const char *opn = weft_manifest_param(m, "op");
+  int32_t clusters = (int32_t)(o->clusters > 0 ? o->clusters : 264);
+  size_t nin = (size_t)clusters * C * I * T * W, nout = (size_t)clusters * C * I * W;
+  float *hx = malloc(nin * 4), *got = malloc(nout * 4);
+  CUdeviceptr dx = 0, dy = 0;
+  int rc = CLI_FAIL;
+  hr_op op = HR_SUM;
+  int custom = hr_op_parse(opn, &op) != 0;
+  int have_ref = custom && weft_manifest_param(m, "op.ref") != NULL;
+  double *ref_in = malloc((size_t)C * T * sizeof *ref_in);   /* one fold's inputs, for op.ref */
+  if (!hx || !got || !ref_in) goto out;
+  if (!custom && op == HR_PROD) hr_fill_pow2_for_prod(HR_F32, hx, nin, (size_t)T * W, o->seed);
+  else hr_fill_uniform(HR_F32, hx, nin, o->seed, -1.0, 1.0);
+  if (!(dx = dev_alloc(nin * 4)) || !(dy = dev_alloc(nout * 4))) goto out;
+  if (!cu_ok(D->cuMemcpyHtoD(dx, hx, nin * 4), "cuMemcpyHtoD") || !cu_ok(D->cuMemsetD8(dy, 0xff, nout * 4), "cuMemsetD8")) goto out;
+  void *args[4];
+  const char *names[] = {"in", "out", "clusters"};
+  void *vals[] = {&dx, &dy, &clusters};
+  if (cli_bind_args(m, args, names, vals, 3)) goto out;
+  if (!o->quiet) printf("run: %s clusters=%d\n", m->name, clusters);
+  if (weft_launch(k, args, NULL)) { fprintf(stderr, "weft run: %s\n", weft_kernel_error(k)); goto out; }
+  if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
+  if (!cu_ok(D->cuMemcpyDtoH(got, dy, nout * 4), "cuMemcpyDtoH")) goto out;
+  if (o->check) {
+    size_t differ = 0, bad = 0, unwritten = 0;
+    double worst = 0;
+    for (long cl = 0; cl < clusters; cl++)
+      for (int it = 0; it < I; it++)
+        for (int w = 0; w < W; w++) {
+          uint32_t b0;
+          memcpy(&b0, &got[((size_t)(cl * C) * I + it) * W + w], 4);
+          double want = 0, scale = 0;
+          int nv = 0;
+          for (int c = 0; c < C; c++) {
+            const float *g = &got[((size_t)(cl * C + c) * I + it) * W + w];
+            uint32_t b;
+            memcpy(&b, g, 4);
+            if (b == 0xffffffffu) unwritten++;
+            if (b != b0) differ++;
+            for (int t = 0; t < T; t++) {
+              double x = hx[(((size_t)(cl * C + c) * I + it) * T + t) * W + w];
+              want = (c == 0 && t == 0) ? x : hr_fold(op, want, x);
+              scale += fabs(x);
+              ref_in[nv++] = x;
+            }
+          }
+          if (custom && !have_ref) continue;
+          if (have_ref && weft_reference_fold(k, ref_in, (size_t)nv, &want)) {
+            fprintf(stderr, "weft run: %s\n", weft_kernel_error(k));
+            goto out;
+          }
+          double tol = (op == HR_SUM || custom) ? ldexp(scale, -22) : 0;   /* prod, max, min: exact */
+          double e = fabs((double)got[((size_t)(cl * C) * I + it) * W + w] - want);
+          if (!(e <= tol)) bad++;
+          if (e > worst) worst = e;
+        }
+    int fail = differ || bad || unwritten;
+    if (o->result) { o->result->checked = !custom || have_ref; o->result->passed = !fail; }
+    if (!o->quiet || fail) printf("check: %s: %s (%zu values differ between CTAs of a cluster, %zu outside tolerance%s, %zu unwritten; "
+           "max abs err %.3g)\n", m->name, fail ? "FAIL" : "PASS", differ, bad,
+           custom && !have_ref ? " (custom op without ref: values NOT CHECKED, bit-identity checked)" : "", unwritten, worst);
+    if (fail) goto out;
+  }
+  if (o->timing) {
+    /* the primitive is latency-bound: report time per combine over back-to-back launches */
+    cr_launch cl = {k, args};
+    measure_op op = {cr_launch_one, &cl, 1};
+    double ms;
+    char err[512];
+    if (measure_back_to_back_ms(D, &op, o->warmup, o->iters, &ms, err, sizeof err)) {
+      fprintf(stderr, "weft run: timing failed: %s\n", err);
+      goto out;
+    }
+    if (o->result) {
+      o->result->timed = 1;
+      o->result->us = ms * 1e3;
+      o->result->metric = ms * 1e3 / I;
+      o->result->baseline = 0;
+      snprintf(o->result->metric_name, sizeof o->result->metric_name, "us/combine");
+      o->result->baseline_name[0] = 0;
+    }
+    if (!o->quiet) printf("time: %s: %.2f us per launch (mean of %d back-to-back), %.3f us per combine\n", m->name,
+           ms * 1e3, o->iters, ms * 1e3 / I);
+  }
+  rc = CLI_OK;
+out:
+  if (dx) D->cuMemFree(dx);
+  if (dy) D->cuMemFree(dy);
+  free(hx); free(got); free(ref_in);
+  return rc;
+}
+
+WEFT_RUNNER(cluster_reduce, run_cluster_reduce)
