@@ -63,6 +63,57 @@ local function flatten(cfg, fam)
   return out
 end
 
+-- The family's run spec (F.run), for the tools that check and time its kernels (runtime/cli/,
+-- weft tune): the size arguments in order, the shapes checked and timed by default, the metric
+-- and baseline, and whether every rank of an MPI job runs it.  Shapes become lists in size
+-- order; a shape must give every size, each a positive integer within the kernel's limits.
+M.METRICS = { "bytes", "flops", "latency", "busbw" }
+M.BASELINES = { "copy", "cublaslt", "nccl", "none" }
+local function run_spec(fam, cfg, d)
+  if not fam.run then return nil end
+  local r = fam.run(cfg, d)
+  local where = "gen/families/" .. fam.name .. ".lua: run"
+  local function bad(what) error(where .. ": " .. what .. " (a bug in the family module)", 0) end
+  if type(r.sizes) ~= "table" or #r.sizes < 1 or #r.sizes > 4 then bad("sizes must list 1 to 4 size arguments") end
+  local is_size = {}
+  for _, name in ipairs(r.sizes) do   -- (a size of the run, which a multi-launch variant's first kernel may lack)
+    if type(name) ~= "string" or not name:match("^[a-z_][a-z0-9_]*$") then bad("sizes: " .. tostring(name) .. " is not a name") end
+    is_size[name] = true
+  end
+  local limit = {}
+  for _, l in ipairs(d.limits or {}) do limit[l.arg] = l end
+  local function shapes(list, what)
+    local out = {}
+    for i, sh in ipairs(list or {}) do
+      local row = {}
+      for key in pairs(sh) do if not is_size[key] then bad(what .. "[" .. i .. "]." .. tostring(key) .. " is not in sizes") end end
+      for j, name in ipairs(r.sizes) do
+        local v, l = sh[name], limit[name]
+        if math.type(v) ~= "integer" or v < 1 then bad(what .. "[" .. i .. "]." .. name .. " must be a positive integer") end
+        if l and (v < l.min or v > l.max or (l.multiple and l.multiple > 1 and v % l.multiple ~= 0)) then
+          bad(what .. "[" .. i .. "]." .. name .. " = " .. v .. " is outside the kernel's limits")
+        end
+        row[j] = v
+      end
+      out[i] = row
+    end
+    return out
+  end
+  local function one_of(v, list, what)
+    for _, x in ipairs(list) do if x == v then return v end end
+    bad(what .. " = " .. tostring(v) .. ": must be one of " .. table.concat(list, ", "))
+  end
+  local cap, alias = {}, {}
+  for j, name in ipairs(r.sizes) do
+    cap[j] = (r.check_cap or {})[name] or 0
+    alias[j] = (r.aliases or {})[name] or ""
+  end
+  return { sizes = r.sizes, aliases = alias, check_cap = cap, check = shapes(r.check, "check"),
+           time = shapes(r.time, "time"), metric = one_of(r.metric, M.METRICS, "metric"),
+           baseline = one_of(r.baseline, M.BASELINES, "baseline"), ranks = r.ranks == true }
+end
+M.run_spec = run_spec
+
 local function nvrtc_options()
   return { "--gpu-architecture=" .. M.ARCH, "--std=c++17", "--generate-line-info",
            "--extra-device-vectorization", "--ptxas-options=--verbose" }
@@ -135,6 +186,7 @@ function M.generate(text, file, overrides, read)
     tmaps = d.tmaps, -- tensor maps the runtime builds at each launch (TMA), nil if none
     comm = d.comm,   -- nil unless the kernel talks to other ranks (weft_comm_launch)
     params = flatten(ncfg, fam),
+    run = run_spec(fam, ncfg, d),
     config_file = file,
   }
   m.json = json.encode(m)   -- everything but the source, which goes next to it as <name>.cu

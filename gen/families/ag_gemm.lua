@@ -318,4 +318,14 @@ function F.derive(cfg)
   }
 end
 
+-- What the tools need (gen/core/weft.lua's run_spec).  The runner adds one shape that depends
+-- on the world size, (1024 P) x 1536 x 512, big enough to sample rows of every shard.
+-- weft tune checks at most 2048 x 1024 of a shape (the CPU reference stays cheap), times it whole.
+function F.run(cfg)
+  return { sizes = { "m", "n", "k" },
+           check = { { m = 1000, n = 1000, k = 1000 }, { m = 128, n = 256, k = 64 }, { m = 1000, n = 1024, k = 1000 } },
+           time = { { m = 1024, n = 1024, k = 1024 }, { m = 4096, n = 4096, k = 4096 }, { m = 8192, n = 8192, k = 8192 } },
+           metric = "flops", baseline = "cublaslt", ranks = true, check_cap = { m = 2048, n = 1024 } }
+end
+
 return F

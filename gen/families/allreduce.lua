@@ -100,4 +100,24 @@ function F.derive(cfg)
   }
 end
 
+-- What the tools need (gen/core/weft.lua's run_spec): n, the elements per rank (`--elems N`, or
+-- `--n N`); odd sizes to check, and 8 B .. 256 MB per rank to time (x4, then x2 past 128 MB),
+-- as far as the kernel's limit on n goes.
+function F.run(cfg, d)
+  local es = common.ESIZE[cfg.dtype]
+  local max_n = d.limits[1].max
+  local time, bytes = {}, 8
+  while bytes <= 256 << 20 do
+    local n = bytes // es
+    if n >= 1 and n <= max_n then time[#time + 1] = { n = n } end
+    bytes = bytes < 128 << 20 and bytes * 4 or bytes * 2
+  end
+  local check = {}
+  for _, n in ipairs({ 1, 3, 7, 8, 9, 31, 1000, 4097, 65537, 1048579 }) do
+    if n <= max_n then check[#check + 1] = { n = n } end
+  end
+  return { sizes = { "n" }, aliases = { n = "elems" }, check = check, time = time, metric = "busbw",
+           baseline = "nccl", ranks = true }
+end
+
 return F

@@ -50,4 +50,12 @@ function F.derive(cfg)
   }
 end
 
+-- What the tools need (gen/core/weft.lua's run_spec): the primitive is latency-bound, so it is
+-- timed per combine over back-to-back launches, with no baseline.
+function F.run(cfg)
+  local shape = { clusters = 264 }
+  return { sizes = { "clusters" }, check = { shape }, time = { shape }, metric = "latency", baseline = "none",
+           check_cap = { clusters = 64 } }
+end
+
 return F

@@ -47,4 +47,12 @@ function F.derive(cfg)
   }
 end
 
+-- What the tools need (gen/core/weft.lua's run_spec): the sizes, the shapes `weft run` checks
+-- and times by default, the metric and the baseline it is measured against.
+function F.run(cfg)
+  local shape = { rows = 1024, cols = 65536 }
+  return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
+           check_cap = { rows = 16 } }
+end
+
 return F

@@ -108,4 +108,11 @@ function F.derive(cfg)
   }
 end
 
+-- What the tools need (gen/core/weft.lua's run_spec): a row as long as the config was built for.
+function F.run(cfg)
+  local shape = { rows = 1024, cols = cfg.max_cols > 0 and cfg.max_cols or 65536 }
+  return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
+           check_cap = { rows = 16 } }
+end
+
 return F

@@ -49,3 +49,26 @@ void cli_report_bandwidth(const run_opts *o, const char *name, double ms, double
   printf("time: %s: median %.2f us, %.1f GB/s; device copy of the input: %.2f us, %.1f GB/s (read+write); "
          "ratio to copy %.3f\n", name, ms * 1e3, gbs, copy_ms * 1e3, cgbs, gbs / cgbs);
 }
+
+long long cli_size(const weft_manifest *m, const weft_shape *sh, const char *name) {
+  int j = weft_run_size_index(&m->run, name);
+  return j < 0 ? -1 : sh->v[j];
+}
+
+int cli_each_shape(weft_kernel *k, const run_opts *o, cli_shape_fn one, void *ud) {
+  int timed[CLI_MAX_SHAPES] = {0};
+  for (int i = 0; i < (o->check ? o->n_check : 0); i++) {
+    int t = -1;
+    for (int j = 0; o->timing && j < o->n_time && t < 0; j++)
+      if (!timed[j] && !memcmp(&o->time_shapes[j], &o->check_shapes[i], sizeof(weft_shape))) t = j;
+    if (t >= 0) timed[t] = 1;
+    int rc = one(k, o, &o->check_shapes[i], 1, t >= 0, ud);
+    if (rc != CLI_OK) return rc;
+  }
+  for (int j = 0; o->timing && j < o->n_time; j++) {
+    if (timed[j]) continue;
+    int rc = one(k, o, &o->time_shapes[j], 0, 1, ud);
+    if (rc != CLI_OK) return rc;
+  }
+  return CLI_OK;
+}

@@ -37,25 +37,33 @@ typedef struct run_result {
   char metric_name[16], baseline_name[16];
 } run_result;
 
-/* A GEMM shape, M x N x K (ag_gemm: --shape, --time-shape). */
-#define CLI_MAX_SHAPES 16
-typedef struct cli_shape { long long m, n, k; } cli_shape;
+#define CLI_MAX_SHAPES 64
 
 typedef struct run_opts {
   cli_common c;
-  weft_ctx *ctx;           /* the context the kernel came from; a runner that compiles a second
-                            * kernel (ag_gemm's gather_then_gemm) uses it (NULL: it makes one) */
-  long rows, cols, clusters;
-  long long elems;         /* allreduce: check and time only this many elements per rank */
+  weft_ctx *ctx;           /* the context the kernel came from */
+  /* The shapes to check and to time, each in the family's size order (the manifest's
+   * run.sizes): the family's own lists (run.check, run.time), with the command line's added --
+   * or only the command line's, when shapes_only. */
+  weft_shape check_shapes[CLI_MAX_SHAPES], time_shapes[CLI_MAX_SHAPES];
+  int n_check, n_time;
+  int shapes_only;         /* the lists are the user's alone: add no shape of the runner's own */
   int iters, warmup;
   unsigned long long seed;
   int check, timing;
   int quiet;               /* print only failures */
-  cli_shape shapes[CLI_MAX_SHAPES], time_shapes[CLI_MAX_SHAPES]; /* ag_gemm: added to the defaults */
-  int n_shapes, n_time_shapes;
-  int shapes_only;         /* ag_gemm: only the shapes given, no default lists */
   run_result *result;      /* filled when not NULL */
 } run_opts;
+
+/* For runners that check and time one shape at a time: calls one() for every shape to check
+ * (do_time set where it is also a shape to time: one pass does both), then for every shape only
+ * to time.  Stops at the first result other than CLI_OK and returns it. */
+typedef int (*cli_shape_fn)(weft_kernel *k, const run_opts *o, const weft_shape *sh, int do_check, int do_time,
+                            void *ud);
+int cli_each_shape(weft_kernel *k, const run_opts *o, cli_shape_fn one, void *ud);
+
+/* Size `name` of shape sh, by the kernel's run spec; -1 if the family has no such size. */
+long long cli_size(const weft_manifest *m, const weft_shape *sh, const char *name);
 
 /* Runs a compiled kernel on random data: check, then time (see weft help run), through the
  * runner its family registered (runner.h). */

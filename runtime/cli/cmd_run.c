@@ -7,20 +7,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <limits.h>
 
 #include "cli.h"
 #include "driver.h"
+#include "ranks.h"
 #include "runner.h"
 
 
 
 void cmd_run_help(void) {
-  printf("usage: weft run CONFIG.lua [--set key=value ...] [--rows R] [--cols C] [--clusters N] [--elems N]\n"
-         "                [--iters N] [--seed S] [--no-check] [--no-time] [--tuned [--db PATH]]\n"
-         "                [--shape MxNxK ...] [--time-shape MxNxK ...] [--shapes-only]\n\n"
-         "--tuned runs the best config `weft tune` stored for this GPU, the config's family and dtype,\n"
-         "and this shape (GEMM shapes: one --time-shape MxNxK); without one it says so and runs\n"
-         "CONFIG.lua as given.\n"
+  printf("usage: weft run CONFIG.lua [--set key=value ...] [--<size> N ...] [--shape AxB.. ...]\n"
+         "                [--time-shape AxB.. ...] [--shapes-only] [--iters N] [--seed S] [--no-check]\n"
+         "                [--no-time] [--tuned [--db PATH]]\n\n"
+         "Sizes are the family's (its run spec, gen/families/<family>.lua): --rows R --cols C (row_reduce,\n"
+         "row_softmax), --clusters N (cluster_reduce), --n N or --elems N (allreduce, per rank), --m --n --k\n"
+         "(ag_gemm).  Size flags give the one shape to check and time (sizes not given keep the family's\n"
+         "default); --shape / --time-shape give a shape as its sizes in order joined by x (4096x4096x4096)\n"
+         "and add it to the family's lists of shapes to check / to time (--shapes-only: only those given).\n"
+         "--tuned runs the best config `weft tune` stored for this GPU, the number of ranks, the config's\n"
+         "family and dtype, and this shape (the size flags, or one --time-shape); without one it says so\n"
+         "and runs CONFIG.lua as given.\n"
          "Compiles the kernel (cached), fills its inputs with random data and its outputs with a NaN\n"
          "poison, launches it, and checks every output against a CPU reference in double precision\n"
          "(row_reduce, row_softmax; cluster_reduce also checks that every CTA of a cluster got the same\n"
@@ -54,63 +62,178 @@ int run_kernel(weft_kernel *k, const run_opts *o) {
   return CLI_FAIL;
 }
 
-static int num_arg(int argc, char **argv, int *i, long *out) {
+/* --iters N, --seed S: a positive integer that fits (at most max) */
+static int num_arg(int argc, char **argv, int *i, long long max, long long *out) {
   if (*i + 1 >= argc) { fprintf(stderr, "weft run: %s needs a number\n", argv[*i]); return -1; }
   char *end;
-  long v = strtol(argv[*i + 1], &end, 0);
-  if (*end || v <= 0) { fprintf(stderr, "weft run: %s %s: expected a positive integer\n", argv[*i], argv[*i + 1]); return -1; }
+  errno = 0;
+  long long v = strtoll(argv[*i + 1], &end, 0);
+  if (*end || end == argv[*i + 1] || errno || v <= 0 || v > max) {
+    fprintf(stderr, "weft run: %s %s: expected a positive integer of at most %lld\n", argv[*i], argv[*i + 1], max);
+    return -1;
+  }
   *out = v;
   ++*i;
   return 0;
 }
 
-/* MxNxK (also with X or *): positive; N and K multiples of 8 (16-byte rows for TMA) */
-static int shape_arg(int argc, char **argv, int *i, cli_shape *list, int *n) {
-  if (*i + 1 >= argc) { fprintf(stderr, "weft run: %s needs MxNxK\n", argv[*i]); return -1; }
-  const char *s = argv[*i + 1];
-  long long v[3];
-  char *end = (char *)s;
-  for (int d = 0; d < 3; d++) {
-    const char *at = end;
-    v[d] = strtoll(at, &end, 10);
-    if (end == at || v[d] <= 0 || (d < 2 && *end != 'x' && *end != 'X' && *end != '*')) goto bad;
-    if (d < 2) end++;
-  }
-  if (*end) goto bad;
-  if (v[1] % 8 || v[2] % 8) {
-    fprintf(stderr, "weft run: %s %s: N = %lld and K = %lld must be multiples of 8 (rows of 16 bytes)\n", argv[*i], s,
-            v[1], v[2]);
+/* What the command line said about shapes, resolved once the kernel's run spec is known. */
+#define CLI_MAX_SIZE_FLAGS 8
+typedef struct shape_args {
+  const char *flag[CLI_MAX_SIZE_FLAGS], *value[CLI_MAX_SIZE_FLAGS];   /* --rows 37: "rows", "37" */
+  int n_flags;
+  const char *check[CLI_MAX_SHAPES], *time[CLI_MAX_SHAPES];           /* --shape / --time-shape */
+  int n_check, n_time;
+} shape_args;
+
+/* A size's value: a positive integer within the kernel's limits (the library's one check). */
+static int size_value(const weft_manifest *m, const char *what, const char *text, int j, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  char why[512];
+  if (end == text || *end || errno || v <= 0) {
+    fprintf(stderr, "weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j], text);
     return -1;
   }
-  if (*n >= CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d shapes per %s\n", CLI_MAX_SHAPES, argv[*i]); return -1; }
-  list[(*n)++] = (cli_shape){v[0], v[1], v[2]};
-  ++*i;
+  if (weft_manifest_check_size(m, m->run.sizes[j], v, why, sizeof why)) {
+    fprintf(stderr, "weft run: %s: %s\n", what, why);
+    return -1;
+  }
+  *out = v;
   return 0;
-bad:
-  fprintf(stderr, "weft run: %s %s: expected MxNxK, three positive integers (e.g. 4096x4096x4096)\n", argv[*i], s);
-  return -1;
+}
+
+static void sizes_list(const weft_run_spec *rs, char *buf, size_t len, const char *sep, const char *pre) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int j = 0; j < rs->n_sizes && at < len; j++) {
+    int w = snprintf(buf + at, len - at, "%s%s%s", j ? sep : "", pre, rs->sizes[j]);
+    if (w < 0 || (size_t)w >= len - at) { buf[at] = 0; return; }
+    at += (size_t)w;
+  }
+}
+
+/* "AxBxC": one value per size of the family, in its order (also X or *). */
+static int shape_value(const weft_manifest *m, const char *flag, const char *text, weft_shape *out) {
+  const weft_run_spec *rs = &m->run;
+  char what[256], names[128];
+  snprintf(what, sizeof what, "%s %.200s", flag, text);
+  sizes_list(rs, names, sizeof names, "x", "");
+  const char *at = text;
+  for (int j = 0; j < rs->n_sizes; j++) {
+    char part[32];
+    size_t n = strcspn(at, "xX*");
+    if (n == 0 || n >= sizeof part || (j < rs->n_sizes - 1 ? at[n] == 0 : at[n] != 0)) {
+      fprintf(stderr, "weft run: %s: expected %s (%d positive integer%s joined by x) for family %s\n", what, names,
+              rs->n_sizes, rs->n_sizes == 1 ? "" : "s", m->family);
+      return -1;
+    }
+    memcpy(part, at, n);
+    part[n] = 0;
+    if (size_value(m, what, part, j, &out->v[j])) return -1;
+    at += n + (at[n] != 0);
+  }
+  return 0;
+}
+
+/* The shapes to check and to time (run_opts), from the family's run spec and the command line:
+ * size flags (--rows R --cols C) give the one shape to check and time, sizes not given taking
+ * the family's default; --shape / --time-shape add to the family's lists (--shapes-only: replace
+ * them).  0, or -1 with a message naming the flag, the value and what is allowed. */
+static int resolve_shapes(const weft_manifest *m, const shape_args *sa, run_opts *o) {
+  const weft_run_spec *rs = &m->run;
+  char names[160];
+  sizes_list(rs, names, sizeof names, ", ", "--");
+  if (rs->n_sizes == 0 && (sa->n_flags || sa->n_check || sa->n_time)) {
+    fprintf(stderr, "weft run: family %s declares no sizes (its run spec): drop the size and shape flags\n", m->family);
+    return -1;
+  }
+  o->n_check = o->n_time = 0;
+  if (sa->n_flags) {
+    weft_shape sh = rs->n_time ? rs->time[0] : rs->n_check ? rs->check[0] : (weft_shape){{0}};
+    int given[WEFT_MAX_SIZES] = {0};
+    for (int f = 0; f < sa->n_flags; f++) {
+      int j = weft_run_size_index(rs, sa->flag[f]);
+      if (j < 0) {
+        fprintf(stderr, "weft run: unknown option '--%s': family %s takes the sizes %s (weft help run)\n", sa->flag[f],
+                m->family, names);
+        return -1;
+      }
+      char what[64];
+      snprintf(what, sizeof what, "--%s", sa->flag[f]);
+      if (size_value(m, what, sa->value[f], j, &sh.v[j])) return -1;
+      given[j] = 1;
+    }
+    for (int j = 0; j < rs->n_sizes; j++)
+      if (!given[j] && sh.v[j] <= 0) {
+        fprintf(stderr, "weft run: family %s needs --%s too (sizes: %s)\n", m->family, rs->sizes[j], names);
+        return -1;
+      }
+    o->check_shapes[o->n_check++] = sh;
+    o->time_shapes[o->n_time++] = sh;
+    o->shapes_only = 1;
+  } else if (!o->shapes_only) {
+    for (int i = 0; i < rs->n_check && o->n_check < CLI_MAX_SHAPES; i++) o->check_shapes[o->n_check++] = rs->check[i];
+    for (int i = 0; i < rs->n_time && o->n_time < CLI_MAX_SHAPES; i++) o->time_shapes[o->n_time++] = rs->time[i];
+  }
+  for (int i = 0; i < sa->n_check; i++) {
+    if (o->n_check == CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d shapes to check\n", CLI_MAX_SHAPES); return -1; }
+    if (shape_value(m, "--shape", sa->check[i], &o->check_shapes[o->n_check++])) return -1;
+  }
+  for (int i = 0; i < sa->n_time; i++) {
+    if (o->n_time == CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d shapes to time\n", CLI_MAX_SHAPES); return -1; }
+    if (shape_value(m, "--time-shape", sa->time[i], &o->time_shapes[o->n_time++])) return -1;
+  }
+  return 0;
+}
+
+/* The tuning database names a shape as weft tune's sweep does: "name=value" by size name. */
+static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int tuned_shape_key(const weft_manifest *m, const weft_shape *sh, char *buf, size_t len) {
+  char parts[WEFT_MAX_SIZES][96], *order[WEFT_MAX_SIZES];
+  const weft_run_spec *rs = &m->run;
+  for (int j = 0; j < rs->n_sizes; j++) {
+    snprintf(parts[j], sizeof parts[j], "%.60s=%lld", rs->sizes[j], sh->v[j]);
+    order[j] = parts[j];
+  }
+  qsort(order, (size_t)rs->n_sizes, sizeof *order, by_str);
+  size_t at = 0;
+  for (int j = 0; j < rs->n_sizes; j++) {
+    int w = snprintf(buf + at, len - at, "%s%s", j ? " " : "", order[j]);
+    if (w < 0 || (size_t)w >= len - at) return -1;
+    at += (size_t)w;
+  }
+  return 0;
+}
+
+static int is_size_flag(const char *a) {
+  if (a[0] != '-' || a[1] != '-' || !a[2]) return 0;
+  for (const char *c = a + 2; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || *c == '_' || (*c >= '0' && *c <= '9'))) return 0;
+  return 1;
 }
 
 int cmd_run(int argc, char **argv) {
   run_opts o = {.iters = 50, .warmup = 3, .seed = 12345, .check = 1, .timing = 1};
+  shape_args sa = {.n_flags = 0};
   int tuned = 0;
   const char *db_path = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    long v;
+    long long v;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_run_help(); return CLI_OK; }
-    if (!strcmp(a, "--rows")) { if (num_arg(argc, argv, &i, &o.rows)) return CLI_USAGE; continue; }
-    if (!strcmp(a, "--cols")) { if (num_arg(argc, argv, &i, &o.cols)) return CLI_USAGE; continue; }
-    if (!strcmp(a, "--elems")) { long e; if (num_arg(argc, argv, &i, &e)) return CLI_USAGE; o.elems = e; continue; }
-    if (!strcmp(a, "--clusters")) { if (num_arg(argc, argv, &i, &o.clusters)) return CLI_USAGE; continue; }
-    if (!strcmp(a, "--iters")) { if (num_arg(argc, argv, &i, &v)) return CLI_USAGE; o.iters = (int)v; continue; }
-    if (!strcmp(a, "--seed")) { if (num_arg(argc, argv, &i, &v)) return CLI_USAGE; o.seed = (uint64_t)v; continue; }
+    if (!strcmp(a, "--iters")) { if (num_arg(argc, argv, &i, 1000000, &v)) return CLI_USAGE; o.iters = (int)v; continue; }
+    if (!strcmp(a, "--seed")) { if (num_arg(argc, argv, &i, LLONG_MAX, &v)) return CLI_USAGE; o.seed = (uint64_t)v; continue; }
     if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
     if (!strcmp(a, "--no-time")) { o.timing = 0; continue; }
     if (!strcmp(a, "--tuned")) { tuned = 1; continue; }
-    if (!strcmp(a, "--shape")) { if (shape_arg(argc, argv, &i, o.shapes, &o.n_shapes)) return CLI_USAGE; continue; }
-    if (!strcmp(a, "--time-shape")) {
-      if (shape_arg(argc, argv, &i, o.time_shapes, &o.n_time_shapes)) return CLI_USAGE;
+    if (!strcmp(a, "--shape") || !strcmp(a, "--time-shape")) {
+      int t = !strcmp(a, "--time-shape");
+      if (i + 1 >= argc) { fprintf(stderr, "weft run: %s needs a shape, e.g. 4096x4096x4096\n", a); return CLI_USAGE; }
+      if ((t ? sa.n_time : sa.n_check) == CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d %s\n", CLI_MAX_SHAPES, a); return CLI_USAGE; }
+      if (t) sa.time[sa.n_time++] = argv[++i];
+      else sa.check[sa.n_check++] = argv[++i];
       continue;
     }
     if (!strcmp(a, "--shapes-only")) { o.shapes_only = 1; continue; }
@@ -121,6 +244,12 @@ int cmd_run(int argc, char **argv) {
     }
     int r = cli_common_arg(&o.c, argc, argv, &i);
     if (r < 0) return CLI_USAGE;
+    if (r == 0 && is_size_flag(a) && i + 1 < argc) {   /* a size of the family (--rows 37): checked once compiled */
+      if (sa.n_flags == CLI_MAX_SIZE_FLAGS) { fprintf(stderr, "weft run: at most %d size flags\n", CLI_MAX_SIZE_FLAGS); return CLI_USAGE; }
+      sa.flag[sa.n_flags] = a + 2;
+      sa.value[sa.n_flags++] = argv[++i];
+      continue;
+    }
     if (r == 0) { fprintf(stderr, "weft run: unknown option '%s' (weft help run)\n", a); return CLI_USAGE; }
   }
   if (!o.c.config) { fprintf(stderr, "weft run: needs CONFIG.lua (weft help run)\n"); return CLI_USAGE; }
@@ -128,24 +257,33 @@ int cmd_run(int argc, char **argv) {
   weft_ctx_options copts = {.device = cli_device()};
   if (weft_ctx_create(&ctx, &copts)) { fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
   weft_kernel *k = NULL;
-  int rc;
+  weft_manifest *base = NULL;
+  int rc = CLI_USAGE;
   weft_status st = WEFT_OK;
+  /* the config as given, generated (not compiled) first: its run spec says what the flags mean */
+  st = weft_generate_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &base);
+  if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  if (resolve_shapes(base, &sa, &o)) goto out;
   if (tuned) {
-    if (o.rows <= 0 && o.cols <= 0 && o.clusters <= 0 && o.n_time_shapes != 1) {
-      fprintf(stderr, "weft run: --tuned needs the shape (--rows R --cols C, --clusters N, or one --time-shape MxNxK)\n");
-      weft_ctx_destroy(ctx);
-      return CLI_USAGE;
+    if (!sa.n_flags && sa.n_time != 1) {
+      char names[160], xs[128];
+      sizes_list(&base->run, names, sizeof names, " N ", "--");
+      sizes_list(&base->run, xs, sizeof xs, "x", "");
+      fprintf(stderr, "weft run: --tuned needs the shape of family %s: %s N, or one --time-shape %s\n", base->family,
+              names, xs);
+      goto out;
     }
-    char shape[128];   /* named as the sweep names it: the size names, sorted */
-    if (o.n_time_shapes == 1)
-      snprintf(shape, sizeof shape, "k=%lld m=%lld n=%lld", o.time_shapes[0].k, o.time_shapes[0].m, o.time_shapes[0].n);
-    else if (o.clusters > 0) snprintf(shape, sizeof shape, "clusters=%ld", o.clusters);
-    else snprintf(shape, sizeof shape, "cols=%ld rows=%ld", o.cols, o.rows);
+    char shape[512];
+    if (tuned_shape_key(base, &o.time_shapes[o.n_time - 1], shape, sizeof shape)) {
+      fprintf(stderr, "weft run: --tuned: the shape's name is too long\n");
+      goto out;
+    }
     int found = 0;
-    st = weft_compile_tuned(ctx, o.c.config, o.c.sets, o.c.n_sets, shape, db_path, &k, &found);
+    st = weft_compile_tuned(ctx, o.c.config, o.c.sets, o.c.n_sets, shape, ranks_world_size(), db_path, &k, &found);
     if (!st) printf("tuned: %s\n", weft_ctx_error(ctx));   /* which config, and from where */
   } else {
-    st = weft_compile_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &k);
+    st = weft_compile_manifest(ctx, base, &k);
+    base = NULL;   /* the kernel owns it now */
   }
   if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
   printf("compile: %s in %.1f ms (%s)\n", weft_kernel_manifest(k)->name, weft_kernel_compile_ms(k),
@@ -156,6 +294,7 @@ int cmd_run(int argc, char **argv) {
   o.ctx = ctx;
   rc = run_kernel(k, &o);
 out:
+  weft_manifest_free(base);
   weft_kernel_destroy(k);
   weft_ctx_destroy(ctx);
   return rc;

@@ -413,25 +413,19 @@ static int tune_main(int argc, char **argv, int out_fd) {
         if (weft_compile_string(ctx, sw->file, sw->base_text, j->sets, j->n_sets, &k)) {
           ok = 0;
         } else {
-          /* Correctness first, on a few rows (or clusters) of the shape, so the reference stays
+          /* Correctness first, on a slice of the shape (each size capped by the family's
+           * run spec: a few rows or clusters, 2048 x 1024 of a GEMM), so the reference stays
            * cheap; then timing at the full shape.  The kernel is the same either way. */
-          long rows = sweep_size(sh, "rows"), clusters = sweep_size(sh, "clusters");
-          /* allreduce (its one size, n): the elements per rank, checked and timed */
-          long elems = sweep_size(sh, "m") < 0 && sweep_size(sh, "k") < 0 ? sweep_size(sh, "n") : -1;
-          run_opts oc = {.rows = rows > 16 ? 16 : rows, .cols = sweep_size(sh, "cols"),
-                         .clusters = clusters > 64 ? 64 : clusters, .elems = elems > 0 ? elems : 0, .iters = 1,
-                         .warmup = 0, .seed = 1234 + (unsigned)i, .check = 1, .timing = 0, .quiet = 1, .result = &chk};
-          run_opts o = {.rows = rows, .cols = sweep_size(sh, "cols"), .clusters = clusters, .elems = elems > 0 ? elems : 0,
-                        .iters = (int)iters, .warmup = 3, .seed = 99, .check = 0, .timing = 1, .quiet = 1,
-                        .result = &j->r};
-          /* A GEMM shape (ag_gemm: m, n, k): check a slice of it (at most 2048 rows, 1024
-           * columns: the CPU reference stays cheap), time the whole. */
-          long gm = sweep_size(sh, "m"), gn = sweep_size(sh, "n"), gk = sweep_size(sh, "k");
-          if (gm > 0 && gk > 0) {
-            oc.shapes_only = o.shapes_only = 1;
-            oc.n_shapes = o.n_time_shapes = 1;
-            oc.shapes[0] = (cli_shape){gm > 2048 ? 2048 : gm, gn > 1024 ? 1024 : (gn > 0 ? gn : 1), gk};
-            o.time_shapes[0] = (cli_shape){gm, gn > 0 ? gn : 1, gk};
+          const weft_manifest *km = weft_kernel_manifest(k);
+          run_opts oc = {.iters = 1, .warmup = 0, .seed = 1234 + (unsigned)i, .check = 1, .timing = 0, .quiet = 1,
+                         .result = &chk, .n_check = 1, .shapes_only = 1};
+          run_opts o = {.iters = (int)iters, .warmup = 3, .seed = 99, .check = 0, .timing = 1, .quiet = 1,
+                        .result = &j->r, .n_time = 1, .shapes_only = 1};
+          for (int d = 0; d < km->run.n_sizes; d++) {
+            long v = sweep_size(sh, km->run.sizes[d]);
+            long long cap = km->run.check_cap[d];
+            o.time_shapes[0].v[d] = v;
+            oc.check_shapes[0].v[d] = cap > 0 && v > cap ? cap : v;
           }
           int r = run_kernel(k, &oc);
           if (r == CLI_OK && (!chk.checked || chk.passed)) r = run_kernel(k, &o);
@@ -534,7 +528,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
     if (db && nr) {
       char shape_key[512];
       snprintf(shape_key, sizeof shape_key, "%s", sh->name);
-      tune_key key = {gpu, sm, driver, nv, 1, sw->family, NULL, shape_key};
+      tune_key key = {gpu, sm, driver, nv, ranks_size(), sw->family, NULL, shape_key};
       /* dtype from the candidate's config: the flattened manifest knows it */
       weft_manifest *m;
       if (!weft_generate_string(ctx, sw->file, sw->base_text, ranked[0]->sets, ranked[0]->n_sets, &m)) {

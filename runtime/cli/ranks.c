@@ -55,6 +55,16 @@ void ranks_ensure(void) {
 int ranks_rank(void) { return rank; }
 int ranks_size(void) { return size; }
 
+int ranks_world_size(void) {
+  if (on()) return size;
+  const char *env[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};   /* mpirun's, before MPI_Init */
+  for (int i = 0; i < 3; i++) {
+    const char *v = getenv(env[i]);
+    if (v && atoi(v) > 0) return atoi(v);
+  }
+  return 1;
+}
+
 double ranks_max(double v) {
   double r = v;
   if (on()) MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

@@ -10,6 +10,8 @@ void ranks_ensure(void);                   /* MPI running from here on (a plain 
                                             * one), finalized at exit; for the multi-rank runners */
 int ranks_rank(void);
 int ranks_size(void);
+/* The job's size: ranks_size() once MPI runs, else what mpirun told this process, else 1. */
+int ranks_world_size(void);
 double ranks_max(double v);                /* largest v over all ranks */
 int ranks_all(int flag);                   /* 1 if flag is non-zero on every rank */
 int ranks_any(int flag);                   /* 1 if flag is non-zero on some rank */

@@ -257,8 +257,8 @@ weft_status api_device_info(weft_ctx *c, char *name, size_t len, int *sm, int *d
 }
 
 weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const *ov, int n_ov, const char *shape,
-                               const char *db_path, weft_kernel **out, int *tuned) {
-  if (!c || !path || !shape || !out || !tuned) return WEFT_ERR_INVALID;
+                               int ranks, const char *db_path, weft_kernel **out, int *tuned) {
+  if (!c || !path || !shape || !out || !tuned || ranks < 1) return WEFT_ERR_INVALID;
   *out = NULL;
   *tuned = 0;
   weft_manifest *m;
@@ -270,7 +270,7 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
   if (st) { weft_manifest_free(m); return st; }
   jit_nvrtc_version(nv, sizeof nv);
   const char *dtype = weft_manifest_param(m, "dtype");
-  tune_key key = {gpu, sm, driver, nv, 1, m->family, dtype ? dtype : "", shape};
+  tune_key key = {gpu, sm, driver, nv, ranks, m->family, dtype ? dtype : "", shape};
   tunedb *db = NULL;
   tune_row best;
   int found = tunedb_open(&db, db_path, err, sizeof err) == 0 ? tunedb_best(db, &key, &best, err, sizeof err) : -1;
@@ -380,15 +380,9 @@ static weft_status check_args(weft_kernel *k, void **args) {
     if (!args[i]) return fail(k->err, WEFT_ERR_INVALID, "%s: argument %d (%s) is NULL", m->name, i, m->args[i].name);
   for (int i = 0; i < m->n_limits; i++) {
     int a = manifest_arg_index(m, m->limits[i].arg);
-    long v = arg_int(&m->args[a], args[a]);
-    if (v < m->limits[i].min || v > m->limits[i].max)
-      return fail(k->err, WEFT_ERR_LAUNCH, "%s: %s = %ld: this kernel takes %s in %ld..%ld%s", m->name,
-                  m->limits[i].arg, v, m->limits[i].arg, m->limits[i].min, m->limits[i].max,
-                  m->limits[i].max < 2147483647L / 2 ? " (set by its config: raise it there, or use another mode)" : "");
-    long q = m->limits[i].multiple;
-    if (q > 1 && v % q)
-      return fail(k->err, WEFT_ERR_LAUNCH, "%s: %s = %ld: this kernel takes %s a multiple of %ld (pad it to %ld)", m->name,
-                  m->limits[i].arg, v, m->limits[i].arg, q, (v / q + 1) * q);
+    char why[512];
+    if (weft_manifest_check_size(m, m->limits[i].arg, arg_int(&m->args[a], args[a]), why, sizeof why))
+      return fail(k->err, WEFT_ERR_LAUNCH, "%s", why);
   }
   for (int i = 0; i < m->n_args; i++) {
     const weft_arg *a = &m->args[i];

@@ -228,6 +228,54 @@ static int to_tmaps(lua_State *L, int t, weft_manifest *m, char *err, size_t err
   return oom ? -1 : rc;
 }
 
+/* run = { sizes = {...}, aliases = {...}, check_cap = {...}, check = { {...}, ... }, time = ...,
+ * metric, baseline, ranks } (weft_run_spec; gen/core/weft.lua's run_spec checked its form) */
+static weft_shape *to_shapes(lua_State *L, int r, const char *k, int n_sizes, weft_manifest *m, int *n) {
+  lua_getfield(L, r, k);
+  *n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  weft_shape *out = manifest_alloc(m, sizeof(weft_shape) * (size_t)(*n + 1));
+  for (int i = 0; out && i < *n; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    for (int j = 0; j < n_sizes; j++) {
+      lua_rawgeti(L, -1, j + 1);
+      out[i].v[j] = (long long)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return out;
+}
+
+static int to_run(lua_State *L, int t, weft_manifest *m) {
+  weft_run_spec *rs = &m->run;
+  lua_getfield(L, t, "run");
+  if (!lua_istable(L, -1)) { lua_pop(L, 1); return 0; }
+  int r = lua_gettop(L);
+  const char *lists[3] = {"sizes", "aliases", "check_cap"};
+  for (int l = 0; l < 3; l++) {
+    lua_getfield(L, r, lists[l]);
+    int n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+    if (n > WEFT_MAX_SIZES) n = WEFT_MAX_SIZES;
+    if (l == 0) rs->n_sizes = n;
+    for (int j = 0; j < n; j++) {
+      lua_rawgeti(L, -1, j + 1);
+      if (l == 2) rs->check_cap[j] = (long long)lua_tointeger(L, -1);
+      else if (!((l == 0 ? rs->sizes : rs->aliases)[j] = manifest_str(m, lua_tostring(L, -1)))) return -1;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  rs->check = to_shapes(L, r, "check", rs->n_sizes, m, &rs->n_check);
+  rs->time = to_shapes(L, r, "time", rs->n_sizes, m, &rs->n_time);
+  rs->metric = field_str(L, r, "metric", m);
+  rs->baseline = field_str(L, r, "baseline", m);
+  lua_getfield(L, r, "ranks");
+  rs->ranks = lua_toboolean(L, -1);
+  lua_pop(L, 2);
+  return rs->check && rs->time && rs->metric && rs->baseline ? 0 : -1;
+}
+
 static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t errlen) {
   m->family = field_str(L, t, "family", m);
   m->name = field_str(L, t, "name", m);
@@ -339,6 +387,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     if (m->grid[i].cap && strcmp(m->grid[i].cap, "coresident") != 0) return -1;
     if (m->grid[i].split && strcmp(m->grid[i].split, "ranks") != 0) return -1;
   }
+  if (to_run(L, t, m) != 0) { snprintf(err, errlen, "%s: out of memory reading the run spec", m->name); return -1; }
   if (to_tmaps(L, t, m, err, errlen) != 0 || manifest_check(m, err, errlen) != 0) return -1;
   manifest_seal(m);
   return 0;

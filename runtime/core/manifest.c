@@ -184,3 +184,28 @@ void weft_manifest_free(weft_manifest *m) {
   free(im->allocs);
   free(im);
 }
+
+int weft_run_size_index(const weft_run_spec *spec, const char *name) {
+  for (int i = 0; spec && name && i < spec->n_sizes; i++)
+    if (!strcmp(spec->sizes[i], name) || (spec->aliases[i] && spec->aliases[i][0] && !strcmp(spec->aliases[i], name)))
+      return i;
+  return -1;
+}
+
+int weft_manifest_check_size(const weft_manifest *m, const char *name, long long v, char *why, size_t len) {
+  for (int i = 0; i < m->n_limits; i++) {
+    const weft_limit *l = &m->limits[i];
+    if (strcmp(l->arg, name)) continue;
+    if (v < l->min || v > l->max) {
+      snprintf(why, len, "%s: %s = %lld: this kernel takes %s in %ld..%ld%s", m->name, name, v, name, l->min, l->max,
+               l->max < 2147483647L / 2 ? " (set by its config: raise it there, or use another mode)" : "");
+      return -1;
+    }
+    if (l->multiple > 1 && v % l->multiple) {
+      snprintf(why, len, "%s: %s = %lld: this kernel takes %s a multiple of %ld (pad it to %lld)", m->name, name, v,
+               name, l->multiple, (v / l->multiple + 1) * l->multiple);
+      return -1;
+    }
+  }
+  return 0;
+}

@@ -130,6 +130,24 @@ typedef struct weft_param { /* the validated config, flattened: "tile.m" = "128"
   const char *value;
 } weft_param;
 
+/* What the tools that check and time a family need (its Lua module's F.run): the size arguments
+ * in order, the shapes `weft run` checks and times by default, the metric and the baseline. */
+#define WEFT_MAX_SIZES 4
+typedef struct weft_shape { long long v[WEFT_MAX_SIZES]; } weft_shape;   /* in the order of sizes */
+typedef struct weft_run_spec {
+  int n_sizes;                              /* 0: the family declares none (no runner needs it) */
+  const char *sizes[WEFT_MAX_SIZES];        /* size argument names: weft run --<name> N */
+  const char *aliases[WEFT_MAX_SIZES];      /* another flag name for size i ("" if none) */
+  long long check_cap[WEFT_MAX_SIZES];      /* weft tune checks at most this much of size i (0: all) */
+  int n_check, n_time;
+  const weft_shape *check, *time;
+  const char *metric;                       /* "bytes", "flops", "latency", "busbw" */
+  const char *baseline;                     /* "copy", "cublaslt", "nccl", "none" */
+  int ranks;                                /* 1: runs on every rank of an MPI job */
+} weft_run_spec;
+/* The index of size `name` (or its alias) in spec->sizes, or -1. */
+int weft_run_size_index(const weft_run_spec *spec, const char *name);
+
 typedef struct weft_manifest {
   const char *family;
   const char *name;     /* encodes every parameter: identity and part of the cache key */
@@ -154,9 +172,14 @@ typedef struct weft_manifest {
   int n_params;
   const weft_param *params;
   weft_comm_spec comm;
+  weft_run_spec run;
 } weft_manifest;
 
 const char *weft_manifest_param(const weft_manifest *m, const char *key); /* NULL if absent */
+/* The one check of a size against the kernel's limits (weft_launch makes it too): 0 if
+ * `name` = v is allowed, else -1 and why (naming the kernel, the size, the range or multiple). */
+int weft_manifest_check_size(const weft_manifest *m, const char *name, long long v, char *why, size_t len);
+
 
 /* ---- generate (no compile) ------------------------------------------------------------- */
 /* overrides are "key=value" strings, nested keys with dots ("tile.m=128"). */
@@ -177,12 +200,13 @@ weft_status weft_compile_manifest(weft_ctx *ctx, weft_manifest *m, weft_kernel *
 
 /* The tuned config: the fastest one `weft tune` stored for this GPU (device, driver, NVRTC),
  * the config's family and dtype, and `shape` ("cols=32768 rows=8192", "clusters=264": the
- * size arguments, sorted, as a sweep names its shapes).  Without one, the config as given.
+ * size arguments, sorted, as a sweep names its shapes) on `ranks` ranks (the world size: a
+ * result tuned on one rank says nothing of eight).  Without one, the config as given.
  * *tuned is 1 or 0 accordingly; weft_ctx_error() then holds a one-line notice saying which and
  * why.  db_path NULL: $WEFT_TUNE_DB, else ~/.cache/weft/tune.db.  Needs the GPU (the key names
  * it). */
 weft_status weft_compile_tuned(weft_ctx *ctx, const char *path, const char *const *overrides, int n_overrides,
-                               const char *shape, const char *db_path, weft_kernel **out, int *tuned);
+                               const char *shape, int ranks, const char *db_path, weft_kernel **out, int *tuned);
 
 const weft_manifest *weft_kernel_manifest(const weft_kernel *k);
 const char *weft_kernel_ptx(const weft_kernel *k, size_t *size);

@@ -499,8 +499,45 @@ static void test_ag_gemm_manifest(void **state) {
   weft_ctx_destroy(ctx);
 }
 
+/* The family's run spec reaches C: sizes in order, default shapes, metric, baseline, and the
+ * one size check the library and the CLI share. */
+static void test_run_spec(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  const char *sm = "return { family = 'row_softmax', max_cols = 4096 }";
+  assert_int_equal(weft_generate_string(ctx, "sm.lua", sm, NULL, 0, &m), WEFT_OK);
+  assert_int_equal(m->run.n_sizes, 2);
+  assert_string_equal(m->run.sizes[0], "rows");
+  assert_string_equal(m->run.sizes[1], "cols");
+  assert_int_equal(m->run.n_time, 1);
+  assert_true(m->run.time[0].v[0] == 1024 && m->run.time[0].v[1] == 4096);   /* the row it was built for */
+  assert_true(m->run.check_cap[0] == 16 && m->run.check_cap[1] == 0);
+  assert_string_equal(m->run.metric, "bytes");
+  assert_string_equal(m->run.baseline, "copy");
+  assert_int_equal(m->run.ranks, 0);
+  assert_int_equal(weft_run_size_index(&m->run, "cols"), 1);
+  assert_int_equal(weft_run_size_index(&m->run, "n"), -1);
+  char why[256];
+  assert_int_equal(weft_manifest_check_size(m, "cols", 4096, why, sizeof why), 0);
+  assert_int_equal(weft_manifest_check_size(m, "cols", 4097, why, sizeof why), -1);
+  assert_non_null(strstr(why, "cols = 4097: this kernel takes cols in 1..4096"));
+  weft_manifest_free(m);
+  const char *ar = "return { family = 'allreduce', algo = 'one_shot_ll', dtype = 'bf16' }";
+  assert_int_equal(weft_generate_string(ctx, "ar.lua", ar, NULL, 0, &m), WEFT_OK);
+  assert_int_equal(weft_run_size_index(&m->run, "elems"), 0);   /* --elems is n's other name */
+  assert_int_equal(m->run.ranks, 1);
+  assert_true(m->run.n_time > 3 && m->run.time[0].v[0] == 4);   /* 8 bytes of bf16 */
+  for (int i = 0; i < m->run.n_time; i++)                        /* as far as the kernel's limit goes */
+    assert_int_equal(weft_manifest_check_size(m, "n", m->run.time[i].v[0], why, sizeof why), 0);
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_run_spec),
     cmocka_unit_test(test_generate),
     cmocka_unit_test(test_config_error),
     cmocka_unit_test(test_compile_and_cache),

@@ -32,6 +32,9 @@
 #include "internal.h"
 #include "ranks.h"
 
+/* A GEMM shape, M x N x K. */
+typedef struct gshape { long long m, n, k; } gshape;
+
 static const drv_table *D;
 static int RANK, SIZE;
 
@@ -1110,7 +1113,7 @@ static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
   int rc = CLI_FAIL, pass = 1;
   char why[512] = "";
   agg r = {.o = o, .k = k, .m = weft_kernel_manifest(k), .device = cli_device(), .nthreads = host_threads()};
-  cli_shape checks[CLI_MAX_SHAPES + 4], times[CLI_MAX_SHAPES + 3];
+  gshape checks[CLI_MAX_SHAPES + 1], times[CLI_MAX_SHAPES];
   int n_checks = 0, n_times = 0;
   D = drv_get(why, sizeof why);
   if (!D) {
@@ -1136,23 +1139,23 @@ static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
             "multimem_gather, gather_then_gemm, fused\n", r.m->name, r.variant);
     goto out;
   }
-  /* the shapes: defaults (unless --shapes-only), then the ones given */
-  if (!o->shapes_only) {
-    static const cli_shape dc[] = {{1000, 1000, 1000}, {128, 256, 64}, {1000, 1024, 1000}};
-    static const cli_shape dt[] = {{1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 8192, 8192}};
-    for (int i = 0; i < 3; i++) checks[n_checks++] = dc[i];
-    checks[n_checks++] = (cli_shape){1024ll * SIZE, 1536, 512};   /* big enough to sample rows */
-    for (int i = 0; i < 3; i++) times[n_times++] = dt[i];
+  /* the shapes: the family's and the user's (run_opts), and one that depends on the world size */
+  for (int i = 0; i < o->n_check && n_checks < CLI_MAX_SHAPES; i++) {
+    const weft_shape *s = &o->check_shapes[i];
+    checks[n_checks++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
   }
-  for (int i = 0; i < o->n_shapes; i++) checks[n_checks++] = o->shapes[i];
-  for (int i = 0; i < o->n_time_shapes; i++) times[n_times++] = o->time_shapes[i];
+  if (!o->shapes_only) checks[n_checks++] = (gshape){1024ll * SIZE, 1536, 512};   /* big enough to sample rows */
+  for (int i = 0; i < o->n_time && n_times < CLI_MAX_SHAPES; i++) {
+    const weft_shape *s = &o->time_shapes[i];
+    times[n_times++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
+  }
   if (!o->check) n_checks = 0;
   if (!o->timing) n_times = 0;
   /* The communicator's buffer holds the gathered A (max_elems = M*K); weft_comm_launch also
    * holds every size argument to max_elems, so N and K count too. */
   long long max_elems = 1;
   for (int i = 0; i < n_checks + n_times; i++) {
-    const cli_shape *s = i < n_checks ? &checks[i] : &times[i - n_checks];
+    const gshape *s = i < n_checks ? &checks[i] : &times[i - n_checks];
     long long e = s->m * s->k;
     if (s->n > e) e = s->n;
     if (e > max_elems) max_elems = e;
@@ -1202,7 +1205,7 @@ static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
     fflush(stdout);
   }
   for (int i = 0; i < n_checks; i++) {
-    const cli_shape *s = &checks[i];
+    const gshape *s = &checks[i];
     r.M = s->m; r.N = s->n; r.K = s->k;
     if (r.kind != V_GEMM && s->m % SIZE) {
       if (RANK == 0) printf("check: %s %lldx%lldx%lld: skipped: M is not a multiple of the %d ranks\n", r.variant, s->m, s->n, s->k, SIZE);
@@ -1220,7 +1223,7 @@ static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
   if (n_checks > 0 && o->result) { o->result->checked = 1; o->result->passed = 1; }
   if (n_times > 0 && RANK == 0) print_header(&r);
   for (int i = 0; i < n_times; i++) {
-    const cli_shape *s = &times[i];
+    const gshape *s = &times[i];
     r.M = s->m; r.N = s->n; r.K = s->k;
     if ((r.kind != V_GEMM && s->m % SIZE) || !bind_shape(&r, 0, why, sizeof why)) {
       if (RANK == 0)

@@ -253,15 +253,11 @@ static int run_allreduce(weft_kernel *k, const run_opts *o) {
   int rc = CLI_FAIL;
   weft_world *w = NULL;
   CUdeviceptr x = 0, y = 0, z = 0;
-  static const long long check_n[] = {1, 3, 7, 8, 9, 31, 1000, 4097, 65537, 1048579};
-  const int n_check = (int)(sizeof check_n / sizeof *check_n);
-  long long max_n = o->elems > 0 ? o->elems : check_n[n_check - 1];
-  long long time_max = (256ll << 20) / (long long)r.es, limit = time_max;
-  for (int i = 0; i < r.m->n_limits; i++)   /* one_shot_ll takes small messages only */
-    if (!strcmp(r.m->limits[i].arg, "n") && r.m->limits[i].max < limit) limit = r.m->limits[i].max;
-  if (time_max > limit) time_max = limit;
-  if (o->elems > 0) time_max = o->elems;   /* --elems N (and weft tune's shape): N only */
-  if (o->timing && time_max > max_n) max_n = time_max;
+  /* the sizes to check and time (the family's run spec: odd sizes to check, 8 B .. 256 MB to
+   * time, within the kernel's limits; --elems N or weft tune's shape: N only) */
+  long long max_n = 1;
+  for (int i = 0; i < (o->check ? o->n_check : 0); i++) if (o->check_shapes[i].v[0] > max_n) max_n = o->check_shapes[i].v[0];
+  for (int i = 0; i < (o->timing ? o->n_time : 0); i++) if (o->time_shapes[i].v[0] > max_n) max_n = o->time_shapes[i].v[0];
   if (r.custom && !weft_manifest_param(r.m, "op.ref") && o->check) {
     if (RANK == 0) printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end)\n", r.m->name);
   }
@@ -280,10 +276,11 @@ static int run_allreduce(weft_kernel *k, const run_opts *o) {
     printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", r.m->name, SIZE, SIZE == 1 ? "" : "s",
            weft_symm_gpu_share(weft_comm_symm(r.c)), weft_symm_method(weft_comm_symm(r.c)),
            r.m->comm.multimem ? (weft_comm_multicast(r.c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
-  if (o->check && !(r.custom && !weft_manifest_param(r.m, "op.ref"))) {
-    int n_sizes = o->elems > 0 ? 1 : n_check;
-    for (int i = 0; i < n_sizes; i++) {
-      long long n = o->elems > 0 ? o->elems : check_n[i];
+  if (o->check && o->n_check && !(r.custom && !weft_manifest_param(r.m, "op.ref"))) {
+    long long largest = 0;
+    for (int i = 0; i < o->n_check; i++) {
+      long long n = o->check_shapes[i].v[0];
+      if (n > largest) largest = n;
       if (!ranks_all(check_size(&r, n, x, y, z))) {
         if (RANK == 0) printf("check: %s: FAIL at n=%lld (rank messages above)\n", r.m->name, n);
         goto out;
@@ -291,24 +288,19 @@ static int run_allreduce(weft_kernel *k, const run_opts *o) {
     }
     if (RANK == 0)
       printf("check: %s: PASS (%d size%s up to %lld elements, out of place and in place, 100 back-to-back launches, "
-             "%sbit-identical on all %d ranks)\n", r.m->name, n_sizes, n_sizes == 1 ? "" : "s",
-             o->elems > 0 ? o->elems : check_n[n_check - 1],
+             "%sbit-identical on all %d ranks)\n", r.m->name, o->n_check, o->n_check == 1 ? "" : "s", largest,
              !r.m->pdl ? "" : r.custom || !(r.op == HR_SUM || r.op == HR_MAX || r.op == HR_MIN)
                                   ? "pdl chain not run (sum, max, min only), " : "10 chained pdl pairs, ", SIZE);
     if (o->result) { o->result->checked = 1; o->result->passed = 1; }
   }
-  if (o->timing) {
+  if (o->timing && o->n_time) {
     if (RANK == 0)
       printf("time: %s, %d ranks; each row: CUDA events around back-to-back launches, the slowest rank, "
              "median of %d rounds\n"
              "%12s %12s %10s %11s %11s %10s %9s\n", r.m->name, SIZE, TIME_ROUNDS, "bytes", "elements", "time_us", "algbw_GB/s",
              "busbw_GB/s", "copy_us", "vs_copy");
-    /* 8 B .. 256 MB; with --elems N, N elements only */
-    for (long long bytes = o->elems > 0 ? o->elems * (long long)r.es : 8; bytes <= (256ll << 20) || o->elems > 0;
-         bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
-      long long n = bytes / (long long)r.es;
-      if (n < 1) continue;
-      if (n > time_max) break;
+    for (int i = 0; i < o->n_time; i++) {
+      long long n = o->time_shapes[i].v[0], bytes = n * (long long)r.es;
       int iters = bytes <= (1 << 20) ? o->iters * 4 : bytes <= (32 << 20) ? o->iters : 10;
       double us = time_launches(&r, y, x, n, iters, 0);
       double cus = time_launches(&r, y, x, n, iters, 1);

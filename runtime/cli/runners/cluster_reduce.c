@@ -29,13 +29,13 @@ static int cr_launch_one(void *ud, int set, CUstream stream, char *err, size_t e
   return -1;
 }
 
-static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
-  if (!(D = drv_get(NULL, 0))) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
+static int cluster_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh, int do_check, int do_time,
+                         void *ud) {
   const weft_manifest *m = weft_kernel_manifest(k);
   int C = atoi(weft_manifest_param(m, "cluster")), T = atoi(weft_manifest_param(m, "threads"));
   int W = atoi(weft_manifest_param(m, "width")), I = atoi(weft_manifest_param(m, "iters"));
   const char *opn = weft_manifest_param(m, "op");
-  int32_t clusters = (int32_t)(o->clusters > 0 ? o->clusters : 264);
+  int32_t clusters = (int32_t)cli_size(m, sh, "clusters");   /* within the kernel's limits */
   size_t nin = (size_t)clusters * C * I * T * W, nout = (size_t)clusters * C * I * W;
   float *hx = malloc(nin * 4), *got = malloc(nout * 4);
   CUdeviceptr dx = 0, dy = 0;
@@ -57,7 +57,7 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
   if (weft_launch(k, args, NULL)) { fprintf(stderr, "weft run: %s\n", weft_kernel_error(k)); goto out; }
   if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
   if (!cu_ok(D->cuMemcpyDtoH(got, dy, nout * 4), "cuMemcpyDtoH")) goto out;
-  if (o->check) {
+  if (do_check) {
     size_t differ = 0, bad = 0, unwritten = 0;
     double worst = 0;
     for (long cl = 0; cl < clusters; cl++)
@@ -97,7 +97,7 @@ static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
            custom && !have_ref ? " (custom op without ref: values NOT CHECKED, bit-identity checked)" : "", unwritten, worst);
     if (fail) goto out;
   }
-  if (o->timing) {
+  if (do_time) {
     /* the primitive is latency-bound: report time per combine over back-to-back launches */
     cr_launch cl = {k, args};
     measure_op op = {cr_launch_one, &cl, 1};
@@ -126,4 +126,8 @@ out:
   return rc;
 }
 
+static int run_cluster_reduce(weft_kernel *k, const run_opts *o) {
+  if (!(D = drv_get(NULL, 0))) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
+  return cli_each_shape(k, o, cluster_shape, NULL);
+}
 WEFT_RUNNER(cluster_reduce, run_cluster_reduce)

@@ -96,22 +96,18 @@ out:
   return bad;
 }
 
-static int run_rows(weft_kernel *k, const run_opts *o, int softmax) {
+/* One shape: check it (do_check) and time it (do_time). */
+static int run_rows(weft_kernel *k, const run_opts *o, int softmax, const weft_shape *sh, int do_check, int do_time) {
   const weft_manifest *m = weft_kernel_manifest(k);
   rows_run r = {.o = o, .k = k, .m = m, .softmax = softmax};
   if (hr_dtype_parse(weft_manifest_param(m, "dtype"), &r.dt)) { fprintf(stderr, "weft run: bad dtype\n"); return CLI_FAIL; }
   const char *op = softmax ? "softmax" : weft_manifest_param(m, "op");
   int custom = op && !strcmp(op, "custom");
-  long cols = o->cols;
-  if (cols <= 0) {
-    const char *mc = weft_manifest_param(m, "max_cols");
-    cols = mc && atol(mc) > 0 ? atol(mc) : 65536;
-  }
-  r.rows = (int32_t)(o->rows > 0 ? o->rows : 1024);
-  r.cols = (int32_t)cols;
+  r.rows = (int32_t)cli_size(m, sh, "rows");   /* within the kernel's limits: an int */
+  r.cols = (int32_t)cli_size(m, sh, "cols");
   size_t n = (size_t)r.rows * (size_t)r.cols, in_bytes = n * hr_dtype_size(r.dt);
   size_t out_bytes = softmax ? in_bytes : (size_t)r.rows * 4;
-  int nsets = o->timing ? measure_rotation_sets(in_bytes + out_bytes) : 1;
+  int nsets = do_time ? measure_rotation_sets(in_bytes + out_bytes) : 1;
   void *hx = malloc(in_bytes);
   int rc = CLI_FAIL;
   if (!hx) { fprintf(stderr, "weft run: out of host memory for %zu bytes\n", in_bytes); return CLI_FAIL; }
@@ -128,12 +124,12 @@ static int run_rows(weft_kernel *k, const run_opts *o, int softmax) {
   if (!o->quiet) printf("run: %s rows=%d cols=%d (%s)\n", m->name, r.rows, r.cols, hr_dtype_name(r.dt));
   if (weft_launch(k, r.args[0], NULL)) { fprintf(stderr, "weft run: %s\n", weft_kernel_error(k)); goto out; }
   if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
-  if (o->check) {
+  if (do_check) {
     if (custom && !weft_manifest_param(m, "op.ref")) {
       if (!o->quiet) printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end to check it)\n", m->name);
     } else if (check_rows(k, &r, hx, op)) goto out;
   }
-  if (o->timing) {
+  if (do_time) {
     measure_copy cp = {.src = r.x[0], .dst = softmax ? r.y[0] : r.x[nsets > 1 ? 1 : 0], .bytes = in_bytes, .d = D};
     CUdeviceptr scratch = 0;
     if (!softmax && nsets == 1) { if (!(scratch = dev_alloc(in_bytes))) goto out; cp.dst = scratch; }
@@ -153,13 +149,17 @@ out:
   return rc;
 }
 
+static int rows_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh, int do_check, int do_time, void *ud) {
+  return run_rows(k, o, ud != NULL, sh, do_check, do_time);
+}
 static int run_row_reduce(weft_kernel *k, const run_opts *o) {
   if (!(D = drv_get(NULL, 0))) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
-  return run_rows(k, o, 0);
+  return cli_each_shape(k, o, rows_shape, NULL);
 }
 static int run_row_softmax(weft_kernel *k, const run_opts *o) {
+  static int softmax = 1;
   if (!(D = drv_get(NULL, 0))) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
-  return run_rows(k, o, 1);
+  return cli_each_shape(k, o, rows_shape, &softmax);
 }
 WEFT_RUNNER(row_reduce, run_row_reduce)
 WEFT_RUNNER(row_softmax, run_row_softmax)
