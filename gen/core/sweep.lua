@@ -174,7 +174,7 @@ local function errors(file)
 end
 
 local function family_names()
-  return schema.list(require("gen.core.weft").FAMILIES)
+  return schema.list(require("gen.core.weft").families())
 end
 
 -- -> list of { key, values } sorted by key, or nil (errors added)
@@ -404,13 +404,10 @@ end
 
 -- Why the candidate's kernel cannot take this shape (a size outside its manifest's limits, as
 -- the runtime would refuse it at launch), or nil.
-local function outside_limits(d, shape, file)
-  for _, l in ipairs(d.limits or {}) do
-    local v = shape.size[l.arg]
-    if v and (v < l.min or v > l.max or (l.multiple and v % l.multiple ~= 0)) then
-      return string.format("%s: %s = %d: outside the kernel's limits [%d, %d]%s", file, l.arg, v, l.min, l.max,
-        l.multiple and string.format(", a multiple of %d", l.multiple) or "")
-    end
+local function outside_limits(weft, d, shape, file)
+  for _, name in ipairs(sorted_keys(shape.size)) do
+    local why = weft.outside_limits(d.limits, name, shape.size[name])
+    if why then return string.format("%s: %s = %d: %s", file, name, shape.size[name], why) end
   end
 end
 
@@ -455,7 +452,7 @@ local function expand_shape(sw, shape, file, weft, check_sizes)
         return nil, string.format("%s: the generator failed on candidate %s for %s (a bug in weft): %s", file,
           label, shape.name, tostring(fam))
       end
-      local too_big = fam and outside_limits(d, shape, file)   -- e.g. one_shot_ll past its 2M elements
+      local too_big = fam and outside_limits(weft, d, shape, file)   -- e.g. one_shot_ll past its 2M elements
       if too_big then fam, ncfg = nil, too_big end
       if not fam then
         out.pruned_check = out.pruned_check + 1
@@ -479,7 +476,7 @@ local function expand_shape(sw, shape, file, weft, check_sizes)
         else
           seen_names[name] = true
           if check_sizes then
-            local e = check_sizes(d, shape)
+            local e = check_sizes(ncfg, d, shape)
             if e then return nil, e end
             check_sizes = nil
           end
@@ -545,10 +542,15 @@ function M.expand(text, file, overrides)
   end
   if not errs.ok() then return nil, errs.text() end
 
-  -- The shape's sizes must be the kernel's size arguments, or no one can launch it.
-  local function check_sizes(d, shape)
+  -- The shape's sizes must be the family's (its run spec), or no tool can run it.
+  local function check_sizes(ncfg, d, shape)
     local want = {}
-    for _, a in ipairs(d.args) do if a.role == "size" then want[#want + 1] = a.name end end
+    local spec = weft.run_spec(fam, ncfg, d)
+    if spec then
+      for _, n in ipairs(spec.sizes) do want[#want + 1] = n end
+    else   -- a family without a run spec: its kernel's size arguments
+      for _, a in ipairs(d.args) do if a.role == "size" then want[#want + 1] = a.name end end
+    end
     table.sort(want)
     local have = sorted_keys(shape.size)
     if table.concat(want, ",") ~= table.concat(have, ",") then

@@ -16,11 +16,14 @@ local M = {}
 
 M.VERSION = "0.1.0"
 M.ARCH = "sm_90a"
-M.FAMILIES = { "cluster_reduce", "row_reduce", "row_softmax", "allreduce", "ag_gemm" }
 M.refs = {}   -- kernel name -> custom operator reference function (see generate)
 
+-- The families are the modules in gen/families/ (the host lists them: weft_families), so a new
+-- family is a new file.
+function M.families() return weft_families() end
+
 local function family_module(name)
-  for _, f in ipairs(M.FAMILIES) do
+  for _, f in ipairs(M.families()) do
     if f == name then return require("gen.families." .. name) end
   end
   return nil
@@ -68,6 +71,18 @@ end
 -- and baseline, and whether every rank of an MPI job runs it.  Shapes become lists in size
 -- order; a shape must give every size, each a positive integer within the kernel's limits.
 M.METRICS = { "bytes", "flops", "latency", "busbw" }
+
+-- The generator's one test of a size against a kernel's limits (the runtime's twin is
+-- weft_manifest_check_size): nil if allowed, else what is allowed.
+function M.outside_limits(limits, name, v)
+  for _, l in ipairs(limits or {}) do
+    if l.arg == name and (v < l.min or v > l.max or (l.multiple and l.multiple > 1 and v % l.multiple ~= 0)) then
+      return string.format("outside the kernel's limits [%d, %d]%s", l.min, l.max,
+        l.multiple and l.multiple > 1 and string.format(", a multiple of %d", l.multiple) or "")
+    end
+  end
+end
+
 M.BASELINES = { "copy", "cublaslt", "nccl", "none" }
 local function run_spec(fam, cfg, d)
   if not fam.run then return nil end
@@ -80,19 +95,16 @@ local function run_spec(fam, cfg, d)
     if type(name) ~= "string" or not name:match("^[a-z_][a-z0-9_]*$") then bad("sizes: " .. tostring(name) .. " is not a name") end
     is_size[name] = true
   end
-  local limit = {}
-  for _, l in ipairs(d.limits or {}) do limit[l.arg] = l end
   local function shapes(list, what)
     local out = {}
     for i, sh in ipairs(list or {}) do
       local row = {}
       for key in pairs(sh) do if not is_size[key] then bad(what .. "[" .. i .. "]." .. tostring(key) .. " is not in sizes") end end
       for j, name in ipairs(r.sizes) do
-        local v, l = sh[name], limit[name]
+        local v = sh[name]
         if math.type(v) ~= "integer" or v < 1 then bad(what .. "[" .. i .. "]." .. name .. " must be a positive integer") end
-        if l and (v < l.min or v > l.max or (l.multiple and l.multiple > 1 and v % l.multiple ~= 0)) then
-          bad(what .. "[" .. i .. "]." .. name .. " = " .. v .. " is outside the kernel's limits")
-        end
+        local why = M.outside_limits(d.limits, name, v)
+        if why then bad(what .. "[" .. i .. "]." .. name .. " = " .. v .. ": " .. why) end
         row[j] = v
       end
       out[i] = row
@@ -126,7 +138,7 @@ function M.check(cfg, file)
   local fam = type(cfg.family) == "string" and family_module(cfg.family)
   if not fam then
     return nil, string.format("%s: family = %s: must be one of %s", file, schema.show(cfg.family),
-      schema.list(M.FAMILIES))
+      schema.list(M.families()))
   end
   local ncfg, err = schema.validate(cfg, fam.fields, file)
   if not ncfg then return nil, err end

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 
 #include "manifest.h"
 #include "util.h"
@@ -55,6 +56,43 @@ static int l_read(lua_State *L) {
   lua_pushnil(L);
   lua_pushfstring(L, "%s: not found in %s", path, b->source_dir ? b->source_dir : "the embedded generator files");
   return 2;
+}
+
+/* weft_families(): the names of the family modules, gen/families/<name>.lua, sorted -- so a new
+ * family is a new file, with no list to edit. */
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int l_families(lua_State *L) {
+  bridge *b = lua_touserdata(L, lua_upvalueindex(1));
+  enum { MAX_FAMILIES = 256 };
+  char *names[MAX_FAMILIES];
+  int n = 0;
+  const char *pre = "gen/families/";
+  if (b->source_dir) {
+    char dir[4096];
+    int w = snprintf(dir, sizeof dir, "%s/%s", b->source_dir, pre);
+    DIR *d = w > 0 && (size_t)w < sizeof dir ? opendir(dir) : NULL;
+    if (!d) return luaL_error(L, "WEFT_SOURCE_DIR: cannot read the family modules in %s", dir);
+    for (struct dirent *e; (e = readdir(d)) && n < MAX_FAMILIES;) {
+      size_t len = strlen(e->d_name);
+      if (len > 4 && !strcmp(e->d_name + len - 4, ".lua") && (names[n] = strndup(e->d_name, len - 4))) n++;
+    }
+    closedir(d);
+  } else {
+    for (const struct weft_embedded *f = weft_embedded_files; f->path && n < MAX_FAMILIES; f++) {
+      size_t len = strlen(f->path), pl = strlen(pre);
+      if (len > pl + 4 && !strncmp(f->path, pre, pl) && !strchr(f->path + pl, '/') && !strcmp(f->path + len - 4, ".lua") &&
+          (names[n] = strndup(f->path + pl, len - pl - 4)))
+        n++;
+    }
+  }
+  qsort(names, (size_t)n, sizeof *names, by_name);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);
+    lua_rawseti(L, -2, i + 1);
+    free(names[i]);
+  }
+  return 1;
 }
 
 /* package.searchers entry: "gen.a.b" -> gen/a/b.lua */
@@ -125,6 +163,9 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
   lua_pushlightuserdata(L, b);
   lua_pushcclosure(L, l_read, 1);
   lua_setglobal(L, "weft_read");
+  lua_pushlightuserdata(L, b);
+  lua_pushcclosure(L, l_families, 1);
+  lua_setglobal(L, "weft_families");
   *out = b;
   return 0;
 }

@@ -1,3 +1,3 @@
--- expect: family = "row_reduc": must be one of "cluster_reduce", "row_reduce", "row_softmax"
+-- expect: family = "row_reduc": must be one of "ag_gemm", "allreduce", "cluster_reduce"
 -- A typo in the family name.
 return { family = "row_reduc", threads = 256 }
