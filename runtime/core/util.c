@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,7 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
 }
 
 int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
+  if (!path || !*path) { snprintf(err, errlen, "an empty path is not a folder"); return -1; }
   char *p = util_strdup(path);
   if (!p) { snprintf(err, errlen, "out of memory"); return -1; }
   for (char *s = p + 1;; s++) {   /* from p + 1: an absolute path's leading "/" is no component */
@@ -173,4 +176,31 @@ double util_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+int util_buf_printf(util_buf *b, const char *fmt, ...) {
+  if (b->oom) return -1;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = b->p ? vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap) : -2;
+    va_end(ap);
+    if (n == -1) { b->oom = 1; return -1; }   /* an encoding error: nothing sensible to append */
+    if (n >= 0 && (size_t)n < b->cap - b->len) { b->len += (size_t)n; return 0; }
+    size_t need = b->len + (n > 0 ? (size_t)n : 0) + 1, cap = b->cap ? b->cap : 256;
+    while (cap < need) {
+      if (cap > SIZE_MAX / 2) { b->oom = 1; return -1; }
+      cap *= 2;
+    }
+    char *q = realloc(b->p, cap);
+    if (!q) { b->oom = 1; if (b->p) b->p[b->len] = 0; return -1; }
+    if (!b->p) q[0] = 0;
+    b->p = q;
+    b->cap = cap;
+  }
+}
+
+void util_buf_free(util_buf *b) {
+  free(b->p);
+  *b = (util_buf){0};
 }

@@ -23,6 +23,11 @@ char *util_path_join(const char *a, const char *b);
  * (a relative XDG_CACHE_HOME is ignored, as the XDG spec says); else $HOME/.cache/weft/<leaf>.
  * leaf NULL: the weft folder itself.  NULL with a message (naming env) when none is set. */
 char *util_weft_cache_path(const char *env, const char *leaf, const char *what, char *err, size_t errlen);
+/* A growing string: every append is bounded and checked.  A failed allocation sets oom and
+ * keeps what was built; the text is always NUL-terminated (p NULL until the first append). */
+typedef struct util_buf { char *p; size_t len, cap; int oom; } util_buf;
+int util_buf_printf(util_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));  /* 0 or -1 */
+void util_buf_free(util_buf *b);
 /* Wall-clock milliseconds (CLOCK_MONOTONIC). */
 double util_now_ms(void);
 /* Environment flag: set and not "" and not "0" */
