@@ -5,6 +5,8 @@
 
 ${wgmma}
 
+// The parameter list (args, tensor maps, comm) is rendered from the manifest by gen/core/weft.lua, in the
+// order the runtime passes them: the signature cannot disagree with the manifest.
 extern "C" __global__ void __launch_bounds__(${threads}, 1) ${name}(${params}) {
   ${body}
 }

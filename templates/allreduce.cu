@@ -7,7 +7,8 @@ struct Op {
   __device__ __forceinline__ static float combine(float a, float b) { return ${op_combine}; }
 };
 
-extern "C" __global__ void __launch_bounds__(${bounds}) ${name}(weft::${ctype} *y, const weft::${ctype} *x, long long n,
-                                                                const __grid_constant__ weft::Comm comm) {
+// The parameter list (y, x, n, then comm) is rendered from the manifest by gen/core/weft.lua, in the
+// order the runtime passes them: the signature cannot disagree with the manifest.
+extern "C" __global__ void __launch_bounds__(${bounds}) ${name}(${params}) {
   weft::allreduce<weft::${ctype}, Op, ${algo}, ${multimem}, ${mop}, ${pdl}>(y, x, (long)n, comm);
 }

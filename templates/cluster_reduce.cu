@@ -23,7 +23,9 @@ constexpr bool TAIL_SYNC = ${need_tail_sync};
 constexpr bool PUSH = ${push};   // exchange = "push": st.async + mbarrier instead of barrier + mapa loads
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) ${name}(float *out, const float *in, int clusters) {
+// The parameter list (out, in, clusters) is rendered from the manifest by gen/core/weft.lua, in the
+// order the runtime passes them: the signature cannot disagree with the manifest.
+extern "C" __global__ void __launch_bounds__(THREADS) ${name}(${params}) {
   using namespace weft;
   using C = Elementwise<Op>;
   __shared__ float scratch[(THREADS / 32) * W];

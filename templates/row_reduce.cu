@@ -7,6 +7,8 @@ struct Op {
   __device__ __forceinline__ static float combine(float a, float b) { return ${op_combine}; }
 };
 
-extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(float *out, const weft::${ctype} *x, int rows, int cols) {
+// The parameter list (out, x, rows, cols) is rendered from the manifest by gen/core/weft.lua, in the
+// order the runtime passes them: the signature cannot disagree with the manifest.
+extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(${params}) {
   weft::row_reduce<weft::${ctype}, Op, ${cluster}, ${threads}, ${unroll}, ${push}>(out, x, rows, cols);
 }

@@ -2,6 +2,8 @@
 // cluster of ${cluster} CTAs; mode ${mode} (see weft/row_softmax.cuh).
 #include "weft/row_softmax.cuh"
 
-extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(weft::${ctype} *y, const weft::${ctype} *x, int rows, int cols) {
+// The parameter list (y, x, rows, cols) is rendered from the manifest by gen/core/weft.lua, in the
+// order the runtime passes them: the signature cannot disagree with the manifest.
+extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(${params}) {
   weft::row_softmax_${mode}<weft::${ctype}, ${cluster}, ${threads}, ${depth}, ${prefetch}, ${push}>(y, x, rows, cols);
 }

@@ -155,18 +155,39 @@ function M.check(cfg, file)
   return fam, ncfg, d
 end
 
--- generate(text, file, overrides, read) -> manifest | nil, message
---   read(path) -> text | nil, message: the host's access to templates/ (embedded or on disk)
-function M.generate(text, file, overrides, read)
-  local cfg, err = config.load(text, file)
-  if not cfg then return nil, err end
-  cfg, err = config.apply(cfg, overrides, file)
-  if not cfg then return nil, err end
+-- The kernel's C parameter list, rendered from what the runtime passes (api_launch): the args in
+-- manifest order, then one tensor map per tmap (by value), then the communicator when the kernel
+-- has a comm section.  Templates write ${params} instead of a signature of their own, so the
+-- signature and the manifest cannot disagree.  Nil and a message for a type it has no C for (a
+-- bug in a family's derive).
+local PTR_CTYPE = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16" }
+local SCALAR_CTYPE = { i32 = "int", i64 = "long long", f32 = "float" }
+function M.render_params(args, tmaps, comm)
+  local out = {}
+  for i, a in ipairs(args or {}) do
+    local decl
+    if a.type == "ptr" then
+      local ct = PTR_CTYPE[a.dtype]
+      if not ct or (a.role ~= "in" and a.role ~= "out") then
+        return nil, string.format("args[%d] (%s): a pointer needs dtype f32, f16 or bf16 and role in or out, not %s, %s",
+          i, tostring(a.name), tostring(a.dtype), tostring(a.role))
+      end
+      decl = (a.role == "in" and "const " or "") .. ct .. " *" .. a.name
+    elseif SCALAR_CTYPE[a.type] then
+      decl = SCALAR_CTYPE[a.type] .. " " .. a.name
+    else
+      return nil, string.format("args[%d] (%s): type %s has no C type (ptr, i32, i64, f32)", i, tostring(a.name),
+        tostring(a.type))
+    end
+    out[#out + 1] = decl
+  end
+  for _, t in ipairs(tmaps or {}) do out[#out + 1] = "const __grid_constant__ weft::TensorMap " .. t.name end
+  if comm then out[#out + 1] = "const __grid_constant__ weft::Comm comm" end
+  return table.concat(out, ", ")
+end
 
-  local fam, ncfg, d
-  fam, ncfg, d = M.check(cfg, file)
-  if not fam then return nil, ncfg end
-
+-- One kernel's manifest (no json yet: generate adds it once every kernel's name is known).
+local function render_kernel(fam, ncfg, d, file, read)
   local name = M.kernel_name(fam, ncfg)
   -- A custom operator's host reference (op.ref, a Lua function) stays here for the runtime's
   -- checks (bridge_fold), keyed by kernel name.
@@ -176,11 +197,16 @@ function M.generate(text, file, overrides, read)
   end
   local values = { name = name }
   for k, v in pairs(d.values) do values[k] = v end
+  if values.params ~= nil then
+    error(fam.name .. ": derive's values.params is the generator's (rendered from args, tmaps and comm)")
+  end
+  local params, err = M.render_params(d.args, d.tmaps, d.comm)
+  if not params then error(name .. ": " .. err .. " (a bug in gen/families/" .. fam.name .. ".lua)") end
+  values.params = params
   local source
   source, err = template.render(fam.template, values, read)
   if not source then return nil, err end
-
-  local m = {
+  return {
     weft_version = M.VERSION,
     family = fam.name,
     name = name,
@@ -200,9 +226,45 @@ function M.generate(text, file, overrides, read)
     params = flatten(ncfg, fam),
     run = run_spec(fam, ncfg, d),
     config_file = file,
-  }
-  m.json = json.encode(m)   -- everything but the source, which goes next to it as <name>.cu
-  m.source = source
+  }, source
+end
+
+-- generate(text, file, overrides, read) -> manifest | nil, message
+--   read(path) -> text | nil, message: the host's access to templates/ (embedded or on disk)
+-- The manifest is the config's first kernel.  A multi-launch variant (a family's parts(cfg)
+-- returns the configs of the kernels launched after it) has the others in manifest.parts, in
+-- launch order, each a whole manifest of its own; every kernel's `kernels` lists all their
+-- names, so each .json says what it belongs to.
+function M.generate(text, file, overrides, read)
+  local cfg, err = config.load(text, file)
+  if not cfg then return nil, err end
+  cfg, err = config.apply(cfg, overrides, file)
+  if not cfg then return nil, err end
+
+  local fam, ncfg, d = M.check(cfg, file)
+  if not fam then return nil, ncfg end
+  local todo = { { fam, ncfg, d } }
+  for _, part in ipairs(fam.parts and fam.parts(ncfg) or {}) do
+    local pfam, pcfg, pd = M.check(part, file)
+    if not pfam then return nil, pcfg end
+    todo[#todo + 1] = { pfam, pcfg, pd }
+  end
+  local kernels, sources, names = {}, {}, {}
+  for i, t in ipairs(todo) do
+    kernels[i], sources[i] = render_kernel(t[1], t[2], t[3], file, read)
+    if not kernels[i] then return nil, sources[i] end
+    for j = 1, i - 1 do
+      if names[j] == kernels[i].name then error(kernels[i].name .. ": two kernels of one config share a name") end
+    end
+    names[i] = kernels[i].name
+  end
+  for i, m in ipairs(kernels) do
+    m.kernels = names
+    m.json = json.encode(m)   -- everything but the source, which goes next to it as <name>.cu
+    m.source = sources[i]
+  end
+  local m = kernels[1]
+  m.parts = { table.unpack(kernels, 2) }
   return m
 end
 

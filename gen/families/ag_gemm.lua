@@ -208,6 +208,23 @@ local function wgmma_struct(n, dtype, b_row)
 end
 
 
+-- gather_then_gemm's GEMM: the plain GEMM over the gathered A, with this config's tile, stages,
+-- consumers, ... and no comm.  The only place that names the GEMM's family and what carries
+-- over, so that it can be pointed at another family's derivation.
+local function gemm_config(cfg)
+  return { family = "ag_gemm", variant = "gemm", dtype = cfg.dtype, b_layout = cfg.b_layout,
+           tile = { m = cfg.tile.m, n = cfg.tile.n, k = cfg.tile.k }, stages = cfg.stages, consumers = cfg.consumers,
+           mma = cfg.mma, cluster = { m = cfg.cluster.m, n = cfg.cluster.n }, split_k = cfg.split_k,
+           epilogue = cfg.epilogue, group = cfg.group }
+end
+
+-- The kernels launched after this config's own, as configs the generator validates and renders
+-- like any other (gen/core/weft.lua generate): a multi-launch variant returns them all at once.
+function F.parts(cfg)
+  if cfg.variant == "gather_then_gemm" then return { gemm_config(cfg) } end
+  return {}
+end
+
 function F.derive(cfg)
   local v, t, dt = cfg.variant, cfg.tile, cfg.dtype
   local ct = "weft::" .. common.CTYPE[dt]
@@ -219,18 +236,16 @@ function F.derive(cfg)
   local esize = common.ESIZE[dt]
   local threads = wgmma and 128 * (1 + cfg.consumers) or SCALAR_THREADS
 
-  local args, params, body, tmaps
+  local args, body, tmaps
   local size = function(name) return { name = name, type = "i64", role = "size" } end
   if v == "gather_then_gemm" then
     args = { { name = "ag", type = "ptr", dtype = dt, role = "out", align = 16 },
              { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("k") }
-    params = string.format("%s *ag, const %s *a, long long m, long long k, const __grid_constant__ weft::Comm comm", ct, ct)
     body = string.format("weft::ag_gather<%s, %s, %s>(ag, a, (long)m, (long)k, comm);", ct, comm_id, ring)
   else
     args = { { name = "c", type = "ptr", dtype = dt, role = "out", align = 16 },
              { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 },
              { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
-    params = string.format("%s *c, const %s *a, const %s *b, long long m, long long n, long long k", ct, ct, ct)
   end
   if wgmma then
     local rows = v == "gemm" and "m" or "m/ranks"
@@ -242,7 +257,6 @@ function F.derive(cfg)
       b_row and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
              or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
     }
-    params = params .. ", const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb"
     local epi_tma = cfg.epilogue == "tma"
     local targs = string.format("%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, %s, Wgmma", ct, t.m, t.n,
       cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k, tostring(epi_tma),
@@ -255,27 +269,18 @@ function F.derive(cfg)
                              box = v == "gemm" and { 64, epi_rows } or { 64, epi_rows, 1 } } or nil
     local tc_arg = epi_tma and "&tc" or "nullptr"
     if v == "gemm" then
-      if tc then
-        tmaps[#tmaps + 1] = tc
-        params = params .. ", const __grid_constant__ weft::TensorMap tc"
-      end
+      if tc then tmaps[#tmaps + 1] = tc end
       body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, nullptr, %s, nullptr);",
         targs, tc_arg)
     else
       -- peer shards: TMA straight from every rank's buffer (tma), or from this rank's own regions
       tmaps[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = dt,
                    dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m // cl.n, 1, 1 }, swizzle = 128 }
-      params = params .. ", const __grid_constant__ weft::TensorMap tsh"
-      if tc then
-        tmaps[#tmaps + 1] = tc
-        params = params .. ", const __grid_constant__ weft::TensorMap tc"
-      end
-      params = params .. ", const __grid_constant__ weft::Comm comm"
+      if tc then tmaps[#tmaps + 1] = tc end
       body = string.format("weft::ag_gemm_wgmma<%s>(c, a, (long)m, (long)n, (long)k, ta, tb, &tsh, %s, &comm);", targs,
         tc_arg)
     end
   elseif v ~= "gather_then_gemm" then
-    params = params .. ", const __grid_constant__ weft::Comm comm"
     body = string.format("weft::ag_gemm_scalar<%s, %d, %d, %d, %s, %s, %s, %s>(c, a, b, (long)m, (long)n, (long)k, comm);",
       ct, t.m, t.n, t.k, comm_id, v == "naive_remote" and "weft::SCALAR_NAIVE" or "weft::SCALAR_GATHERED",
       tostring(b_row), ring)
@@ -294,7 +299,7 @@ function F.derive(cfg)
   if v ~= "gather_then_gemm" then limits[#limits + 1] = { arg = "n", min = 8, max = big, multiple = 8 } end
 
   return {
-    values = { ctype = ct, threads = threads, params = params, body = body,
+    values = { ctype = ct, threads = threads, body = body,
                -- (the PTX type names are the dtype names)
                wgmma = wgmma and wgmma_struct(t.n, dt, b_row) or "// scalar or gather: no WGMMA",
                variant = v },

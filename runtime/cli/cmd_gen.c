@@ -52,6 +52,8 @@ void cmd_gen_help(int build) {
   else
     printf("Writes DIR/<name>.cu (self-contained CUDA C, #line directives into templates/) and\n"
            "DIR/<name>.json (the manifest: name, entry, block, cluster, smem, args, grid, limits).\n");
+  printf("A config that launches several kernels (ag_gemm's gather_then_gemm: the gather, then the\n"
+         "GEMM) writes the files of every kernel; each .json lists them all under \"kernels\".\n");
 }
 
 static int write_file(const char *dir, const char *name, const char *ext, const void *data, size_t n) {
@@ -118,19 +120,25 @@ int cmd_gen(int argc, char **argv, int build) {
   }
   char err[1024];
   if (util_mkdirs(c.out_dir, 0755, err, sizeof err) != 0) { fprintf(stderr, "weft: %s\n", err); rc = CLI_USAGE; goto out; }
-  printf("%s\n", mm->name);
-  if (write_file(c.out_dir, mm->name, ".cu", mm->source, strlen(mm->source)) ||
-      write_file(c.out_dir, mm->name, ".json", mm->json, strlen(mm->json)))
-    goto out;
-  if (build) {
-    size_t np, nc;
-    const char *ptx = weft_kernel_ptx(k, &np);
-    const void *cubin = weft_kernel_cubin(k, &nc);
-    if (write_file(c.out_dir, mm->name, ".ptx", ptx, np ? np - 1 : 0) ||
-        write_file(c.out_dir, mm->name, ".cubin", cubin, nc))
+  /* every kernel of the config, in launch order (a multi-launch variant has several) */
+  for (int i = 0; i < mm->n_parts; i++) {
+    const weft_manifest *pm = weft_manifest_part(mm, i);
+    weft_kernel *pk = build ? weft_kernel_part(k, i) : NULL;
+    if (mm->n_parts > 1) printf("%s (kernel %d of %d)\n", pm->name, i + 1, mm->n_parts);
+    else printf("%s\n", pm->name);
+    if (write_file(c.out_dir, pm->name, ".cu", pm->source, strlen(pm->source)) ||
+        write_file(c.out_dir, pm->name, ".json", pm->json, strlen(pm->json)))
       goto out;
-    printf("  compiled in %.1f ms (%s)\n", weft_kernel_compile_ms(k), weft_kernel_cache_hit(k) ? "cache hit" : "NVRTC");
-    print_resources(weft_kernel_log(k));
+    if (build) {
+      size_t np, nc;
+      const char *ptx = weft_kernel_ptx(pk, &np);
+      const void *cubin = weft_kernel_cubin(pk, &nc);
+      if (write_file(c.out_dir, pm->name, ".ptx", ptx, np ? np - 1 : 0) ||
+          write_file(c.out_dir, pm->name, ".cubin", cubin, nc))
+        goto out;
+      printf("  compiled in %.1f ms (%s)\n", weft_kernel_compile_ms(pk), weft_kernel_cache_hit(pk) ? "cache hit" : "NVRTC");
+      print_resources(weft_kernel_log(pk));
+    }
   }
   rc = CLI_OK;
 out:

@@ -40,6 +40,10 @@ struct weft_kernel {
   CUfunction fn;
   int grid_arg[3];         /* index of the size argument behind each grid dimension, or -1 */
   long coresident;         /* clusters (or blocks) the device holds at once; 0 until loaded */
+  /* A config's kernels (manifest parts): the first holds them all, parts[0] being itself, and
+   * frees them; the others point back at it and own neither their manifest nor themselves. */
+  weft_kernel **parts;
+  weft_kernel *owner;
   char err[ERRLEN];
 };
 
@@ -123,9 +127,38 @@ static void cache_key(const weft_manifest *m, const char *nvrtc, unsigned char k
   hash_end(h, key);
 }
 
+/* One kernel through the cache; k->m = m, which the caller still owns on failure. */
+static weft_status kernel_build(weft_ctx *c, weft_manifest *m, const char *nv, weft_kernel **out) {
+  weft_kernel *k = calloc(1, sizeof *k);
+  if (!k) return fail(c->err, WEFT_ERR_NOMEM, "out of memory");
+  k->ctx = c;
+  k->m = m;
+  for (int i = 0; i < 3; i++) k->grid_arg[i] = m->grid[i].arg ? manifest_arg_index(m, m->grid[i].arg) : -1;
+  unsigned char key[32];
+  cache_key(m, nv, key);
+  build_job job = {m};
+  cache_result res;
+  double t0 = util_now_ms();
+  if (cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err) != 0) {
+    cache_entry_free(&k->bin);
+    free(k);
+    return strstr(c->err, "WEFT_NO_COMPILE") ? WEFT_ERR_CACHE : WEFT_ERR_COMPILE;
+  }
+  k->compile_ms = util_now_ms() - t0;
+  k->hit = res == CACHE_HIT;
+  *out = k;
+  return WEFT_OK;
+}
+
 weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **out) {
   if (!c || !m || !out) return WEFT_ERR_INVALID;
   *out = NULL;
+  if (m->part != 0) {
+    weft_status st = fail(c->err, WEFT_ERR_INVALID, "%s: kernel %d of %d of its config: compile the first, which "
+                          "compiles them all (weft_kernel_part)", m->name, m->part + 1, m->n_parts);
+    weft_manifest_free(m);
+    return st;
+  }
   char nv[32];
   jit_nvrtc_version(nv, sizeof nv);
   if (!c->cache) {
@@ -136,22 +169,22 @@ weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **o
       return WEFT_ERR_CACHE;
     }
   }
-  weft_kernel *k = calloc(1, sizeof *k);
-  if (!k) { weft_manifest_free(m); return fail(c->err, WEFT_ERR_NOMEM, "out of memory"); }
-  k->ctx = c;
-  k->m = m;
-  for (int i = 0; i < 3; i++) k->grid_arg[i] = m->grid[i].arg ? manifest_arg_index(m, m->grid[i].arg) : -1;
-  unsigned char key[32];
-  cache_key(m, nv, key);
-  build_job job = {m};
-  cache_result res;
-  double t0 = util_now_ms();
-  if (cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err) != 0) {
-    weft_kernel_destroy(k);
-    return strstr(c->err, "WEFT_NO_COMPILE") ? WEFT_ERR_CACHE : WEFT_ERR_COMPILE;
+  weft_kernel *k;
+  weft_status st = kernel_build(c, m, nv, &k);
+  if (st) { weft_manifest_free(m); return st; }
+  if (m->n_parts > 1) {
+    k->parts = calloc((size_t)m->n_parts, sizeof *k->parts);
+    if (!k->parts) { weft_kernel_destroy(k); return fail(c->err, WEFT_ERR_NOMEM, "out of memory"); }
+    k->parts[0] = k;
+    for (int i = 1; i < m->n_parts; i++) {
+      /* weft_manifest_part is const for users; the kernel owns m, and with it the parts */
+      if ((st = kernel_build(c, (weft_manifest *)weft_manifest_part(m, i), nv, &k->parts[i]))) {
+        weft_kernel_destroy(k);
+        return st;
+      }
+      k->parts[i]->owner = k;
+    }
   }
-  k->compile_ms = util_now_ms() - t0;
-  k->hit = res == CACHE_HIT;
   *out = k;
   return WEFT_OK;
 }
@@ -184,12 +217,27 @@ int weft_kernel_cache_hit(const weft_kernel *k) { return k ? k->hit : 0; }
 double weft_kernel_compile_ms(const weft_kernel *k) { return k ? k->compile_ms : 0; }
 const char *weft_kernel_error(const weft_kernel *k) { return k ? k->err : "no kernel"; }
 
-void weft_kernel_destroy(weft_kernel *k) {
-  if (!k) return;
+int weft_kernel_count(const weft_kernel *k) { return k ? k->m->n_parts : 0; }
+
+weft_kernel *weft_kernel_part(weft_kernel *k, int i) {
+  if (!k || k->owner || i < 0 || i >= k->m->n_parts) return NULL;
+  return i == 0 ? k : k->parts[i];
+}
+
+static void kernel_free(weft_kernel *k) {
   if (k->lib && k->ctx->drv) k->ctx->drv->cuLibraryUnload(k->lib);
   cache_entry_free(&k->bin);
-  weft_manifest_free(k->m);
   free(k);
+}
+
+void weft_kernel_destroy(weft_kernel *k) {
+  if (!k || k->owner) return;   /* a later kernel of a config goes with its first */
+  for (int i = 1; k->parts && i < k->m->n_parts; i++)
+    if (k->parts[i]) kernel_free(k->parts[i]);
+  free(k->parts);
+  weft_manifest *m = k->m;
+  kernel_free(k);
+  weft_manifest_free(m);
 }
 
 weft_status weft_reference_fold(weft_kernel *k, const double *x, size_t n, double *out) {

@@ -434,13 +434,36 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
   return 0;
 }
 
-/* Converts the manifest table at the top of the stack; on failure says why (a bug in the
- * generator: derive produced something the runtime cannot launch). */
+/* The kernels launched after the first (t.parts, in launch order), each converted like it and
+ * handed to m. */
+static int to_parts(lua_State *L, int t, weft_manifest *m, char *err, size_t errlen) {
+  lua_getfield(L, t, "parts");
+  int n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0, rc = 0;
+  for (int i = 0; rc == 0 && i < n; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    weft_manifest *p = lua_istable(L, -1) ? manifest_new() : NULL;
+    if (!p) {
+      snprintf(err, errlen, "%s: parts[%d] is %s", m->name, i + 1, lua_istable(L, -1) ? "out of memory" : "not a table");
+      rc = -1;
+    } else if (to_manifest(L, lua_gettop(L), p, err, errlen) != 0 || manifest_add_part(m, p) != 0) {
+      if (!err[0]) snprintf(err, errlen, "%s: parts[%d] is an incomplete manifest", m->name, i + 1);
+      weft_manifest_free(p);
+      rc = -1;
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+/* Converts the manifest table at the top of the stack, with the kernels launched after it; on
+ * failure says why (a bug in the generator: derive produced something the runtime cannot
+ * launch). */
 static weft_status convert(lua_State *L, const char *chunkname, weft_manifest **out, char *err, size_t errlen) {
   weft_manifest *m = manifest_new();
   if (!m) { snprintf(err, errlen, "out of memory"); return WEFT_ERR_NOMEM; }
   char why[2048] = "";
-  if (to_manifest(L, lua_gettop(L), m, why, sizeof why) != 0) {
+  if (to_manifest(L, lua_gettop(L), m, why, sizeof why) != 0 || to_parts(L, lua_gettop(L), m, why, sizeof why) != 0) {
     if (why[0])
       snprintf(err, errlen, "weft's generator returned a manifest the runtime cannot use for %s (a bug in weft): %s",
                chunkname, why);

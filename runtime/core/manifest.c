@@ -12,9 +12,15 @@ typedef struct manifest_impl {
   weft_manifest pub;       /* first: a weft_manifest * is a manifest_impl * */
   void **allocs;
   int n, cap;
+  weft_manifest **parts;   /* on the first kernel of a config: the ones launched after it, owned */
+  int n_parts;
 } manifest_impl;
 
-weft_manifest *manifest_new(void) { return calloc(1, sizeof(manifest_impl)); }
+weft_manifest *manifest_new(void) {
+  manifest_impl *im = calloc(1, sizeof *im);
+  if (im) im->pub.n_parts = 1;
+  return im ? &im->pub : NULL;
+}
 
 void *manifest_alloc(weft_manifest *m, size_t size) {
   manifest_impl *im = (manifest_impl *)m;
@@ -170,6 +176,23 @@ int manifest_check(const weft_manifest *m, char *err, size_t errlen) {
 
 #undef BAD
 
+int manifest_add_part(weft_manifest *head, weft_manifest *part) {
+  manifest_impl *im = (manifest_impl *)head;
+  weft_manifest **p = realloc(im->parts, (size_t)(im->n_parts + 1) * sizeof *p);
+  if (!p) return -1;
+  im->parts = p;
+  p[im->n_parts++] = part;
+  head->n_parts = part->n_parts = im->n_parts + 1;
+  part->part = im->n_parts;
+  for (int i = 0; i < im->n_parts; i++) p[i]->n_parts = head->n_parts;
+  return 0;
+}
+
+const weft_manifest *weft_manifest_part(const weft_manifest *m, int i) {
+  if (!m || m->part != 0 || i < 0 || i >= m->n_parts) return NULL;
+  return i == 0 ? m : ((const manifest_impl *)m)->parts[i - 1];
+}
+
 const char *weft_manifest_param(const weft_manifest *m, const char *key) {
   if (!m || !key) return NULL;
   for (int i = 0; i < m->n_params; i++)
@@ -180,6 +203,8 @@ const char *weft_manifest_param(const weft_manifest *m, const char *key) {
 void weft_manifest_free(weft_manifest *m) {
   if (!m) return;
   manifest_impl *im = (manifest_impl *)m;
+  for (int i = 0; i < im->n_parts; i++) weft_manifest_free(im->parts[i]);
+  free(im->parts);
   for (int i = 0; i < im->n; i++) free(im->allocs[i]);
   free(im->allocs);
   free(im);

@@ -7,6 +7,9 @@ weft_manifest *manifest_new(void);
 /* A copy of s owned by m (NULL for NULL); NULL on allocation failure. */
 const char *manifest_str(weft_manifest *m, const char *s);
 void *manifest_alloc(weft_manifest *m, size_t size);  /* zeroed, owned by m */
+/* Hands part (a manifest of its own) to head, the first kernel of its config, as the next kernel
+ * launched after those head has; sets part/n_parts on all of them.  0, or -1 out of memory. */
+int manifest_add_part(weft_manifest *head, weft_manifest *part);
 /* hash = sha-256 over source and options */
 void manifest_seal(weft_manifest *m);
 /* index of the argument named name, or -1 */

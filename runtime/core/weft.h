@@ -173,13 +173,21 @@ typedef struct weft_manifest {
   const weft_param *params;
   weft_comm_spec comm;
   weft_run_spec run;
+  /* A config may launch several kernels, one after another (a multi-launch variant:
+   * ag_gemm's gather_then_gemm gathers A, then runs the GEMM on it).  The generator returns
+   * them all, in launch order, each a whole manifest with its own name, source, args, grid:
+   * this one is kernel `part` (0-based) of n_parts (1 for most configs).  The first owns
+   * the others: weft_manifest_part, and weft_manifest_free frees them all. */
+  int part, n_parts;
 } weft_manifest;
 
 const char *weft_manifest_param(const weft_manifest *m, const char *key); /* NULL if absent */
+/* Kernel i (0 .. n_parts-1) of the config whose first kernel is m; 0 is m itself.  NULL when
+ * i is out of range or m is not a first kernel. */
+const weft_manifest *weft_manifest_part(const weft_manifest *m, int i);
 /* The one check of a size against the kernel's limits (weft_launch makes it too): 0 if
  * `name` = v is allowed, else -1 and why (naming the kernel, the size, the range or multiple). */
 int weft_manifest_check_size(const weft_manifest *m, const char *name, long long v, char *why, size_t len);
-
 
 /* ---- generate (no compile) ------------------------------------------------------------- */
 /* overrides are "key=value" strings, nested keys with dots ("tile.m=128"). */
@@ -209,6 +217,14 @@ weft_status weft_compile_tuned(weft_ctx *ctx, const char *path, const char *cons
                                const char *shape, int ranks, const char *db_path, weft_kernel **out, int *tuned);
 
 const weft_manifest *weft_kernel_manifest(const weft_kernel *k);
+/* A config's kernels: compiling one compiles every kernel it launches (manifest n_parts, each
+ * through the cache like any kernel).  weft_kernel_count says how many (1 for most configs);
+ * weft_kernel_part(k, i) is kernel i in launch order, 0 being k itself, NULL when i is out of
+ * range or k is not the first.  The parts belong to k: weft_kernel_destroy(k) frees them, and
+ * on a part it does nothing.  Launch each in order with its own args (its manifest's):
+ * gather_then_gemm's gather with weft_comm_launch, then its GEMM with weft_launch. */
+int weft_kernel_count(const weft_kernel *k);
+weft_kernel *weft_kernel_part(weft_kernel *k, int i);
 const char *weft_kernel_ptx(const weft_kernel *k, size_t *size);
 const void *weft_kernel_cubin(const weft_kernel *k, size_t *size);
 int weft_kernel_cache_hit(const weft_kernel *k);  /* 1 if the last compile came from the cache */

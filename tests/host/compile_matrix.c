@@ -15,6 +15,13 @@ typedef struct entry {
   const char *never[10];         /* PTX must not contain any */
 } entry;
 
+/* A multi-launch config: its first kernel as an entry, and what its second's PTX must contain.
+ * An entry of the matrix must compile to one kernel, one of multi[] to two. */
+typedef struct entry2 {
+  entry e;
+  const char *must2[8];
+} entry2;
+
 /* what every cluster combine compiles to */
 #define CLUSTER_PTX "barrier.cluster.arrive.release", "barrier.cluster.wait.acquire", \
                     "mapa.shared::cluster", "ld.shared::cluster.f32"
@@ -237,19 +244,94 @@ static const entry matrix[] = {
    {AG_SIGNAL_PTX, "_param_6[136]", MM_ST_BF16, "ld.shared.f32", "fma.rn.f32"}, {"wgmma.mma_async", "cp.async.bulk"}},
   {"ag_gemm.lua", {"variant=multimem_gather", "comm=auto", "tile.m=64", "tile.n=32", "tile.k=32", "dtype=f16", "b_layout=col"},
    {AG_SIGNAL_PTX, "_param_6[136]", "multimem.st.relaxed.sys.global.v4.f16x2"}, {"wgmma.mma_async", "cp.async.bulk", "bf16"}},
-  /* gather_then_gemm's first kernel: only the all-gather (its GEMM is variant gemm) */
-  {"ag_gemm.lua", {"variant=gather_then_gemm", "comm=threadload"},
-   {AG_SIGNAL_PTX, "_param_4[136]", "ld.global.v4.u32", "st.global.v4.u32"},
-   {"wgmma.mma_async", "cp.async.bulk", "multimem", "fma.rn.f32"}},
-  {"ag_gemm.lua", {"variant=gather_then_gemm", "comm=multimem", "fallback=emulate"},
-   {AG_SIGNAL_PTX, "_param_4[136]", MM_ST_BF16, "ld.global.v4.u32"}, {"wgmma.mma_async", "cp.async.bulk", "fma.rn.f32"}},
-  {"ag_gemm.lua", {"variant=gather_then_gemm", "comm=multimem", "dtype=f16", "schedule=rank_order"},
-   {AG_SIGNAL_PTX, "_param_4[136]", "multimem.st.relaxed.sys.global.v4.f16x2"}, {"wgmma.mma_async", "bf16"}},
+};
+
+static const entry2 multi[] = {
+  /* gather_then_gemm: its first kernel only all-gathers; the second is the GEMM of its tile,
+   * dtype and layout (variant gemm), compiled with it */
+  {{"ag_gemm.lua", {"variant=gather_then_gemm", "comm=threadload"},
+    {AG_SIGNAL_PTX, "_param_4[136]", "ld.global.v4.u32", "st.global.v4.u32"},
+    {"wgmma.mma_async", "cp.async.bulk", "multimem", "fma.rn.f32"}},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", B_ROW_PTX}},
+  {{"ag_gemm.lua", {"variant=gather_then_gemm", "comm=multimem", "fallback=emulate"},
+    {AG_SIGNAL_PTX, "_param_4[136]", MM_ST_BF16, "ld.global.v4.u32"}, {"wgmma.mma_async", "cp.async.bulk", "fma.rn.f32"}},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"}},
+  {{"ag_gemm.lua", {"variant=gather_then_gemm", "comm=multimem", "dtype=f16", "schedule=rank_order", "b_layout=col",
+                    "tile.n=128", "epilogue=tma"},
+    {AG_SIGNAL_PTX, "_param_4[136]", "multimem.st.relaxed.sys.global.v4.f16x2"}, {"wgmma.mma_async", "bf16"}},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX,
+    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"}},
 };
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof *(a)))
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+#define MAX_PARAMS 64
+#define COMM_BYTES 136   /* weft::Comm, as runtime/core/comm.c fills it */
+
+/* What the runtime passes (api_launch), in bytes per parameter: the args (pointers and i64 8,
+ * i32 and f32 4), a 128-byte CUtensorMap per tensor map, the communicator last. */
+static int manifest_sizes(const weft_manifest *m, int *sizes) {
+  int n = 0;
+  for (int i = 0; i < m->n_args && n < MAX_PARAMS; i++)
+    sizes[n++] = !strcmp(m->args[i].type, "ptr") || !strcmp(m->args[i].type, "i64") ? 8 : 4;
+  for (int i = 0; i < m->n_tmaps && n < MAX_PARAMS; i++) sizes[n++] = 128;
+  if (m->comm.signals && n < MAX_PARAMS) sizes[n++] = COMM_BYTES;
+  return n;
+}
+
+/* What the kernel takes: the sizes of the PTX .entry's parameters, in order; -1 if the entry is
+ * missing.  A by-value struct is ".param .align A .b8 NAME[BYTES]", a scalar ".param .TYPE". */
+static int ptx_sizes(const char *ptx, const char *entry, int *sizes) {
+  char head[512];
+  if (snprintf(head, sizeof head, ".entry %s(", entry) >= (int)sizeof head) return -1;
+  const char *p = strstr(ptx, head);
+  if (!p) return -1;
+  p += strlen(head);
+  int n = 0;
+  for (const char *line = strchr(p, '\n'); line && n < MAX_PARAMS; line = strchr(line + 1, '\n')) {
+    const char *l = line + 1;
+    while (*l == ' ' || *l == '\t') l++;
+    if (*l == ')') break;
+    if (strncmp(l, ".param", 6) != 0) continue;
+    const char *end = strchr(l, '\n'), *br = strchr(l, '[');
+    if (br && (!end || br < end)) { sizes[n++] = atoi(br + 1); continue; }
+    static const struct { const char *type; int bytes; } scalars[] = {
+      {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".u32", 4}, {".s32", 4}, {".b32", 4}, {".f32", 4},
+      {".u16", 2}, {".s16", 2}, {".b16", 2}, {".u8", 1}, {".s8", 1}, {".b8", 1}};
+    int bytes = 0;
+    for (size_t i = 0; !bytes && i < sizeof scalars / sizeof *scalars; i++) {
+      const char *t = strstr(l, scalars[i].type);
+      if (t && (!end || t < end)) bytes = scalars[i].bytes;
+    }
+    sizes[n++] = bytes;
+  }
+  return n;
+}
+
+static void show_sizes(const char *what, const int *s, int n) {
+  printf("  %s:", what);
+  for (int i = 0; i < n; i++) printf(" %d", s[i]);
+  printf("\n");
+}
+
+/* The signature is rendered from the manifest (gen/core/weft.lua): the kernel must take exactly
+ * what the runtime passes, so a template that wrote a list of its own fails here. */
+static int check_params(weft_kernel *k) {
+  const weft_manifest *m = weft_kernel_manifest(k);
+  int want[MAX_PARAMS], got[MAX_PARAMS];
+  int nw = manifest_sizes(m, want), ng = ptx_sizes(weft_kernel_ptx(k, NULL), m->entry, got);
+  if (ng < 0) { printf("FAIL %s: no .entry %s( in the PTX\n", m->name, m->entry); return 0; }
+  int same = nw == ng;
+  for (int i = 0; same && i < nw; i++) same = want[i] == got[i];
+  if (same) return 1;
+  printf("FAIL %s: its PTX .entry takes %d parameters that are not the %d the runtime passes (%d args, %d tensor "
+         "maps%s); bytes each:\n", m->name, ng, nw, m->n_args, m->n_tmaps, m->comm.signals ? ", the communicator" : "");
+  show_sizes("PTX .entry", got, ng);
+  show_sizes("manifest  ", want, nw);
+  return 0;
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: compile_matrix SOURCE_DIR\n"); return 2; }
@@ -258,8 +340,9 @@ int main(int argc, char **argv) {
   int passed = 0, failed = 0;
   double slowest = 0;
   char slowest_name[256] = "";
-  for (size_t i = 0; i < sizeof matrix / sizeof *matrix; i++) {
-    const entry *e = &matrix[i];
+  for (int i = 0; i < N_OF(matrix) + N_OF(multi); i++) {
+    const entry *e = i < N_OF(matrix) ? &matrix[i] : &multi[i - N_OF(matrix)].e;
+    const char *const *must2 = i < N_OF(matrix) ? NULL : multi[i - N_OF(matrix)].must2;
     char path[4096];
     snprintf(path, sizeof path, "%s/examples/%s", argv[1], e->config);
     int n = 0;
@@ -276,6 +359,32 @@ int main(int argc, char **argv) {
     const char *ptx = weft_kernel_ptx(k, NULL);
     const char *name = weft_kernel_manifest(k)->name;
     int ok = 1;
+    /* every kernel of the config: its parameters are the manifest's; a second one only where
+     * the entry expects it, with the features it lists */
+    int want_parts = must2 ? 2 : 1;
+    if (weft_kernel_count(k) != want_parts) {
+      printf("FAIL %s: compiles to %d kernel(s), this entry expects %d\n", name, weft_kernel_count(k), want_parts);
+      ok = 0;
+    }
+    for (int p = 0; p < weft_kernel_count(k); p++) ok &= check_params(weft_kernel_part(k, p));
+    if (want_parts == 2 && weft_kernel_count(k) == 2) {
+      weft_kernel *k2 = weft_kernel_part(k, 1);
+      for (int j = 0; j < N_OF(multi[0].must2) && must2[j]; j++)
+        if (!contains(weft_kernel_ptx(k2, NULL), must2[j])) {
+          printf("FAIL %s: its second kernel's PTX (%s) lacks '%s'\n", name, weft_kernel_manifest(k2)->name, must2[j]);
+          ok = 0;
+        }
+      if (strstr(weft_kernel_log(k2), "Potential Performance Loss") ||
+          (strstr(weft_kernel_log(k2), "bytes spill stores") && !strstr(weft_kernel_log(k2), " 0 bytes spill stores"))) {
+        printf("FAIL %s: its second kernel (%s) spills or has its WGMMAs serialised\n", name, weft_kernel_manifest(k2)->name);
+        ok = 0;
+      }
+      if (contains(weft_kernel_ptx(k2, NULL), "st.release.sys")) {
+        printf("FAIL %s: its second kernel (%s) signals other ranks; it is a plain GEMM\n", name,
+               weft_kernel_manifest(k2)->name);
+        ok = 0;
+      }
+    }
     for (int j = 0; j < N_OF(e->must) && e->must[j]; j++)
       if (!contains(ptx, e->must[j])) { printf("FAIL %s: PTX lacks '%s'\n", name, e->must[j]); ok = 0; }
     for (int j = 0; j < N_OF(e->never) && e->never[j]; j++)

@@ -535,6 +535,137 @@ static void test_run_spec(void **state) {
   weft_ctx_destroy(ctx);
 }
 
+/* A multi-launch variant: gather_then_gemm generates and compiles to its gather and its GEMM,
+ * in launch order, the GEMM the one the same knobs give with variant = gemm (one cache entry). */
+#define G2 "return { family = 'ag_gemm', variant = 'gather_then_gemm', comm = 'threadload', dtype = 'f16', " \
+           "tile = { m = 128, n = 128, k = 64 }, stages = 3, b_layout = 'col' }"
+#define GEMM "return { family = 'ag_gemm', variant = 'gemm', dtype = 'f16', tile = { m = 128, n = 128, k = 64 }, " \
+             "stages = 3, b_layout = 'col' }"
+
+static void test_multi_launch_manifest(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m, *g;
+  assert_int_equal(weft_generate_string(ctx, "g2.lua", G2, NULL, 0, &m), WEFT_OK);
+  assert_int_equal(weft_generate_string(ctx, "gemm.lua", GEMM, NULL, 0, &g), WEFT_OK);
+  assert_int_equal(m->n_parts, 2);
+  assert_int_equal(m->part, 0);
+  assert_ptr_equal(weft_manifest_part(m, 0), m);
+  const weft_manifest *p = weft_manifest_part(m, 1);
+  assert_non_null(p);
+  assert_null(weft_manifest_part(m, 2));
+  assert_null(weft_manifest_part(m, -1));
+  assert_null(weft_manifest_part(p, 0));   /* only the first hands out parts */
+  assert_int_equal(p->part, 1);
+  assert_int_equal(p->n_parts, 2);
+  /* the gather: ag, a, m, k and a communicator */
+  assert_non_null(strstr(m->name, "_gatherthengemm_threadload_"));
+  assert_int_equal(m->n_args, 4);
+  const char *gather_args[] = {"ag", "a", "m", "k"};
+  for (int i = 0; i < 4; i++) assert_string_equal(m->args[i].name, gather_args[i]);
+  assert_non_null(m->comm.signals);
+  assert_int_equal(m->n_tmaps, 0);
+  /* the GEMM: c, a, b, m, n, k, its tensor maps, no communicator; what variant = gemm gives */
+  assert_string_equal(p->name, g->name);
+  assert_string_equal(p->source, g->source);
+  assert_string_equal(p->hash, g->hash);
+  assert_string_equal(weft_manifest_param(p, "variant"), "gemm");
+  assert_string_equal(weft_manifest_param(p, "stages"), "3");
+  assert_string_equal(weft_manifest_param(p, "b_layout"), "col");
+  assert_int_equal(p->n_args, 6);
+  const char *gemm_args[] = {"c", "a", "b", "m", "n", "k"};
+  for (int i = 0; i < 6; i++) assert_string_equal(p->args[i].name, gemm_args[i]);
+  assert_string_equal(p->args[1].dtype, m->args[0].dtype);   /* the gathered A is the GEMM's A */
+  assert_null(p->comm.signals);
+  assert_int_equal(p->n_tmaps, 2);
+  assert_int_equal(m->block[0], 256);   /* the gather's threads; the GEMM's: a producer + 2 consumer warpgroups */
+  assert_int_equal(p->block[0], 384);
+  /* every .json names both kernels, in launch order */
+  char list[1024];
+  assert_true(snprintf(list, sizeof list, "\"kernels\": [\n    \"%s\",\n    \"%s\"\n  ]", m->name, p->name) < (int)sizeof list);
+  assert_non_null(strstr(m->json, list));
+  assert_non_null(strstr(p->json, list));
+  /* a single-kernel config is one part */
+  assert_int_equal(g->n_parts, 1);
+  assert_null(weft_manifest_part(g, 1));
+  weft_manifest_free(g);
+  weft_manifest_free(m);   /* frees the GEMM's manifest too */
+  weft_ctx_destroy(ctx);
+}
+
+static void test_multi_launch_compile(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_kernel *k;
+  assert_int_equal(weft_compile_string(ctx, "g2.lua", G2, NULL, 0, &k), WEFT_OK);
+  assert_int_equal(weft_kernel_count(k), 2);
+  assert_ptr_equal(weft_kernel_part(k, 0), k);
+  weft_kernel *k2 = weft_kernel_part(k, 1);
+  assert_non_null(k2);
+  assert_null(weft_kernel_part(k, 2));
+  assert_null(weft_kernel_part(k2, 0));
+  assert_ptr_equal(weft_kernel_manifest(k2), weft_manifest_part(weft_kernel_manifest(k), 1));
+  const char *gather_ptx = weft_kernel_ptx(k, NULL), *gemm_ptx = weft_kernel_ptx(k2, NULL);
+  assert_non_null(strstr(gather_ptx, weft_kernel_manifest(k)->entry));
+  assert_null(strstr(gather_ptx, "wgmma.mma_async"));
+  assert_non_null(strstr(gemm_ptx, weft_kernel_manifest(k2)->entry));
+  assert_non_null(strstr(gemm_ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
+  size_t n;
+  assert_non_null(weft_kernel_cubin(k2, &n));
+  assert_true(n > 1000);
+  /* the GEMM launches like any kernel (all checks pass, then the driver: none here); the gather
+   * needs its communicator */
+  uint64_t c = 0x100000, a = 0x200000, b = 0x300000;
+  long long mm = 256, nn = 256, kk = 256;
+  void *gargs[] = {&c, &a, &b, &mm, &nn, &kk};
+  assert_int_equal(weft_launch(k2, gargs, NULL), WEFT_ERR_NO_DRIVER);
+  void *args[] = {&c, &a, &mm, &kk};
+  assert_int_equal(weft_launch(k, args, NULL), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(k), "weft_comm_launch"));
+  weft_kernel_destroy(k2);   /* a part: nothing happens; it goes with k */
+  assert_non_null(weft_kernel_ptx(k2, NULL));
+  weft_kernel_destroy(k);
+  /* the GEMM is cached like any kernel: variant = gemm with the same knobs is a hit */
+  assert_int_equal(weft_compile_string(ctx, "gemm.lua", GEMM, NULL, 0, &k), WEFT_OK);
+  assert_int_equal(weft_kernel_cache_hit(k), 1);
+  assert_int_equal(weft_kernel_count(k), 1);
+  assert_null(weft_kernel_part(k, 1));
+  weft_kernel_destroy(k);
+  weft_ctx_destroy(ctx);
+}
+
+/* Hand-written manifests with parts convert like the generator's; a broken part is named. */
+static void test_multi_launch_parts_checked(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m = NULL;
+  const char *part =
+      "{ family = 'test', name = 'weft_test_two', entry = 'weft_test_two', json = '{}', source = 'x',"
+      "  options = {}, block = { 32, 1, 1 }, cluster = { 1, 1, 1 }, smem = 0, params = {},"
+      "  args = { { name = 'n', type = 'i32', role = 'size' } },"
+      "  grid = { { arg = 'n', per = 32, times = 1 }, { per = 1, times = 1 }, { per = 1, times = 1 } } }";
+  char extra[1024];
+  assert_true(snprintf(extra, sizeof extra, "parts = { %s }", part) < (int)sizeof extra);
+  assert_int_equal(fake_manifest(ctx, extra, &m), WEFT_OK);
+  assert_int_equal(m->n_parts, 2);
+  assert_string_equal(weft_manifest_part(m, 1)->name, "weft_test_two");
+  weft_manifest_free(m);
+  /* a part whose grid names no argument */
+  char bad[512];
+  assert_true(snprintf(bad, sizeof bad, "%s", part) < (int)sizeof bad);
+  char *g = strstr(bad, "arg = 'n', per = 32");
+  memcpy(g, "arg = 'q'", 9);
+  assert_true(snprintf(extra, sizeof extra, "parts = { %s }", bad) < (int)sizeof extra);
+  m = NULL;
+  assert_int_equal(fake_manifest(ctx, extra, &m), WEFT_ERR_INTERNAL);
+  assert_null(m);
+  assert_non_null(strstr(weft_ctx_error(ctx), "weft_test_tmap: parts[1] is an incomplete manifest"));
+  weft_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_run_spec),
@@ -550,6 +681,9 @@ int main(void) {
     cmocka_unit_test(test_tmap_plan),
     cmocka_unit_test(test_tmap_launch_checks),
     cmocka_unit_test(test_ag_gemm_manifest),
+    cmocka_unit_test(test_multi_launch_manifest),
+    cmocka_unit_test(test_multi_launch_compile),
+    cmocka_unit_test(test_multi_launch_parts_checked),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

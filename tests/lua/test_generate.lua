@@ -371,15 +371,35 @@ local function check_manifest(m, cfg, file, where)
   check_json_source(m, cfg, fam, where)
 end
 
+-- The kernel's parameter list as the runtime passes it (api_launch): args in order (C types from
+-- type, dtype and role), a tensor map per tmap, the communicator last -- written out here, not
+-- taken from gen/core/weft.lua.
+local function signature(m)
+  local ptr = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16" }
+  local scalar = { i32 = "int", i64 = "long long" }
+  local out = {}
+  for _, a in ipairs(m.args) do
+    out[#out + 1] = a.type == "ptr" and (a.role == "in" and "const " or "") .. ptr[a.dtype] .. " *" .. a.name
+      or scalar[a.type] .. " " .. a.name
+  end
+  for _, t in ipairs(m.tmaps or {}) do out[#out + 1] = "const __grid_constant__ weft::TensorMap " .. t.name end
+  if m.comm then out[#out + 1] = "const __grid_constant__ weft::Comm comm" end
+  return table.concat(out, ", ")
+end
+
 -- the manifest's json (the table minus source and json) and the rendered source's shape
 check_json_source = function(m, cfg, fam, where)
   local ok, j = pcall(T.json_decode, m.json)
   T.ok(ok, where .. " json decodes: " .. tostring(j))
   T.eq(j.source, nil, where .. " json has no source")
   T.eq(j.json, nil, where .. " json has no json")
+  -- (parts: the kernels launched after this one, manifests with json files of their own)
   for k, v in pairs(m) do
-    if k ~= "source" and k ~= "json" then T.deq(j[k], v, where .. " json." .. k) end
+    if k ~= "source" and k ~= "json" and k ~= "parts" then T.deq(j[k], v, where .. " json." .. k) end
   end
+  local listed = false
+  for _, name in ipairs(j.kernels) do listed = listed or name == m.name end
+  T.ok(listed, where .. " json.kernels names this kernel")
   for k in pairs(j) do T.ok(m[k] ~= nil, where .. " json key " .. k .. " in the manifest") end
   T.eq(json.encode(j), m.json, where .. " json round trip")
 
@@ -397,6 +417,7 @@ check_json_source = function(m, cfg, fam, where)
   end
   T.ok(s:find('extern "C" __global__', 1, true), where .. " has an extern C kernel")
   T.ok(s:find(" " .. m.name .. "(", 1, true), where .. " defines " .. m.name)
+  T.contains(s, " " .. m.name .. "(" .. signature(m) .. ") {", where .. " signature from the manifest")
   local op = cfg.op and assert(weft.family_module(cfg.family).fields and require("gen.core.ops").check(cfg.op))
   if op then
     T.contains(s, op.combine, where .. " combine in source")
@@ -1028,6 +1049,87 @@ T.test("ag_gemm: the same config twice gives byte-identical source and json, for
     T.ok(not names[a.name], c .. ": name " .. a.name .. " also for " .. tostring(names[a.name]))
     names[a.name] = c
   end
+end)
+
+-- ---- multi-launch variants and the rendered parameter list ---------------------------------
+
+T.test("gather_then_gemm: the result holds both kernels, the GEMM the same as variant = gemm", function()
+  -- knobs: (1) the variant's own comm keys, which the GEMM drops; (2) everything that carries over
+  local cases = {
+    { 'comm = "threadload"', "" },
+    { 'comm = "multimem", fallback = "emulate", schedule = "rank_order"',
+      'dtype = "f16", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1, stages = 6, group = 8, '
+      .. 'epilogue = "tma"' },
+    { 'comm = "threadload"', 'tile = { m = 128, n = 128, k = 64 }, mma = "pingpong", cluster = { m = 2 }' },
+    { 'comm = "multimem"', 'tile = { m = 128, n = 128, k = 64 }, split_k = 2' },
+  }
+  for _, c in ipairs(cases) do
+    local knobs = c[2] ~= "" and ", " .. c[2] or ""
+    local where = c[1] .. knobs
+    local m, e = ag('variant = "gather_then_gemm", ' .. c[1] .. knobs)
+    T.ok(m, where .. ": " .. tostring(e))
+    local gemm = assert(ag('variant = "gemm"' .. knobs))
+    T.eq(#m.parts, 1, where .. " one more kernel")
+    local p = m.parts[1]
+    T.eq(p.name, gemm.name, where .. " the GEMM's name")
+    T.eq(p.source, gemm.source, where .. " the GEMM's source (so one cache entry for both)")
+    for _, k in ipairs({ "family", "entry", "block", "cluster", "smem", "args", "tmaps", "grid", "limits", "params", "pdl" }) do
+      T.deq(p[k], gemm[k], where .. " the GEMM's " .. k)
+    end
+    T.eq(p.comm, nil, where .. " the GEMM has no comm")
+    T.ok(m.comm, where .. " the gather has")
+    T.eq(p.config_file, "ag.lua", where .. " the GEMM names the config")
+    T.deq(m.kernels, { m.name, p.name }, where .. " kernels, in launch order")
+    T.deq(p.kernels, m.kernels, where .. " the GEMM's kernels")
+    T.deq(T.json_decode(m.json).kernels, m.kernels, where .. " the gather's json")
+    T.deq(T.json_decode(p.json).kernels, m.kernels, where .. " the GEMM's json")
+    T.eq(p.parts, nil, where .. " parts only on the first")
+    T.contains(p.source, "weft::ag_gemm_wgmma<", where .. " the GEMM kernel")
+    T.not_contains(m.source, "ag_gemm_wgmma<", where .. " the gather only gathers")
+    -- the gather's A is the GEMM's A: same dtype, the GEMM's m and k are the gather's
+    T.eq(m.args[1].name, "ag"); T.eq(p.args[2].name, "a"); T.eq(m.args[1].dtype, p.args[2].dtype, where .. " dtype")
+  end
+  -- every other variant and family: one kernel
+  for _, c in ipairs({ 'variant = "gemm"', 'variant = "fused"', 'variant = "naive_remote"' }) do
+    local m = assert(ag(c))
+    T.deq(m.parts, {}, c .. " no parts"); T.deq(m.kernels, { m.name }, c .. " kernels")
+  end
+  local m = assert(gen('return { family = "row_reduce" }'))
+  T.deq(m.parts, {}, "row_reduce no parts"); T.deq(m.kernels, { m.name }, "row_reduce kernels")
+end)
+
+T.test("render_params: C types from type, dtype and role; tensor maps, then the communicator", function()
+  T.eq(weft.render_params({ { name = "y", type = "ptr", dtype = "bf16", role = "out" },
+                            { name = "x", type = "ptr", dtype = "f16", role = "in" },
+                            { name = "w", type = "ptr", dtype = "f32", role = "in" },
+                            { name = "rows", type = "i32", role = "size" }, { name = "n", type = "i64", role = "size" },
+                            { name = "eps", type = "f32", role = "scalar" } },
+                           { { name = "ta" }, { name = "tb" } }, { signals = { "ready" } }),
+    "weft::bf16 *y, const weft::f16 *x, const float *w, int rows, long long n, float eps, "
+    .. "const __grid_constant__ weft::TensorMap ta, const __grid_constant__ weft::TensorMap tb, "
+    .. "const __grid_constant__ weft::Comm comm")
+  T.eq(weft.render_params({ { name = "out", type = "ptr", dtype = "f32", role = "out" } }), "float *out")
+  T.eq(weft.render_params({}), "")
+  local _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f64", role = "in" } })
+  T.contains(e, "args[1] (p): a pointer needs dtype f32, f16 or bf16 and role in or out, not f64, in")
+  _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f32", role = "size" } })
+  T.contains(e, "not f32, size")
+  _, e = weft.render_params({ { name = "out", type = "ptr", dtype = "f32", role = "out" }, { name = "q", type = "u8" } })
+  T.contains(e, "args[2] (q): type u8 has no C type")
+end)
+
+T.test("a family cannot write its own parameter list", function()
+  local fam = weft.family_module("row_reduce")
+  local derive = fam.derive
+  fam.derive = function(cfg)
+    local d = derive(cfg)
+    d.values.params = "float *out"
+    return d
+  end
+  local ok, e = pcall(gen, 'return { family = "row_reduce" }')
+  fam.derive = derive
+  T.ok(not ok, "refused")
+  T.contains(tostring(e), "values.params is the generator's")
 end)
 
 -- ---- json ---------------------------------------------------------------------------------

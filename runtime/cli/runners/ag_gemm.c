@@ -330,8 +330,7 @@ typedef struct bound {
 
 typedef struct agg {
   const run_opts *o;
-  weft_kernel *k, *k2;    /* k2: gather_then_gemm's GEMM (the same config with variant=gemm) */
-  weft_ctx *own_ctx;
+  weft_kernel *k, *k2;    /* k2: gather_then_gemm's GEMM, its config's second kernel (owned by k) */
   weft_world *w;
   weft_comm *comm;
   const weft_manifest *m;
@@ -1067,32 +1066,19 @@ out:
 
 /* ---- entry ----------------------------------------------------------------------------------- */
 
-/* gather_then_gemm's second kernel: the same config, variant = gemm */
-static int compile_gemm(agg *r, char *why, size_t len) {
-  const run_opts *o = r->o;
-  weft_ctx *ctx = o->ctx;
-  if (!o->c.config) { snprintf(why, len, "gather_then_gemm needs the config file to compile its GEMM"); return -1; }
-  if (!ctx) {
-    weft_ctx_options copts = {.device = r->device};
-    if (weft_ctx_create(&r->own_ctx, &copts)) { snprintf(why, len, "cannot create a context"); return -1; }
-    ctx = r->own_ctx;
+/* gather_then_gemm's GEMM: its config's second kernel, compiled with it (weft_kernel_part) */
+static int second_kernel(agg *r, char *why, size_t len) {
+  r->k2 = weft_kernel_part(r->k, 1);
+  const weft_manifest *m2 = r->k2 ? weft_kernel_manifest(r->k2) : NULL;
+  const char *v = m2 ? weft_manifest_param(m2, "variant") : NULL;
+  if (weft_kernel_count(r->k) != 2 || !v || strcmp(v, "gemm") != 0 || m2->comm.signals) {
+    snprintf(why, len, "%s: gather_then_gemm compiles to a gather and a GEMM (variant gemm, no comm), but its config "
+             "gave %d kernel(s)%s%s", r->m->name, weft_kernel_count(r->k), m2 ? ", the second " : "", m2 ? m2->name : "");
+    return -1;
   }
-  /* the gather's own comm keys do not apply to a GEMM (the schema rejects them there): reset
-   * them; the tile, stages, consumers, dtype and b_layout carry over */
-  static const char *const reset[] = {"variant=gemm", "comm=auto", "fallback=none", "schedule=ring"};
-  const char *sets[CLI_MAX_SETS + 4];
-  int n = 0;
-  for (int i = 0; i < o->c.n_sets; i++) {
-    int drop = 0;
-    for (int j = 0; j < 4; j++) drop |= !strncmp(o->c.sets[i], reset[j], strcspn(reset[j], "=") + 1);
-    if (!drop) sets[n++] = o->c.sets[i];
-  }
-  for (int j = 0; j < 4; j++) sets[n++] = reset[j];
-  weft_status st = weft_compile_file(ctx, o->c.config, sets, n, &r->k2);
-  if (st) { snprintf(why, len, "%s", weft_ctx_error(ctx)); return -1; }
   if (RANK == 0)
-    printf("compile: %s in %.1f ms (%s; gather_then_gemm's GEMM)\n", weft_kernel_manifest(r->k2)->name,
-           weft_kernel_compile_ms(r->k2), weft_kernel_cache_hit(r->k2) ? "cache hit" : "NVRTC");
+    printf("compile: %s in %.1f ms (%s; gather_then_gemm's GEMM)\n", m2->name, weft_kernel_compile_ms(r->k2),
+           weft_kernel_cache_hit(r->k2) ? "cache hit" : "NVRTC");
   return 0;
 }
 
@@ -1160,8 +1146,8 @@ static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
     if (s->n > e) e = s->n;
     if (e > max_elems) max_elems = e;
   }
-  if (r.kind == V_TWO && !ranks_all(!compile_gemm(&r, why, sizeof why))) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, why[0] ? why : "another rank could not compile the GEMM");
+  if (r.kind == V_TWO && !ranks_all(!second_kernel(&r, why, sizeof why))) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, why[0] ? why : "another rank has no GEMM kernel");
     goto out;
   }
   if (r.kind != V_GEMM) {
@@ -1248,8 +1234,6 @@ out:
   }
   if (r.comm) weft_comm_destroy(r.comm);
   weft_world_destroy(r.w);
-  weft_kernel_destroy(r.k2);
-  weft_ctx_destroy(r.own_ctx);
   if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }
