@@ -20,6 +20,8 @@ local M = {}
 
 M.KEYS = { "base", "space", "where", "shapes", "per_shape" }
 M.MAX_CANDIDATES = 100000         -- per shape, before pruning
+M.MAX_TOTAL = 200000              -- over all shapes: every one is checked by the generator
+M.MAX_SHAPES = 256
 M.MAX_INSTRUCTIONS = 10000000     -- per call of where / per_shape, as for a config's load
 local INT_MAX = 2147483647
 
@@ -248,6 +250,7 @@ local function check_shapes(shapes, errs)
     end
   end
   if n == 0 then errs.add("shapes", shapes, "must be " .. what); return nil end
+  if n > M.MAX_SHAPES then errs.add("shapes", n .. " shapes", "at most " .. M.MAX_SHAPES .. ": split the sweep"); return nil end
   local out, names = {}, {}
   for i = 1, n do
     local s, field = shapes[i], "shapes[" .. i .. "]"
@@ -538,6 +541,9 @@ function M.expand(text, file, overrides)
     if n > M.MAX_CANDIDATES then
       errs.items[#errs.items + 1] = string.format("%s: space = %.0f combinations: at most %d per shape " ..
         "(the product of the lists' lengths): shorten the lists, or split the sweep", file, n, M.MAX_CANDIDATES)
+    elseif shapes and n * #shapes > M.MAX_TOTAL then
+      errs.items[#errs.items + 1] = string.format("%s: space = %.0f combinations x %d shapes = %.0f candidates: " ..
+        "at most %d in all: shorten the lists, or split the sweep", file, n, #shapes, n * #shapes, M.MAX_TOTAL)
     end
   end
   if not errs.ok() then return nil, errs.text() end

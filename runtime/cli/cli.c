@@ -1,4 +1,5 @@
 /* cli.c: helpers every command and runner shares (cli.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,3 +73,20 @@ int cli_each_shape(weft_kernel *k, const run_opts *o, cli_shape_fn one, void *ud
   }
   return CLI_OK;
 }
+
+static char last_error[2048];
+
+void cli_err(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  if (n < 0) snprintf(last_error, sizeof last_error, "(an error message that could not be formatted)");
+  fputs(last_error, stderr);
+  size_t len = strlen(last_error);
+  if (len && last_error[len - 1] == '\n') last_error[len - 1] = 0;
+  else if ((size_t)n >= sizeof last_error) fputs(" [...]\n", stderr);   /* cut: say so, end the line */
+  else fputc('\n', stderr);
+}
+
+const char *cli_last_error(void) { return last_error; }

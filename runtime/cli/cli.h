@@ -70,6 +70,11 @@ long long cli_size(const weft_manifest *m, const weft_shape *sh, const char *nam
 int run_kernel(weft_kernel *k, const run_opts *o);
 
 /* cli.c: what every command and runner shares. */
+/* An error message for the user: printed to stderr (ending the line) and kept, so that under
+ * mpirun the ranks can agree on it (ranks_agree).  Every message of weft run and weft tune
+ * goes through it. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *cli_last_error(void);   /* the last one, without its newline ("" if none) */
 /* The device this process should use: $WEFT_DEVICE, else its local rank (mpirun) modulo the
  * GPUs here, else 0. */
 int cli_device(void);

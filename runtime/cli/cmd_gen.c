@@ -11,23 +11,23 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   const char *v = NULL;
   if (!strcmp(a, "--set") || !strcmp(a, "-s")) {
-    if (*i + 1 >= argc) { fprintf(stderr, "weft: %s needs key=value\n", a); return -1; }
+    if (*i + 1 >= argc) { cli_err("weft: %s needs key=value\n", a); return -1; }
     v = argv[++*i];
   } else if (!strncmp(a, "--set=", 6)) {
     v = a + 6;
   }
   if (v) {
-    if (c->n_sets == CLI_MAX_SETS) { fprintf(stderr, "weft: too many --set (max %d)\n", CLI_MAX_SETS); return -1; }
+    if (c->n_sets == CLI_MAX_SETS) { cli_err("weft: too many --set (max %d)\n", CLI_MAX_SETS); return -1; }
     c->sets[c->n_sets++] = v;
     return 1;
   }
   if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-    if (*i + 1 >= argc) { fprintf(stderr, "weft: %s needs a folder\n", a); return -1; }
+    if (*i + 1 >= argc) { cli_err("weft: %s needs a folder\n", a); return -1; }
     c->out_dir = argv[++*i];
     return 1;
   }
   if (a[0] != '-') {
-    if (c->config) { fprintf(stderr, "weft: two configs given ('%s' and '%s'); one per command\n", c->config, a); return -1; }
+    if (c->config) { cli_err("weft: two configs given ('%s' and '%s'); one per command\n", c->config, a); return -1; }
     c->config = a;
     return 1;
   }
@@ -59,7 +59,7 @@ void cmd_gen_help(int build) {
 static int write_file(const char *dir, const char *name, const char *ext, const void *data, size_t n) {
   char path[4096], err[1024];
   snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
-  if (util_write_atomic(path, data, n, err, sizeof err) != 0) { fprintf(stderr, "weft: %s\n", err); return -1; }
+  if (util_write_atomic(path, data, n, err, sizeof err) != 0) { cli_err("weft: %s\n", err); return -1; }
   printf("  wrote %s\n", path);
   return 0;
 }
@@ -98,28 +98,28 @@ int cmd_gen(int argc, char **argv, int build) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_gen_help(build); return CLI_OK; }
     int r = cli_common_arg(&c, argc, argv, &i);
     if (r < 0) return CLI_USAGE;
-    if (r == 0) { fprintf(stderr, "weft %s: unknown option '%s' (weft help %s)\n", build ? "build" : "gen", argv[i], build ? "build" : "gen"); return CLI_USAGE; }
+    if (r == 0) { cli_err("weft %s: unknown option '%s' (weft help %s)\n", build ? "build" : "gen", argv[i], build ? "build" : "gen"); return CLI_USAGE; }
   }
   if (!c.config || !c.out_dir) {
-    fprintf(stderr, "weft %s: needs CONFIG.lua and -o DIR (weft help %s)\n", build ? "build" : "gen", build ? "build" : "gen");
+    cli_err("weft %s: needs CONFIG.lua and -o DIR (weft help %s)\n", build ? "build" : "gen", build ? "build" : "gen");
     return CLI_USAGE;
   }
   weft_ctx *ctx;
-  if (weft_ctx_create(&ctx, NULL)) { fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
+  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft: cannot create a context\n"); return CLI_FAIL; }
   weft_manifest *m = NULL;
   weft_kernel *k = NULL;
   int rc = CLI_FAIL;
   weft_status st = weft_generate_file(ctx, c.config, c.sets, c.n_sets, &m);
-  if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
   const weft_manifest *mm = m;
   if (build) {
     st = weft_compile_manifest(ctx, m, &k);
     m = NULL;   /* owned by the kernel now, or freed */
-    if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+    if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
     mm = weft_kernel_manifest(k);
   }
   char err[1024];
-  if (util_mkdirs(c.out_dir, 0755, err, sizeof err) != 0) { fprintf(stderr, "weft: %s\n", err); rc = CLI_USAGE; goto out; }
+  if (util_mkdirs(c.out_dir, 0755, err, sizeof err) != 0) { cli_err("weft: %s\n", err); rc = CLI_USAGE; goto out; }
   /* every kernel of the config, in launch order (a multi-launch variant has several) */
   for (int i = 0; i < mm->n_parts; i++) {
     const weft_manifest *pm = weft_manifest_part(mm, i);

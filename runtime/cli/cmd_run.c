@@ -58,18 +58,18 @@ int run_kernel(weft_kernel *k, const run_opts *o) {
   if (r) return r->run(k, o);
   char have[256];
   runner_list(have, sizeof have);
-  fprintf(stderr, "weft run: family %s has no runner (runtime/cli/runners/; registered: %s)\n", fam, have);
+  cli_err("weft run: family %s has no runner (runtime/cli/runners/; registered: %s)\n", fam, have);
   return CLI_FAIL;
 }
 
 /* --iters N, --seed S: a positive integer that fits (at most max) */
 static int num_arg(int argc, char **argv, int *i, long long max, long long *out) {
-  if (*i + 1 >= argc) { fprintf(stderr, "weft run: %s needs a number\n", argv[*i]); return -1; }
+  if (*i + 1 >= argc) { cli_err("weft run: %s needs a number\n", argv[*i]); return -1; }
   char *end;
   errno = 0;
   long long v = strtoll(argv[*i + 1], &end, 0);
   if (*end || end == argv[*i + 1] || errno || v <= 0 || v > max) {
-    fprintf(stderr, "weft run: %s %s: expected a positive integer of at most %lld\n", argv[*i], argv[*i + 1], max);
+    cli_err("weft run: %s %s: expected a positive integer of at most %lld\n", argv[*i], argv[*i + 1], max);
     return -1;
   }
   *out = v;
@@ -93,11 +93,11 @@ static int size_value(const weft_manifest *m, const char *what, const char *text
   long long v = strtoll(text, &end, 10);
   char why[512];
   if (end == text || *end || errno || v <= 0) {
-    fprintf(stderr, "weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j], text);
+    cli_err("weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j], text);
     return -1;
   }
   if (weft_manifest_check_size(m, m->run.sizes[j], v, why, sizeof why)) {
-    fprintf(stderr, "weft run: %s: %s\n", what, why);
+    cli_err("weft run: %s: %s\n", what, why);
     return -1;
   }
   *out = v;
@@ -125,7 +125,7 @@ static int shape_value(const weft_manifest *m, const char *flag, const char *tex
     char part[32];
     size_t n = strcspn(at, "xX*");
     if (n == 0 || n >= sizeof part || (j < rs->n_sizes - 1 ? at[n] == 0 : at[n] != 0)) {
-      fprintf(stderr, "weft run: %s: expected %s (%d positive integer%s joined by x) for family %s\n", what, names,
+      cli_err("weft run: %s: expected %s (%d positive integer%s joined by x) for family %s\n", what, names,
               rs->n_sizes, rs->n_sizes == 1 ? "" : "s", m->family);
       return -1;
     }
@@ -146,7 +146,7 @@ static int resolve_shapes(const weft_manifest *m, const shape_args *sa, run_opts
   char names[160];
   sizes_list(rs, names, sizeof names, ", ", "--");
   if (rs->n_sizes == 0 && (sa->n_flags || sa->n_check || sa->n_time)) {
-    fprintf(stderr, "weft run: family %s declares no sizes (its run spec): drop the size and shape flags\n", m->family);
+    cli_err("weft run: family %s declares no sizes (its run spec): drop the size and shape flags\n", m->family);
     return -1;
   }
   o->n_check = o->n_time = 0;
@@ -156,7 +156,7 @@ static int resolve_shapes(const weft_manifest *m, const shape_args *sa, run_opts
     for (int f = 0; f < sa->n_flags; f++) {
       int j = weft_run_size_index(rs, sa->flag[f]);
       if (j < 0) {
-        fprintf(stderr, "weft run: unknown option '--%s': family %s takes the sizes %s (weft help run)\n", sa->flag[f],
+        cli_err("weft run: unknown option '--%s': family %s takes the sizes %s (weft help run)\n", sa->flag[f],
                 m->family, names);
         return -1;
       }
@@ -167,7 +167,7 @@ static int resolve_shapes(const weft_manifest *m, const shape_args *sa, run_opts
     }
     for (int j = 0; j < rs->n_sizes; j++)
       if (!given[j] && sh.v[j] <= 0) {
-        fprintf(stderr, "weft run: family %s needs --%s too (sizes: %s)\n", m->family, rs->sizes[j], names);
+        cli_err("weft run: family %s needs --%s too (sizes: %s)\n", m->family, rs->sizes[j], names);
         return -1;
       }
     o->check_shapes[o->n_check++] = sh;
@@ -178,11 +178,11 @@ static int resolve_shapes(const weft_manifest *m, const shape_args *sa, run_opts
     for (int i = 0; i < rs->n_time && o->n_time < CLI_MAX_SHAPES; i++) o->time_shapes[o->n_time++] = rs->time[i];
   }
   for (int i = 0; i < sa->n_check; i++) {
-    if (o->n_check == CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d shapes to check\n", CLI_MAX_SHAPES); return -1; }
+    if (o->n_check == CLI_MAX_SHAPES) { cli_err("weft run: at most %d shapes to check\n", CLI_MAX_SHAPES); return -1; }
     if (shape_value(m, "--shape", sa->check[i], &o->check_shapes[o->n_check++])) return -1;
   }
   for (int i = 0; i < sa->n_time; i++) {
-    if (o->n_time == CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d shapes to time\n", CLI_MAX_SHAPES); return -1; }
+    if (o->n_time == CLI_MAX_SHAPES) { cli_err("weft run: at most %d shapes to time\n", CLI_MAX_SHAPES); return -1; }
     if (shape_value(m, "--time-shape", sa->time[i], &o->time_shapes[o->n_time++])) return -1;
   }
   return 0;
@@ -217,66 +217,69 @@ static int is_size_flag(const char *a) {
 int cmd_run(int argc, char **argv) {
   run_opts o = {.iters = 50, .warmup = 3, .seed = 12345, .check = 1, .timing = 1};
   shape_args sa = {.n_flags = 0};
-  int tuned = 0;
+  int tuned = 0, rc = CLI_USAGE;
   const char *db_path = NULL;
+  weft_ctx *ctx = NULL;
+  weft_kernel *k = NULL;
+  weft_manifest *base = NULL;
+  weft_status st = WEFT_OK;
+  /* Under mpirun every rank must reach the run together, or stop together: a rank that fails
+   * before it (a flag, a file, a config, a compile) tells the others, instead of leaving them
+   * waiting in the runner's first collective. */
+  if (ranks_world_size() > 1) ranks_ensure();
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long long v;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_run_help(); return CLI_OK; }
-    if (!strcmp(a, "--iters")) { if (num_arg(argc, argv, &i, 1000000, &v)) return CLI_USAGE; o.iters = (int)v; continue; }
-    if (!strcmp(a, "--seed")) { if (num_arg(argc, argv, &i, LLONG_MAX, &v)) return CLI_USAGE; o.seed = (uint64_t)v; continue; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_run_help(); rc = CLI_OK; goto out; }
+    if (!strcmp(a, "--iters")) { if (num_arg(argc, argv, &i, 1000000, &v)) goto agree; o.iters = (int)v; continue; }
+    if (!strcmp(a, "--seed")) { if (num_arg(argc, argv, &i, LLONG_MAX, &v)) goto agree; o.seed = (uint64_t)v; continue; }
     if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
     if (!strcmp(a, "--no-time")) { o.timing = 0; continue; }
     if (!strcmp(a, "--tuned")) { tuned = 1; continue; }
     if (!strcmp(a, "--shape") || !strcmp(a, "--time-shape")) {
       int t = !strcmp(a, "--time-shape");
-      if (i + 1 >= argc) { fprintf(stderr, "weft run: %s needs a shape, e.g. 4096x4096x4096\n", a); return CLI_USAGE; }
-      if ((t ? sa.n_time : sa.n_check) == CLI_MAX_SHAPES) { fprintf(stderr, "weft run: at most %d %s\n", CLI_MAX_SHAPES, a); return CLI_USAGE; }
+      if (i + 1 >= argc) { cli_err("weft run: %s needs a shape, e.g. 4096x4096x4096\n", a); goto agree; }
+      if ((t ? sa.n_time : sa.n_check) == CLI_MAX_SHAPES) { cli_err("weft run: at most %d %s\n", CLI_MAX_SHAPES, a); goto agree; }
       if (t) sa.time[sa.n_time++] = argv[++i];
       else sa.check[sa.n_check++] = argv[++i];
       continue;
     }
     if (!strcmp(a, "--shapes-only")) { o.shapes_only = 1; continue; }
     if (!strcmp(a, "--db")) {
-      if (i + 1 >= argc) { fprintf(stderr, "weft run: --db needs a path\n"); return CLI_USAGE; }
+      if (i + 1 >= argc) { cli_err("weft run: --db needs a path\n"); goto agree; }
       db_path = argv[++i];
       continue;
     }
     int r = cli_common_arg(&o.c, argc, argv, &i);
-    if (r < 0) return CLI_USAGE;
+    if (r < 0) goto agree;
     if (r == 0 && is_size_flag(a) && i + 1 < argc) {   /* a size of the family (--rows 37): checked once compiled */
-      if (sa.n_flags == CLI_MAX_SIZE_FLAGS) { fprintf(stderr, "weft run: at most %d size flags\n", CLI_MAX_SIZE_FLAGS); return CLI_USAGE; }
+      if (sa.n_flags == CLI_MAX_SIZE_FLAGS) { cli_err("weft run: at most %d size flags\n", CLI_MAX_SIZE_FLAGS); goto agree; }
       sa.flag[sa.n_flags] = a + 2;
       sa.value[sa.n_flags++] = argv[++i];
       continue;
     }
-    if (r == 0) { fprintf(stderr, "weft run: unknown option '%s' (weft help run)\n", a); return CLI_USAGE; }
+    if (r == 0) { cli_err("weft run: unknown option '%s' (weft help run)\n", a); goto agree; }
   }
-  if (!o.c.config) { fprintf(stderr, "weft run: needs CONFIG.lua (weft help run)\n"); return CLI_USAGE; }
-  weft_ctx *ctx;
+  if (!o.c.config) { cli_err("weft run: needs CONFIG.lua (weft help run)\n"); goto agree; }
   weft_ctx_options copts = {.device = cli_device()};
-  if (weft_ctx_create(&ctx, &copts)) { fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
-  weft_kernel *k = NULL;
-  weft_manifest *base = NULL;
-  int rc = CLI_USAGE;
-  weft_status st = WEFT_OK;
+  if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
   /* the config as given, generated (not compiled) first: its run spec says what the flags mean */
   st = weft_generate_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &base);
-  if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
-  if (resolve_shapes(base, &sa, &o)) goto out;
+  if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
+  if (resolve_shapes(base, &sa, &o)) goto agree;
   if (tuned) {
     if (!sa.n_flags && sa.n_time != 1) {
       char names[160], xs[128];
       sizes_list(&base->run, names, sizeof names, " N ", "--");
       sizes_list(&base->run, xs, sizeof xs, "x", "");
-      fprintf(stderr, "weft run: --tuned needs the shape of family %s: %s N, or one --time-shape %s\n", base->family,
+      cli_err("weft run: --tuned needs the shape of family %s: %s N, or one --time-shape %s\n", base->family,
               names, xs);
-      goto out;
+      goto agree;
     }
     char shape[512];
     if (tuned_shape_key(base, &o.time_shapes[o.n_time - 1], shape, sizeof shape)) {
-      fprintf(stderr, "weft run: --tuned: the shape's name is too long\n");
-      goto out;
+      cli_err("weft run: --tuned: the shape's name is too long\n");
+      goto agree;
     }
     int found = 0;
     st = weft_compile_tuned(ctx, o.c.config, o.c.sets, o.c.n_sets, shape, ranks_world_size(), db_path, &k, &found);
@@ -285,14 +288,16 @@ int cmd_run(int argc, char **argv) {
     st = weft_compile_manifest(ctx, base, &k);
     base = NULL;   /* the kernel owns it now */
   }
-  if (st) { fprintf(stderr, "%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
   printf("compile: %s in %.1f ms (%s)\n", weft_kernel_manifest(k)->name, weft_kernel_compile_ms(k),
          weft_kernel_cache_hit(k) ? "cache hit" : "NVRTC");
   void *cuctx;
   st = weft_ctx_cuda(ctx, &cuctx);
-  if (st) { fprintf(stderr, "weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  if (st) { cli_err("weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
   o.ctx = ctx;
-  rc = run_kernel(k, &o);
+  rc = CLI_OK;
+agree:
+  if ((rc = ranks_agree(rc, cli_last_error(), "run")) == CLI_OK && k) rc = run_kernel(k, &o);
 out:
   weft_manifest_free(base);
   weft_kernel_destroy(k);

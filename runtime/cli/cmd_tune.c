@@ -1,18 +1,22 @@
 /* cmd_tune.c: `weft tune`: expand a sweep (gen/core/sweep.lua), compile every candidate in parallel
  * through the disk cache, reject what the compiler says cannot run well, then check and time
  * each survivor on the GPU, rank them, and keep the results (CSV, tuning database). */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "hash.h"
-#include "hostref.h"
 #include "internal.h"
 #include "jit.h"
 #include "ranks.h"
@@ -62,6 +66,8 @@ typedef struct tune_state {
   int next;                /* next job to compile */
   pthread_mutex_t lock;
   const char *source_dir;
+  double deadline_ms;      /* --budget: no compile starts after it (0: none) */
+  int out_of_time;         /* jobs left uncompiled by the budget */
 } tune_state;
 
 static volatile sig_atomic_t interrupted;
@@ -77,7 +83,9 @@ static void *compile_worker(void *arg) {
   if (weft_ctx_create(&ctx, NULL)) return NULL;
   for (;;) {
     pthread_mutex_lock(&ts->lock);
-    int i = ts->next++;
+    int late = ts->deadline_ms > 0 && util_now_ms() > ts->deadline_ms;
+    int i = late ? ts->n_jobs : ts->next++;
+    if (late && ts->next < ts->n_jobs) { ts->out_of_time = ts->n_jobs - ts->next; ts->next = ts->n_jobs; }
     pthread_mutex_unlock(&ts->lock);
     if (i >= ts->n_jobs || interrupted) break;
     job *j = &ts->jobs[i];
@@ -127,19 +135,55 @@ static const char *set_value(const job *j, const char *key) {
   return NULL;
 }
 
+/* Text as a gnuplot single-quoted string: no backquote substitution or escapes happen inside
+ * one, a quote is doubled; control characters become '?' and long values are cut (a label). */
+static void gp_quote(FILE *f, const char *s, size_t max) {
+  fputc('\'', f);
+  for (size_t i = 0; s[i] && i < max; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '\'') fputs("''", f);
+    else fputc(c < 32 || c == 127 ? '?' : c, f);
+  }
+  if (strlen(s) > max) fputs("...", f);
+  fputc('\'', f);
+}
+
+/* gnuplot SCRIPT, as a program with its argument (posix_spawnp: no shell ever sees a path or a
+ * value), its output to /dev/null; 0 when it ran and exited 0. */
+static int run_gnuplot(const char *script) {
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return -1;
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  char *argv[] = {"gnuplot", (char *)script, NULL};
+  extern char **environ;
+  pid_t pid;
+  int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc) return -1;
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 /* DIR/tune-<family>.png: for every shape (rows) and swept key (columns), the time of every
- * measured candidate against that key's value, so a person sees which values are fast. */
-static void write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *out_dir) {
-  char dat[4096], gp[4096], png[4096], cmd[8400];
-  snprintf(dat, sizeof dat, "%s/tune-%s.dat", out_dir, sw->family);
-  snprintf(gp, sizeof gp, "%s/tune-%s.gp", out_dir, sw->family);
-  snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family);
-  int nk = sw->n_keys;
+ * measured candidate against that key's value, so a person sees which values are fast.
+ * 0, or -1 (and why on stderr). */
+static int write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *out_dir) {
+  char dat[4096], gp[4096], png[4096];
+  if (snprintf(dat, sizeof dat, "%s/tune-%s.dat", out_dir, sw->family) >= (int)sizeof dat ||
+      snprintf(gp, sizeof gp, "%s/tune-%s.gp", out_dir, sw->family) >= (int)sizeof gp ||
+      snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family) >= (int)sizeof png) {
+    cli_err("weft tune: --plot: the output folder's name is too long\n");
+    return -1;
+  }
+  int nk = sw->n_keys, rc = -1;
   /* distinct values of each key, in order of first appearance */
   const char **vals = calloc((size_t)nk * (size_t)n_jobs + 1, sizeof *vals);
   int *nv = calloc((size_t)nk + 1, sizeof *nv);
   FILE *d = fopen(dat, "w"), *f = fopen(gp, "w");
-  if (!vals || !nv || !d || !f) goto done;
+  if (!vals || !nv || !d || !f) { cli_err("weft tune: --plot: cannot write %s or %s\n", dat, gp); goto done; }
   fprintf(d, "# shape time_us");
   for (int k = 0; k < nk; k++) fprintf(d, " %s", sw->keys[k]);
   fprintf(d, "\n");
@@ -157,33 +201,40 @@ static void write_plot(const sweep *sw, const job *jobs, int n_jobs, const char 
     }
     fprintf(d, "\n");
   }
-  fprintf(f, "set terminal pngcairo size %d,%d\nset output '%s'\nset multiplot layout %d,%d\nset grid\n"
-             "set ylabel 'time (us)'\n", 320 * (nk ? nk : 1) + 80, 300 * sw->n_shapes, png, sw->n_shapes, nk ? nk : 1);
+  fprintf(f, "set terminal pngcairo size %d,%d\nset output ", 320 * (nk ? nk : 1) + 80, 300 * sw->n_shapes);
+  gp_quote(f, png, sizeof png);
+  fprintf(f, "\nset multiplot layout %d,%d\nset grid\nset ylabel 'time (us)'\n", sw->n_shapes, nk ? nk : 1);
   for (int s = 0; s < sw->n_shapes; s++)
     for (int k = 0; k < nk; k++) {
-      fprintf(f, "set title \"%s: %s\" noenhanced\nset xrange [-0.5:%f]\nset xtics (", sw->shapes[s].name, sw->keys[k],
-              nv[k] - 0.5);
+      char title[512];
+      snprintf(title, sizeof title, "%.200s: %.200s", sw->shapes[s].name, sw->keys[k]);
+      fprintf(f, "set title ");
+      gp_quote(f, title, sizeof title);
+      fprintf(f, " noenhanced\nset xrange [-0.5:%f]\nset xtics (", nv[k] - 0.5);
       for (int x = 0; x < nv[k]; x++) {
-        char v[128];
-        snprintf(v, sizeof v, "%s", vals[k * n_jobs + x]);
-        for (char *c = v; *c; c++) if (*c == '"' || *c == '\\') *c = '\'';
-        fprintf(f, "%s\"%s\" %d", x ? ", " : "", v, x);
+        if (x) fprintf(f, ", ");
+        gp_quote(f, vals[k * n_jobs + x], 40);
+        fprintf(f, " %d", x);
       }
-      fprintf(f, ")\nplot '%s' using ($1 == %d ? $%d : 1/0):2 with points pt 7 ps 0.8 notitle\n", dat, s, 3 + k);
+      fprintf(f, ")\nplot ");
+      gp_quote(f, dat, sizeof dat);
+      fprintf(f, " using ($1 == %d ? $%d : 1/0):2 with points pt 7 ps 0.8 notitle\n", s, 3 + k);
     }
   fprintf(f, "unset multiplot\n");
-  fclose(f);
+  int bad = ferror(f) | ferror(d);
+  bad |= fclose(f) != 0;
   f = NULL;
-  fclose(d);
+  bad |= fclose(d) != 0;
   d = NULL;
-  snprintf(cmd, sizeof cmd, "gnuplot '%s' > /dev/null 2>&1", gp);
-  if (system(cmd) == 0) printf("wrote %s\n", png);
-  else printf("could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
+  if (bad) { cli_err("weft tune: --plot: writing %s or %s failed (disk full?)\n", dat, gp); goto done; }
+  if (run_gnuplot(gp) == 0) { printf("wrote %s\n", png); rc = 0; }
+  else cli_err("weft tune: could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
 done:
   if (f) fclose(f);
   if (d) fclose(d);
   free(vals);
   free(nv);
+  return rc;
 }
 
 /* --fake-timing: a deterministic time from the kernel name, so the ranking, CSV, database and
@@ -211,56 +262,89 @@ int cmd_tune(int argc, char **argv) {
   return rc;
 }
 
+/* A CSV field's text inside double quotes: a quote is doubled (RFC 4180), a newline becomes a
+ * space; longer than the buffer, it is cut (a label, not the stored config). */
+static const char *csv_field(const char *s, char *buf, size_t len) {
+  size_t at = 0;
+  for (; *s && at + 2 < len; s++) {
+    if (*s == '"') buf[at++] = '"';
+    buf[at++] = *s == '\n' || *s == '\r' ? ' ' : *s;
+  }
+  buf[at] = 0;
+  return buf;
+}
+
+/* --jobs and friends: a non-negative integer of at most max */
+static int count_arg(const char *flag, const char *text, long max, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (end == text || *end || errno || v < 0 || v > max) {
+    cli_err("weft tune: %s %s: expected an integer from 0 to %ld\n", flag, text, max);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
 static int tune_main(int argc, char **argv, int out_fd) {
   cli_common c = {0};
   long jobs_n = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, iters = 20, max_spill = 0;
-  int no_run = 0, plot = 0, fake = 0;
-  const char *db_path = NULL;
+  int no_run = 0, plot = 0, fake = 0, rc = CLI_USAGE;
+  const char *db_path = NULL, *out_dir = ".";
+  char err[8192];
+  char *text = NULL;
+  weft_ctx *ctx = NULL;
+  sweep *sw = NULL;
+  job *jobs = NULL;
+  const char **set_store = NULL;
+  tunedb *db = NULL;
+  int n_jobs = 0;
+  weft_status st;
+  /* Every rank of an mpirun job passes each `agree` together: a rank that cannot go on (a flag,
+   * a file, a sweep, the output folder, the database, its device) stops every rank with its
+   * message, before any rank waits in a collective the others never reach. */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long *num = !strcmp(a, "--jobs") ? &jobs_n : !strcmp(a, "--budget") ? &budget : !strcmp(a, "--iters") ? &iters
               : !strcmp(a, "--max-spill") ? &max_spill : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_tune_help(); return CLI_OK; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_tune_help(); rc = CLI_OK; goto out; }
     if (num) {
-      char *end = NULL;
-      if (i + 1 >= argc || (*num = strtol(argv[i + 1], &end, 10), *end) || *num < 0) {
-        fprintf(stderr, "weft tune: %s needs a non-negative integer\n", a);
-        return CLI_USAGE;
-      }
-      i++;
+      long max = num == &jobs_n ? 256 : num == &iters ? 100000 : 1L << 30;
+      if (i + 1 >= argc) { cli_err("weft tune: %s needs a non-negative integer\n", a); goto agree; }
+      if (count_arg(a, argv[++i], max, num)) goto agree;
       continue;
     }
     if (!strcmp(a, "--no-run")) { no_run = 1; continue; }
     if (!strcmp(a, "--plot")) { plot = 1; continue; }
     if (!strcmp(a, "--fake-timing")) { fake = 1; continue; }
     if (!strcmp(a, "--db")) {
-      if (i + 1 >= argc) { fprintf(stderr, "weft tune: --db needs a path\n"); return CLI_USAGE; }
+      if (i + 1 >= argc) { cli_err("weft tune: --db needs a path\n"); goto agree; }
       db_path = argv[++i];
       continue;
     }
     int r = cli_common_arg(&c, argc, argv, &i);
-    if (r < 0) return CLI_USAGE;
-    if (r == 0) { fprintf(stderr, "weft tune: unknown option '%s' (weft help tune)\n", a); return CLI_USAGE; }
+    if (r < 0) goto agree;
+    if (r == 0) { cli_err("weft tune: unknown option '%s' (weft help tune)\n", a); goto agree; }
   }
-  if (!c.config) { fprintf(stderr, "weft tune: needs SWEEP.lua (weft help tune)\n"); return CLI_USAGE; }
+  if (!c.config) { cli_err("weft tune: needs SWEEP.lua (weft help tune)\n"); goto agree; }
   if (jobs_n < 1) jobs_n = 1;
   if (iters < 3) iters = 3;
-  const char *out_dir = c.out_dir ? c.out_dir : ".";
+  if (c.out_dir) out_dir = c.out_dir;
 
-  char err[8192];
-  char *text;
-  if (util_read_file(c.config, &text, NULL, err, sizeof err)) { fprintf(stderr, "weft tune: %s\n", err); return CLI_USAGE; }
-  weft_ctx *ctx;
+  if (util_read_file(c.config, &text, NULL, err, sizeof err)) { cli_err("weft tune: %s\n", err); goto agree; }
   /* under mpirun each rank takes the GPU of its local rank, as `weft run` does (with one
    * context on device 0, two ranks of an allreduce sweep time-sliced one GPU: 2.25 ms a launch) */
   weft_ctx_options copts = {.device = cli_device()};
-  if (weft_ctx_create(&ctx, &copts)) { free(text); fprintf(stderr, "weft: cannot create a context\n"); return CLI_FAIL; }
-  sweep *sw = NULL;
-  weft_status st = sweep_expand(api_bridge(ctx), c.config, text, c.sets, c.n_sets, &sw, err, sizeof err);
-  free(text);
-  if (st) { fprintf(stderr, "%s\n", err); weft_ctx_destroy(ctx); return cli_status_exit(st); }
+  if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
+  st = sweep_expand(api_bridge(ctx), c.config, text, c.sets, c.n_sets, &sw, err, sizeof err);
+  if (st) { cli_err("%s\n", err); rc = cli_status_exit(st); goto agree; }
+  rc = CLI_OK;
+agree:
+  if ((rc = ranks_agree(rc, cli_last_error(), "tune")) != CLI_OK) goto out;
+  rc = CLI_FAIL;
 
-  /* ---- the same sweep on every rank --------------------------------------------------------- */
+  /* ---- the same sweep and options on every rank ---------------------------------------------- */
   {
     hash_ctx *hc = hash_begin();
     hash_add_str(hc, sw->base_text);
@@ -269,21 +353,41 @@ static int tune_main(int argc, char **argv, int out_fd) {
       for (int ci = 0; ci < sw->shapes[s].n_cand; ci++)
         for (int k = 0; k < sw->shapes[s].cand[ci].n_sets; k++) hash_add_str(hc, sw->shapes[s].cand[ci].sets[k]);
     }
+    char opts[256];
+    snprintf(opts, sizeof opts, "run=%d fake=%d budget=%ld iters=%ld spill=%ld", !no_run, fake, budget, iters, max_spill);
+    hash_add_str(hc, opts);
     unsigned char d[32];
     hash_end(hc, d);
     unsigned long long h = 0;
     for (int i = 0; i < 8; i++) h = h << 8 | d[i];
     if (!ranks_same(h)) {
-      fprintf(stderr, "weft tune: rank %d: the ranks expanded different sweeps (another file, --set or weft "
-                      "version on some rank): every rank must tune the same candidates\n", ranks_rank());
-      sweep_free(sw);
-      weft_ctx_destroy(ctx);
-      return CLI_USAGE;
+      cli_err("weft tune: rank %d: the ranks expanded different sweeps or were given different options (another "
+              "file, --set, --no-run, --fake-timing, --budget, --iters, --max-spill or weft version on some rank): "
+              "every rank must tune the same candidates the same way\n", ranks_rank());
+      rc = CLI_USAGE;
+      goto out;
     }
   }
 
+  /* ---- where the results go, before anything is measured (rank 0 writes them) ---------------- */
+  {
+    int bad = 0;
+    if (ranks_rank() == 0 && !no_run) {
+      struct stat dst;
+      if (util_mkdirs(out_dir, 0755, err, sizeof err)) { cli_err("weft tune: -o %s: %s\n", out_dir, err); bad = 1; }
+      else if (stat(out_dir, &dst) || !S_ISDIR(dst.st_mode) || access(out_dir, W_OK | X_OK)) {
+        cli_err("weft tune: -o %s: not a folder this user can write to\n", out_dir);
+        bad = 1;
+      } else if (tunedb_open(&db, db_path, err, sizeof err)) {
+        cli_err("weft tune: the tuning database: %s (give --db PATH, or fix WEFT_TUNE_DB)\n", err);
+        bad = 1;
+      }
+    }
+    if ((rc = ranks_agree(bad ? CLI_FAIL : CLI_OK, cli_last_error(), "tune")) != CLI_OK) goto out;
+    rc = CLI_FAIL;
+  }
+
   /* ---- what the sweep holds --------------------------------------------------------------- */
-  int n_jobs = 0;
   printf("sweep %s: family %s, %d shape%s, space over", sw->file, sw->family, sw->n_shapes, sw->n_shapes == 1 ? "" : "s");
   for (int i = 0; i < sw->n_keys; i++) printf(" %s", sw->keys[i]);
   printf("\n");
@@ -299,10 +403,11 @@ static int tune_main(int argc, char **argv, int out_fd) {
   }
 
   /* ---- compile every candidate, in parallel, through the cache ----------------------------- */
-  job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
-  const char **set_store = calloc((size_t)n_jobs * 64, sizeof *set_store);
-  int rc = CLI_FAIL;
-  if (!jobs || !set_store) goto out;
+  jobs = calloc((size_t)n_jobs, sizeof *jobs);
+  set_store = calloc((size_t)n_jobs * 64, sizeof *set_store);
+  if (!jobs || !set_store) cli_err("weft tune: out of memory for %d jobs\n", n_jobs);
+  if ((rc = ranks_agree(jobs && set_store ? CLI_OK : CLI_FAIL, cli_last_error(), "tune")) != CLI_OK) goto out;
+  rc = CLI_FAIL;
   int n = 0;
   for (int s = 0; s < sw->n_shapes; s++) {
     const sweep_shape *sh = &sw->shapes[s];
@@ -318,13 +423,22 @@ static int tune_main(int argc, char **argv, int out_fd) {
     }
   }
   signal(SIGINT, on_sigint);
-  tune_state ts = {.sw = sw, .jobs = jobs, .n_jobs = n_jobs};
+  double t0 = util_now_ms();   /* --budget counts from here: compiling and running */
+  tune_state ts = {.sw = sw, .jobs = jobs, .n_jobs = n_jobs, .deadline_ms = budget ? t0 + 1e3 * (double)budget : 0};
   pthread_mutex_init(&ts.lock, NULL);
-  int nt = (int)(jobs_n < n_jobs ? jobs_n : n_jobs);
-  pthread_t *th = calloc((size_t)nt, sizeof *th);
-  double t0 = util_now_ms();
-  for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, compile_worker, &ts);
+  int want = (int)(jobs_n < n_jobs ? jobs_n : n_jobs), nt = 0;
+  pthread_t *th = calloc((size_t)(want > 0 ? want : 1), sizeof *th);
+  for (int i = 0; th && i < want; i++, nt++) {
+    int e = pthread_create(&th[i], NULL, compile_worker, &ts);
+    if (e) {   /* e.g. a process limit: go on with the threads there are */
+      cli_err("weft tune: --jobs %ld: thread %d could not start (%s); compiling on %d thread%s\n", jobs_n, i + 1,
+              strerror(e), nt ? nt : 1, nt == 1 ? "" : "s");
+      break;
+    }
+  }
+  if (nt == 0) compile_worker(&ts);   /* no thread at all: compile here */
   for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
+  if (nt == 0) nt = 1;
   free(th);
   double compile_s = (util_now_ms() - t0) / 1e3;
   int compiled = 0, hits = 0, cold = 0, spilled = 0, serialized = 0, failed = 0, no_default = 0;
@@ -365,7 +479,8 @@ static int tune_main(int argc, char **argv, int out_fd) {
   printf("; %d rejected for spilling", spilled);
   if (serialized) printf(", %d for serialised WGMMAs", serialized);
   printf("\n");
-  if (interrupted) { printf("interrupted while compiling\n"); rc = CLI_FAIL; goto out; }
+  if (ts.out_of_time) printf("the budget (--budget %ld s) ran out while compiling: %d kernels not compiled\n", budget, ts.out_of_time);
+  if (ranks_any(interrupted)) { printf("interrupted while compiling\n"); rc = CLI_FAIL; goto out; }
   if (no_run) { rc = failed ? CLI_FAIL : CLI_OK; goto out; }
 
   /* ---- check and time on the GPU ------------------------------------------------------------ */
@@ -373,7 +488,9 @@ static int tune_main(int argc, char **argv, int out_fd) {
   int sm = 0, driver = 0;
   st = fake ? WEFT_OK : api_device_info(ctx, gpu, sizeof gpu, &sm, &driver);
   if (fake) printf("FAKE TIMING (--fake-timing): times below are made up from kernel names, for testing weft tune\n");
-  if (st) { fprintf(stderr, "weft tune: %s; compiled only\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+  if (st) cli_err("weft tune: %s; compiled only\n", weft_ctx_error(ctx));
+  if ((rc = ranks_agree(st ? cli_status_exit(st) : CLI_OK, cli_last_error(), "tune")) != CLI_OK) goto out;
+  rc = CLI_FAIL;
   int tty = isatty(1) && ranks_size() == 1;
   int total_runs = 0, done = 0, stopped = 0;
   for (int i = 0; i < n_jobs; i++) total_runs += jobs[i].compiled && !jobs[i].rejected;
@@ -394,7 +511,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
         if (j->compiled && !j->rejected) { j->rejected = 1; snprintf(j->why, sizeof j->why, "not runnable on every rank"); }
         continue;
       }
-      if (ranks_any(interrupted || (budget && (util_now_ms() - tr0) / 1e3 > (double)budget))) {
+      if (ranks_any(interrupted || (budget && (util_now_ms() - t0) / 1e3 > (double)budget))) {
         stopped = 1;
         break;
       }
@@ -473,13 +590,13 @@ static int tune_main(int argc, char **argv, int out_fd) {
 
   /* ---- results: ranked tables, CSV, database ------------------------------------------------ */
   char csv_path[4096], e2[1024];
-  if (util_mkdirs(out_dir, 0755, e2, sizeof e2)) { fprintf(stderr, "weft tune: %s\n", e2); goto out; }
-  snprintf(csv_path, sizeof csv_path, "%s/tune-%s.csv", out_dir, sw->family);
-  size_t cap = 1 << 16, len = 0;
-  char *csv = malloc(cap);
-  len += (size_t)snprintf(csv + len, cap - len, "shape,rank,config,time_us,metric,metric_name,vs_best,vs_baseline,baseline,kernel\n");
-  tunedb *db = NULL;
-  if (tunedb_open(&db, db_path, e2, sizeof e2)) fprintf(stderr, "weft tune: %s (results not stored)\n", e2);
+  int store_failed = 0;
+  if (snprintf(csv_path, sizeof csv_path, "%s/tune-%s.csv", out_dir, sw->family) >= (int)sizeof csv_path) {
+    cli_err("weft tune: -o %s: the folder's name is too long\n", out_dir);
+    goto out;
+  }
+  util_buf csv = {0};
+  util_buf_printf(&csv, "shape,rank,config,time_us,metric,metric_name,vs_best,vs_baseline,baseline,kernel\n");
   int any = 0;
   for (int s = 0; s < sw->n_shapes; s++) {
     const sweep_shape *sh = &sw->shapes[s];
@@ -501,16 +618,16 @@ static int tune_main(int argc, char **argv, int out_fd) {
       double vb = ranked[0]->r.us / j->r.us;
       if (r < 20 || j == dflt)
         printf("  %4d  %10.2f  %10.1f  %7.3f  %8.3f  %s\n", r + 1, j->r.us, j->r.metric, vb, j->r.baseline, job_label(sw, j));
-      if (len + 1024 > cap) { cap *= 2; csv = realloc(csv, cap); }
-      len += (size_t)snprintf(csv + len, cap - len, "\"%s\",%d,\"%s\",%.3f,%.3f,%s,%.4f,%.4f,%s,%s\n", sh->name, r + 1,
-                              j->cand < 0 ? "" : job_label(sw, j), j->r.us, j->r.metric, j->r.metric_name, vb,
-                              j->r.baseline, j->r.baseline_name, j->kernel);
+      util_buf_printf(&csv, "\"%s\",%d,\"%s\",%.3f,%.3f,%s,%.4f,%.4f,%s,%s\n", sh->name, r + 1,
+                      j->cand < 0 ? "" : csv_field(job_label(sw, j), e2, sizeof e2), j->r.us, j->r.metric,
+                      j->r.metric_name, vb, j->r.baseline, j->r.baseline_name, j->kernel);
       /* the database keeps the candidate as its full set list (shape sets + candidate sets), one
        * per line: values may hold spaces (op.combine = "fmaxf(a, b)") but never a newline */
-      size_t cl = 0;
-      char cfgbuf[4096] = "";
-      for (int k = 0; k < j->n_sets; k++) cl += (size_t)snprintf(cfgbuf + cl, sizeof cfgbuf - cl, "%s%s", k ? "\n" : "", j->sets[k]);
-      rows[r].config = util_strdup(cfgbuf);
+      util_buf cfg = {0};
+      util_buf_printf(&cfg, "%s", "");
+      for (int k = 0; k < j->n_sets; k++) util_buf_printf(&cfg, "%s%s", k ? "\n" : "", j->sets[k]);
+      if (cfg.oom) { cli_err("weft tune: out of memory for a candidate's config\n"); store_failed = 1; }
+      rows[r].config = cfg.p;   /* freed with the rows */
       rows[r].base = (char *)sw->base_text;
       rows[r].kernel = j->kernel;
       rows[r].time_us = j->r.us;
@@ -535,7 +652,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
         key.dtype = util_strdup(weft_manifest_param(m, "dtype") ? weft_manifest_param(m, "dtype") : "");
         weft_manifest_free(m);
       }
-      if (tunedb_put(db, &key, rows, nr, e2, sizeof e2)) fprintf(stderr, "weft tune: %s\n", e2);
+      if (tunedb_put(db, &key, rows, nr, e2, sizeof e2)) { cli_err("weft tune: %s\n", e2); store_failed = 1; }
       free((char *)key.dtype);
     }
     for (int r = 0; r < nr; r++) free(rows[r].config);
@@ -545,12 +662,16 @@ static int tune_main(int argc, char **argv, int out_fd) {
   for (int i = 0; i < n_jobs; i++)
     if (jobs[i].rejected && jobs[i].compiled)
       printf("  not timed: %s %s: %s\n", sw->shapes[jobs[i].shape].name, job_label(sw, &jobs[i]), jobs[i].why);
-  if (util_write_atomic(csv_path, csv, len, e2, sizeof e2)) fprintf(stderr, "weft tune: %s\n", e2);
+  if (csv.oom) { cli_err("weft tune: out of memory for the CSV\n"); store_failed = 1; }
+  else if (util_write_atomic(csv_path, csv.p, csv.len, e2, sizeof e2)) { cli_err("weft tune: %s\n", e2); store_failed = 1; }
   else printf("\nwrote %s\n", csv_path);
-  if (db) { printf("stored in %s\n", tunedb_path(db)); tunedb_close(db); }
-  if (plot && any) write_plot(sw, jobs, n_jobs, out_dir);
-  rc = any ? CLI_OK : CLI_FAIL;
+  util_buf_free(&csv);
+  if (db && !store_failed) printf("stored in %s\n", tunedb_path(db));
+  if (plot && any && write_plot(sw, jobs, n_jobs, out_dir)) store_failed = 1;
+  rc = any && !store_failed ? CLI_OK : CLI_FAIL;
 out:
+  if (db) tunedb_close(db);
+  free(text);
   for (int i = 0; jobs && i < n_jobs; i++) free(jobs[i].error);
   free(jobs);
   free(set_store);

@@ -131,3 +131,16 @@ int ranks_first_why(int ok, char *why, int len) {
   why[len - 1] = 0;
   return 0;
 }
+
+int ranks_agree(int rc, const char *why, const char *cmd) {
+  if (!on()) return rc;
+  char buf[2048];
+  snprintf(buf, sizeof buf, "rank %d: %s", rank, why && *why ? why : "failed (see its messages)");
+  int ok = rc == 0;
+  if (ranks_first_why(ok, buf, (int)sizeof buf)) return 0;
+  /* the first failing rank's exit code, on every rank */
+  int mine = ok ? 1 << 30 : rank * 256 + rc, first = mine;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (ok) fprintf(stderr, "weft %s: rank %d: stopped, because %s\n", cmd, rank, buf);
+  return first % 256;
+}

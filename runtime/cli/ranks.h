@@ -20,6 +20,11 @@ int ranks_same(unsigned long long v);      /* 1 if every rank passed the same v 
 /* 1 if every rank holds the same bytes (SHA-256 compared); `who` lists the ranks whose bytes
  * differ from rank 0's.  0 on every rank if any rank could not tell. */
 int ranks_same_bytes(const void *p, unsigned long bytes, char *who, unsigned long len);
+/* A point every rank reaches: rc 0 where this rank can go on, else its exit code and why (its
+ * message, already printed).  Returns 0 on every rank if all can go on; else every rank gets
+ * the first failing rank's exit code, and the others print "weft CMD: rank R: stopped, because
+ * rank F: WHY" -- the same error everywhere, no rank left waiting in a collective. */
+int ranks_agree(int rc, const char *why, const char *cmd);
 /* ranks_all(ok), and where some rank failed, the lowest such rank's `why` copied to every rank */
 int ranks_first_why(int ok, char *why, int len);
 

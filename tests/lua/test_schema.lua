@@ -21,6 +21,36 @@ local function validate(cfg, fields) return schema.validate(cfg, fields or FIELD
 
 -- ---- show / list ---------------------------------------------------------------------------
 
+T.test("custom operators: the tokenizer admits expressions and nothing else", function()
+  for _, e in ipairs({ "a + b", "fmaxf(a, b) + 0.0f", "a > b ? a : b", "(a * 2.0f) - (b / 3)", "fabsf(a) + fabsf(b)",
+                       "__int_as_float(__float_as_int(a) & 0x7fffffff) + b", "a * 1e-3f + b * .5f", "-a + !b",
+                       "fmaf(a, 2.f, b)", "(a < b) && (b >= 0.0f) ? b : a" }) do
+    local op, why = ops.check({ combine = e, identity = "0.0f" })
+    T.ok(op, e .. ": " .. tostring(why))
+  end
+  for _, id in ipairs({ "0.0f", "__int_as_float(0xff800000)", "-1e30f", "1.0f / 0.0f", "0x1p3f" }) do
+    local op = ops.check({ combine = "a + b", identity = id })
+    if id == "0x1p3f" then T.ok(not op, "a hex float with p is not a C++ float here: " .. id)
+    else T.ok(op, "identity " .. id) end
+  end
+  local cases = {
+    { "a + b <% return 0; %>", "digraphs" }, { "a /* x */ + b", "comments" }, { "a // b", "comments" },
+    { "(a + b", "( without its )" }, { "a + b)", ") without its (" }, { "a + c", "uses c" },
+    { "fmaxf + a", "fmaxf without parentheses" }, { 'a + "b"', "holds" }, { "a + 'b'", "holds" },
+    { "a[0] + b", "holds" }, { "a.x + b", "malformed number" }, { "a = b", "holds" }, { "a + 1.2.3", "malformed number" },
+    { string.rep("a + ", 1100) .. "b", "at most 4096" }, { "a +\tb", nil }, { "a\n+ b", "no ; { } #" },
+  }
+  for _, c in ipairs(cases) do
+    local op, why = ops.check({ combine = c[1], identity = "0.0f" })
+    if c[2] then
+      T.ok(not op, "refused: " .. c[1])
+      T.ok(why and why:find(c[2], 1, true), c[1] .. " -> " .. tostring(why))
+    else
+      T.ok(op, "accepted: " .. c[1] .. " " .. tostring(why))
+    end
+  end
+end)
+
 T.test("show: strings quoted, tables sorted, others plain", function()
   T.eq(schema.show("256"), '"256"')
   T.eq(schema.show(256), "256")

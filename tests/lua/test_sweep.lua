@@ -297,6 +297,14 @@ T.test("bad sweeps: space", function()
   bad(sw(OK_BASE, "space = { threads = " .. ten .. ", unroll = " .. ten .. ", cluster = " .. ten ..
          ", min_blocks = " .. ten .. ", dtype = " .. ten .. ", exchange = " .. ten .. " }", OK_SHAPES),
     "bad.lua: space = 1000000 combinations: at most 100000 per shape")
+  -- and over all shapes: 9600 candidates x 30 shapes
+  local shapes30 = {}
+  for r = 1, 30 do shapes30[r] = "{ rows = " .. r .. ", cols = 1 }" end
+  local space = "space = { unroll = { 1, 2, 4, 8 }, threads = { 64, 128, 256, 512, 1024 }, " ..
+    "cluster = { 1, 2, 4, 8, 16 }, persistent = { true, false }, exchange = { 'pull', 'push' }, " ..
+    "dtype = { 'f32', 'f16', 'bf16' }, op = { 'sum', 'max', 'min', 'prod' }, nonportable = { true, false } }"
+  bad(sw('base = { family = "row_reduce" }', space, "shapes = { " .. table.concat(shapes30, ", ") .. " }"),
+    "bad.lua: space = 9600 combinations x 30 shapes = 288000 candidates: at most 200000 in all")
   -- through a string: op.combine when the base's op is a name
   bad(sw('base = { family = "row_reduce", op = "sum" }', 'space = { ["op.combine"] = { "a + b" } }', OK_SHAPES),
     'bad.lua: --set op.combine="a + b": op is a string, not a table (space, candidate op.combine=a + b)')
