@@ -1,5 +1,7 @@
-/* hostref.h: host-side data, CPU references in double precision, and checks.
- * Shared by `weft run` and the GPU tests, so a kernel is judged the same way everywhere. */
+/* hostref.h: weft_check's base: dtypes and conversions (dtype.c), random inputs and poison
+ * (fill.c), the row references (ref_rows.c) and the one comparison (compare.c).  The other
+ * families' references are ref_<family>.h.  Shared by `weft run` and the tests, so a kernel is
+ * judged the same way everywhere. */
 #ifndef WEFT_HOSTREF_H
 #define WEFT_HOSTREF_H
 #include <stddef.h>
@@ -42,21 +44,47 @@ void hr_row_softmax_ref(hr_dtype dt, const void *x, long rows, long cols, double
 
 typedef struct hr_report {
   size_t n;            /* elements compared */
-  size_t bad;          /* outside tolerance (NaN counts as bad) */
-  size_t unwritten;    /* still holding the poison pattern */
+  size_t bad;          /* failed: outside tolerance, unwritten or NaN */
+  size_t unwritten;    /* still holding the poison pattern (counted in bad) */
+  size_t nans;         /* NaN but not the poison (counted in bad) */
   double max_abs_err;
   double max_rel_err;  /* |got-want| / |want| over elements with want != 0 */
-  size_t first_bad;    /* index of the first bad element (valid if bad > 0) */
+  size_t first_bad;    /* index into got of the first bad element (valid if bad > 0) */
   double first_got, first_want;
+  double worst;        /* largest |got-want| / tolerance (0: every finite element equal) */
+  size_t worst_at;     /* index into got of the worst element */
+  double worst_got, worst_want, worst_tol;
+  size_t cols;         /* row length of got: worst_at / cols is the row (hr_report_format_worst) */
 } hr_report;
 
-/* Compare got (out_dt) with want: element i passes if |got-want| <= atol[i or 0] + rtol*|want|.
+/* What "close enough" means: element t passes if |got-want| <= atol[t or 0] + rtol*|want|, or
+ * rtol*max(|got|, |want|) with rtol_of_larger (two computed answers, neither of them the truth).
+ * Equal values (infinities too) pass; the poison and NaN never do. */
+typedef struct hr_tol {
+  const double *atol;  /* one entry (n_atol == 1) or one per element compared; NULL: 0 */
+  size_t n_atol;
+  double rtol;
+  int rtol_of_larger;
+} hr_tol;
+
+/* An empty report for a got of rows of `cols` elements. */
+void hr_report_init(hr_report *r, size_t cols);
+/* Adds to r the comparison of rows rows[0..nrows) of got (row-major, r->cols columns, out_dt;
+ * rows NULL: rows 0..nrows-1) with want (nrows x cols: want's row t is got's row rows[t]).
+ * Returns 1 if r holds a bad element (from this call or an earlier one), else 0. */
+int hr_compare_rows(hr_report *r, hr_dtype out_dt, const void *got, const long long *rows, size_t nrows,
+                    const double *want, const hr_tol *tol);
+/* One vector of n: element i passes if |got-want| <= atol[i or 0] + rtol*|want|.
  * atol may have one entry (n_atol == 1) or n. Returns 0 if all pass, 1 otherwise. */
 int hr_compare(hr_dtype out_dt, const void *got, const double *want, size_t n,
                const double *atol, size_t n_atol, double rtol, hr_report *r);
 /* One line describing r, e.g. "3/4096 outside tolerance, first at [17]: got 1.5 want 1.25;
  * max abs err 0.25, max rel err 0.2; 0 unwritten" */
 void hr_report_format(const hr_report *r, char *buf, size_t len);
+/* The matrix form, naming the worst element by row and column: "1 elements never written (still
+ * the 0xFF poison); 4096 elements compared, worst |err|/tol 0.41 at row 3 col 7: got .. want ..
+ * (tol ..)" */
+void hr_report_format_worst(const hr_report *r, char *buf, size_t len);
 
 /* Tolerances weft uses, per output dtype and op (documented in README):
  *  reductions in f32 accumulation: sum: atol = 1e-5 * sum|x| + 1e-30; max/min: exact;

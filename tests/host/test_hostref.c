@@ -1,4 +1,4 @@
-/* test_hostref.c: conversions, random fills, CPU references and comparison of runtime/check/hostref. */
+/* test_hostref.c: conversions, random fills, the row references and the comparison of runtime/check/. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

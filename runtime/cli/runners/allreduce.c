@@ -19,6 +19,7 @@
 #include "runner.h"
 #include "driver.h"
 #include "hostref.h"
+#include "ref_allreduce.h"
 #include "ranks.h"
 
 static const drv_table *D;
@@ -70,55 +71,28 @@ static int finish(ar_run *r) {
   return 0;
 }
 
+static void fill_rank(void *ud, int rank, size_t n, void *dst) { fill_input(ud, rank, (long long)n, dst); }
+
+static int fold_ref(void *ud, const double *v, size_t n, double *out) {
+  ar_run *r = ud;
+  if (!weft_reference_fold(r->k, v, n, out)) return 0;
+  fprintf(stderr, "weft run: %s\n", weft_kernel_error(r->k));
+  return -1;
+}
+
 /* the reference for n elements: rank-order fold of every rank's input, in double */
 static int reference(ar_run *r, long long n, double *want, double *scale) {
-  void *h = malloc((size_t)n * r->es);
-  double *col = malloc((size_t)SIZE * sizeof *col);
-  if (!h || !col) { free(h); free(col); return -1; }
-  for (int p = 0; p < SIZE; p++) {
-    fill_input(r, p, n, h);
-    for (long long i = 0; i < n; i++) {
-      double v = hr_load(r->dt, h, (size_t)i);
-      if (p == 0) { want[i] = v; scale[i] = fabs(v); continue; }
-      scale[i] += fabs(v);
-      if (!r->custom) want[i] = hr_fold(r->op, want[i], v);
-    }
-  }
-  if (r->custom) {   /* the operator's own Lua reference, over the ranks in order */
-    void **all = calloc((size_t)SIZE, sizeof *all);
-    int bad = !all;
-    for (int p = 0; !bad && p < SIZE; p++) {
-      if (!(all[p] = malloc((size_t)n * r->es))) bad = 1;
-      else fill_input(r, p, n, all[p]);
-    }
-    for (long long i = 0; !bad && i < n; i++) {
-      for (int p = 0; p < SIZE; p++) col[p] = hr_load(r->dt, all[p], (size_t)i);
-      if (weft_reference_fold(r->k, col, (size_t)SIZE, &want[i])) {
-        fprintf(stderr, "weft run: %s\n", weft_kernel_error(r->k));
-        bad = 1;
-      }
-    }
-    for (int p = 0; all && p < SIZE; p++) free(all[p]);
-    free(all);
-    if (bad) { free(h); free(col); return -1; }
-  }
-  free(h);
-  free(col);
-  return 0;
+  return ref_allreduce(r->dt, r->op, r->custom ? fold_ref : NULL, r, SIZE, (size_t)n, fill_rank, r, want, scale);
 }
 
 /* y (n elements on the device) against the reference; prints one line on a failure */
 static int compare(ar_run *r, const char *what, long long n, CUdeviceptr y, const double *want, const double *scale,
                    void *got) {
   if (!cu_ok(D->cuMemcpyDtoH(got, y, (size_t)n * r->es), "cuMemcpyDtoH")) return -1;
-  /* f32 folds round once per rank; 16-bit outputs add one rounding of the result; max, min
-   * and the power-of-two products are exact */
-  double rtol = r->dt == HR_F16 ? ldexp(1.0, -11) * 1.01 : r->dt == HR_BF16 ? ldexp(1.0, -8) * 1.01 : 0.0;
+  double rtol = ref_allreduce_rtol(r->dt, r->op, r->custom);
   double *atol = malloc((size_t)n * sizeof *atol);
   if (!atol) return -1;
-  int additive = r->custom || r->op == HR_SUM;
-  for (long long i = 0; i < n; i++) atol[i] = additive ? ldexp(scale[i], -22) + 1e-30 : 0.0;
-  if (!additive && r->op != HR_PROD) rtol = 0.0;   /* max, min pick an input: exact */
+  for (long long i = 0; i < n; i++) atol[i] = ref_allreduce_atol(r->op, r->custom, scale[i]);
   hr_report rep;
   int bad = hr_compare(r->dt, got, want, (size_t)n, atol, (size_t)n, rtol, &rep);
   free(atol);
@@ -201,41 +175,42 @@ out:
   return ok;
 }
 
+/* The op measure_run times: weft's allreduce, or (copy) every rank copying the same bytes */
+typedef struct ar_timed { ar_run *r; CUdeviceptr y, x; long long n; int copy; } ar_timed;
+
+static int ar_launch(void *ud, int set, CUstream s, char *err, size_t len) {
+  ar_timed *t = ud;
+  err[0] = 0;   /* launch() says why on stderr itself */
+  if (!t->copy) return launch(t->r, t->y, t->x, t->n);
+  CUresult e = D->cuMemcpyDtoDAsync(t->y, t->x, (size_t)t->n * t->r->es, s);
+  if (e == CUDA_SUCCESS) return 0;
+  drv_describe(D, e, "copy", err, len);
+  return -1;
+}
+
+static int ar_finish(void *ud, CUstream s, char *err, size_t len) {
+  err[0] = 0;
+  return finish(((ar_timed *)ud)->r);
+}
+
 /* CUDA events around `iters` back-to-back launches (or copies), after a barrier; the slowest
- * rank's time per launch.  TIME_ROUNDS rounds after 3 warm-ups, and the median round: one round
- * can catch a hiccup of the machine (a single 8 B row was seen at 3-4x its neighbours', on
- * either side), which would decide a ratio alone.  bench/nccl_bench.c times NCCL the same way. */
+ * rank's time per launch.  5 rounds after 3 warm-ups, and the median round: one round can catch
+ * a hiccup of the machine (a single 8 B row was seen at 3-4x its neighbours', on either side),
+ * which would decide a ratio alone.  bench/nccl_bench.c times NCCL the same way. */
 #define TIME_ROUNDS 5
+static const measure_plan ar_plan = {.warmup = 3, .warm_once = 1, .settle = 1, .rounds = TIME_ROUNDS};
 
 static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n, int iters, int copy) {
-  CUevent a, b;
-  if (!cu_ok(D->cuEventCreate(&a, 0), "cuEventCreate") || !cu_ok(D->cuEventCreate(&b, 0), "cuEventCreate")) return -1;
-  size_t bytes = (size_t)n * r->es;
-  int bad = 0;
-  for (int i = 0; i < 3 && !bad; i++)
-    bad = copy ? !cu_ok(D->cuMemcpyDtoDAsync(y, x, bytes, NULL), "copy") : launch(r, y, x, n);
-  bad |= finish(r) != 0;
-  double round_us[TIME_ROUNDS];
-  for (int k = 0; k < TIME_ROUNDS; k++) {
-    float ms = -1;
-    MPI_Barrier(MPI_COMM_WORLD);
-    bad |= !cu_ok(D->cuEventRecord(a, NULL), "cuEventRecord");
-    for (int i = 0; i < iters && !bad; i++)
-      bad = copy ? !cu_ok(D->cuMemcpyDtoDAsync(y, x, bytes, NULL), "copy") : launch(r, y, x, n);
-    bad |= !cu_ok(D->cuEventRecord(b, NULL), "cuEventRecord") || !cu_ok(D->cuEventSynchronize(b), "cuEventSynchronize");
-    if (!bad) D->cuEventElapsedTime(&ms, a, b);
-    if (!copy && weft_comm_check(r->c)) bad = 1;
-    double us = bad ? -1.0 : ms * 1e3 / iters, worst = us, best = us;
-    MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&us, &best, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    if (best < 0) bad = 1;   /* every rank leaves the loop together */
-    if (bad) break;
-    round_us[k] = worst;
-  }
-  D->cuEventDestroy(a);
-  D->cuEventDestroy(b);
-  if (bad) return -1.0;
-  return measure_median(round_us, TIME_ROUNDS);
+  ar_timed t = {r, y, x, n, copy};
+  measure_op op = {ar_launch, &t, 1, ar_finish};
+  measure_plan plan = ar_plan;
+  plan.iters = iters;
+  plan.ranks = measure_ranks_mpi();
+  measure_result res;
+  char err[512];
+  if (!measure_run(D, &plan, &op, 1, &res, err, sizeof err)) return res.ev_us;
+  if (err[0]) fprintf(stderr, "weft run: rank %d: %s\n", RANK, err);
+  return -1.0;
 }
 
 static int run_allreduce(weft_kernel *k, const run_opts *o) {

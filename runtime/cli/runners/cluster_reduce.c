@@ -1,5 +1,6 @@
 /* runners/cluster_reduce.c: `weft run` for cluster_reduce, seed 000's primitive on its own: every
- * CTA of a cluster must get the same bits, and the value the double-precision fold gives. */
+ * CTA of a cluster must get the same bits, and the value the double-precision fold gives
+ * (runtime/check/ref_cluster.c). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "hostref.h"
+#include "ref_cluster.h"
 #include "measure.h"
 #include "runner.h"
 
@@ -29,6 +31,9 @@ static int cr_launch_one(void *ud, int set, CUstream stream, char *err, size_t e
   return -1;
 }
 
+/* op.ref, the custom operator's Lua reference */
+static int fold_ref(void *ud, const double *v, size_t n, double *out) { return weft_reference_fold(ud, v, n, out); }
+
 static int cluster_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh, int do_check, int do_time,
                          void *ud) {
   const weft_manifest *m = weft_kernel_manifest(k);
@@ -43,8 +48,7 @@ static int cluster_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh
   hr_op op = HR_SUM;
   int custom = hr_op_parse(opn, &op) != 0;
   int have_ref = custom && weft_manifest_param(m, "op.ref") != NULL;
-  double *ref_in = malloc((size_t)C * T * sizeof *ref_in);   /* one fold's inputs, for op.ref */
-  if (!hx || !got || !ref_in) goto out;
+  if (!hx || !got) goto out;
   if (!custom && op == HR_PROD) hr_fill_pow2_for_prod(HR_F32, hx, nin, (size_t)T * W, o->seed);
   else hr_fill_uniform(HR_F32, hx, nin, o->seed, -1.0, 1.0);
   if (!(dx = dev_alloc(nin * 4)) || !(dy = dev_alloc(nout * 4))) goto out;
@@ -58,52 +62,31 @@ static int cluster_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh
   if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
   if (!cu_ok(D->cuMemcpyDtoH(got, dy, nout * 4), "cuMemcpyDtoH")) goto out;
   if (do_check) {
-    size_t differ = 0, bad = 0, unwritten = 0;
-    double worst = 0;
-    for (long cl = 0; cl < clusters; cl++)
-      for (int it = 0; it < I; it++)
-        for (int w = 0; w < W; w++) {
-          uint32_t b0;
-          memcpy(&b0, &got[((size_t)(cl * C) * I + it) * W + w], 4);
-          double want = 0, scale = 0;
-          int nv = 0;
-          for (int c = 0; c < C; c++) {
-            const float *g = &got[((size_t)(cl * C + c) * I + it) * W + w];
-            uint32_t b;
-            memcpy(&b, g, 4);
-            if (b == 0xffffffffu) unwritten++;
-            if (b != b0) differ++;
-            for (int t = 0; t < T; t++) {
-              double x = hx[(((size_t)(cl * C + c) * I + it) * T + t) * W + w];
-              want = (c == 0 && t == 0) ? x : hr_fold(op, want, x);
-              scale += fabs(x);
-              ref_in[nv++] = x;
-            }
-          }
-          if (custom && !have_ref) continue;
-          if (have_ref && weft_reference_fold(k, ref_in, (size_t)nv, &want)) {
-            fprintf(stderr, "weft run: %s\n", weft_kernel_error(k));
-            goto out;
-          }
-          double tol = (op == HR_SUM || custom) ? ldexp(scale, -22) : 0;   /* prod, max, min: exact */
-          double e = fabs((double)got[((size_t)(cl * C) * I + it) * W + w] - want);
-          if (!(e <= tol)) bad++;
-          if (e > worst) worst = e;
-        }
-    int fail = differ || bad || unwritten;
+    ref_cluster_shape sh = {clusters, C, T, W, I};
+    ref_cluster_report rep;
+    int rc_check = ref_cluster_check(&sh, hx, got, op, !custom || have_ref, have_ref ? fold_ref : NULL, k, &rep);
+    if (rc_check < 0) {
+      fprintf(stderr, "weft run: %s\n", have_ref ? weft_kernel_error(k) : "out of host memory for the reference");
+      goto out;
+    }
+    int fail = rc_check != 0;
     if (o->result) { o->result->checked = !custom || have_ref; o->result->passed = !fail; }
     if (!o->quiet || fail) printf("check: %s: %s (%zu values differ between CTAs of a cluster, %zu outside tolerance%s, %zu unwritten; "
-           "max abs err %.3g)\n", m->name, fail ? "FAIL" : "PASS", differ, bad,
-           custom && !have_ref ? " (custom op without ref: values NOT CHECKED, bit-identity checked)" : "", unwritten, worst);
+           "max abs err %.3g)\n", m->name, fail ? "FAIL" : "PASS", rep.differ, rep.values.bad,
+           custom && !have_ref ? " (custom op without ref: values NOT CHECKED, bit-identity checked)" : "", rep.unwritten,
+           rep.values.max_abs_err);
     if (fail) goto out;
   }
   if (do_time) {
     /* the primitive is latency-bound: report time per combine over back-to-back launches */
     cr_launch cl = {k, args};
-    measure_op op = {cr_launch_one, &cl, 1};
-    double ms;
+    measure_op op = {cr_launch_one, &cl, 1, NULL};
+    measure_plan plan = {.iters = o->iters, .warmup = o->warmup, .rounds = 1};   /* the mean of back-to-back launches */
+    measure_result res;
     char err[512];
-    if (measure_back_to_back_ms(D, &op, o->warmup, o->iters, &ms, err, sizeof err)) {
+    double ms = 0;
+    if (!measure_run(D, &plan, &op, 1, &res, err, sizeof err)) ms = res.ev_us * 1e-3;
+    else {
       fprintf(stderr, "weft run: timing failed: %s\n", err);
       goto out;
     }
@@ -122,7 +105,7 @@ static int cluster_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh
 out:
   if (dx) D->cuMemFree(dx);
   if (dy) D->cuMemFree(dy);
-  free(hx); free(got); free(ref_in);
+  free(hx); free(got);
   return rc;
 }
 

@@ -133,11 +133,14 @@ static int run_rows(weft_kernel *k, const run_opts *o, int softmax, const weft_s
     measure_copy cp = {.src = r.x[0], .dst = softmax ? r.y[0] : r.x[nsets > 1 ? 1 : 0], .bytes = in_bytes, .d = D};
     CUdeviceptr scratch = 0;
     if (!softmax && nsets == 1) { if (!(scratch = dev_alloc(in_bytes))) goto out; cp.dst = scratch; }
-    measure_op tk = {rows_launch, &r, nsets}, tc = {measure_copy_launch, &cp, 1};
-    double ms, cms;
+    measure_op ops[2] = {{rows_launch, &r, nsets, NULL}, {measure_copy_launch, &cp, 1, NULL}};
+    /* each launch alone, the median; the kernel, then the copy (one round each) */
+    measure_plan plan = {.iters = o->iters, .warmup = o->warmup, .each = 1, .rounds = 1};
+    measure_result res[2];
     char err[512];
-    int bad = measure_each_ms(D, &tk, o->warmup, o->iters, &ms, err, sizeof err) ||
-              measure_each_ms(D, &tc, o->warmup, o->iters, &cms, err, sizeof err);
+    int bad = measure_run(D, &plan, &ops[0], 1, &res[0], err, sizeof err) ||
+              measure_run(D, &plan, &ops[1], 1, &res[1], err, sizeof err);
+    double ms = res[0].ev_us * 1e-3, cms = res[1].ev_us * 1e-3;
     if (scratch) D->cuMemFree(scratch);
     if (bad) { fprintf(stderr, "weft run: %s: timing: %s\n", m->name, err); goto out; }
     cli_report_bandwidth(o, m->name, ms, (double)(in_bytes + out_bytes), cms, (double)in_bytes);

@@ -1,0 +1,118 @@
+/* nccl.c: NCCL opened at run time (nccl.h). */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl.h"
+
+enum { NCCL_F16 = 6, NCCL_F32 = 7, NCCL_BF16 = 9, NCCL_SUM = 0 };   /* ncclDataType_t, ncclRedOp_t */
+
+const char *nccl_err(const nccl_lib *n, int st) {
+  const char *s = n->error_string ? n->error_string(st) : NULL;
+  return s ? s : "ncclResult";
+}
+
+int nccl_type(hr_dtype dt) { return dt == HR_BF16 ? NCCL_BF16 : dt == HR_F16 ? NCCL_F16 : NCCL_F32; }
+
+int nccl_load(nccl_lib *n, char *why, size_t len) {
+  memset(n, 0, sizeof *n);
+  const char *lib = getenv("WEFT_NCCL_LIB");
+  if (!lib || !*lib) lib = "libnccl.so.2";
+  n->path = lib;
+  if (!(n->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL))) {
+    snprintf(why, len, "cannot open %s (set WEFT_NCCL_LIB): %s", lib, dlerror());
+    return NCCL_NO_LIB;
+  }
+  *(void **)&n->get_id = dlsym(n->lib, "ncclGetUniqueId");
+  *(void **)&n->init_rank = dlsym(n->lib, "ncclCommInitRank");
+  *(void **)&n->allgather = dlsym(n->lib, "ncclAllGather");
+  *(void **)&n->allreduce = dlsym(n->lib, "ncclAllReduce");
+  *(void **)&n->destroy = dlsym(n->lib, "ncclCommDestroy");
+  *(void **)&n->get_version = dlsym(n->lib, "ncclGetVersion");
+  *(void **)&n->error_string = dlsym(n->lib, "ncclGetErrorString");
+  if (!n->get_id || !n->init_rank || !n->allgather || !n->allreduce || !n->destroy || !n->get_version) {
+    snprintf(why, len, "%s lacks NCCL's symbols (ncclGetUniqueId, ncclCommInitRank, ncclAllGather, ncclAllReduce, ...)",
+             lib);
+    return NCCL_BAD_LIB;
+  }
+  n->get_version(&n->version);
+  return NCCL_LOAD_OK;
+}
+
+/* ok on every rank; else the lowest failing rank's why, on every rank */
+static int first_why(MPI_Comm comm, int ok, char *why, size_t len) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  int mine = ok ? size : rank, first = mine;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return 1;
+  MPI_Bcast(why, (int)len, MPI_CHAR, first, comm);
+  why[len - 1] = 0;
+  return 0;
+}
+
+int nccl_open(nccl_lib *n, MPI_Comm comm, const char *bus, char *why, size_t len) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  why[0] = 0;
+  int ok = n->lib ? 1 : nccl_load(n, why, len) == NCCL_LOAD_OK;
+  char mine[32] = "", *all = malloc((size_t)size * sizeof mine);
+  snprintf(mine, sizeof mine, "%s", bus && *bus ? bus : "");
+  if (!mine[0]) snprintf(mine, sizeof mine, "unknown-%d", rank);
+  int have = all != NULL, every = have;
+  MPI_Allreduce(&have, &every, 1, MPI_INT, MPI_LAND, comm);
+  if (every) {
+    MPI_Allgather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR, comm);
+    for (int q = 0; q < size && ok; q++)
+      if (q != rank && !strncmp(all + (size_t)q * sizeof mine, mine, sizeof mine)) {
+        snprintf(why, len, "ranks %d and %d share the GPU %s, and NCCL takes one rank per GPU", q < rank ? q : rank,
+                 q < rank ? rank : q, mine);
+        ok = 0;
+      }
+  } else {
+    snprintf(why, len, "out of host memory");
+    ok = 0;
+  }
+  free(all);
+  if (!first_why(comm, ok, why, len)) return -1;
+  nccl_id id;
+  memset(&id, 0, sizeof id);
+  int st = rank == 0 ? n->get_id(&id) : 0;
+  MPI_Bcast(&st, 1, MPI_INT, 0, comm);
+  if (st) { snprintf(why, len, "ncclGetUniqueId failed: %s (%d)", nccl_err(n, st), st); return -1; }
+  MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm);
+  st = n->init_rank(&n->comm, size, id, rank);
+  if (st) {
+    n->comm = NULL;
+    snprintf(why, len, "ncclCommInitRank failed on rank %d: %s (%d)", rank, nccl_err(n, st), st);
+  }
+  if (!first_why(comm, st == 0, why, len)) {
+    if (n->comm) n->destroy(n->comm);
+    n->comm = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+void nccl_close(nccl_lib *n) {
+  if (n->comm) n->destroy(n->comm);
+  n->comm = NULL;   /* the library stays mapped: NCCL's own exit handlers may still run */
+}
+
+int nccl_all_gather(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t count, hr_dtype dt, CUstream s, char *why,
+                    size_t len) {
+  int st = n->allgather((const void *)(uintptr_t)x, (void *)(uintptr_t)y, count, nccl_type(dt), n->comm, s);
+  if (st) snprintf(why, len, "ncclAllGather failed: %s (%d)", nccl_err(n, st), st);
+  return st ? -1 : 0;
+}
+
+int nccl_all_reduce_sum(nccl_lib *n, const void *x, void *y, size_t count, hr_dtype dt, CUstream s, char *why,
+                        size_t len) {
+  int st = n->allreduce(x, y, count, nccl_type(dt), NCCL_SUM, n->comm, s);
+  if (st) snprintf(why, len, "ncclAllReduce failed: %s (%d)", nccl_err(n, st), st);
+  return st ? -1 : 0;
+}

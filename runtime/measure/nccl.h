@@ -1,0 +1,47 @@
+/* nccl.h: NCCL, opened at run time (WEFT_NCCL_LIB, else libnccl.so.2: the library that ships
+ * with torch on the GPU machines; weft does not link it).  The baseline of ag_gemm (all-gather +
+ * cuBLASLt) and of the allreduce (bench/nccl_bench.c).  The prototypes are NCCL's documented C
+ * ABI (nccl.h), declared in nccl.c because no NCCL headers are installed where weft is built. */
+#ifndef WEFT_MEASURE_NCCL_H
+#define WEFT_MEASURE_NCCL_H
+#include <mpi.h>
+#include <stddef.h>
+
+#include "driver.h"
+#include "hostref.h"
+
+typedef struct nccl_id { char internal[128]; } nccl_id;   /* ncclUniqueId */
+
+typedef struct nccl_lib {
+  void *lib, *comm;
+  const char *path;
+  int version;
+  int (*get_id)(nccl_id *);
+  int (*init_rank)(void **, int, nccl_id, int);
+  int (*allgather)(const void *, void *, size_t, int, void *, CUstream);
+  int (*allreduce)(const void *, void *, size_t, int, int, void *, CUstream);
+  int (*destroy)(void *);
+  int (*get_version)(int *);
+  const char *(*error_string)(int);   /* optional */
+} nccl_lib;
+
+enum { NCCL_LOAD_OK = 0, NCCL_NO_LIB = -1, NCCL_BAD_LIB = -2 };
+
+/* This process only: dlopen and the symbols.  NCCL_LOAD_OK, NCCL_NO_LIB (cannot open it) or
+ * NCCL_BAD_LIB (it lacks a symbol), with why. */
+int nccl_load(nccl_lib *n, char *why, size_t len);
+/* Collective over comm: loads NCCL where nccl_load was not called, checks that no two ranks
+ * share a GPU (bus: this rank's PCI bus id; NCCL takes one rank per GPU and would fail or hang),
+ * then ncclCommInitRank.  0 on every rank, or -1 on every rank with the lowest failing rank's
+ * why. */
+int nccl_open(nccl_lib *n, MPI_Comm comm, const char *bus, char *why, size_t len);
+void nccl_close(nccl_lib *n);
+const char *nccl_err(const nccl_lib *n, int st);
+int nccl_type(hr_dtype dt);   /* ncclDataType_t of dt */
+/* Out of place on stream s; 0, or -1 and why. */
+int nccl_all_gather(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t count, hr_dtype dt, CUstream s, char *why,
+                    size_t len);
+int nccl_all_reduce_sum(nccl_lib *n, const void *x, void *y, size_t count, hr_dtype dt, CUstream s, char *why,
+                        size_t len);
+
+#endif
