@@ -477,7 +477,7 @@ static void test_tmap_launch_checks(void **state) {
   weft_ctx_destroy(ctx);
 }
 
-/* The ag_gemm family's manifests (read only: the family is another's) are ones the runtime takes. */
+/* The ag_gemm and gemm families' manifests (read only: the families are others') are ones the runtime takes. */
 static void test_ag_gemm_manifest(void **state) {
   (void)state;
   weft_ctx *ctx;
@@ -490,7 +490,7 @@ static void test_ag_gemm_manifest(void **state) {
   assert_non_null(m->comm.signals);
   assert_non_null(strstr(m->json, "\"tmaps\""));
   weft_manifest_free(m);
-  const char *gemm = "return { family = 'ag_gemm', variant = 'gemm', comm = 'none' }";
+  const char *gemm = "return { family = 'gemm' }";
   assert_int_equal(weft_generate_string(ctx, "gemm.lua", gemm, NULL, 0, &m), WEFT_OK);
   assert_true(m->n_tmaps >= 1);
   assert_null(m->comm.signals);
