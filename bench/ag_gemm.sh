@@ -6,7 +6,7 @@
 #   bench/ag_gemm.sh [CONFIG.lua ... | all]      all (default): examples/ag_gemm*.lua, examples/gemm.lua
 # env: OUT (logs, default ./out), NPS (default "2 4 8"), ITERS (default 20), ARGS (more `weft run`
 # options, e.g. "--no-time", "--shapes-only --time-shape 2048x2048x2048"), TIMEOUT (s per run).
-# A config whose variant is "gemm" (no ranks) runs at P = 1 only.  Prints every "ag_gemm " row
+# A config of family gemm (no ranks) runs at P = 1 only.  Prints every "ag_gemm " row
 # (the table bench/RESULTS.md quotes) last; the full logs stay in $OUT.
 set -u
 out=${OUT:-./out}
@@ -35,7 +35,7 @@ done
 . bench/mps.sh
 for np in ${NPS:-2 4 8}; do
   for cfg in "${cfgs[@]}"; do
-    grep -Eq '^ *variant *= *"gemm"' "$cfg" && continue
+    grep -Eq '^ *family *= *"gemm"' "$cfg" && continue
     run "$out/$(basename "$cfg" .lua)_np${np}.log" $MPIRUN -x WEFT_CACHE_DIR -x WEFT_SIGNAL_TIMEOUT_MS -x WEFT_NCCL_LIB ${WEFT_CUBLASLT_LIB:+-x WEFT_CUBLASLT_LIB} \
       -np "$np" $W run "$cfg" --iters "${ITERS:-20}" ${ARGS:-}
   done

@@ -8,7 +8,7 @@
 #      beside them, the seed's 1024^3 (its table printed with weft's numbers: bench/seed_table.py;
 #      AG_DTYPE=f16 for the seed's dtype) and the large shapes;
 #   4. MPS on GPU 0: every variant at P = 2, 4, 8 (checks, then 1024^3 timed: protocol cost).
-# Other phases: prof (ncu over PROF_CONFIGS and torch.matmul at PROF_SHAPE), gpuscalar (the scalar variants one rank per GPU only), tests (ctest's gpu.ag_gemm.* entries), pp (pingpong against cooperative tiles),
+# Other phases: prof (ncu over PROF_CONFIGS and torch.matmul at PROF_SHAPE), gpuscalar (the scalar variants one rank per GPU only), tests (ctest's gpu.gemm.* and gpu.ag_gemm.* entries), pp (pingpong against cooperative tiles),
 # table / mpstable (issue 4's table: the five variants and cuBLASLt at 1024^3 and 8192^3, at
 # P = 1 and under MPS at P = 2, 4, 8; bench/variant_table.py prints it).
 set -u
@@ -44,8 +44,8 @@ want gemm && for dt in bf16 f16; do for bl in row col; do
   r gemm_${dt}_${bl} 120 $W run examples/gemm.lua --set dtype=$dt --set b_layout=$bl $big
 done; done
 # ---- ctest's GPU entries for the GEMM (device_tests.sh makes the tree visible where it was built)
-want tests && OUT=$O/logs bash bench/device_tests.sh -R "${TESTS_RE:-^gpu\.ag_gemm}" >/dev/null 2>&1;
-want tests && { echo "== ctest -R ${TESTS_RE:-^gpu\.ag_gemm}"; grep -E "tests passed|Failed|Not Run|\*\*\*" "$O/logs/ctest_gpu.log"; } >>"$S"
+want tests && OUT=$O/logs bash bench/device_tests.sh -R "${TESTS_RE:-^gpu\.(ag_)?gemm}" >/dev/null 2>&1;
+want tests && { echo "== ctest -R ${TESTS_RE:-^gpu\.(ag_)?gemm}"; grep -E "tests passed|Failed|Not Run|\*\*\*" "$O/logs/ctest_gpu.log"; } >>"$S"
 # ---- GEMM configurations against each other and cuBLASLt (bf16, B row-major; PP_CONFIGS: a
 # comma-separated list of space-separated --set lists; PP_SHAPES: the timed shapes)
 pp_shapes="--shapes-only --shape 1000x1000x1000 ${PP_SHAPES:---time-shape 1024x1024x1024 --time-shape 8192x1024x1024 --time-shape 4096x4096x4096} --iters 30"

@@ -5,8 +5,7 @@
 -- a CPU reference and times it beside cuBLAS (cublasLt) in the same run.
 --   b_layout = "col": B stored N x K (a linear layer's weight)
 return {
-  family = "ag_gemm",
-  variant = "gemm",
+  family = "gemm",
   dtype = "bf16",
   b_layout = "row",
   tile = { m = 128, n = 256, k = 64 },

@@ -1,4 +1,4 @@
--- Autotune space for weft's GEMM (ag_gemm, variant = "gemm"; weft tune): tile shape, ring depth,
+-- Autotune space for weft's GEMM (family gemm; weft tune): tile shape, ring depth,
 -- consumer warpgroups, cooperative or ping-pong consumers, clusters of two sharing B by TMA
 -- multicast, the epilogue (direct stores, or C through shared memory and TMA), and programmatic
 -- dependent launch (which hides a launch's set-up under the previous one's tail: worth ~0.5 us,
@@ -6,7 +6,7 @@
 -- thread, shared memory, pingpong's whole tiles) are pruned by its own rules.
 --   build/weft tune examples/sweeps/gemm.lua --jobs 8
 return {
-  base = { family = "ag_gemm", variant = "gemm", dtype = "bf16", b_layout = "row",
+  base = { family = "gemm", dtype = "bf16", b_layout = "row",
            tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, group = 16 },
   space = {
     ["tile.m"] = { 64, 128 },

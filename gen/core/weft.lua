@@ -216,6 +216,7 @@ local function render_kernel(fam, ncfg, d, file, read)
     block = d.block,
     cluster = d.cluster,
     smem = d.smem,
+    smem_layout = d.layout,   -- the family's shared-memory offsets where it has a layout (gen/core/gemm.lua)
     nonportable_cluster = ncfg.nonportable == true,
     pdl = d.pdl == true,   -- launched with programmatic stream serialisation (the kernel waits itself)
     args = d.args,

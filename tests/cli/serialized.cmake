@@ -5,16 +5,16 @@
 #   -DWEFT=... -DSRC=<repo> -DOUT=<folder>
 file(REMOVE_RECURSE "${OUT}")
 file(COPY "${SRC}/gen" "${SRC}/templates" DESTINATION "${OUT}/src")
-set(cuh "${OUT}/src/templates/weft/ag_gemm.cuh")
+set(cuh "${OUT}/src/templates/weft/gemm_mainloop.cuh")
 file(READ "${cuh}" text)
-string(FIND "${text}" "        wgmma_fence();   // every k-block" at)
+string(FIND "${text}" "    wgmma_fence();   // every k-block" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "the per-k-block wgmma_fence() line moved: update tests/cli/serialized.cmake")
 endif()
-string(REPLACE "        wgmma_fence();   // every k-block" "        if (kb == kb0) wgmma_fence();   // every k-block"
+string(REPLACE "    wgmma_fence();   // every k-block" "    if (kb == kb0) wgmma_fence();   // every k-block"
        text "${text}")
 file(WRITE "${cuh}" "${text}")
-file(WRITE "${OUT}/sweep.lua" "return { base = { family = \"ag_gemm\", variant = \"gemm\", tile = { m = 64, n = 128, k = 64 },\n"
+file(WRITE "${OUT}/sweep.lua" "return { base = { family = \"gemm\", tile = { m = 64, n = 128, k = 64 },\n"
      "  consumers = 1, stages = 6 }, space = { group = { 8, 16 } }, shapes = { { m = 1024, n = 1024, k = 1024 } } }\n")
 
 function(run_weft src expect_warn)

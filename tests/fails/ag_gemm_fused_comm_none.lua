@@ -1,2 +1,3 @@
--- expect: comm = "none": variant = "fused" takes comm = tma | threadload | multimem
+-- expect: comm = "none": must be one of "auto", "threadload", "multimem", "tma"
+-- (no comm is the plain GEMM: family = "gemm")
 return { family = "ag_gemm", variant = "fused", comm = "none" }

@@ -1,3 +1,4 @@
--- expect: pdl = true: applies to variant = "gemm" only (the others wait on their ranks' signals); leave it false
--- A kernel that talks to other ranks starts with its own protocol; only the plain GEMM launches early.
+-- expect: pdl = true: unknown key for family "ag_gemm"
+-- A kernel that talks to other ranks starts with its own protocol; only the plain GEMM (family
+-- gemm) launches early, so pdl is a key of that family alone.
 return { family = "ag_gemm", variant = "fused", pdl = true }

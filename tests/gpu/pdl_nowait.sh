@@ -3,14 +3,14 @@
 # the sources without the wait, the pdl chain (a launch reading what its predecessor, started
 # just before, is still writing) must fail; the real sources must pass it.  Exit 77 (SKIP) where
 # there is no GPU.
-#   pdl_nowait.sh WEFT SRC OUT gemm            the GEMM (ag_gemm.cuh), one process
+#   pdl_nowait.sh WEFT SRC OUT gemm            family gemm (gemm_kernel.cuh), one process
 #   pdl_nowait.sh WEFT SRC OUT allreduce NP    the allreduce (allreduce.cuh), NP ranks under MPS
 set -u
 WEFT=$1 SRC=$2 OUT=$3 WHAT=$4 NP=${5:-1}
 [ -e /dev/nvidiactl ] && command -v nvidia-smi >/dev/null || { echo "no GPU here: SKIP"; exit 77; }
 rm -rf "$OUT" && mkdir -p "$OUT/src" && cp -r "$SRC/gen" "$SRC/templates" "$OUT/src/"
 case $WHAT in
-  gemm) cuh=$OUT/src/templates/weft/ag_gemm.cuh; line='    griddep_wait();'
+  gemm) cuh=$OUT/src/templates/weft/gemm_kernel.cuh; line='    griddep_wait();'
         args=("$SRC/examples/gemm.lua" --shapes-only --shape 1000x1000x1000); launch=() ;;
   allreduce) cuh=$OUT/src/templates/weft/allreduce.cuh; line='    griddep_wait();'
         args=("$SRC/examples/allreduce.lua" --elems 1048579)

@@ -115,7 +115,7 @@ static const entry matrix[] = {
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2", "multimem.st.relaxed.sys.global.v4.f16x2"}, {0}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=bf16", "op=min", "fallback=emulate"},
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2"}, {0}},
-  /* ag_gemm, variant gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
+  /* family gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
    * registers from the producer (setmaxnreg), one consumer keeps the launch-bound share */
   {"gemm.lua", {0},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", B_ROW_PTX, "setmaxnreg.inc.sync.aligned.u32",
@@ -248,7 +248,7 @@ static const entry matrix[] = {
 
 static const entry2 multi[] = {
   /* gather_then_gemm: its first kernel only all-gathers; the second is the GEMM of its tile,
-   * dtype and layout (variant gemm), compiled with it */
+   * dtype and layout (family gemm), compiled with it */
   {{"ag_gemm.lua", {"variant=gather_then_gemm", "comm=threadload"},
     {AG_SIGNAL_PTX, "_param_4[136]", "ld.global.v4.u32", "st.global.v4.u32"},
     {"wgmma.mma_async", "cp.async.bulk", "multimem", "fma.rn.f32"}},

@@ -477,7 +477,7 @@ static void test_tmap_launch_checks(void **state) {
   weft_ctx_destroy(ctx);
 }
 
-/* The ag_gemm family's manifests (read only: the family is another's) are ones the runtime takes. */
+/* The ag_gemm and gemm families' manifests (read only: the families are others') are ones the runtime takes. */
 static void test_ag_gemm_manifest(void **state) {
   (void)state;
   weft_ctx *ctx;
@@ -490,7 +490,7 @@ static void test_ag_gemm_manifest(void **state) {
   assert_non_null(m->comm.signals);
   assert_non_null(strstr(m->json, "\"tmaps\""));
   weft_manifest_free(m);
-  const char *gemm = "return { family = 'ag_gemm', variant = 'gemm', comm = 'none' }";
+  const char *gemm = "return { family = 'gemm' }";
   assert_int_equal(weft_generate_string(ctx, "gemm.lua", gemm, NULL, 0, &m), WEFT_OK);
   assert_true(m->n_tmaps >= 1);
   assert_null(m->comm.signals);
@@ -539,7 +539,7 @@ static void test_run_spec(void **state) {
  * in launch order, the GEMM the one the same knobs give with variant = gemm (one cache entry). */
 #define G2 "return { family = 'ag_gemm', variant = 'gather_then_gemm', comm = 'threadload', dtype = 'f16', " \
            "tile = { m = 128, n = 128, k = 64 }, stages = 3, b_layout = 'col' }"
-#define GEMM "return { family = 'ag_gemm', variant = 'gemm', dtype = 'f16', tile = { m = 128, n = 128, k = 64 }, " \
+#define GEMM "return { family = 'gemm', dtype = 'f16', tile = { m = 128, n = 128, k = 64 }, " \
              "stages = 3, b_layout = 'col' }"
 
 static void test_multi_launch_manifest(void **state) {
@@ -566,11 +566,12 @@ static void test_multi_launch_manifest(void **state) {
   for (int i = 0; i < 4; i++) assert_string_equal(m->args[i].name, gather_args[i]);
   assert_non_null(m->comm.signals);
   assert_int_equal(m->n_tmaps, 0);
-  /* the GEMM: c, a, b, m, n, k, its tensor maps, no communicator; what variant = gemm gives */
+  /* the GEMM: c, a, b, m, n, k, its tensor maps, no communicator; what family gemm gives */
   assert_string_equal(p->name, g->name);
   assert_string_equal(p->source, g->source);
   assert_string_equal(p->hash, g->hash);
-  assert_string_equal(weft_manifest_param(p, "variant"), "gemm");
+  assert_string_equal(p->family, "gemm");
+  assert_null(weft_manifest_param(p, "variant"));
   assert_string_equal(weft_manifest_param(p, "stages"), "3");
   assert_string_equal(weft_manifest_param(p, "b_layout"), "col");
   assert_int_equal(p->n_args, 6);
@@ -627,7 +628,7 @@ static void test_multi_launch_compile(void **state) {
   weft_kernel_destroy(k2);   /* a part: nothing happens; it goes with k */
   assert_non_null(weft_kernel_ptx(k2, NULL));
   weft_kernel_destroy(k);
-  /* the GEMM is cached like any kernel: variant = gemm with the same knobs is a hit */
+  /* the GEMM is cached like any kernel: family gemm with the same knobs is a hit */
   assert_int_equal(weft_compile_string(ctx, "gemm.lua", GEMM, NULL, 0, &k), WEFT_OK);
   assert_int_equal(weft_kernel_cache_hit(k), 1);
   assert_int_equal(weft_kernel_count(k), 1);

@@ -43,8 +43,9 @@ local function token(f, v)
   return (tostring(v):gsub("_", ""))
 end
 
--- ---- ag_gemm: what "auto" resolves to and the launch it derives, written down here from the
--- family's documentation (not computed by gen/families/ag_gemm.lua), to check its manifests ----
+-- ---- ag_gemm and gemm: what "auto" resolves to and the launch it derives, written down here
+-- from the families' documentation (not computed by gen/), to check their manifests ----------
+-- (family gemm is checked as the variant "gemm" it once was of ag_gemm: no comm, wgmma)
 
 local AG_COMPUTE = { gemm = "wgmma", fused = "wgmma", gather_then_gemm = "wgmma", naive_remote = "scalar",
                      threadload_gather = "scalar", multimem_gather = "scalar" }
@@ -54,6 +55,7 @@ local AG_COMM = { gemm = "none", naive_remote = "threadload", threadload_gather 
 -- the config with comm, compute and tile resolved (a copy; every field already set)
 local function ag_resolve(cfg)
   local c = copy(cfg)
+  if c.family == "gemm" then c.variant, c.comm, c.compute = "gemm", "none", "wgmma" end
   if c.comm == "auto" then c.comm = AG_COMM[c.variant] end
   if c.compute == "auto" then c.compute = AG_COMPUTE[c.variant] end
   if c.tile == "auto" then
@@ -71,9 +73,13 @@ local function ag_smem(cfg)
   if cfg.compute ~= "wgmma" or cfg.variant == "gather_then_gemm" then return 0 end   -- (its GEMM is the second launch)
   -- split-K adds the f32 partial tile the second CTA writes into the first, and its two barriers
   local split = (cfg.split_k or 1) > 1 and 16 + cfg.tile.m * cfg.tile.n * 4 or 0
-  -- the TMA-store epilogue stages C (a tile per consumer warpgroup with pingpong), 1024-byte aligned
-  local epi = cfg.epilogue == "tma" and 1024 + (cfg.mma == "pingpong" and 2 or 1) * cfg.tile.m * cfg.tile.n * 2 or 0
-  return cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + 1024 + split + epi
+  local used = cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + split
+  -- the TMA-store epilogue stages C (a tile per consumer warpgroup with pingpong) after all
+  -- that, 1024-byte aligned
+  if cfg.epilogue == "tma" then
+    used = (used + 1023) // 1024 * 1024 + (cfg.mma == "pingpong" and 2 or 1) * cfg.tile.m * cfg.tile.n * 2
+  end
+  return used + 1024
 end
 
 local check_json_source   -- below check_manifest
@@ -175,9 +181,9 @@ local function check_ag_gemm(m, cfg, where)
     params[p.key] = p.value
     n = n + 1
   end
-  local fam = weft.family_module("ag_gemm")
+  local fam = weft.family_module(cfg.family)
   T.eq(n, #fam.fields + 4, where .. " number of params")
-  T.eq(params.family, "ag_gemm", where .. " params.family")
+  T.eq(params.family, cfg.family, where .. " params.family")
   for _, f in ipairs(fam.fields) do
     if f.name == "tile" then
       T.eq(params.tile, nil, where .. " no params.tile")
@@ -203,13 +209,34 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. t.n .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
     T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
     T.contains(s, "float (&d)[" .. t.n // 2 .. "]", where .. " n/2 accumulators per m64 group")
-    T.contains(s, string.format("weft::ag_gemm_wgmma<weft::%s, %d, %d, %d, %d, %s, %d, %d, %d, %s, %s, %d, %s, %s, %s, Wgmma>",
-      dt, t.m, t.n, cfg.stages, cfg.consumers, tostring(cfg.mma == "pingpong"), cl.m, cl.n, cfg.split_k or 1,
-      tostring(cfg.epilogue == "tma"), tostring(cfg.b_layout == "row"), cfg.group, comm_id, ring, tostring(cfg.pdl == true)),
-      where .. " kernel")
+    -- the config struct: every GEMM parameter, and the layout's offsets as the manifest exports them
+    local b = tostring
+    T.contains(s, "  using T = weft::" .. dt .. ";", where .. " cfg T")
+    T.contains(s, string.format("  static constexpr int BM = %d, BN = %d, STAGES = %d, CONSUMERS = %d;", t.m, t.n,
+      cfg.stages, cfg.consumers), where .. " cfg tile")
+    T.contains(s, "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ";", where .. " cfg mma")
+    T.contains(s, string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k or 1),
+      where .. " cfg cluster")
+    T.contains(s, string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"),
+      b(cfg.b_layout == "row")), where .. " cfg epilogue")
+    T.contains(s, string.format("  static constexpr int GROUP = %d;", cfg.group), where .. " cfg group")
+    T.contains(s, "  static constexpr bool PDL = " .. b(cfg.pdl == true) .. ";", where .. " cfg pdl")
+    local L = m.smem_layout
+    T.ok(L, where .. " smem_layout exported")
+    T.eq(L.smem, m.smem, where .. " smem is the layout's")
+    T.contains(s, string.format("SMEM_B = %d, SMEM_STAGE = %d, SMEM_FULL = %d, SMEM_EMPTY = %d;", L.b, L.stage, L.full,
+      L.empty), where .. " cfg layout (ring)")
+    T.contains(s, string.format("SMEM_RED_BAR = %d, SMEM_RED = %d, SMEM_EPI = %d, SMEM_EPI_STAGE = %d;", L.red_bar, L.red,
+      L.epi, L.epi_stage), where .. " cfg layout (split-K, epilogue)")
     local tc = cfg.epilogue == "tma" and "&tc" or "nullptr"
-    T.contains(s, cfg.variant == "gemm" and "ta, tb, nullptr, " .. tc .. ", nullptr)" or "ta, tb, &tsh, " .. tc .. ", &comm)",
-      where .. " shards")
+    if cfg.variant == "gemm" then
+      T.contains(s, "weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, " .. tc .. ");", where .. " kernel")
+    else
+      T.contains(s, "  static constexpr int COMM = " .. comm_id .. ";", where .. " cfg comm")
+      T.contains(s, "  static constexpr bool RING = " .. ring .. ";", where .. " cfg ring")
+      T.contains(s, "weft::ag_gemm_wgmma<AgGemmCfg>(c, a, (long)m, (long)n, (long)k, ta, tb, tsh, " .. tc .. ", comm);",
+        where .. " kernel")
+    end
   else
     T.not_contains(s, "wgmma.mma_async", where .. " no wgmma")
     T.not_contains(s, "ag_gemm_wgmma<", where .. " no wgmma kernel")
@@ -231,7 +258,7 @@ end
 local function check_manifest(m, cfg, file, where)
   local fam = weft.family_module(cfg.family)
   where = where or m.name
-  if cfg.family == "ag_gemm" then cfg = ag_resolve(cfg) end   -- the name has what auto chose
+  if cfg.family == "ag_gemm" or cfg.family == "gemm" then cfg = ag_resolve(cfg) end   -- the name has what auto chose
   -- name: weft_<family>_<tag><value>_... in schema order
   T.eq(m.family, fam.name, where .. " family")
   T.eq(m.entry, m.name, where .. " entry")
@@ -251,7 +278,7 @@ local function check_manifest(m, cfg, file, where)
   for _, o in ipairs(m.options) do has_arch = has_arch or o == "--gpu-architecture=" .. weft.ARCH end
   T.ok(has_arch, where .. " options name the arch")
 
-  if cfg.family == "ag_gemm" then
+  if cfg.family == "ag_gemm" or cfg.family == "gemm" then
     check_ag_gemm(m, cfg, where)
     check_json_source(m, cfg, fam, where)
     return
@@ -502,6 +529,8 @@ local BASE = {
   ag_gemm = { dtype = "bf16", variant = "fused", comm = "tma", fallback = "none", compute = "wgmma", b_layout = "row",
               tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, mma = "cooperative", group = 16,
               schedule = "ring" },
+  gemm = { dtype = "bf16", b_layout = "row", tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2,
+           mma = "cooperative", group = 16, pdl = false },
 }
 
 -- ag_gemm tiles to try besides the base's 128 x 256 x 64: every WGMMA m and n, the accumulator
@@ -589,11 +618,19 @@ local function fixup(cfg, field)
     if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "split_k" and cfg.split_k > 1 then cfg.tile = { m = 128, n = 128, k = 64 } end   -- the partial tile fits
     if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end   -- C's stage fits beside 3
-    if field == "pdl" and cfg.pdl then cfg.variant = "gemm"; cfg.comm = "auto"; cfg.schedule = "ring" end   -- the plain GEMM's
     if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
     -- auto spelled out, so that "auto" for the base's own value is the base again
-    local r = ag_resolve(cfg)
+    -- (variant = "gemm" stays as given: the one message it gets points to family gemm)
+    local r = cfg.variant ~= "gemm" and ag_resolve(cfg) or cfg
     cfg.comm, cfg.tile, cfg.compute = r.comm, r.tile, r.compute
+  end
+  if cfg.family == "gemm" then   -- the same GEMM rules as ag_gemm's wgmma variants
+    if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end
+    if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
+    if field == "split_k" and cfg.split_k > 1 then cfg.tile = { m = 128, n = 128, k = 64 } end
+    if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end
+    if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
+    if cfg.tile == "auto" then cfg.tile = { m = 128, n = 256, k = 64 } end
   end
   if cfg.family == "row_softmax" then
     if field == "mode" and cfg.mode == "stream" then cfg.max_cols = 0 end
@@ -774,15 +811,17 @@ local function param(m, key)
   for _, p in ipairs(m.params) do if p.key == key then return p.value end end
   return nil
 end
+local function gm(fields, overrides)
+  return gen("return { family = \"gemm\", " .. (fields or "") .. " }", "gemm.lua", overrides)
+end
 local AG_PREFIX = "weft_ag_gemm_bf16_"
-local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring_pdl0"
+local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring"
 
 T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, named as such", function()
   local want = {
     { "", "fused_threadload_fbnone_wgmma_brow_128x256x64" },
     { 'variant = "fused"', "fused_threadload_fbnone_wgmma_brow_128x256x64" },
     { 'variant = "fused", comm = "tma"', "fused_tma_fbnone_wgmma_brow_128x256x64" },
-    { 'variant = "gemm"', "gemm_none_fbnone_wgmma_brow_128x256x64" },
     { 'variant = "naive_remote"', "naiveremote_threadload_fbnone_scalar_brow_32x32x16" },
     { 'variant = "threadload_gather"', "threadloadgather_threadload_fbnone_scalar_brow_32x32x16" },
     { 'variant = "multimem_gather"', "multimemgather_multimem_fbnone_scalar_brow_32x32x16" },
@@ -802,7 +841,6 @@ T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, name
   local same = {
     { 'variant = "naive_remote"', 'variant = "naive_remote", comm = "threadload", compute = "scalar", tile = { m = 32, n = 32, k = 16 }' },
     { 'variant = "multimem_gather"', 'variant = "multimem_gather", comm = "multimem", compute = "scalar"' },
-    { 'variant = "gemm"', 'variant = "gemm", comm = "none", compute = "wgmma", tile = { m = 128, n = 256, k = 64 }' },
     { "", 'variant = "fused", comm = "threadload", compute = "wgmma", tile = { k = 64, n = 256, m = 128 }' },
     { "", 'variant = "fused", mma = "cooperative"' },
     { 'variant = "gather_then_gemm"', 'variant = "gather_then_gemm", comm = "threadload", compute = "auto"' },
@@ -818,12 +856,13 @@ T.test("ag_gemm: auto resolves to the variant's own comm, compute and tile, name
     AG_PREFIX .. "naiveremote_threadload_fbnone_scalar_brow_64x16x8" .. AG_SUFFIX)
 end)
 
-T.test("ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params", function()
+T.test("gemm, ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua"))
   T.eq(param(m, "tile.m"), "128"); T.eq(param(m, "tile.n"), "256"); T.eq(param(m, "tile.k"), "64")
   T.eq(param(m, "tile"), nil, "no tile key"); T.eq(param(m, "tile.tag"), nil, "the name tag is not a param")
-  T.eq(param(m, "comm"), "none"); T.eq(param(m, "compute"), "wgmma"); T.eq(param(m, "variant"), "gemm")
+  T.eq(param(m, "family"), "gemm"); T.eq(param(m, "variant"), nil); T.eq(param(m, "comm"), nil)
+  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_pdl0", "auto tile")
   T.contains(m.json, '"key": "tile.m",\n      "value": "128"')
   m = assert(ag('variant = "naive_remote"'))
   T.eq(param(m, "tile.m"), "32"); T.eq(param(m, "tile.n"), "32"); T.eq(param(m, "tile.k"), "16")
@@ -836,9 +875,9 @@ T.test("ag_gemm: tensor maps for A, B in its layout, and the peer shards", funct
   local function tm(name, source, dims, box)
     return { name = name, source = source, dtype = "bf16", dims = dims, box = box, swizzle = 128 }
   end
-  local m = assert(ag('variant = "gemm"'))
+  local m = assert(gm(""))
   T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 128 }), tm("tb", "b", { "n", "k" }, { 64, 64 }) }, "gemm")
-  m = assert(ag('variant = "gemm", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1'))
+  m = assert(gm('b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1'))
   T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 64 }), tm("tb", "b", { "k", "n" }, { 64, 128 }) }, "gemm, B col")
   m = assert(ag('variant = "fused", comm = "tma"'))
   T.deq(m.tmaps, { tm("ta", "a", { "k", "m/ranks" }, { 64, 128 }), tm("tb", "b", { "n", "k" }, { 64, 64 }),
@@ -863,9 +902,12 @@ T.test("ag_gemm: tensor maps for A, B in its layout, and the peer shards", funct
   end
 end)
 
-T.test("ag_gemm: a comm section for every variant but gemm", function()
+T.test("ag_gemm: a comm section for every variant; family gemm has none", function()
+  local g = assert(gm(""))
+  T.eq(g.comm, nil, "gemm")
+  T.not_contains(g.json, '"comm": {', "gemm json")
+  T.not_contains(g.source, "weft::Comm", "gemm source")
   local cases = {
-    { 'variant = "gemm"', nil },
     { 'variant = "fused"', { multimem = false, emulate = false } },
     { 'variant = "fused", comm = "threadload"', { multimem = false, emulate = false } },
     { 'variant = "fused", comm = "tma"', { multimem = false, emulate = false } },
@@ -889,7 +931,7 @@ T.test("ag_gemm: a comm section for every variant but gemm", function()
   end
 end)
 
-T.test("ag_gemm: block and shared memory follow the tile, stages and consumers", function()
+T.test("gemm: block and shared memory follow the tile, stages and consumers", function()
   local cases = {   -- tile, stages, consumers -> threads, smem
     { "128, 256", 4, 2, 384, 4 * 384 * 128 + 64 + 1024 },   -- 197696: the examples
     { "128, 128", 7, 2, 384, 7 * 256 * 128 + 112 + 1024 },  -- 230512: just fits
@@ -901,9 +943,9 @@ T.test("ag_gemm: block and shared memory follow the tile, stages and consumers",
   for _, c in ipairs(cases) do
     local mn = {}
     for x in c[1]:gmatch("%d+") do mn[#mn + 1] = x end
-    local f = string.format('variant = "gemm", tile = { m = %s, n = %s, k = 64 }, stages = %d, consumers = %d',
+    local f = string.format('tile = { m = %s, n = %s, k = 64 }, stages = %d, consumers = %d',
       mn[1], mn[2], c[2], c[3])
-    local m, e = ag(f)
+    local m, e = gm(f)
     T.ok(m, f .. ": " .. tostring(e))
     T.deq(m.block, { c[4], 1, 1 }, f .. " block")
     T.eq(m.smem, c[5], f .. " smem")
@@ -918,10 +960,10 @@ T.test("ag_gemm: block and shared memory follow the tile, stages and consumers",
   end
 end)
 
-T.test("ag_gemm: the shared-memory and accumulator limits are exact", function()
-  T.ok(ag('variant = "gemm", tile = { m = 128, n = 128, k = 64 }, stages = 7'), "230512 bytes fit")
-  local _, e = ag('variant = "gemm", tile = { m = 128, n = 128, k = 64 }, stages = 8')
-  T.eq(e, "ag.lua: stages = 8: needs 263296 bytes of shared memory per block, at most 232448 (227 KB) on sm_90; "
+T.test("gemm, ag_gemm: the shared-memory and accumulator limits are exact", function()
+  T.ok(gm('tile = { m = 128, n = 128, k = 64 }, stages = 7'), "230512 bytes fit")
+  local _, e = gm('tile = { m = 128, n = 128, k = 64 }, stages = 8')
+  T.eq(e, "gemm.lua: stages = 8: needs 263296 bytes of shared memory per block, at most 232448 (227 KB) on sm_90; "
     .. "use fewer stages or a smaller tile")
   T.ok(ag('variant = "fused", stages = 4'), "the example's 4 stages")
   _, e = ag('variant = "fused", stages = 5')
@@ -929,39 +971,43 @@ T.test("ag_gemm: the shared-memory and accumulator limits are exact", function()
   -- 128 f32 accumulators per consumer thread, no more
   for _, ok in ipairs({ "64, n = 256, k = 64 }, consumers = 1", "256, n = 128, k = 64 }, consumers = 2",
                         "256, n = 64, k = 64 }, consumers = 1", "128, n = 128, k = 64 }, consumers = 1" }) do
-    local m, err = ag('variant = "gemm", tile = { m = ' .. ok)
+    local m, err = gm('tile = { m = ' .. ok)
     T.ok(m, ok .. ": " .. tostring(err))
   end
-  _, e = ag('variant = "gemm", tile = { m = 128, n = 192, k = 64 }, consumers = 1')
-  T.contains(e, 'ag.lua: tile = "128x192x64": ')
+  _, e = gm('tile = { m = 128, n = 192, k = 64 }, consumers = 1')
+  T.contains(e, 'gemm.lua: tile = "128x192x64": ')
   T.contains(e, "128 x 192 over 1 consumer warpgroup(s) is 192 f32 accumulators per thread; at most 128 fit")
-  _, e = ag('variant = "gemm", tile = { m = 256, n = 192, k = 64 }, consumers = 2')
+  _, e = gm('tile = { m = 256, n = 192, k = 64 }, consumers = 2')
   T.contains(e, "256 x 192 over 2 consumer warpgroup(s) is 192 f32 accumulators per thread")
 end)
 
 T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles per warpgroup", function()
-  -- the name token sits between consumers and group; the template's PINGPONG follows CONSUMERS
-  for _, v in ipairs({ "gemm", "fused" }) do
-    local fields = 'variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"'
-    local m, e = ag(fields)
+  -- the name token sits between consumers and group; the config struct says PINGPONG
+  for _, fam in ipairs({ "gemm", "ag_gemm" }) do
+    local v = fam == "gemm" and "" or 'variant = "fused", '
+    local gen1 = fam == "gemm" and gm or ag
+    local file = fam == "gemm" and "gemm.lua" or "ag.lua"
+    local tail = fam == "gemm" and "_g16_pdl0" or "_g16_ring"
+    local fields = v .. 'tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"'
+    local m, e = gen1(fields)
     T.ok(m, fields .. ": " .. tostring(e))
-    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1_epdirect_g16_ring_pdl0", fields .. " name")
-    T.contains(m.source, ", 128, 128, 4, 2, true, 1, 1, 1, false, true, 16, ", fields .. " PINGPONG after CONSUMERS")
+    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1_epdirect" .. tail, fields .. " name")
+    T.contains(m.source, "static constexpr bool PINGPONG = true;", fields .. " PINGPONG")
     T.contains(m.source, "wgmma.mma_async.sync.aligned.m64n128k16", fields .. " wgmma shape")
     T.eq(param(m, "mma"), "pingpong", fields .. " param")
-    check_manifest(m, complete(assert(load("return { family = \"ag_gemm\", " .. fields .. " }", "=ag", "t", {}))()),
-      "ag.lua", fields)
+    check_manifest(m, complete(assert(load("return { family = \"" .. fam .. "\", " .. fields .. " }", "=ag", "t", {}))()),
+      file, fields)
     -- the launch is cooperative's: same block and ring, another kernel
-    local c = assert(ag('variant = "' .. v .. '", tile = { m = 128, n = 128, k = 64 }'))
-    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring_pdl0", v .. " cooperative name")
-    T.contains(c.source, ", 128, 128, 4, 2, false, 1, 1, 1, false, true, 16, ", v .. " cooperative PINGPONG false")
-    T.ne(c.name, m.name, v .. " names differ")
-    T.deq(c.block, m.block, v .. " block"); T.eq(c.smem, m.smem, v .. " smem")
+    local c = assert(gen1(v .. 'tile = { m = 128, n = 128, k = 64 }'))
+    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1_epdirect" .. tail, fam .. " cooperative name")
+    T.contains(c.source, "static constexpr bool PINGPONG = false;", fam .. " cooperative PINGPONG false")
+    T.ne(c.name, m.name, fam .. " names differ")
+    T.deq(c.block, m.block, fam .. " block"); T.eq(c.smem, m.smem, fam .. " smem")
   end
   -- each warpgroup holds a whole tile's accumulators: m x n <= 16384 (the bound is exact)
   for _, t in ipairs({ "128, n = 128", "256, n = 64" }) do
-    local f = 'variant = "gemm", mma = "pingpong", tile = { m = ' .. t .. ', k = 64 }'
-    local m, e = ag(f)
+    local f = 'mma = "pingpong", tile = { m = ' .. t .. ', k = 64 }'
+    local m, e = gm(f)
     T.ok(m, f .. ": " .. tostring(e))
   end
   local _, e = ag('variant = "fused", mma = "pingpong"')
@@ -969,25 +1015,24 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
     .. 'thread; at most 128 fit (pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative")')
   for _, t in ipairs({ "128x192", "256x128", "256x256" }) do
     local mm, nn = t:match("(%d+)x(%d+)")
-    _, e = ag(string.format('variant = "gemm", mma = "pingpong", tile = { m = %s, n = %s, k = 64 }', mm, nn))
-    T.contains(e, string.format('ag.lua: tile = "%sx64": %s x %s over 1 consumer warpgroup(s)', t, mm, nn), t)
+    _, e = gm(string.format('mma = "pingpong", tile = { m = %s, n = %s, k = 64 }', mm, nn))
+    T.contains(e, string.format('gemm.lua: tile = "%sx64": %s x %s over 1 consumer warpgroup(s)', t, mm, nn), t)
     T.contains(e, "m x n <= 16384", t)
   end
   -- it alternates two warpgroups: one consumer is refused, with only that message
-  for _, f in ipairs({ 'variant = "fused", mma = "pingpong", consumers = 1',
-                       'variant = "gemm", mma = "pingpong", consumers = 1, tile = { m = 128, n = 128, k = 64 }' }) do
-    _, e = ag(f)
-    T.eq(e, 'ag.lua: mma = "pingpong": pingpong alternates two consumer warpgroups: set consumers = 2', f)
-  end
+  _, e = ag('variant = "fused", mma = "pingpong", consumers = 1')
+  T.eq(e, 'ag.lua: mma = "pingpong": pingpong alternates two consumer warpgroups: set consumers = 2')
+  _, e = gm('mma = "pingpong", consumers = 1, tile = { m = 128, n = 128, k = 64 }')
+  T.eq(e, 'gemm.lua: mma = "pingpong": pingpong alternates two consumer warpgroups: set consumers = 2')
 end)
 
 T.test("ag_gemm: every rule's message at once, each starting with the file", function()
-  local _, e = ag('variant = "gemm", tile = { m = 96, n = 96, k = 32 }')
+  local _, e = gm('tile = { m = 96, n = 96, k = 32 }')
   local lines = T.lines(e)
   T.eq(#lines, 3, "three problems: " .. e)
-  T.contains(e, "ag.lua: tile.m = 96: ")
-  T.contains(e, "ag.lua: tile.n = 96: ")
-  T.contains(e, "ag.lua: tile.k = 32: ")
+  T.contains(e, "gemm.lua: tile.m = 96: ")
+  T.contains(e, "gemm.lua: tile.n = 96: ")
+  T.contains(e, "gemm.lua: tile.k = 32: ")
   _, e = ag('variant = "naive_remote", comm = "tma", stages = 3, group = 4, mma = "pingpong", '
     .. 'tile = { m = 128, n = 128, k = 16 }')
   lines = T.lines(e)
@@ -1005,20 +1050,20 @@ T.test("ag_gemm: every rule's message at once, each starting with the file", fun
   T.contains(e, "ag.lua: consumers = 4: must be one of 1, 2")
 end)
 
-T.test("ag_gemm: --set reaches into the tile", function()
+T.test("gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_ag_gemm_bf16_gemm_none_fbnone_wgmma_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_eptma_g16_ring_pdl0")
+  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_eptma_g16_pdl0")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
-  m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "variant=fused" }))
-  T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring_pdl0")
+  m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "family=ag_gemm" }))
+  T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, AG_PREFIX .. "gemm_none_fbnone_wgmma_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_eptma_g16_ring_pdl0")
+  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_eptma_g16_pdl0")
   m = assert(gen(text, "examples/gemm.lua", { "pdl=true" }))   -- launched early; the kernel waits itself
   T.eq(m.pdl, true)
-  T.contains(m.name, "_g16_ring_pdl1")
-  T.contains(m.source, "weft::COMM_NONE, true, true, Wgmma>")   -- (ring, pdl)
+  T.contains(m.name, "_g16_pdl1")
+  T.contains(m.source, "static constexpr bool PDL = true;")
   local _, e = gen(text, "examples/gemm.lua", { "tile.n=96" })
   T.contains(e, "examples/gemm.lua: tile.n = 96: wgmma tiles take n in {64, 128, 192, 256}")
   _, e = gen(text, "examples/gemm.lua", { "tile.x=1" })
@@ -1031,11 +1076,9 @@ end)
 
 T.test("ag_gemm: the same config twice gives byte-identical source and json, for every variant", function()
   local configs = {
-    'variant = "gemm"', 'variant = "gemm", dtype = "f16", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1',
     'variant = "fused"', 'variant = "fused", comm = "threadload", schedule = "rank_order"',
     'variant = "fused", comm = "multimem", fallback = "emulate", group = 4, stages = 3',
     'variant = "fused", comm = "tma"', 'variant = "fused", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"',
-    'variant = "gemm", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"',
     'variant = "naive_remote"', 'variant = "threadload_gather", tile = { m = 64, n = 16, k = 32 }',
     'variant = "multimem_gather", fallback = "emulate"', 'variant = "gather_then_gemm", comm = "multimem"',
   }
@@ -1051,9 +1094,91 @@ T.test("ag_gemm: the same config twice gives byte-identical source and json, for
   end
 end)
 
+T.test("gemm: the same config twice gives byte-identical source and json", function()
+  local configs = { "", 'dtype = "f16", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1',
+                    'tile = { m = 128, n = 128, k = 64 }, mma = "pingpong", epilogue = "tma", stages = 3',
+                    'cluster = { m = 2 }', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }', "pdl = true" }
+  local names = {}
+  for _, c in ipairs(configs) do
+    local a, e = gm(c)
+    T.ok(a, c .. ": " .. tostring(e))
+    local b = assert(gm(c))
+    T.eq(a.source, b.source, c .. " source")
+    T.eq(a.json, b.json, c .. " json")
+    T.ok(not names[a.name], c .. ": name " .. a.name .. " also for " .. tostring(names[a.name]))
+    names[a.name] = c
+  end
+end)
+
+T.test("ag_gemm: variant = gemm says the plain GEMM is family gemm now, and nothing else", function()
+  local _, e = ag('variant = "gemm", tile = { m = 128, n = 256, k = 64 }')
+  T.eq(#T.lines(e), 1, e)
+  T.contains(e, 'ag.lua: variant = "gemm": the plain GEMM is family = "gemm" now')
+  -- and what it pointed to takes the GEMM keys as they were
+  T.ok(gm('tile = { m = 128, n = 256, k = 64 }, stages = 3, epilogue = "tma"'), "family gemm")
+  _, e = gm('variant = "fused"')
+  T.contains(e, 'gemm.lua: variant = "fused": unknown key for family "gemm"')
+end)
+
+-- ---- the GEMM's shared-memory layout (gen/core/gemm.lua): computed once, carved by the device
+-- code with the constants rendered from it; here its invariants, one independent total
+-- (ag_smem above) and a few offsets written out by hand
+T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", function()
+  local G = require("gen.core.gemm")
+  local function L(f) local m = assert(gm(f)); return m.smem_layout, m end
+  -- 128 x 256, 4 stages, direct: stages of 48 KB, then 4 full and 4 empty barriers
+  local l = L("stages = 4")
+  T.eq(l.b, 16384); T.eq(l.stage, 49152); T.eq(l.full, 196608); T.eq(l.empty, 196640); T.eq(l.red_bar, 196672)
+  T.eq(l.bytes, 196672, "direct, no split-K: the barriers end it"); T.eq(l.smem, 197696)
+  -- split-K: two more barriers and the f32 partial tile (16-byte aligned) after the ring's
+  l = L("split_k = 2, tile = { m = 128, n = 128, k = 64 }, stages = 4")
+  T.eq(l.red, l.red_bar + 16); T.eq(l.bytes, l.red + 128 * 128 * 4)
+  -- the TMA epilogue: C's stages 1024-byte aligned after everything else, one per consumer
+  l = L('epilogue = "tma", stages = 3')
+  T.eq(l.epi, 148480, "align(3 * 49152 + 48, 1024)"); T.eq(l.epi_stage, 64 * 256 * 2); T.eq(l.bytes, l.epi + 2 * 32768)
+  l = L('epilogue = "tma", stages = 3, mma = "pingpong", tile = { m = 128, n = 128, k = 64 }')
+  T.eq(l.epi_stage, 128 * 128 * 2, "pingpong: a whole tile per warpgroup")
+  -- invariants over a spread of configs, for both families
+  local cases = { "", 'epilogue = "tma", stages = 3', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }',
+                  'split_k = 2, epilogue = "tma", tile = { m = 64, n = 128, k = 64 }, consumers = 1, stages = 3',
+                  'mma = "pingpong", epilogue = "tma", tile = { m = 128, n = 128, k = 64 }', 'tile = { m = 64, n = 64, k = 64 }, consumers = 1, stages = 8',
+                  'dtype = "f16", tile = { m = 256, n = 128, k = 64 }, stages = 3, epilogue = "tma"' }
+  for _, f in ipairs(cases) do
+    for _, fam in ipairs({ "gemm", "ag_gemm" }) do
+      local m, e
+      if fam == "gemm" then m, e = gm(f) else m, e = ag('variant = "fused"' .. (f ~= "" and ", " .. f or "")) end
+      T.ok(m, fam .. " " .. f .. ": " .. tostring(e))
+      local x, where = m.smem_layout, fam .. " " .. f
+      T.eq(x.stage % 1024, 0, where .. " stages keep the swizzle's alignment"); T.eq(x.b % 1024, 0, where .. " B")
+      T.eq(x.full % 8, 0, where .. " barriers 8-byte aligned"); T.eq(x.red % 16, 0, where .. " red 16-byte aligned")
+      T.eq(x.epi % 1024, 0, where .. " C's stages aligned")
+      T.ok(x.full >= x.stage * tonumber(param(m, "stages")), where .. " barriers after the stages")
+      T.ok(x.empty >= x.full + 8 * tonumber(param(m, "stages")) and x.red_bar >= x.empty + 8 * tonumber(param(m, "stages")),
+        where .. " full, empty, red_bar in order")
+      local red_end = param(m, "split_k") == "2" and x.red + tonumber(param(m, "tile.m")) * tonumber(param(m, "tile.n")) * 4
+        or x.red_bar
+      if param(m, "epilogue") == "tma" then
+        T.ok(x.epi >= red_end, where .. " C after the barriers and the partial tile")
+        T.eq(x.bytes, x.epi + tonumber(param(m, "consumers")) * x.epi_stage, where .. " C's stages end it")
+      else
+        T.eq(x.bytes, red_end, where .. " the barriers (or the partial tile) end it")
+      end
+      T.eq(x.smem, x.bytes + 1024, where .. " the slack for aligning the base")
+      T.eq(m.smem, x.smem, where .. " the manifest's smem is the layout's")
+      T.eq(m.smem, ag_smem(ag_resolve(complete(assert(load("return { family = \"" .. fam .. "\", "
+        .. (fam == "ag_gemm" and 'variant = "fused", ' or "") .. f .. " }", "=l", "t", {}))()))), where .. " independent total")
+      T.deq(x, G.layout(setmetatable({}, { __index = function(_, k)
+        local v = param(m, k)
+        if k == "tile" then return { m = tonumber(param(m, "tile.m")), n = tonumber(param(m, "tile.n")), k = 64 } end
+        return tonumber(v) or v
+      end })), where .. " the layout function gives what the manifest carries")
+    end
+  end
+end)
+
 -- ---- multi-launch variants and the rendered parameter list ---------------------------------
 
-T.test("gather_then_gemm: the result holds both kernels, the GEMM the same as variant = gemm", function()
+T.test("gather_then_gemm: the result holds both kernels, the GEMM the same as family gemm's", function()
   -- knobs: (1) the variant's own comm keys, which the GEMM drops; (2) everything that carries over
   local cases = {
     { 'comm = "threadload"', "" },
@@ -1068,7 +1193,7 @@ T.test("gather_then_gemm: the result holds both kernels, the GEMM the same as va
     local where = c[1] .. knobs
     local m, e = ag('variant = "gather_then_gemm", ' .. c[1] .. knobs)
     T.ok(m, where .. ": " .. tostring(e))
-    local gemm = assert(ag('variant = "gemm"' .. knobs))
+    local gemm = assert(gm(c[2]))
     T.eq(#m.parts, 1, where .. " one more kernel")
     local p = m.parts[1]
     T.eq(p.name, gemm.name, where .. " the GEMM's name")
@@ -1084,16 +1209,18 @@ T.test("gather_then_gemm: the result holds both kernels, the GEMM the same as va
     T.deq(T.json_decode(m.json).kernels, m.kernels, where .. " the gather's json")
     T.deq(T.json_decode(p.json).kernels, m.kernels, where .. " the GEMM's json")
     T.eq(p.parts, nil, where .. " parts only on the first")
-    T.contains(p.source, "weft::ag_gemm_wgmma<", where .. " the GEMM kernel")
+    T.contains(p.source, "weft::gemm_wgmma<GemmCfg>", where .. " the GEMM kernel")
     T.not_contains(m.source, "ag_gemm_wgmma<", where .. " the gather only gathers")
     -- the gather's A is the GEMM's A: same dtype, the GEMM's m and k are the gather's
     T.eq(m.args[1].name, "ag"); T.eq(p.args[2].name, "a"); T.eq(m.args[1].dtype, p.args[2].dtype, where .. " dtype")
   end
   -- every other variant and family: one kernel
-  for _, c in ipairs({ 'variant = "gemm"', 'variant = "fused"', 'variant = "naive_remote"' }) do
+  for _, c in ipairs({ 'variant = "fused"', 'variant = "naive_remote"' }) do
     local m = assert(ag(c))
     T.deq(m.parts, {}, c .. " no parts"); T.deq(m.kernels, { m.name }, c .. " kernels")
   end
+  local g = assert(gm(""))
+  T.deq(g.parts, {}, "gemm no parts"); T.deq(g.kernels, { g.name }, "gemm kernels")
   local m = assert(gen('return { family = "row_reduce" }'))
   T.deq(m.parts, {}, "row_reduce no parts"); T.deq(m.kernels, { m.name }, "row_reduce kernels")
 end)

@@ -434,7 +434,7 @@ return {
   -- a GEMM shape whose k is not a multiple of 8 (TMA's 16-byte rows): every candidate pruned
   local g = assert(expand([[
 return {
-  base = { family = "ag_gemm", variant = "gemm" },
+  base = { family = "gemm" },
   space = { stages = { 3, 4 } },
   shapes = { { m = 1024, n = 1024, k = 1001 } },
 }

@@ -218,7 +218,7 @@ const char *ag_label(const agg *r, char *buf, size_t len) {
   return buf;
 }
 
-/* PDL (variant gemm, pdl = true): the second of two launches reads what the first wrote.  Y =
+/* PDL (family gemm, pdl = true): the second of two launches reads what the first wrote.  Y =
  * X B2, where X = A B is the first launch's C (poisoned before each pair) and B2 is random N x N:
  * a launch that touched A before its griddepcontrol.wait would read the first's unfinished
  * output.  x_host: X as the checked launches left it (bit-identical every time).  0 on failure. */
@@ -375,9 +375,8 @@ out:
 static int second_kernel(agg *r, char *why, size_t len) {
   r->k2 = weft_kernel_part(r->k, 1);
   const weft_manifest *m2 = r->k2 ? weft_kernel_manifest(r->k2) : NULL;
-  const char *v = m2 ? weft_manifest_param(m2, "variant") : NULL;
-  if (weft_kernel_count(r->k) != 2 || !v || strcmp(v, "gemm") != 0 || m2->comm.signals) {
-    snprintf(why, len, "%s: gather_then_gemm compiles to a gather and a GEMM (variant gemm, no comm), but its config "
+  if (weft_kernel_count(r->k) != 2 || !m2 || strcmp(m2->family, "gemm") != 0 || m2->comm.signals) {
+    snprintf(why, len, "%s: gather_then_gemm compiles to a gather and a GEMM (family gemm, no comm), but its config "
              "gave %d kernel(s)%s%s", r->m->name, weft_kernel_count(r->k), m2 ? ", the second " : "", m2 ? m2->name : "");
     return -1;
   }
@@ -404,7 +403,8 @@ static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
     rc = CLI_NO_GPU;
     goto out;
   }
-  r.variant = weft_manifest_param(r.m, "variant");
+  /* family gemm is this runner's plain GEMM (P = 1 in its kernel, no comm) */
+  r.variant = !strcmp(r.m->family, "gemm") ? "gemm" : weft_manifest_param(r.m, "variant");
   const char *bl = weft_manifest_param(r.m, "b_layout");
   if (!r.variant || hr_dtype_parse(weft_manifest_param(r.m, "dtype"), &r.dt) || !bl ||
       (strcmp(bl, "row") && strcmp(bl, "col"))) {
@@ -543,3 +543,4 @@ out:
 }
 
 WEFT_RUNNER(ag_gemm, run_ag_gemm)
+WEFT_RUNNER(gemm, run_ag_gemm)   /* the plain GEMM: the same runner at P = 1, no comm */

@@ -1,3 +1,3 @@
 -- expect: 256 x 256 over 2 consumer warpgroup(s) is 256 f32 accumulators per thread; at most 128 fit
 -- 256 * 256 / (128 threads * 2 consumers) = 256 f32 registers each: beyond the 232-register budget.
-return { family = "ag_gemm", variant = "gemm", tile = { m = 256, n = 256, k = 64 }, consumers = 2 }
+return { family = "gemm", tile = { m = 256, n = 256, k = 64 }, consumers = 2 }

@@ -1,3 +1,3 @@
 -- expect: tile.m = 96: wgmma tiles take m in {64, 128, 256}
 -- WGMMA works in 64-row groups; a consumer owns whole groups.
-return { family = "ag_gemm", variant = "gemm", tile = { m = 96, n = 256, k = 64 } }
+return { family = "gemm", tile = { m = 96, n = 256, k = 64 } }

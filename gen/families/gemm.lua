@@ -1,0 +1,73 @@
+-- gen/families/gemm.lua: weft's GEMM on one GPU, C[M,N] = A[M,K] . B (bf16 or f16 in, f32
+-- accumulate): a persistent, warp-specialised TMA + WGMMA kernel, measured against cuBLASLt.
+-- It is the compute core of ag_gemm's fused kernel and gather_then_gemm's second launch; the
+-- fields, rules, layout and config struct are gen/core/gemm.lua's, the device code
+-- templates/weft/gemm_kernel.cuh (through templates/gemm.cu).
+local common = require("gen.core.common")
+local gemm = require("gen.core.gemm")
+
+local F = {
+  name = "gemm",
+  template = "templates/gemm.cu",
+  doc = "C = A . B on one GPU (TMA + WGMMA, persistent); the GEMM inside ag_gemm",
+}
+
+local G = gemm.fields()
+
+F.fields = {
+  common.dtype({ "f16", "bf16" }, "bf16"),
+  G.b_layout,
+  { name = "tile", kind = "custom", check = gemm.tile_check, default = "auto", tag = "",
+    doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256}, k = 64" },
+  G.stages, G.consumers, G.mma, G.cluster, G.split_k, G.epilogue, G.group,
+  { name = "pdl", kind = "bool", default = false, tag = "pdl",
+    doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
+      .. "sets up its shared memory, then waits for it before touching global memory)" },
+}
+
+function F.check(cfg, errs)
+  if cfg.tile == "auto" then cfg.tile = gemm.tile_check(gemm.DEFAULT_TILE) end
+  gemm.check(cfg, errs)
+end
+
+function F.derive(cfg)
+  local dt = cfg.dtype
+  local size = function(name) return { name = name, type = "i64", role = "size" } end
+  local args = { { name = "c", type = "ptr", dtype = dt, role = "out", align = 16 },
+                 { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 },
+                 { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
+  local tmaps = gemm.tmaps_ab(cfg, "m")
+  local epi_tma = cfg.epilogue == "tma"
+  if epi_tma then   -- the epilogue's map over C: each consumer warpgroup's rows x 64 columns per box
+    tmaps[3] = { name = "tc", source = "c", dtype = dt, swizzle = 128, dims = { "n", "m" }, box = { 64, gemm.epi_rows(cfg) } }
+  end
+  local layout = gemm.layout(cfg)
+  local threads = gemm.threads(cfg)
+  local csize = cfg.cluster.m * cfg.cluster.n * cfg.split_k
+  local big = common.INT_MAX
+  return {
+    values = { threads = threads,
+               body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s);",
+                 epi_tma and "&tc" or "nullptr"),
+               wgmma = gemm.wgmma_struct(cfg.tile.n, dt, cfg.b_layout == "row"),
+               cfg = gemm.cfg_struct("GemmCfg", cfg, layout) },
+    block = { threads, 1, 1 },
+    cluster = { csize, 1, 1 },
+    pdl = cfg.pdl,
+    smem = layout.smem,
+    layout = layout,
+    smem_field = "stages",
+    smem_hint = gemm.smem_hint(cfg),
+    args = args,
+    tmaps = tmaps,
+    -- persistent: at most one cluster per co-resident slot, each looping over tiles
+    grid = { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
+    limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
+               { arg = "n", min = 8, max = big, multiple = 8 } },
+  }
+end
+
+-- What the tools need (gen/core/weft.lua's run_spec): the GEMM's shapes (gen/core/gemm.lua).
+function F.run() return gemm.run_spec() end
+
+return F

@@ -1,0 +1,100 @@
+// weft/gemm_epilogue.cuh: a consumer warpgroup's accumulators to C.
+//   direct   straight from registers to global memory, bounds-checked (store_tile);
+//   tma      through a stage of shared memory, swizzled, then stored by TMA, which clips at the
+//            tensor's edges (store_tile_tma).  A consumer warpgroup writes its ROWS x BN tile
+//            into its stage (BN/64 chunks of ROWS x 128 bytes, in the 128-byte swizzle its
+//            tensor map names, so the 8 rows a store instruction touches land in 8 different
+//            16-byte units: no bank conflicts), then one thread stores each chunk with
+//            cp.async.bulk.tensor.  The stage is rewritten only after the previous tile's
+//            stores have read it (wait_group.read at the start).
+// Fragment layout of m64nNk16 (f32): thread t of the warpgroup holds rows 16*(t/32) + (t%32)/4
+// (+8) and columns 8*j + 2*(t%4) (+1).
+#pragma once
+#include "weft/gemm.cuh"
+#include "weft/types.cuh"
+
+namespace weft {
+
+// The accumulators of rows [r0, r0 + 64*MR) of a tile to C (ldc = n), rows < rows_valid and
+// columns < n only.
+template <class T, int BN, int MR>
+__device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
+  const int t = threadIdx.x % 128;
+  const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long r = mi * 64 + r_in + 8 * h;
+      if (r >= rows_valid) continue;
+      T *row = c + (row0 + r) * n;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const long col = col0 + 8 * j + c_in;
+        if (col >= n) continue;   // n is even (a multiple of 8): the pair is whole
+        *(u32 *)(row + col) = pack2<T>(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+      }
+    }
+  }
+}
+
+// bar_id: a named barrier for the 128 threads of this warpgroup.  SHARD: the map is 3-d
+// { n, rows of a shard, shard } (the fused kernel: a tile must not spill into the next shard);
+// else 2-d { n, m }.
+template <class T, int BN, int MR, bool SHARD>
+__device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage, int bar_id, int row0, int shard, int col0,
+                                               const float (&acc)[MR][BN / 2]) {
+  constexpr int ROWS = MR * 64, CHUNK = ROWS * 128;
+  const int t = threadIdx.x % 128;
+  if (t == 0) bulk_wait_read();   // the last tile's stores have read the stage
+  bar_sync(bar_id, 128);
+  const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = mi * 64 + r_in + 8 * h;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int col = 8 * j + c_in;
+        char *chunk = stage + (col / 64) * CHUNK;
+        const int unit = ((col % 64) / 8) ^ (r % 8);
+        *(u32 *)(chunk + r * 128 + unit * 16 + 2 * (col % 8)) = pack2<T>(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+      }
+    }
+  fence_proxy_async_shared();
+  bar_sync(bar_id, 128);
+  if (t == 0) {
+#pragma unroll
+    for (int ch = 0; ch < BN / 64; ++ch) {
+      if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, stage + ch * CHUNK);
+      else tma_store_2d(tc, col0 + 64 * ch, row0, stage + ch * CHUNK);
+    }
+    bulk_commit();
+  }
+}
+
+// The tile of consumer warpgroup cw (rows r0.. of shard s, column block bn) by Cfg's epilogue.
+// Its C stage is cw's, at Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, with barrier
+// BAR_EPILOGUE_WG0 + cw.  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
+template <class Cfg, int MR, bool SHARD>
+__device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, char *smem_base, int cw, long rows, long n,
+                                         long r0, int s, int bn, const float (&acc)[MR][Cfg::BN / 2]) {
+  if constexpr (Cfg::EPI_TMA) {
+    if (r0 < rows && (long)bn * Cfg::BN < n)   // (a cluster partner's tile past the edge stores nothing)
+      store_tile_tma<typename Cfg::T, Cfg::BN, MR, SHARD>(*tc, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE,
+                                                          BAR_EPILOGUE_WG0 + cw, (int)r0, s, bn * Cfg::BN, acc);
+  } else {
+    store_tile<typename Cfg::T, Cfg::BN, MR>(c, n, s * rows + r0, rows - r0, (long)bn * Cfg::BN, acc);
+  }
+}
+
+// After a warpgroup's last tile: its TMA stores have read their stage before the CTA (and its
+// shared memory) goes; the writes themselves complete before the grid does.
+template <class Cfg> __device__ __forceinline__ void epilogue_finish() {
+  if constexpr (Cfg::EPI_TMA) {
+    if (threadIdx.x % 128 == 0) bulk_wait_read();
+  }
+}
+
+}  // namespace weft

@@ -1,0 +1,211 @@
+// weft/gemm_kernel.cuh: a persistent, warp-specialised Hopper GEMM, C[M,N] = A[M,K] . B (f32
+// accumulation): TMA fills a STAGES-deep ring of shared-memory tiles, WGMMA warpgroups consume
+// it.  gemm_persistent is the kernel body, generic over where A's rows come from (a source,
+// below); gemm_wgmma is family gemm's kernel (A local); weft/ag_gemm.cuh's ag_gemm_wgmma is
+// the fused all-gather + GEMM (A's shards arriving from other ranks).
+//
+// Roles (one CTA per SM, persistent over output tiles):
+//   warpgroup 0   producer.  Lane 0 of warp 0 issues the TMA loads of every (tile, k-block) into
+//                 stage s, announcing the bytes on full[s]; it first waits on empty[s], which the
+//                 consumers arrive on once their WGMMAs that read stage s have completed
+//                 (weft/gemm_ring.cuh).  Warps 1-3 are the source's (ag_gemm: publish and pull).
+//   warpgroups 1..CONSUMERS  consumers.  Each owns BM / CONSUMERS rows of the tile, issues
+//                 m64nBNk16 WGMMAs straight from shared memory with one group in flight
+//                 (weft/gemm_mainloop.cuh), and stores its accumulators to C by the epilogue
+//                 (weft/gemm_epilogue.cuh) while the producer already fills the ring for the
+//                 next tile.  Tiles come from weft/gemm_sched.cuh.
+//
+// Cfg is one struct of constants rendered by the family (gen/core/gemm.lua's cfg_struct): T, the
+// tile BM x BN, STAGES, CONSUMERS, PINGPONG, the cluster CM x CN, SPLITK, EPI_TMA, B_ROW, GROUP,
+// PDL, the Wgmma instruction, and the shared-memory layout's offsets (SMEM_*).
+//
+// PINGPONG (2 consumers): each consumer warpgroup owns whole tiles, alternating (this CTA's
+// tiles 0, 2, 4, ... to the first, 1, 3, ... to the second), so one warpgroup's epilogue runs
+// while the other's WGMMAs keep the tensor cores busy; it walks the ring past the other's
+// stages.  Their main loops take turns (BAR_PINGPONG_WG0/1): tile i's main loop starts after
+// tile i-1's was issued, so no reader is ever more than a ring ahead of the producer (a parity
+// wait could otherwise see an older phase of the same stage).  Otherwise (cooperative) both
+// split every tile by rows.
+//
+// Clusters (CM x CN CTAs, CM * CN <= 2): a cluster takes CM x CN neighbouring tiles at once --
+// CM row blocks sharing one column block of B, or CN column blocks sharing one row block of A.
+// The shared operand is loaded once per cluster: each CTA loads its part and multicasts it to
+// every CTA, so each full[s] still receives a whole stage (its expect_tx is unchanged) from
+// several copies.  A stage may be refilled only when the consumers of every CTA are done with
+// it (one of them writes into the others' shared memory): each consumer warp arrives on
+// empty[s] of every CTA of the cluster.  The CTAs of a cluster walk the same tiles in the same
+// order; a tile past the matrix edge still loads and multiplies (TMA fills zeros) so that its
+// partner's stages complete, and stores nothing.  The cluster synchronises once the barriers
+// exist (before any CTA writes into another) and again before exit (no CTA leaves while a
+// partner may still arrive on its barriers).
+//
+// SPLITK = 2: a cluster of two along K (weft/gemm_splitk.cuh).
+//
+// PDL: the kernel may be launched before the previous one in its stream has finished; it waits
+// (griddepcontrol.wait) after setting up its shared memory.
+//
+// A source (Src) says where A's rows come from; its interface, as LocalA below has it:
+//   SHARDED                 A may come in several shards (C's TMA map is then 3-d)
+//   PRODUCER_REGS / CONSUMER_REGS   the register split (its comm warps may need more)
+//   shards(), shard(j)      how many, and the j-th in schedule order
+//   prefetch()              its own tensor maps (lane 0 of the producer)
+//   producer_wait(s, lane)  the producer's warp, before the first tile of shard s
+//   load_a<MC>(...)         one k-block of A's rows of shard s into a stage (MC: multicast to mask)
+//   comm_warps()            warps 1-3 of warpgroup 0
+//   retire()                every thread, at the end
+#pragma once
+#include "weft/bulk.cuh"
+#include "weft/cluster.cuh"
+#include "weft/gemm.cuh"
+#include "weft/gemm_epilogue.cuh"
+#include "weft/gemm_mainloop.cuh"
+#include "weft/gemm_ring.cuh"
+#include "weft/gemm_sched.cuh"
+#include "weft/gemm_splitk.cuh"
+#include "weft/launch.cuh"
+#include "weft/types.cuh"
+
+namespace weft {
+
+template <class Cfg, class Src>
+__device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
+                                                const TensorMap &tb, const TensorMap *tc, Src &src) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, STAGES = Cfg::STAGES, CONSUMERS = Cfg::CONSUMERS;
+  constexpr bool PINGPONG = Cfg::PINGPONG;
+  constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
+  static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
+  static_assert(CM * CN * SPLITK <= 2, "clusters of at most two CTAs");
+  static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
+  constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
+  constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
+  constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
+  constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
+  // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
+  // than 64 accumulators, the loading warpgroup gives most of its share to them (a source's comm
+  // warps need a little more than TMA issue alone); smaller tiles keep the even split.  The
+  // shifted counts must add up to no more than the launch allocation, 128 * P + 256 * C <= 64512:
+  // setmaxnreg.inc waits for registers that were never allocated, forever.
+  constexpr bool SHIFT_REGS = CONSUMERS > 1 && MR * BN / 2 > 64;
+  static_assert(128 * Src::PRODUCER_REGS + 256 * Src::CONSUMER_REGS <= 64512, "more registers than the launch allocated");
+  extern __shared__ char smem_raw[];
+  Ring<Cfg> ring;
+  ring.carve(smem_raw);
+  const int crank = CS > 1 ? (int)cluster_ctarank() : 0;   // this CTA within its cluster
+  const TileSched<Cfg, Src> sched(m, n, src.shards(), crank);
+  const long ms = sched.rows;
+  const int kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
+  const int wg = threadIdx.x / 128;
+  SplitK<Cfg> sk(ring.base, kblocks, crank);
+  if (threadIdx.x == 0) {
+    ring.init(STAGE_WARPS * SHARE);   // one arrival per reading warp of each CTA
+    sk.init();
+    fence_barrier_init();
+  }
+  if constexpr (CS > 1) cluster_sync();
+  else __syncthreads();
+  if constexpr (Cfg::PDL) {
+    // launched early (programmatic dependent launch): the barriers above are this CTA's own; A,
+    // B and C are touched only after the kernel before this one is done.  Every thread waits,
+    // so no store of C can overtake it either.  Then the next kernel may be scheduled: its CTAs
+    // take SMs as this grid's leave and wait the same way.
+    griddep_wait();
+    griddep_launch_dependents();
+  }
+
+  if (wg == 0) {
+    if constexpr (SHIFT_REGS) regs_dec<Src::PRODUCER_REGS>();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp == 0) {   // ---- producer
+      if (lane == 0) {
+        prefetch_tmap(ta);
+        prefetch_tmap(tb);
+        src.prefetch();
+      }
+      Pipe<STAGES> p;
+      constexpr u16 ALL = (u16)((1u << SHARE) - 1);
+      constexpr int AROWS = BM / CN;    // rows of A this CTA loads (CN > 1: its part, multicast)
+      for (int u = sched.cid; u < sched.units; u += sched.clusters) {
+        int s, bm, bn;
+        sched.at(src, u, s, bm, bn);
+        src.producer_wait(s, lane);
+        if (lane == 0) {
+          const int a_off = CN > 1 ? crank * AROWS : 0;
+          for (int kb = sk.kb0; kb < sk.kb1; ++kb) {
+            mbar_wait(&ring.empty[p.s], p.phase ^ 1);
+            u64 *full = &ring.full[p.s];
+            mbar_arrive_expect(full, Ring<Cfg>::STAGE_BYTES);
+            src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, bm * BM + a_off, s, full, ALL);
+            load_b<BN, Cfg::B_ROW, CM>(ring.b(p.s), tb, kb, bn * BN, full, crank);
+            p.next();
+          }
+        }
+        __syncwarp();
+      }
+    } else {   // ---- warps 1-3: the source's (ag_gemm: publish, then pull)
+      src.comm_warps();
+    }
+  } else {   // ---- consumers
+    if constexpr (SHIFT_REGS) regs_inc<Src::CONSUMER_REGS>();
+    const int cw = wg - 1, lane = threadIdx.x % 32;
+    // this warp is done with stage st (its wgmma.wait_group is warp-wide): one arrival in every
+    // CTA that shares the stage (lane c tells CTA c)
+    auto release = [&](int st) {
+      if constexpr (SHARE > 1) {
+        if (lane < SHARE) mbar_arrive_remote(&ring.empty[st], (u32)lane);
+      } else {
+        if (lane == 0) mbar_arrive(&ring.empty[st]);
+      }
+    };
+    float acc[MR][BN / 2];
+    zero_acc(acc);
+    Pipe<STAGES> p;
+    const int step = PINGPONG ? 2 : 1;                  // this warpgroup's share of the CTA's tiles
+    if (PINGPONG && cw == 1) p.skip(kblocks);           // the first tile's stages are the other's
+    const int mine = sched.mine();
+    for (int i = PINGPONG ? cw : 0; i < mine; i += step) {   // i: the CTA's i-th tile
+      int s, bm, bn;
+      sched.at(src, sched.cid + i * sched.clusters, s, bm, bn);
+      if (PINGPONG && i > 0) bar_sync(BAR_PINGPONG_WG0 + cw, 256);   // the other's main loop of tile i-1 was issued
+      const int prev = mainloop<Cfg, MR>(acc, ring, p, sk.kb0, sk.kb1, PINGPONG ? 0 : cw * MR * 64, release);
+      if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start
+      mainloop_drain(acc, prev, release);
+      if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
+      if constexpr (SPLITK > 1) {
+        if (sk.kb0 == sk.kb1) zero_acc(acc);   // (k = one k-block: the second half is empty)
+        if (!sk.template combine<MR, BN, CONSUMERS * 128>(acc, crank, i)) continue;   // the first CTA stores
+      }
+      const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
+      epilogue<Cfg, MR, Src::SHARDED>(c, tc, ring.base, cw, ms, n, r0, s, bn, acc);
+    }
+    epilogue_finish<Cfg>();
+  }
+  src.retire();
+  if constexpr (CS > 1) cluster_sync();
+}
+
+// Family gemm's source: A is the one local matrix, read through ta; no shards, no comm.
+struct LocalA {
+  static constexpr bool SHARDED = false;
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  __device__ __forceinline__ int shards() const { return 1; }
+  __device__ __forceinline__ int shard(int) const { return 0; }
+  __device__ __forceinline__ void prefetch() const {}
+  __device__ __forceinline__ void producer_wait(int, int) {}
+  template <bool MC>
+  __device__ __forceinline__ void load_a(char *dst, const TensorMap &ta, int k0, int row, int, u64 *full, u16 mask) const {
+    if constexpr (MC) tma_load_2d_mc(dst, ta, k0, row, full, mask);
+    else tma_load_2d(dst, ta, k0, row, full);
+  }
+  __device__ __forceinline__ void comm_warps() {}
+  __device__ __forceinline__ void retire() {}
+};
+
+// Family gemm's kernel body (templates/gemm.cu): tc is C's TMA map with EPI_TMA, else nullptr.
+template <class Cfg>
+__device__ __forceinline__ void gemm_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
+                                           const TensorMap &tb, const TensorMap *tc) {
+  LocalA src;
+  gemm_persistent<Cfg>(c, m, n, k, ta, tb, tc, src);
+}
+
+}  // namespace weft

@@ -1,0 +1,89 @@
+// weft/gemm_mainloop.cuh: a consumer warpgroup's WGMMA main loop over one tile, and the loads
+// of B that feed it.  B row-major (K x N, N contiguous) arrives as BN/64 boxes of 64 k-rows x
+// 128 bytes and is read MN-major (the transpose bit); B column-major (N x K) is read K-major
+// like A.  Out-of-bounds rows and columns of a box read as zero (the tensor maps say so), which
+// makes M, N and K that are not tile multiples correct without masks in the loop.
+#pragma once
+#include "weft/gemm.cuh"
+#include "weft/gemm_ring.cuh"
+
+namespace weft {
+
+// Loads of one k-block of B into stage s (A is the caller's: it knows where shards live).
+// CM > 1: the CM CTAs of a cluster along M share this B tile; CTA `crank` loads its part and
+// multicasts it to all of them (row-major B: every CM-th 64-column box; column-major B: the
+// crank-th BN/CM rows of the box, whose tensor map box is BN/CM tall).
+template <int BN, bool B_ROW, int CM>
+__device__ __forceinline__ void load_b(char *dst, const TensorMap &tb, int kb, int n0, u64 *bar, int crank) {
+  constexpr u16 ALL = (u16)((1u << CM) - 1);
+  if constexpr (B_ROW) {
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j) {
+      if constexpr (CM == 1) tma_load_2d(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar);
+      else if (j % CM == crank) tma_load_2d_mc(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar, ALL);
+    }
+  } else {
+    if constexpr (CM == 1) tma_load_2d(dst, tb, kb * GEMM_BK, n0, bar);
+    else tma_load_2d_mc(dst + crank * (BN / CM) * 128, tb, kb * GEMM_BK, n0 + crank * (BN / CM), bar, ALL);
+  }
+}
+
+// One k-block (4 steps of k16) of a consumer warpgroup: MR row groups of 64, BN columns.
+// WG is provided by the family's rendered code: the wgmma instruction for this BN and dtype.
+template <int BN, int MR, bool B_ROW, class WG>
+__device__ __forceinline__ void consume_kblock(float (&acc)[MR][BN / 2], u32 a_stage, u32 b_stage, int wg_row0, bool first) {
+#pragma unroll
+  for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
+    // B: K-major advances 32 bytes along the swizzled row; MN-major advances 16 k-rows.
+    const u64 db = B_ROW ? smem_desc(b_stage + kk * 2048, 8192, 1024) : smem_desc(b_stage + kk * 32, 16, 1024);
+#pragma unroll
+    for (int mi = 0; mi < MR; ++mi) {
+      const u64 da = smem_desc(a_stage + (wg_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
+      WG::mma(acc[mi], da, db, (first && kk == 0) ? 0 : 1);
+    }
+  }
+}
+
+template <int MR, int N> __device__ __forceinline__ void zero_acc(float (&acc)[MR][N]) {
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+    for (int q = 0; q < N; ++q) acc[mi][q] = 0.f;
+}
+
+// The k-blocks [kb0, kb1) of one tile into acc (rows row0 .. row0 + 64 * MR of the stage).
+// One group of WGMMAs stays in flight: once k-block kb's are issued, kb-1's are waited for and
+// its stage released (release(stage): the caller's arrivals on empty[]).  Returns the stage
+// still in flight (-1: none), which mainloop_drain releases.
+template <class Cfg, int MR, class Release>
+__device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::BN / 2], const Ring<Cfg> &ring, Pipe<Cfg::STAGES> &p, int kb0,
+                                        int kb1, int row0, Release release) {
+  int prev = -1;
+  for (int kb = kb0; kb < kb1; ++kb) {
+    mbar_wait(&ring.full[p.s], p.phase);
+    wgmma_fence();   // every k-block: with it only before a tile's first, ptxas serialised
+                     // the WGMMAs (C7520): 1.1-1.3x slower (bench/RESULTS.md)
+    consume_kblock<Cfg::BN, MR, Cfg::B_ROW, typename Cfg::Wgmma>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0,
+                                                                 kb == kb0);
+    wgmma_commit();
+    wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
+    if (kb > kb0) release(prev);
+    prev = p.s;
+    p.next();
+  }
+  return prev;
+}
+
+// The last group: its WGMMAs done, the accumulators pinned (no use may move above the wait),
+// its stage released.
+template <int MR, int N, class Release>
+__device__ __forceinline__ void mainloop_drain(float (&acc)[MR][N], int prev, Release release) {
+  wgmma_wait<0>();
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+    for (int q = 0; q < N; ++q) fence_reg(acc[mi][q]);
+  if (prev >= 0) release(prev);
+}
+
+}  // namespace weft

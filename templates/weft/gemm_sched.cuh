@@ -1,0 +1,55 @@
+// weft/gemm_sched.cuh: which output tiles a CTA computes, and in what order.
+// Tiles come in cluster units (CM x CN neighbouring tiles: a cluster takes them at once), unit
+// u of shard j in schedule order is (j, u - j * per_shard), rastered within the shard in groups
+// of GROUP row blocks; cluster c takes units c, c + clusters, ...  Producer, consumers and the
+// CTAs of a cluster all walk this same sequence, which is what keeps their rings in step.
+#pragma once
+#include "weft/types.cuh"
+
+namespace weft {
+
+// Linear index t of a tile -> (row block, column block), in groups of G row blocks so that a
+// wave of CTAs shares rows of A and columns of B in L2.
+// (Unsigned: every value is >= 0, and an unsigned division is half the instructions of a signed
+// one; the producer divides before its first load, which nothing else hides.)
+__device__ __forceinline__ void raster(int t, int mt, int nt, int G, int &bm, int &bn) {
+  const unsigned per_group = (unsigned)(G * nt);
+  const unsigned g = (unsigned)t / per_group, first = g * (unsigned)G;
+  const unsigned rows = min((unsigned)G, (unsigned)mt - first);
+  const unsigned in = (unsigned)t - g * per_group, q = in / rows;
+  bm = (int)(first + in - q * rows);
+  bn = (int)q;
+}
+
+// The schedule of one CTA over the shards of C, `rows` = m / shards x n each (the plain GEMM:
+// one shard).  Src names the shards (Src::SHARDED: there may be more than one; else the shard
+// index is 0 without a division).
+template <class Cfg, class Src> struct TileSched {
+  static constexpr int CS = Cfg::CM * Cfg::CN * Cfg::SPLITK;   // CTAs per cluster
+  int crank, cid, clusters;   // this CTA in its cluster; its cluster; how many
+  long rows;                  // rows of a shard
+  int mu, nu, per_shard, units;
+  __device__ __forceinline__ TileSched(long m, long n, int shards, int crank_) {
+    crank = crank_;
+    cid = (int)blockIdx.x / CS;
+    clusters = (int)gridDim.x / CS;
+    rows = m / shards;
+    const int mt = (int)((rows + Cfg::BM - 1) / Cfg::BM), nt = (int)((n + Cfg::BN - 1) / Cfg::BN);
+    mu = (mt + Cfg::CM - 1) / Cfg::CM;   // cluster units per shard
+    nu = (nt + Cfg::CN - 1) / Cfg::CN;
+    per_shard = mu * nu;
+    units = per_shard * shards;
+  }
+  // unit u -> its shard s and this CTA's row and column block in it
+  __device__ __forceinline__ void at(const Src &src, int u, int &s, int &bm, int &bn) const {
+    const int j = Src::SHARDED ? (int)((unsigned)u / (unsigned)per_shard) : 0;   // its place in schedule order
+    s = src.shard(j);
+    raster(u - j * per_shard, mu, nu, Cfg::GROUP, bm, bn);
+    bm = bm * Cfg::CM + (Cfg::CM > 1 ? crank : 0);
+    bn = bn * Cfg::CN + (Cfg::CN > 1 ? crank : 0);
+  }
+  // how many units this CTA's cluster takes (its i-th is unit cid + i * clusters)
+  __device__ __forceinline__ int mine() const { return units > cid ? (units - cid + clusters - 1) / clusters : 0; }
+};
+
+}  // namespace weft

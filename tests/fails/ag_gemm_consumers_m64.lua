@@ -1,2 +1,0 @@
--- expect: consumers = 2: tile.m = 64 has 1 64-row group(s); use consumers <= 1
-return { family = "ag_gemm", variant = "gemm", tile = { m = 64, n = 256, k = 64 }, consumers = 2 }

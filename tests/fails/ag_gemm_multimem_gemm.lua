@@ -1,2 +1,0 @@
--- expect: comm = "multimem": variant = "gemm" takes comm = none
-return { family = "ag_gemm", variant = "gemm", comm = "multimem" }

@@ -1,2 +1,0 @@
--- expect: (m is missing or not a positive integer)
-return { family = "ag_gemm", variant = "gemm", tile = { m = 127.5, n = 256, k = 64 } }

@@ -1,2 +1,0 @@
--- expect: tile.k = 32: wgmma tiles take k = 64: one 128-byte swizzled row
-return { family = "ag_gemm", variant = "gemm", tile = { m = 128, n = 256, k = 32 } }
