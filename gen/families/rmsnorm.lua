@@ -12,7 +12,7 @@ local F = {
 }
 
 local MAX_DATA_REGS = 128   -- registers of row data per thread before spills become likely
-local OVERHEAD_REGS = 32    -- what the rest of the kernel needs beside the row data
+local OVERHEAD_REGS = 40    -- what the rest of the kernel needs beside the row data (ptxas on sm_90a)
 local ROWS_PER_CTA = { 1, 2, 4, 8, 16, 32 }
 local AUTO_VECTORS = 4      -- rows_per_cta = "auto": the most rows per CTA that keep <= this many vectors per thread
 
@@ -86,7 +86,7 @@ end
 -- min_blocks CTAs caps it, and so does the spill margin
 local function data_budget(cfg)
   local cap = math.min(255, 65536 // (cfg.threads * cfg.min_blocks)) - OVERHEAD_REGS
-  return math.min(MAX_DATA_REGS, cap - cap % 8)
+  return math.max(0, math.min(MAX_DATA_REGS, cap - cap % 4))
 end
 
 function F.check(cfg, errs)
@@ -107,13 +107,21 @@ function F.check(cfg, errs)
     local rows = resolve_rows(cfg)
     local pt = per_thread(cfg, cfg.threads // rows)
     local budget = data_budget(cfg)
-    -- two sets of vectors live at once: x and r while h is formed, then h and w
-    if pt * 8 > budget then
+    -- sets of vectors live at once: the row and w; with the residual ptxas keeps a third (x and
+    -- r while h is formed, beside what it hoists), measured as spills at 8 registers per vector
+    local sets = cfg.residual and 3 or 2
+    if budget < 4 * sets then
+      errs.add("min_blocks", cfg.min_blocks, string.format(
+        "leaves no registers for the row with threads = %d (%d per thread, %d for the kernel itself): lower min_blocks or threads",
+        cfg.threads, 65536 // (cfg.threads * cfg.min_blocks), OVERHEAD_REGS))
+    elseif pt * 4 * sets > budget then
+      local fit = budget // (4 * sets)
       errs.add("max_cols", cfg.max_cols, string.format(
-        "needs %d 16-byte vectors per thread (%d registers: the row and w) with cluster = %d, threads = %d, " ..
-        "rows_per_cta = %d; at most %d fit (max_cols <= %d): raise cluster or threads, or lower rows_per_cta",
-        pt, pt * 8, cfg.cluster, cfg.threads, rows, budget // 8,
-        budget // 8 * cfg.cluster * (cfg.threads // rows) * (16 // common.ESIZE[cfg.dtype])))
+        "needs %d 16-byte vectors per thread (%d registers: the row and w%s) with cluster = %d, threads = %d, " ..
+        "rows_per_cta = %d%s; at most %d fit (max_cols <= %d): raise cluster or threads, or lower rows_per_cta",
+        pt, pt * 4 * sets, cfg.residual and ", and r while h is formed" or "", cfg.cluster, cfg.threads, rows,
+        cfg.min_blocks > 1 and ", min_blocks = " .. cfg.min_blocks or "", fit,
+        fit * cfg.cluster * (cfg.threads // rows) * (16 // common.ESIZE[cfg.dtype])))
     end
     cfg.rows_per_cta = rows   -- the kernel (and its name) has what auto chose
   end

@@ -876,9 +876,12 @@ T.test("rmsnorm: rows_per_cta = auto, eps in the name, the rules' numbers", func
   local _, e = g("max_cols = 32769, rows_per_cta = 1")
   T.contains(e, "r.lua: max_cols = 32769: needs 17 16-byte vectors per thread (136 registers: the row and w)")
   T.contains(e, "at most 16 fit (max_cols <= 32768)")
-  -- min_blocks shares the register file: 4 CTAs of 256 threads leave 64 - 32 for data, 4 vectors
+  -- min_blocks shares the register file: 4 CTAs of 256 threads leave 64 - 40 for data, 3 vectors
   _, e = g("max_cols = 8193, rows_per_cta = 1, min_blocks = 4")
-  T.contains(e, "at most 4 fit (max_cols <= 8192)")
+  T.contains(e, "at most 3 fit (max_cols <= 6144)")
+  -- the residual holds a third set: 5120 f16 on 512 threads, 8 rows, is 10 vectors of 12 registers
+  _, e = g('dtype = "f16", residual = true, max_cols = 5120, threads = 512, rows_per_cta = 8')
+  T.contains(e, "needs 10 16-byte vectors per thread (120 registers: the row and w, and r while h is formed)")
 end)
 
 T.test("family errors name the file, the value and the families", function()
