@@ -132,7 +132,6 @@ function F.derive(cfg)
   local group = cfg.threads // rows
   local pt, v = per_thread(cfg, group)
   local cols_max = math.min(pt * v * group * cfg.cluster, common.INT_MAX)
-  local ct = "weft::" .. common.CTYPE[cfg.dtype]
   local args = {
     { name = "y", type = "ptr", dtype = cfg.dtype, role = "out", congruent = "x" },
     { name = "x", type = "ptr", dtype = cfg.dtype, role = "in" },
@@ -145,20 +144,10 @@ function F.derive(cfg)
   if cfg.eps.value == "arg" then args[#args + 1] = { name = "eps", type = "f32", role = "scalar" } end
   args[#args + 1] = { name = "rows", type = "i32", role = "size" }
   args[#args + 1] = { name = "cols", type = "i32", role = "size" }
-  -- the kernel's parameter list, rendered from the manifest's args so the two cannot disagree
-  local params = {}
-  for _, a in ipairs(args) do
-    local c
-    if a.type == "ptr" then
-      c = (a.role == "in" and "const " or "") .. (a.dtype == "f32" and a.name == "rstd" and "float" or ct) .. " *" .. a.name
-    elseif a.type == "f32" then c = "float " .. a.name
-    else c = "int " .. a.name end
-    params[#params + 1] = c
-  end
   return {
     values = { ctype = common.CTYPE[cfg.dtype], cluster = cfg.cluster, threads = cfg.threads, rows_per_cta = rows,
                pt = pt, residual = cfg.residual, cta_rstd = cfg.cta_rstd, push = cfg.exchange == "push",
-               min_blocks = cfg.min_blocks, params = table.concat(params, ", "),
+               min_blocks = cfg.min_blocks,
                r = cfg.residual and "r" or "nullptr", rstd = cfg.cta_rstd and "rstd" or "nullptr",
                eps = cfg.eps.value == "arg" and "eps" or (cfg.eps.value .. "f") },
     block = { cfg.threads, 1, 1 },
@@ -172,6 +161,13 @@ function F.derive(cfg)
     limits = { { arg = "rows", min = 1, max = common.INT_MAX // cfg.cluster },
                { arg = "cols", min = 1, max = cols_max } },
   }
+end
+
+-- What the tools need (gen/core/weft.lua's run_spec): rows as long as the config was built for.
+function F.run(cfg)
+  local shape = { rows = 1024, cols = cfg.max_cols }
+  return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
+           check_cap = { rows = 16 } }
 end
 
 return F

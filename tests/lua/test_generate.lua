@@ -479,7 +479,7 @@ end
 -- taken from gen/core/weft.lua.
 local function signature(m)
   local ptr = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16" }
-  local scalar = { i32 = "int", i64 = "long long" }
+  local scalar = { i32 = "int", i64 = "long long", f32 = "float" }
   local out = {}
   for _, a in ipairs(m.args) do
     out[#out + 1] = a.type == "ptr" and (a.role == "in" and "const " or "") .. ptr[a.dtype] .. " *" .. a.name
@@ -1365,7 +1365,9 @@ T.test("render_params: C types from type, dtype and role; tensor maps, then the 
   T.eq(weft.render_params({ { name = "out", type = "ptr", dtype = "f32", role = "out" } }), "float *out")
   T.eq(weft.render_params({}), "")
   local _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f64", role = "in" } })
-  T.contains(e, "args[1] (p): a pointer needs dtype f32, f16 or bf16 and role in or out, not f64, in")
+  T.contains(e, "args[1] (p): a pointer needs dtype f32, f16 or bf16 and role in, out or inout, not f64, in")
+  -- inout (read, then written): a pointer to non-const
+  T.eq(weft.render_params({ { name = "r", type = "ptr", dtype = "bf16", role = "inout" } }), "weft::bf16 *r")
   _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f32", role = "size" } })
   T.contains(e, "not f32, size")
   _, e = weft.render_params({ { name = "out", type = "ptr", dtype = "f32", role = "out" }, { name = "q", type = "u8" } })

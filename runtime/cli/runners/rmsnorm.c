@@ -127,8 +127,9 @@ out:
   return bad;
 }
 
-static int run_rmsnorm(weft_kernel *k, const run_opts *o) {
-  if (!(D = drv_get(NULL, 0))) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
+/* One shape: check it (do_check) and time it (do_time). */
+static int run_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh, int do_check, int do_time, void *ud) {
+  (void)ud;
   const weft_manifest *m = weft_kernel_manifest(k);
   rms_run r = {.o = o, .k = k, .m = m};
   const char *res = weft_manifest_param(m, "residual"), *cr = weft_manifest_param(m, "cta_rstd");
@@ -142,17 +143,12 @@ static int run_rmsnorm(weft_kernel *k, const run_opts *o) {
   r.cluster = atoi(cl);
   int eps_arg = !strcmp(ev, "arg");
   r.eps = eps_arg ? RMS_ARG_EPS : strtof(ev, NULL);
-  long cols = o->cols;
-  if (cols <= 0) {
-    const char *mc = weft_manifest_param(m, "max_cols");
-    cols = mc && atol(mc) > 0 ? atol(mc) : 4096;
-  }
-  r.rows = (int32_t)(o->rows > 0 ? o->rows : 1024);
-  r.cols = (int32_t)cols;
+  r.rows = (int32_t)cli_size(m, sh, "rows");   /* within the kernel's limits: an int */
+  r.cols = (int32_t)cli_size(m, sh, "cols");
   r.esz = hr_dtype_size(r.dt);
   r.n = (size_t)r.rows * (size_t)r.cols;
   size_t bytes = r.n * r.esz, wbytes = (size_t)r.cols * r.esz, rbytes = (size_t)r.rows * (size_t)r.cluster * 4;
-  int nsets = o->timing ? measure_rotation_sets(bytes * (r.residual ? 3 : 2)) : 1;
+  int nsets = do_time ? measure_rotation_sets(bytes * (r.residual ? 3 : 2)) : 1;
   if (nsets > RMS_MAX_SETS) nsets = RMS_MAX_SETS;
   void *hx = malloc(bytes), *hr = r.residual ? malloc(bytes) : NULL, *hw = malloc(wbytes);
   int rc = CLI_FAIL;
@@ -179,8 +175,8 @@ static int run_rmsnorm(weft_kernel *k, const run_opts *o) {
            r.residual ? ", residual" : "", (double)r.eps, eps_arg ? " as an argument" : "");
   if (weft_launch(k, r.args[0], NULL)) { fprintf(stderr, "weft run: %s\n", weft_kernel_error(k)); goto out; }
   if (!cu_ok(D->cuCtxSynchronize(), "the kernel")) goto out;
-  if (o->check && check(&r, hx, hr, hw)) goto out;
-  if (o->timing) {
+  if (do_check && check(&r, hx, hr, hw)) goto out;
+  if (do_time) {
     /* moved: x read, y written, w read once; with the residual r read and h written */
     double moved = (double)(bytes * (r.residual ? 4 : 2) + wbytes + (r.cta_rstd ? rbytes : 0));
     size_t copy_bytes = (size_t)(moved / 2);   /* a copy moves its bytes twice: read + write */
@@ -209,5 +205,9 @@ out:
   if (cdst) D->cuMemFree(cdst);
   free(hx); free(hr); free(hw);
   return rc;
+}
+static int run_rmsnorm(weft_kernel *k, const run_opts *o) {
+  if (!(D = drv_get(NULL, 0))) { fprintf(stderr, "weft run: no driver\n"); return CLI_NO_GPU; }
+  return cli_each_shape(k, o, run_shape, NULL);
 }
 WEFT_RUNNER(rmsnorm, run_rmsnorm)
