@@ -168,8 +168,8 @@ function M.render_params(args, tmaps, comm)
     local decl
     if a.type == "ptr" then
       local ct = PTR_CTYPE[a.dtype]
-      if not ct or (a.role ~= "in" and a.role ~= "out") then
-        return nil, string.format("args[%d] (%s): a pointer needs dtype f32, f16 or bf16 and role in or out, not %s, %s",
+      if not ct or (a.role ~= "in" and a.role ~= "out" and a.role ~= "inout") then
+        return nil, string.format("args[%d] (%s): a pointer needs dtype f32, f16 or bf16 and role in, out or inout, not %s, %s",
           i, tostring(a.name), tostring(a.dtype), tostring(a.role))
       end
       decl = (a.role == "in" and "const " or "") .. ct .. " *" .. a.name

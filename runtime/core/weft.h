@@ -61,7 +61,7 @@ typedef struct weft_arg {
   const char *name;
   const char *type;   /* "ptr", "i32", "i64", "f32" */
   const char *dtype;  /* element type behind a pointer ("f32", "f16", "bf16"), else NULL */
-  const char *role;   /* "in", "out", "size", "scalar" */
+  const char *role;   /* "in", "out", "inout" (read, then written: rmsnorm's r), "size", "scalar" */
   const char *congruent; /* another pointer argument this one must equal modulo 16, or NULL */
   int align;             /* bytes the pointer must be aligned to (0: its element size) */
 } weft_arg;

@@ -91,6 +91,33 @@ static const entry matrix[] = {
    {"st.async.shared::cluster.mbarrier::complete_tx::bytes.f32", "mapa.shared::cluster", "mbarrier.try_wait.parity",
     "mbarrier.arrive.expect_tx"}, {"ld.shared::cluster"}},
   {"cluster_reduce.lua", {"exchange=push", "cluster=1"}, {"bar.sync"}, {"st.async", "mapa", "barrier.cluster"}},
+  /* rmsnorm: the row in registers, 16-byte streaming loads and stores, w through L1, the sum
+   * through xor shuffles, rsqrt.approx; a cluster combine only with cluster > 1 */
+  {"rmsnorm.lua", {0},
+   {STREAM_LOAD, "ld.global.nc.v4.u32", "st.global.cs.v4.u32", "shfl.sync.bfly.b32", "rsqrt.approx.f32",
+    "cvt.rn.bf16x2.f32", "bar.sync"},
+   {"mapa", "barrier.cluster", "ld.shared::cluster", "ld.global.L1::no_allocate", "ld.param.f32", "st.global.f32"}},
+  {"rmsnorm.lua", {"dtype=f16", "max_cols=5120", "cluster=2", "threads=128", "rows_per_cta=1"},
+   {CLUSTER_PTX, STREAM_LOAD, "cvt.rn.f16x2.f32", "cvt.f32.f16", "rsqrt.approx.f32", "st.global.cs.v4.u32"}, {"bf16"}},
+  {"rmsnorm.lua", {"dtype=f32", "max_cols=16384", "cluster=4", "rows_per_cta=1"},
+   {CLUSTER_PTX, STREAM_LOAD, "ld.global.nc.v4.u32", "st.global.cs.v4.u32", "rsqrt.approx.f32"},
+   {"cvt.rn.bf16", "cvt.rn.f16", "cvt.f32.f16"}},
+  {"rmsnorm.lua", {"cluster=8", "threads=1024", "max_cols=65536", "rows_per_cta=1"}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
+  {"rmsnorm.lua", {"cluster=16", "nonportable=true", "max_cols=65536", "rows_per_cta=1", "dtype=f32"}, {CLUSTER_PTX}, {0}},
+  /* the residual: r read through the coherent path (it is overwritten with h), h stored; r is
+   * the fourth parameter, so there are six */
+  {"rmsnorm.lua", {"residual=true", "dtype=f16", "max_cols=5120", "threads=128", "rows_per_cta=1"},
+   {"ld.global.L1::no_allocate.v4.u32", STREAM_LOAD, "st.global.cs.v4.u32", "cvt.rn.f16x2.f32", "_param_5"},
+   {"mapa", "barrier.cluster", "_param_6"}},
+  {"rmsnorm.lua", {"residual=true", "cluster=4", "max_cols=16384", "rows_per_cta=1"},
+   {CLUSTER_PTX, "ld.global.L1::no_allocate.v4.u32", "st.global.cs.v4.u32"}, {0}},
+  /* eps as an argument (an f32 parameter), the per-CTA rstd (an f32 store), push exchange */
+  {"rmsnorm.lua", {"eps=arg", "cta_rstd=true", "cluster=2", "rows_per_cta=1", "exchange=push"},
+   {"ld.param.f32", "st.global.f32", "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32", "mbarrier.try_wait.parity"},
+   {"ld.shared::cluster"}},
+  /* short rows: one warp per row, eight rows per CTA: no block barrier at all; hidden 7 */
+  {"rmsnorm.lua", {"max_cols=256", "threads=256", "rows_per_cta=8"}, {"shfl.sync.bfly.b32", STREAM_LOAD}, {"bar.sync", "mapa"}},
+  {"rmsnorm.lua", {"max_cols=7", "rows_per_cta=auto", "persistent=true", "dtype=f32"}, {"shfl.sync.bfly.b32", "rsqrt.approx.f32"}, {"mapa"}},
   /* allreduce: dtype x op x algo x comm.  threadload never emits multimem; multimem kernels
    * carry the real instructions (and the unicast twin beside them) */
   {"allreduce.lua", {0}, {SIGNAL_PTX, "add.f32", "ld.global.v4.u32"}, {"multimem"}},

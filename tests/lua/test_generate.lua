@@ -254,11 +254,82 @@ local function check_ag_gemm(m, cfg, where)
     where .. " a Comm parameter unless gemm")
 end
 
+-- ---- rmsnorm: what rows_per_cta = "auto" resolves to and the launch it derives, written down
+-- here from the family's documentation (not computed by gen/families/rmsnorm.lua) ----------
+
+local function rms_vectors(cfg, rows)   -- 16-byte vectors per thread for max_cols
+  local per = cfg.cluster * (cfg.threads // rows) * (16 // common.ESIZE[cfg.dtype])
+  return math.max(1, (cfg.max_cols + per - 1) // per)
+end
+
+-- "auto": the most rows per CTA (1, 2, 4, ... 32, a warp or more each) that keep 4 vectors per
+-- thread or fewer; 1 with cluster > 1
+local function rms_resolve(cfg)
+  local c = copy(cfg)
+  if c.rows_per_cta == "auto" then
+    c.rows_per_cta = 1
+    if c.cluster == 1 then
+      for _, r in ipairs({ 1, 2, 4, 8, 16, 32 }) do
+        if c.threads // r >= 32 and rms_vectors(c, r) <= 4 then c.rows_per_cta = r end
+      end
+    end
+  end
+  return c
+end
+
+local function check_rmsnorm(m, cfg, where)
+  local rows = cfg.rows_per_cta
+  T.deq(m.block, { cfg.threads, 1, 1 }, where .. " block")
+  T.deq(m.cluster, { cfg.cluster, 1, 1 }, where .. " cluster")
+  T.eq(m.nonportable_cluster, cfg.nonportable == true, where .. " nonportable_cluster")
+  T.eq(m.smem, 0, where .. " no dynamic shared memory")
+  -- args: y, x, w, then r (residual), rstd (cta_rstd), eps (eps = "arg"), then the sizes
+  local want = { "y", "x", "w" }
+  if cfg.residual then want[#want + 1] = "r" end
+  if cfg.cta_rstd then want[#want + 1] = "rstd" end
+  if cfg.eps == "arg" then want[#want + 1] = "eps" end
+  want[#want + 1] = "rows"; want[#want + 1] = "cols"
+  local names = {}
+  for i, a in ipairs(m.args) do names[i] = a.name end
+  T.deq(names, want, where .. " args")
+  for _, a in ipairs(m.args) do
+    if a.name == "rstd" then T.ok(a.type == "ptr" and a.dtype == "f32" and a.role == "out", where .. " rstd")
+    elseif a.name == "eps" then T.ok(a.type == "f32" and a.role == "scalar", where .. " eps arg")
+    elseif a.name == "rows" or a.name == "cols" then T.ok(a.type == "i32" and a.role == "size", where .. " " .. a.name)
+    else
+      T.ok(a.type == "ptr" and a.dtype == cfg.dtype, where .. " " .. a.name .. " a " .. cfg.dtype .. " pointer")
+      T.eq(a.role, ({ y = "out", x = "in", w = "in", r = "inout" })[a.name], where .. " " .. a.name .. " role")
+      if a.name == "y" or a.name == "r" then T.eq(a.congruent, "x", where .. " " .. a.name .. " congruent to x") end
+    end
+  end
+  -- grid: rows_per_cta rows per cluster of CTAs
+  T.eq(m.grid[1].arg, "rows", where .. " grid from rows")
+  T.eq(m.grid[1].per, rows, where .. " grid per rows_per_cta")
+  T.eq(m.grid[1].times, cfg.cluster, where .. " grid times cluster")
+  T.eq(m.grid[1].cap, cfg.persistent and "coresident" or nil, where .. " grid cap (persistent)")
+  local lim = {}
+  for _, l in ipairs(m.limits) do lim[l.arg] = l end
+  T.eq(lim.rows.max, INT_MAX // cfg.cluster, where .. " rows max")
+  local group, v = cfg.threads // rows, 16 // common.ESIZE[cfg.dtype]
+  T.ok(lim.cols.max >= cfg.max_cols, where .. " cols max >= max_cols")
+  T.eq(lim.cols.max % (cfg.cluster * group * v), 0, where .. " cols max: whole vectors per thread")
+  T.ok(lim.cols.max - cfg.max_cols < cfg.cluster * group * v, where .. " cols max: rounded up once")
+  local params = {}
+  for _, p in ipairs(m.params) do params[p.key] = p.value end
+  T.eq(params.rows_per_cta, tostring(rows), where .. " params.rows_per_cta")
+  T.eq(params.residual, tostring(cfg.residual), where .. " params.residual")
+  local eps = assert(weft.family_module("rmsnorm").fields[3].check(cfg.eps))
+  T.eq(params["eps.value"], eps.value, where .. " params eps.value")
+  if cfg.eps == "arg" then T.contains(m.source, "float eps", where .. " eps parameter")
+  else T.contains(m.source, "a.eps = " .. eps.value .. "f;", where .. " eps literal") end
+end
+
 -- cfg: the config as given (all fields set explicitly), m: its manifest
 local function check_manifest(m, cfg, file, where)
   local fam = weft.family_module(cfg.family)
   where = where or m.name
   if cfg.family == "ag_gemm" or cfg.family == "gemm" then cfg = ag_resolve(cfg) end   -- the name has what auto chose
+  if cfg.family == "rmsnorm" then cfg = rms_resolve(cfg) end
   -- name: weft_<family>_<tag><value>_... in schema order
   T.eq(m.family, fam.name, where .. " family")
   T.eq(m.entry, m.name, where .. " entry")
@@ -280,6 +351,11 @@ local function check_manifest(m, cfg, file, where)
 
   if cfg.family == "ag_gemm" or cfg.family == "gemm" then
     check_ag_gemm(m, cfg, where)
+    check_json_source(m, cfg, fam, where)
+    return
+  end
+  if cfg.family == "rmsnorm" then
+    check_rmsnorm(m, cfg, where)
     check_json_source(m, cfg, fam, where)
     return
   end
@@ -403,7 +479,7 @@ end
 -- taken from gen/core/weft.lua.
 local function signature(m)
   local ptr = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16" }
-  local scalar = { i32 = "int", i64 = "long long" }
+  local scalar = { i32 = "int", i64 = "long long", f32 = "float" }
   local out = {}
   for _, a in ipairs(m.args) do
     out[#out + 1] = a.type == "ptr" and (a.role == "in" and "const " or "") .. ptr[a.dtype] .. " *" .. a.name
@@ -525,6 +601,8 @@ local BASE = {
                   threads = 256, unroll = 4, min_blocks = 1 },
   cluster_reduce = { dtype = "f32", op = "sum", width = 1, cluster = 2, nonportable = false, threads = 128,
                      need_tail_sync = true, iters = 1 },
+  rmsnorm = { dtype = "bf16", residual = false, eps = 1e-6, max_cols = 1024, cluster = 1, nonportable = false,
+              threads = 256, rows_per_cta = 2, min_blocks = 1, cta_rstd = false },
   -- every auto spelled out, so that a varied field never resolves to the base by accident
   ag_gemm = { dtype = "bf16", variant = "fused", comm = "tma", fallback = "none", compute = "wgmma", b_layout = "row",
               tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, mma = "cooperative", group = 16,
@@ -582,6 +660,10 @@ local function candidates(f, base)
   elseif f.kind == "custom" and f.name == "cluster" then   -- ag_gemm's { m, n }: two accepted, two refused
     seen[lua_text(base)] = true
     for _, c in ipairs({ { m = 2, n = 1 }, { m = 1, n = 2 }, { m = 2, n = 2 }, { m = 4, n = 1 } }) do add(c) end
+  elseif f.kind == "custom" and f.name == "eps" then   -- rmsnorm (0 and 1 are the range's ends)
+    for _, e in ipairs({ 1e-5, 0, 1, 0.5, "arg", -1e-6, 2, "config" }) do add(e) end
+  elseif f.kind == "custom" and f.name == "rows_per_cta" then   -- "auto": its own test
+    for _, r in ipairs({ 1, 2, 4, 8, 16, 32, 3 }) do add(r) end
   elseif f.kind == "string" then add(base .. "x")
   end
   return out
@@ -631,6 +713,15 @@ local function fixup(cfg, field)
     if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end
     if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
     if cfg.tile == "auto" then cfg.tile = { m = 128, n = 256, k = 64 } end
+  end
+  if cfg.family == "rmsnorm" then
+    -- a row split across a cluster takes its CTAs whole; a CTA per SM that min_blocks asks for
+    -- needs registers for the row beside the kernel's own
+    if field == "cluster" and cfg.cluster > 1 then cfg.rows_per_cta = 1 end
+    if field == "min_blocks" and cfg.min_blocks > 1 then
+      for _, t in ipairs(THREADS) do if t * cfg.min_blocks <= 1024 and t >= 64 then cfg.threads = t end end
+      if cfg.threads // cfg.rows_per_cta < 32 then cfg.rows_per_cta = 1 end
+    end
   end
   if cfg.family == "row_softmax" then
     if field == "mode" and cfg.mode == "stream" then cfg.max_cols = 0 end
@@ -717,6 +808,7 @@ T.test("a config with only family (plus required companions) generates", functio
     row_reduce = 'return { family = "row_reduce" }',
     cluster_reduce = 'return { family = "cluster_reduce" }',
     row_softmax = 'return { family = "row_softmax", max_cols = 1024 }',
+    rmsnorm = 'return { family = "rmsnorm", max_cols = 4096 }',
   }
   local bad = {}
   for _, fname in ipairs(weft.families()) do
@@ -755,6 +847,41 @@ T.test("--set through generate: applies, validates, names the file", function()
   m = assert(gen(text, "examples/row_reduce.lua", { "cluster=16", "nonportable=true" }))
   T.deq(m.cluster, { 16, 1, 1 })
   T.eq(m.nonportable_cluster, true)
+end)
+
+T.test("rmsnorm: rows_per_cta = auto, eps in the name, the rules' numbers", function()
+  local function g(extra) return gen('return { family = "rmsnorm", dtype = "bf16", ' .. extra .. ' }', "r.lua") end
+  -- auto: the most rows that keep 4 vectors per thread (4096 bf16 on 256 threads: 2 rows, 4
+  -- vectors each); short rows get a warp each; a cluster takes whole CTAs
+  local cases = { { "max_cols = 4096", 2 }, { "max_cols = 8192", 1 }, { "max_cols = 7", 8 },
+                  { "max_cols = 7, threads = 1024", 32 }, { "max_cols = 1024, dtype = \"f32\"", 4 },
+                  { "max_cols = 65536, cluster = 8, threads = 1024", 1 }, { "max_cols = 16384", 1 } }
+  for _, c in ipairs(cases) do
+    local m = assert(g(c[1] .. ', rows_per_cta = "auto"'))
+    T.eq(m.grid[1].per, c[2], c[1] .. ": auto rows")
+    local e = assert(g(c[1] .. ", rows_per_cta = " .. c[2]))
+    T.eq(m.name, e.name, c[1] .. ": auto is the same kernel as its value")
+    T.eq(m.source, e.source, c[1] .. ": same source")
+  end
+  -- eps: the f32 value names the kernel, and equal f32 values are one kernel
+  local a, b = assert(g("max_cols = 64, eps = 1e-5")), assert(g("max_cols = 64, eps = 1.0000000001e-5"))
+  T.contains(a.name, "_e1em05_", "eps token")
+  T.eq(a.name, b.name, "same f32, same name")
+  T.eq(a.source, b.source, "same f32, same source")
+  T.ne(assert(g("max_cols = 64, eps = 2e-5")).name, a.name, "another eps, another kernel")
+  T.contains(assert(g("max_cols = 64, eps = 0.25")).name, "_e0p25_", "a decimal point")
+  T.contains(assert(g('max_cols = 64, eps = "arg"')).name, "_earg_", "eps as an argument")
+  -- the register rule's numbers: 128 registers of row and w on 256 threads, 16 vectors of each
+  T.ok(g("max_cols = 32768, rows_per_cta = 1"), "16 vectors on 256 threads")
+  local _, e = g("max_cols = 32769, rows_per_cta = 1")
+  T.contains(e, "r.lua: max_cols = 32769: needs 17 16-byte vectors per thread (136 registers: the row and w)")
+  T.contains(e, "at most 16 fit (max_cols <= 32768)")
+  -- min_blocks shares the register file: 4 CTAs of 256 threads leave 64 - 40 for data, 3 vectors
+  _, e = g("max_cols = 8193, rows_per_cta = 1, min_blocks = 4")
+  T.contains(e, "at most 3 fit (max_cols <= 6144)")
+  -- the residual holds a third set: 5120 f16 on 512 threads, 8 rows, is 10 vectors of 12 registers
+  _, e = g('dtype = "f16", residual = true, max_cols = 5120, threads = 512, rows_per_cta = 8')
+  T.contains(e, "needs 10 16-byte vectors per thread (120 registers: the row and w, and r while h is formed)")
 end)
 
 T.test("family errors name the file, the value and the families", function()
@@ -1238,7 +1365,9 @@ T.test("render_params: C types from type, dtype and role; tensor maps, then the 
   T.eq(weft.render_params({ { name = "out", type = "ptr", dtype = "f32", role = "out" } }), "float *out")
   T.eq(weft.render_params({}), "")
   local _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f64", role = "in" } })
-  T.contains(e, "args[1] (p): a pointer needs dtype f32, f16 or bf16 and role in or out, not f64, in")
+  T.contains(e, "args[1] (p): a pointer needs dtype f32, f16 or bf16 and role in, out or inout, not f64, in")
+  -- inout (read, then written): a pointer to non-const
+  T.eq(weft.render_params({ { name = "r", type = "ptr", dtype = "bf16", role = "inout" } }), "weft::bf16 *r")
   _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f32", role = "size" } })
   T.contains(e, "not f32, size")
   _, e = weft.render_params({ { name = "out", type = "ptr", dtype = "f32", role = "out" }, { name = "q", type = "u8" } })

@@ -1,0 +1,245 @@
+// weft/rmsnorm.cuh: RMS norm of each row (family rmsnorm):
+//   y = h * rsqrt(mean(h^2) + eps) * w,  h = x (or, with RESIDUAL, h = x + r, stored back to r).
+// f32 math; h is rounded to T once and that rounded h is what gets normalised, as torch's
+// `x + r` followed by rms_norm would see it.
+//
+// The row is read once and written once: a thread holds PT 16-byte vectors of its row in
+// registers between the sum of squares and the scaling.  Work split:
+//   - ROWS rows per CTA, each on a group of G = THREADS / ROWS threads (one warp or more): short
+//     rows keep every lane busy and still make whole CTAs;
+//   - CLUSTER CTAs per row (ROWS == 1): the row's vectors split into CLUSTER contiguous chunks;
+//     the CTAs' sums of squares meet through cluster_allreduce (seed 000's primitive), which
+//     folds ranks 0..CLUSTER-1 in the same order in every CTA, so every CTA of the row scales by
+//     the same rstd, to the bit.
+// Within a group the sum is a butterfly (xor shuffles: every lane ends with the same bits, since
+// each step adds the same two values) and, across the group's warps, a fold in warp order that
+// every thread does alike.  Rows that start off a 16-byte boundary (odd cols) are split by
+// RowSplit: the few scalars at their ends go to the threads of the last CTA.  w is read through
+// L1 (every row of the CTA wants the same w) and in vectors wherever it lines up with the row.
+#pragma once
+#include "weft/types.cuh"
+#include "weft/cluster.cuh"
+
+namespace weft {
+
+template <class T> struct RmsArgs {
+  T *y;
+  const T *x, *w;
+  T *r;          // RESIDUAL: read as the residual, overwritten with h
+  float *rstd;   // CTA_RSTD: [rows][CLUSTER]
+  float eps;
+  long rows, cols;
+};
+
+struct RmsSum {
+  __device__ __forceinline__ static Vals<1> combine(const Vals<1> &a, const Vals<1> &b) {
+    Vals<1> r;
+    r.v[0] = a.v[0] + b.v[0];
+    return r;
+  }
+};
+
+// r is read and then overwritten by the same thread, so it goes through the coherent path
+// (ld.global.nc is for data that stays read-only for the whole kernel); not kept in L1.
+__device__ __forceinline__ U4 load_once(const U4 *p) {
+  U4 v;
+  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ float rsqrt_approx(float x) {
+  float y;
+  asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// An empty asm that "changes" v: the compiler must keep the packed vector rather than the V
+// floats it unpacked for the sum of squares (twice the registers across the combine).
+__device__ __forceinline__ void keep_packed(U4 &v) {
+  asm volatile("" : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w));
+}
+
+// w's elements [c, c + V) as one vector, from scalars: w does not line up with this row's
+// vectors (odd cols).  The loads are volatile so the compiler cannot hoist every vector's loads
+// above the stores before them: rows of odd length are rare, and the registers that hoisting
+// would take cost every kernel its occupancy.
+template <class T> __device__ __forceinline__ U4 load_w_scalars(const T *w);
+template <> __device__ __forceinline__ U4 load_w_scalars<f32>(const f32 *w) {
+  U4 v;
+  asm volatile("ld.global.nc.b32 %0, [%4];\n\tld.global.nc.b32 %1, [%4+4];\n\t"
+               "ld.global.nc.b32 %2, [%4+8];\n\tld.global.nc.b32 %3, [%4+12];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(w));
+  return v;
+}
+__device__ __forceinline__ U4 load_w_scalars16(const void *w) {
+  u16 e[8];
+  asm volatile("ld.global.nc.b16 %0, [%8];\n\tld.global.nc.b16 %1, [%8+2];\n\t"
+               "ld.global.nc.b16 %2, [%8+4];\n\tld.global.nc.b16 %3, [%8+6];\n\t"
+               "ld.global.nc.b16 %4, [%8+8];\n\tld.global.nc.b16 %5, [%8+10];\n\t"
+               "ld.global.nc.b16 %6, [%8+12];\n\tld.global.nc.b16 %7, [%8+14];"
+               : "=h"(e[0]), "=h"(e[1]), "=h"(e[2]), "=h"(e[3]), "=h"(e[4]), "=h"(e[5]), "=h"(e[6]), "=h"(e[7])
+               : "l"(w));
+  U4 v;
+  v.x = e[0] | (u32)e[1] << 16;
+  v.y = e[2] | (u32)e[3] << 16;
+  v.z = e[4] | (u32)e[5] << 16;
+  v.w = e[6] | (u32)e[7] << 16;
+  return v;
+}
+template <> __device__ __forceinline__ U4 load_w_scalars<bf16>(const bf16 *w) { return load_w_scalars16(w); }
+template <> __device__ __forceinline__ U4 load_w_scalars<f16>(const f16 *w) { return load_w_scalars16(w); }
+
+// Sum over the G threads of a row group: every thread of the group gets the same bits.
+// part: [2][ROWS * (G / 32)] floats, set k & 1 for the row loop's k-th row (a thread reaches
+// set k & 1 again only after the barrier of row k + 1, which every thread passes after reading
+// row k's set).
+template <int THREADS, int ROWS>
+__device__ __forceinline__ float group_sum(float v, float (*part)[THREADS / 32], u32 k) {
+  constexpr int G = THREADS / ROWS, WARPS = G / 32;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if constexpr (WARPS > 1) {
+    const int warp = threadIdx.x >> 5, first = (threadIdx.x / G) * WARPS;
+    if ((threadIdx.x & 31) == 0) part[k & 1][warp] = v;
+    __syncthreads();
+    v = part[k & 1][first];
+#pragma unroll
+    for (int i = 1; i < WARPS; ++i) v += part[k & 1][first + i];
+  }
+  return v;
+}
+
+template <int CLUSTER, bool PUSH> using RmsExchange = Exchange<CLUSTER, 1, PUSH>;
+
+// The row loop.  WVEC: every row's vectors line up with w's (cols a multiple of V, x and w
+// 16-byte aligned), so w is read in vectors, issued before the combine; otherwise in scalars,
+// after it.  The two are separate copies of the loop, chosen by a grid-uniform test: one loop
+// with a per-row branch between them took 20 more registers than either alone.
+template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool CTA_RSTD, bool PUSH, bool WVEC>
+__device__ __forceinline__ void rmsnorm_rows(const RmsArgs<T> &a, u32 rank, float (*part)[THREADS / 32],
+                                             typename RmsExchange<CLUSTER, PUSH>::Slots &ex) {
+  constexpr int V = VecOf<T>::N;
+  constexpr int G = THREADS / ROWS;
+  const int t = threadIdx.x % G;
+  const long nclusters = gridDim.x / CLUSTER;
+  u32 k = 0;
+  // The loop runs alike in every thread of the CTA (and every CTA of the cluster): a group
+  // whose row is past the end still takes part in the barriers.
+  for (long base = (long)(blockIdx.x / CLUSTER) * ROWS; base < a.rows; base += nclusters * ROWS, ++k) {
+    const long row = base + threadIdx.x / G;
+    const bool live = row < a.rows;
+    const long off = (live ? row : 0) * a.cols;
+    const T *p = a.x + off;
+    const RowSplit<T> s(p, a.cols);
+    const long chunk = (s.nvec + CLUSTER - 1) / CLUSTER;
+    const long vbeg = (long)rank * chunk;
+    const long vend = !live ? vbeg : vbeg + chunk < s.nvec ? vbeg + chunk : s.nvec;
+    // this thread's vectors are first + i * G for i * G < n: constant offsets from one address
+    const long first = vbeg + t;
+    const long n = vend - first;
+    const U4 *vx = reinterpret_cast<const U4 *>(p + s.head) + first;
+    U4 *vy = reinterpret_cast<U4 *>(a.y + off + s.head) + first;
+    U4 *vr = reinterpret_cast<U4 *>(a.r + off + s.head) + first;   // never dereferenced without RESIDUAL
+    const T *wt = a.w + s.head + first * V;
+
+    U4 h[PT];
+    [[maybe_unused]] U4 rv[PT];
+#pragma unroll
+    for (int i = 0; i < PT; ++i)
+      if (i * G < n) {
+        h[i] = load_stream(vx + i * G);
+        if constexpr (RESIDUAL) rv[i] = load_once(vr + i * G);
+      }
+    // the unaligned scalars at the row's ends, one per thread of the last CTA
+    const bool scalar_owner = live && rank == CLUSTER - 1 && t < s.head + s.tail;
+    const long si = s.scalar_index(t);
+    float hs = 0.0f;
+    if (scalar_owner) {
+      hs = to_f32(p[si]);
+      if constexpr (RESIDUAL) {
+        const T hv = from_f32<T>(hs + to_f32(a.r[off + si]));
+        a.r[off + si] = hv;
+        hs = to_f32(hv);
+      }
+    }
+    if constexpr (RESIDUAL) {
+#pragma unroll
+      for (int i = 0; i < PT; ++i)
+        if (i * G < n) {
+          float f[V];
+#pragma unroll
+          for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) + lane_f32<T>(rv[i], e);
+          h[i] = pack_f32<T>(f);
+          store_stream(vr + i * G, h[i]);
+        }
+    }
+    // two accumulators: half the dependent chain, and a shorter rounding path
+    float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PT; ++i)
+      if (i * G < n) {
+#pragma unroll
+        for (int e = 0; e < V; e += 2) {
+          const float u = lane_f32<T>(h[i], e), v = lane_f32<T>(h[i], e + 1);
+          s0 = fmaf(u, u, s0);
+          s1 = fmaf(v, v, s1);
+        }
+      }
+    float ss = fmaf(hs, hs, s0 + s1);
+    if constexpr (V > 4) {
+#pragma unroll
+      for (int i = 0; i < PT; ++i) keep_packed(h[i]);
+    }
+    [[maybe_unused]] U4 wv[PT];
+    if constexpr (WVEC) {
+      const U4 *vw = reinterpret_cast<const U4 *>(wt);
+#pragma unroll
+      for (int i = 0; i < PT; ++i)
+        if (i * G < n) wv[i] = load_keep(vw + i * G);
+    }
+    const float ws = scalar_owner ? to_f32(a.w[si]) : 0.0f;
+
+    ss = group_sum<THREADS, ROWS>(ss, part, k);
+    if constexpr (CLUSTER > 1) {
+      Vals<1> cv;
+      cv.v[0] = ss;
+      ss = RmsExchange<CLUSTER, PUSH>::template combine<RmsSum>(ex, k, cv).v[0];
+    }
+    const float rstd = rsqrt_approx(ss / (float)a.cols + a.eps);
+    if constexpr (CTA_RSTD) {
+      if (live && t == 0) a.rstd[row * CLUSTER + rank] = rstd;
+    }
+
+#pragma unroll
+    for (int i = 0; i < PT; ++i)
+      if (i * G < n) {
+        U4 wi;
+        if constexpr (WVEC) wi = wv[i];
+        else wi = load_w_scalars<T>(wt + i * G * V);
+        float f[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) * rstd * lane_f32<T>(wi, e);
+        store_stream(vy + i * G, pack_f32<T>(f));
+      }
+    if (scalar_owner) a.y[off + si] = from_f32<T>(hs * rstd * ws);
+  }
+}
+
+template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool CTA_RSTD, bool PUSH>
+__device__ __forceinline__ void rmsnorm(const RmsArgs<T> &a) {
+  constexpr int V = VecOf<T>::N;
+  static_assert((THREADS / ROWS) % 32 == 0, "every row needs whole warps");
+  static_assert(CLUSTER == 1 || ROWS == 1, "a row split across a cluster takes its CTAs whole");
+  __shared__ float part[2][THREADS / 32];
+  __shared__ typename RmsExchange<CLUSTER, PUSH>::Slots ex;
+  RmsExchange<CLUSTER, PUSH>::init(ex);
+  const u32 rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+  if (a.cols % V == 0 && (((u64)a.x | (u64)a.w) & 15) == 0)
+    rmsnorm_rows<T, CLUSTER, THREADS, ROWS, PT, RESIDUAL, CTA_RSTD, PUSH, true>(a, rank, part, ex);
+  else
+    rmsnorm_rows<T, CLUSTER, THREADS, ROWS, PT, RESIDUAL, CTA_RSTD, PUSH, false>(a, rank, part, ex);
+  cluster_retire<CLUSTER>();
+}
+
+}  // namespace weft
