@@ -127,6 +127,34 @@ void util_set_err(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
+void util_set_msg(char *err, size_t errlen, const char *prefix, const char *text) {
+  if (!err || errlen == 0) return;
+  if (!prefix) prefix = "";
+  if (!text) text = "(no message)";
+  size_t pl = strlen(prefix), tl = strlen(text);
+  if (pl + tl < errlen) {
+    memcpy(err, prefix, pl);
+    memcpy(err + pl, text, tl + 1);
+    return;
+  }
+  /* Too long: keep whole lines, and say how much was left out, so no message ends mid-word
+   * looking complete.  The note needs at most ~120 bytes. */
+  char note[160];
+  size_t room = errlen > sizeof note + pl ? errlen - sizeof note - pl : 0, cut = 0;
+  for (size_t i = 0; i < tl && i < room; i++)
+    if (text[i] == '\n') cut = i;
+  if (cut == 0) cut = room;   /* one huge line: cut it, and say so */
+  size_t lines = 0;
+  for (size_t i = cut; i < tl; i++) lines += text[i] == '\n';
+  int w = snprintf(note, sizeof note, "\n(... %zu more bytes, %zu more lines: the message is longer than the %zu bytes "
+                   "weft keeps)", tl - cut, lines + (text[tl - 1] != '\n'), errlen);
+  if (w < 0 || (size_t)w >= sizeof note) note[0] = 0;
+  if (pl >= errlen) pl = errlen - 1, cut = 0;
+  memcpy(err, prefix, pl);
+  memcpy(err + pl, text, cut);
+  snprintf(err + pl + cut, errlen - pl - cut, "%s", note);
+}
+
 char *util_strprintf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
