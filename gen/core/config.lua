@@ -290,7 +290,19 @@ function M.run(f, file, what, budget, ...)
   active[#active] = nil
   budget.seconds = budget.seconds - (clock() - start)
   if not ok then
-    if hit and not st.why then st.why = st.mem_msg end
+    if hit and not st.why then
+      -- "not enough memory" carries no position: the config's line is still on the dead
+      -- coroutine's stack
+      st.why = st.mem_msg
+      for level = 0, 20 do
+        local info = debug.getinfo(co, level, "Sl")
+        if not info then break end
+        if info.source == src and info.currentline > 0 then
+          st.why = file .. ":" .. info.currentline .. ": " .. st.mem_msg
+          break
+        end
+      end
+    end
     local raw = not st.why and type(result) == "string" and result or nil
     if st.why and (type(result) ~= "string" or not result:find(st.why, 1, true)) then result = st.why end
     if type(result) ~= "string" then

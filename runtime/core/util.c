@@ -12,12 +12,38 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The most util_read_file reads: WEFT_CONFIG_MAX_MB megabytes (default 16).  Configs, sweeps
+ * and the generator's sources are small text; /dev/zero, or a file of gigabytes, is a mistake
+ * to report, not to read into memory. */
+#define READ_DEFAULT_MB 16
+static long read_max_mb(void) {
+  const char *v = getenv("WEFT_CONFIG_MAX_MB");
+  char *end;
+  long n = v && *v ? strtol(v, &end, 10) : READ_DEFAULT_MB;
+  if (v && *v && (*end || n < 1 || n > 65536)) return -1;
+  return n;
+}
+
 int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen) {
+  long max_mb = read_max_mb();
+  if (max_mb < 0) {
+    util_set_err(err, errlen, "WEFT_CONFIG_MAX_MB = \"%s\": must be a whole number of megabytes in 1..65536 (the "
+                 "largest config or sweep file weft reads; unset: %d)", getenv("WEFT_CONFIG_MAX_MB"), READ_DEFAULT_MB);
+    return -1;
+  }
+  size_t max = (size_t)max_mb << 20;
   FILE *f = fopen(path, "rb");
   if (!f) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
   char *buf = NULL;
   size_t n = 0, cap = 0;
   for (;;) {
+    if (n > max) {
+      free(buf);
+      fclose(f);
+      util_set_err(err, errlen, "%s: larger than %ld MB: a config or sweep is at most that (WEFT_CONFIG_MAX_MB "
+                   "raises it)", path, max_mb);
+      return -1;
+    }
     if (n + 65536 + 1 > cap) {
       cap = cap ? cap * 2 : 65536 * 2;
       char *nb = realloc(buf, cap);
@@ -42,7 +68,10 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
   char *tmp = malloc(plen);
   if (!tmp) { snprintf(err, errlen, "out of memory"); return -1; }
   snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  /* a new file, never a planted link: a leftover of a killed run of this pid is removed once */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) { snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno)); free(tmp); return -1; }
   const char *p = data;
   size_t left = size;
