@@ -723,9 +723,9 @@ static void fold_hook(lua_State *L, lua_Debug *ar) {
   bridge *b = *(bridge **)lua_getextraspace(L);
   b->fold_left -= FOLD_STEP;
   if (b->fold_left <= 0)
-    luaL_error(L, "the custom operator's ref function ran for more than its instruction budget: does it loop forever?");
+    luaL_error(L, "the custom operator's ref function ran too long (past its instruction budget): does it loop forever?");
   if (util_now_ms() > b->fold_deadline_ms)
-    luaL_error(L, "the custom operator's ref function ran for more than %d s (WEFT_CONFIG_SECONDS): does it loop "
+    luaL_error(L, "the custom operator's ref function ran too long (more than %d s, WEFT_CONFIG_SECONDS): does it loop "
                "forever?", (int)b->seconds);
 }
 
