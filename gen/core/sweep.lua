@@ -22,7 +22,7 @@ M.KEYS = { "base", "space", "where", "shapes", "per_shape" }
 M.MAX_CANDIDATES = 100000         -- per shape, before pruning
 M.MAX_TOTAL = 200000              -- over all shapes: every one is checked by the generator
 M.MAX_SHAPES = 256
-M.MAX_INSTRUCTIONS = 10000000     -- per call of where / per_shape, as for a config's load
+M.MAX_INSTRUCTIONS = config.MAX_INSTRUCTIONS   -- per call of where / per_shape, as for a config's load
 local INT_MAX = 2147483647
 
 -- ---- values ---------------------------------------------------------------------------------
@@ -133,34 +133,15 @@ end
 
 -- ---- running the sweep's functions ---------------------------------------------------------
 
--- A sweep's functions run after its load, outside config.load's instruction limit: bound each
--- call the same way (a count hook on the coroutine that runs it; once the limit is hit, every
--- later instruction of the sweep's own code fails too, so a pcall inside it cannot swallow it).
+-- A sweep's functions run after its load, outside config.load's limits: each call runs in
+-- the same sandbox (config.run: instructions per call, the memory cap), and all of them share
+-- one wall-clock budget, so 200000 calls of where cannot take 200000 times the cap.
 -- -> true, first result | nil, message
-local function call_bounded(f, file, what, ...)
-  local src = "@" .. file
-  local limit_msg = string.format("%s ran for more than %d instructions: does it loop forever?",
-    what, M.MAX_INSTRUCTIONS)
-  local exceeded = false
-  local co = coroutine.create(f)
-  debug.sethook(co, function()
-    exceeded = true
-    debug.sethook(co, function()
-      if debug.getinfo(2, "S").source == src then error(limit_msg, 2) end
-    end, "", 1)
-    error(limit_msg, 2)
-  end, "", M.MAX_INSTRUCTIONS)
-  local ok, result = coroutine.resume(co, ...)
-  if not ok then
-    if exceeded then return nil, file .. ": " .. limit_msg end
-    if type(result) ~= "string" then
-      return nil, string.format("%s: %s raised an error whose value is a %s, not a message", file, what,
-        type(result))
-    end
-    return nil, string.format("%s: %s failed: %s", file, what, result)
-  end
-  if coroutine.status(co) ~= "dead" then return nil, file .. ": " .. what .. " yielded" end
-  return true, result
+local function call_bounded(f, file, what, budget, ...)
+  local ok, r, raw = config.run(f, file, what, budget, ...)
+  if ok then return true, r end
+  if raw then return nil, string.format("%s: %s failed: %s", file, what, raw) end
+  return nil, r
 end
 
 -- ---- validating the sweep -------------------------------------------------------------------
@@ -419,12 +400,14 @@ local function expand_shape(sw, shape, file, weft, check_sizes)
                 pruned_where = 0, pruned_check = 0, pruned = {}, duplicates = 0, total = sw.total }
   local with_shape = deep_copy(sw.base)
   if sw.per_shape then
-    local ok, r = call_bounded(sw.per_shape, file, "per_shape(" .. shape.name .. ")", deep_copy(shape.size))
+    local ok, r = call_bounded(sw.per_shape, file, "per_shape(" .. shape.name .. ")", sw.budget, deep_copy(shape.size))
     if not ok then return nil, r end
     if type(r) ~= "table" then
       return nil, string.format("%s: per_shape(%s) = %s: must return a table of overrides of the base " ..
         "(key = value, e.g. { max_cols = shape.cols })", file, shape.name, show(r))
     end
+    local bad = config.check_tree(r, file, "per_shape(" .. shape.name .. ")")
+    if bad then return nil, bad end
     local sets, err = shape_sets(r, file, shape.name)
     if not sets then return nil, err end
     out.sets = sets
@@ -439,7 +422,8 @@ local function expand_shape(sw, shape, file, weft, check_sizes)
     if not merged then return nil, err .. " (space, candidate " .. label .. ")" end
     local keep = true
     if sw.where then
-      local ok, r = call_bounded(sw.where, file, "where(" .. label .. ") for " .. shape.name, deep_copy(merged))
+      local ok, r = call_bounded(sw.where, file, "where(" .. label .. ") for " .. shape.name, sw.budget,
+        deep_copy(merged))
       if not ok then return nil, r end
       if type(r) ~= "boolean" then
         return nil, string.format("%s: where = %s: must return true or false (candidate %s, shape %s)", file,
@@ -572,7 +556,7 @@ function M.expand(text, file, overrides)
   local base_copy, e = config.load(base_text, file)
   if not base_copy then return nil, file .. ": base cannot be read back from its text (a bug in weft): " .. e end
   local state = { base = base_copy, dims = dims, total = product_size(dims),
-                  where = sw.where, per_shape = sw.per_shape }
+                  where = sw.where, per_shape = sw.per_shape, budget = { seconds = select(2, weft_sandbox_caps()) } }
   local out = { family = fam.name, file = file, base_text = base_text, keys = keys, shapes = {} }
   for i, shape in ipairs(shapes) do
     local s, e = expand_shape(state, shape, file, weft, check_sizes)

@@ -1,8 +1,12 @@
 /* cmd_gen.c: `weft gen` and `weft build`.  Files are written only after everything succeeded
- * (generation, and for build the compile), each atomically: a bad config writes nothing. */
+ * (generation, and for build the compile), and all of them or none (see stage below): a bad
+ * config, a failed compile or a full disk writes nothing. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "util.h"
@@ -56,11 +60,122 @@ void cmd_gen_help(int build) {
          "GEMM) writes the files of every kernel; each .json lists them all under \"kernels\".\n");
 }
 
-static int write_file(const char *dir, const char *name, const char *ext, const void *data, size_t n) {
-  char path[4096], err[1024];
-  snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
-  if (util_write_atomic(path, data, n, err, sizeof err) != 0) { cli_err("weft: %s\n", err); return -1; }
-  printf("  wrote %s\n", path);
+/* Output is all or nothing: every file goes first into a staging folder made by mkdtemp beside
+ * or inside DIR, then into place by rename, so a full disk, a write error or a failed compile
+ * leaves nothing half-written.  A DIR that does not exist yet is the staging folder renamed
+ * (one atomic step); into an existing DIR each file is renamed over its old version. */
+typedef struct stage {
+  const char *out;        /* DIR as given */
+  char dir[4096];         /* the staging folder */
+  int fresh;              /* DIR did not exist: the staging folder becomes it */
+  char *names[64];        /* files written into it, relative */
+  int n;
+  util_buf wrote;         /* "  wrote DIR/x" lines, printed once everything is in place */
+} stage;
+
+static int stage_open(stage *g, const char *out) {
+  char err[1024];
+  struct stat st;
+  memset(g, 0, sizeof *g);
+  g->out = out;
+  if (stat(out, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) { cli_err("weft: -o %s: exists and is not a folder\n", out); return -1; }
+  } else if (errno == ENOENT) {
+    g->fresh = 1;
+  } else {
+    cli_err("weft: -o %s: %s\n", out, strerror(errno));
+    return -1;
+  }
+  if (g->fresh) {
+    /* the parent, so the staging folder sits on DIR's file system and rename can move it */
+    char *parent = util_strdup(out);
+    if (!parent) { cli_err("weft: out of memory\n"); return -1; }
+    size_t l = strlen(parent);
+    while (l > 1 && parent[l - 1] == '/') parent[--l] = 0;
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) *slash = 0;
+    int have_parent = slash != NULL;
+    if (slash == parent) parent[1] = 0;
+    if (have_parent && util_mkdirs(parent, 0755, err, sizeof err) != 0) {
+      cli_err("weft: %s\n", err);
+      free(parent);
+      return -1;
+    }
+    free(parent);
+    int w = snprintf(g->dir, sizeof g->dir, "%.*s.weft-tmp-XXXXXX", (int)l, out);
+    if (w < 0 || (size_t)w >= sizeof g->dir) { cli_err("weft: -o %s: path too long\n", out); return -1; }
+  } else {
+    int w = snprintf(g->dir, sizeof g->dir, "%s/.weft-tmp-XXXXXX", out);
+    if (w < 0 || (size_t)w >= sizeof g->dir) { cli_err("weft: -o %s: path too long\n", out); return -1; }
+  }
+  if (!mkdtemp(g->dir)) {
+    cli_err("weft: cannot create a folder beside %s: %s\n", out, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int stage_file(stage *g, const char *name, const char *ext, const void *data, size_t n) {
+  char rel[512], path[4608], err[1024];
+  int w = snprintf(rel, sizeof rel, "%s%s", name, ext);
+  if (w < 0 || (size_t)w >= sizeof rel || strchr(rel, '/') || g->n == (int)(sizeof g->names / sizeof *g->names)) {
+    cli_err("weft: cannot write %s%s: name too long, or too many files\n", name, ext);
+    return -1;
+  }
+  snprintf(path, sizeof path, "%s/%s", g->dir, rel);
+  if (!(g->names[g->n] = util_strdup(rel))) { cli_err("weft: out of memory\n"); return -1; }
+  g->n++;
+  if (util_write_atomic(path, data, n, err, sizeof err) != 0) {
+    cli_err("weft: %s (nothing was written to %s)\n", err, g->out);
+    return -1;
+  }
+  if (util_buf_printf(&g->wrote, "  wrote %s/%s\n", g->out, rel) != 0) { cli_err("weft: out of memory\n"); return -1; }
+  return 0;
+}
+
+/* Removes the staging folder and what is in it. */
+static void stage_drop(stage *g) {
+  char path[4608];
+  for (int i = 0; i < g->n; i++) {
+    snprintf(path, sizeof path, "%s/%s", g->dir, g->names[i]);
+    (void)unlink(path);   /* already failing, or renamed away: nothing more to do */
+  }
+  if (g->dir[0]) (void)rmdir(g->dir);
+  for (int i = 0; i < g->n; i++) free(g->names[i]);
+  util_buf_free(&g->wrote);
+  g->n = 0;
+}
+
+static int stage_commit(stage *g) {
+  if (g->fresh) {
+    if (chmod(g->dir, 0755) == 0 && rename(g->dir, g->out) == 0) {
+      g->dir[0] = 0;
+      for (int i = 0; i < g->n; i++) free(g->names[i]);
+      g->n = 0;
+      if (g->wrote.p) fputs(g->wrote.p, stdout);
+      util_buf_free(&g->wrote);
+      return 0;
+    }
+    cli_err("weft: cannot move %s to %s: %s (nothing was written)\n", g->dir, g->out, strerror(errno));
+    stage_drop(g);
+    return -1;
+  }
+  char from[4608], to[4608];
+  for (int i = 0; i < g->n; i++) {
+    snprintf(from, sizeof from, "%s/%s", g->dir, g->names[i]);
+    snprintf(to, sizeof to, "%s/%s", g->out, g->names[i]);
+    if (rename(from, to) != 0) {
+      cli_err("weft: cannot move %s to %s: %s\n", from, to, strerror(errno));
+      for (int j = 0; j < i; j++) {   /* take back what was moved: all or nothing */
+        snprintf(to, sizeof to, "%s/%s", g->out, g->names[j]);
+        (void)unlink(to);
+      }
+      stage_drop(g);
+      return -1;
+    }
+  }
+  if (g->wrote.p) fputs(g->wrote.p, stdout);
+  stage_drop(g);   /* only the empty folder is left */
   return 0;
 }
 
@@ -118,28 +233,32 @@ int cmd_gen(int argc, char **argv, int build) {
     if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
     mm = weft_kernel_manifest(k);
   }
-  char err[1024];
-  if (util_mkdirs(c.out_dir, 0755, err, sizeof err) != 0) { cli_err("weft: %s\n", err); rc = CLI_USAGE; goto out; }
+  stage g;
+  if (stage_open(&g, c.out_dir) != 0) { rc = CLI_USAGE; goto out; }
   /* every kernel of the config, in launch order (a multi-launch variant has several) */
   for (int i = 0; i < mm->n_parts; i++) {
     const weft_manifest *pm = weft_manifest_part(mm, i);
     weft_kernel *pk = build ? weft_kernel_part(k, i) : NULL;
     if (mm->n_parts > 1) printf("%s (kernel %d of %d)\n", pm->name, i + 1, mm->n_parts);
     else printf("%s\n", pm->name);
-    if (write_file(c.out_dir, pm->name, ".cu", pm->source, strlen(pm->source)) ||
-        write_file(c.out_dir, pm->name, ".json", pm->json, strlen(pm->json)))
+    if (stage_file(&g, pm->name, ".cu", pm->source, strlen(pm->source)) ||
+        stage_file(&g, pm->name, ".json", pm->json, strlen(pm->json))) {
+      stage_drop(&g);
       goto out;
+    }
     if (build) {
       size_t np, nc;
       const char *ptx = weft_kernel_ptx(pk, &np);
       const void *cubin = weft_kernel_cubin(pk, &nc);
-      if (write_file(c.out_dir, pm->name, ".ptx", ptx, np ? np - 1 : 0) ||
-          write_file(c.out_dir, pm->name, ".cubin", cubin, nc))
+      if (stage_file(&g, pm->name, ".ptx", ptx, np ? np - 1 : 0) || stage_file(&g, pm->name, ".cubin", cubin, nc)) {
+        stage_drop(&g);
         goto out;
+      }
       printf("  compiled in %.1f ms (%s)\n", weft_kernel_compile_ms(pk), weft_kernel_cache_hit(pk) ? "cache hit" : "NVRTC");
       print_resources(weft_kernel_log(pk));
     }
   }
+  if (stage_commit(&g) != 0) goto out;
   rc = CLI_OK;
 out:
   weft_manifest_free(m);

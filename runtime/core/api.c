@@ -102,7 +102,15 @@ weft_status weft_generate_file(weft_ctx *c, const char *path, const char *const 
                                weft_manifest **out) {
   if (!c || !path || !out) return WEFT_ERR_INVALID;
   char *text;
-  if (util_read_file(path, &text, NULL, c->err, sizeof c->err) != 0) return WEFT_ERR_IO;
+  size_t n;
+  if (util_read_file(path, &text, &n, c->err, sizeof c->err) != 0) return WEFT_ERR_IO;
+  const char *nul = memchr(text, 0, n);
+  if (nul) {   /* the generator sees C strings: text after a NUL would silently vanish */
+    util_set_err(c->err, sizeof c->err, "%s: holds a NUL byte at offset %zu: a config must be Lua source text",
+                 path, (size_t)(nul - text));
+    free(text);
+    return WEFT_ERR_CONFIG;
+  }
   weft_status st = weft_generate_string(c, path, text, ov, n_ov, out);
   free(text);
   return st;

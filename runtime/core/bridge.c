@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <errno.h>
+#include <limits.h>
 
 #include "manifest.h"
 #include "util.h"
@@ -15,10 +19,55 @@
 struct weft_embedded { const char *path; const char *data; size_t size; };
 extern const struct weft_embedded weft_embedded_files[];
 
+/* The sandbox's caps (gen/core/config.lua enforces them; README's environment table). */
+#define DEFAULT_MEMORY_MB 256
+#define DEFAULT_SECONDS 10
+
 struct bridge {
   lua_State *L;
   char *source_dir;
+  char *bad_env;          /* why the environment makes generation impossible, or NULL */
+  size_t used, limit;     /* bytes the Lua state holds; the cap while a sandbox runs (0: none) */
+  int cap_hit;            /* an allocation was refused by the cap since the sandbox was entered */
+  int sandboxes;          /* sandboxed calls in progress (nested: a sweep's where inside a load) */
+  long memory_mb, seconds;
+  double fold_left, fold_deadline_ms;   /* bridge_fold's budget for op.ref */
 };
+
+/* ---- the allocator: the config sandbox's memory cap ------------------------------------ */
+
+/* Counts every byte the Lua state holds, and refuses growth past the cap while a config runs:
+ * Lua then raises "not enough memory" inside the config, which config.lua reports with the
+ * cap.  The generator's own allocations outside a sandbox are never refused. */
+static void *bridge_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  struct bridge *b = ud;
+  size_t old = ptr ? osize : 0;   /* with ptr NULL, osize is a type tag, not a size */
+  if (nsize == 0) {
+    free(ptr);
+    b->used -= old;
+    return NULL;
+  }
+  if (b->limit && nsize > old && b->used - old + nsize > b->limit) {
+    b->cap_hit = 1;
+    return NULL;
+  }
+  void *p = realloc(ptr, nsize);
+  if (!p) return NULL;
+  b->used = b->used - old + nsize;
+  return p;
+}
+
+/* A positive whole number from the environment, or dflt when unset; -1 when set to anything
+ * else (the caller names the variable). */
+static long env_long(const char *name, long dflt, long max) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || *end || n < 1 || n > max) return -1;
+  return n;
+}
 
 /* ---- the generator's files: embedded, or a source tree ---------------------------------- */
 
@@ -122,6 +171,64 @@ static int l_searcher(lua_State *L) {
   return 2;
 }
 
+/* ---- the sandbox's caps, for gen/core/config.lua ----------------------------------------- */
+
+/* weft_clock(): seconds on a monotonic clock, for the wall-clock cap */
+static int l_clock(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+/* weft_sandbox_caps() -> memory_mb, seconds */
+static int l_sandbox_caps(lua_State *L) {
+  bridge *b = lua_touserdata(L, lua_upvalueindex(1));
+  lua_pushinteger(L, b->memory_mb);
+  lua_pushinteger(L, b->seconds);
+  return 2;
+}
+
+/* weft_sandbox_enter() -> token: from now on the state may grow by at most the cap (nested
+ * sandboxes keep the tighter one).  weft_sandbox_leave(token) -> whether the cap refused an
+ * allocation meanwhile.  The token is the previous limit and cap_hit. */
+static int l_sandbox_enter(lua_State *L) {
+  bridge *b = lua_touserdata(L, lua_upvalueindex(1));
+  size_t cap = (size_t)b->memory_mb << 20, limit = b->used > SIZE_MAX - cap ? SIZE_MAX : b->used + cap;
+  lua_pushinteger(L, (lua_Integer)b->limit);
+  lua_pushboolean(L, b->cap_hit);
+  if (!b->limit || limit < b->limit) b->limit = limit;
+  b->cap_hit = 0;
+  b->sandboxes++;
+  return 2;
+}
+
+static int l_sandbox_leave(lua_State *L) {
+  bridge *b = lua_touserdata(L, lua_upvalueindex(1));
+  int hit = b->cap_hit;
+  b->limit = (size_t)luaL_checkinteger(L, 1);
+  b->cap_hit = lua_toboolean(L, 2) || hit;
+  if (b->sandboxes > 0) b->sandboxes--;
+  lua_pushboolean(L, hit);
+  return 1;
+}
+
+/* weft_sandbox_active(): whether a config's code may be running (the string library's guards
+ * apply only then: the generator's own template work is trusted and may be large) */
+static int l_sandbox_active(lua_State *L) {
+  bridge *b = lua_touserdata(L, lua_upvalueindex(1));
+  lua_pushboolean(L, b->sandboxes > 0);
+  return 1;
+}
+
+/* After every call into the generator: a sandbox that an error skipped past must not leave its
+ * cap on the generator. */
+void bridge_sandbox_reset(bridge *b) {
+  b->limit = 0;
+  b->cap_hit = 0;
+  b->sandboxes = 0;
+}
+
 static int l_traceback(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   luaL_traceback(L, L, msg ? msg : "(error object is not a string)", 1);
@@ -131,9 +238,46 @@ static int l_traceback(lua_State *L) {
 int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, size_t errlen) {
   bridge *b = calloc(1, sizeof *b);
   if (!b) { snprintf(err, errlen, "out of memory"); return -1; }
-  if (source_dir && *source_dir) b->source_dir = util_strdup(source_dir);
-  lua_State *L = b->L = luaL_newstate();
-  if (!L) { free(b->source_dir); free(b); snprintf(err, errlen, "cannot create a Lua state"); return -1; }
+  if (source_dir && *source_dir && !(b->source_dir = util_strdup(source_dir))) {
+    free(b);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  b->memory_mb = env_long("WEFT_CONFIG_MEMORY_MB", DEFAULT_MEMORY_MB, 1L << 20);
+  b->seconds = env_long("WEFT_CONFIG_SECONDS", DEFAULT_SECONDS, 86400);
+  /* The environment's mistakes are the user's: they are kept and reported by every call that
+   * generates, naming the variable, instead of failing later as "a bug in weft". */
+  if (b->memory_mb < 0)
+    b->bad_env = util_strprintf("WEFT_CONFIG_MEMORY_MB = \"%s\": must be a whole number of megabytes in 1..%ld "
+                                "(the config sandbox's memory cap; unset: %d)", getenv("WEFT_CONFIG_MEMORY_MB"),
+                                1L << 20, DEFAULT_MEMORY_MB);
+  else if (b->seconds < 0)
+    b->bad_env = util_strprintf("WEFT_CONFIG_SECONDS = \"%s\": must be a whole number of seconds in 1..86400 "
+                                "(the config sandbox's wall-clock cap; unset: %d)", getenv("WEFT_CONFIG_SECONDS"),
+                                DEFAULT_SECONDS);
+  else if (b->source_dir) {
+    char probe[4096];
+    struct stat st;
+    int w = snprintf(probe, sizeof probe, "%s/gen/core/weft.lua", b->source_dir);
+    const char *why = w < 0 || (size_t)w >= sizeof probe ? "is too long a path"
+                      : stat(probe, &st) != 0 ? (errno == ENOENT || errno == ENOTDIR ? "does not exist" : strerror(errno))
+                      : !S_ISREG(st.st_mode) ? "is not a file" : NULL;
+    if (why)
+      b->bad_env = util_strprintf("WEFT_SOURCE_DIR = \"%s\": not a weft source tree (%s/gen/core/weft.lua %s): "
+                                  "point it at a checkout of weft, or unset it to use the generator built in",
+                                  b->source_dir, b->source_dir, why);
+    if (why && !b->bad_env) { free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1; }
+  }
+  if ((b->memory_mb < 0 || b->seconds < 0) && !b->bad_env) {
+    free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1;
+  }
+  lua_State *L = b->L = lua_newstate(bridge_alloc, b);
+  if (!L) {
+    free(b->source_dir); free(b->bad_env); free(b);
+    snprintf(err, errlen, "cannot create a Lua state");
+    return -1;
+  }
+  *(bridge **)lua_getextraspace(L) = b;   /* for hooks, which get no upvalue */
   static const luaL_Reg libs[] = {
     {LUA_GNAME, luaopen_base}, {LUA_LOADLIBNAME, luaopen_package}, {LUA_COLIBNAME, luaopen_coroutine},
     {LUA_TABLIBNAME, luaopen_table}, {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
@@ -166,6 +310,23 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
   lua_pushlightuserdata(L, b);
   lua_pushcclosure(L, l_families, 1);
   lua_setglobal(L, "weft_families");
+  static const luaL_Reg sandbox_fns[] = {{"weft_sandbox_caps", l_sandbox_caps}, {"weft_sandbox_enter", l_sandbox_enter},
+                                         {"weft_sandbox_leave", l_sandbox_leave}, {"weft_sandbox_active", l_sandbox_active},
+                                         {NULL, NULL}};
+  for (const luaL_Reg *f = sandbox_fns; f->name; f++) {
+    lua_pushlightuserdata(L, b);
+    lua_pushcclosure(L, f->func, 1);
+    lua_setglobal(L, f->name);
+  }
+  lua_pushcfunction(L, l_clock);
+  lua_setglobal(L, "weft_clock");
+  /* string.dump turns a function back into bytecode, which no config needs and the sandbox must
+   * not hand out: every string is a way to the string library (("").dump), so it goes from the
+   * library itself */
+  lua_getglobal(L, "string");
+  lua_pushnil(L);
+  lua_setfield(L, -2, "dump");
+  lua_pop(L, 1);
   *out = b;
   return 0;
 }
@@ -176,6 +337,7 @@ void bridge_close(bridge *b) {
   if (!b) return;
   lua_close(b->L);
   free(b->source_dir);
+  free(b->bad_env);
   free(b);
 }
 
@@ -494,6 +656,24 @@ weft_status bridge_manifest_eval(bridge *b, const char *chunkname, const char *t
   return st;
 }
 
+int bridge_check_env(bridge *b, char *err, size_t errlen) {
+  if (!b->bad_env) return 0;
+  util_set_msg(err, errlen, "", b->bad_env);
+  return -1;
+}
+
+weft_status bridge_failure(bridge *b, int status, const char *what, const char *msg, char *err, size_t errlen) {
+  bridge_sandbox_reset(b);
+  if (status == LUA_ERRMEM) {
+    util_set_err(err, errlen, "out of memory in %s (the machine's memory, not the config sandbox's cap)", what);
+    return WEFT_ERR_NOMEM;
+  }
+  char prefix[256];
+  snprintf(prefix, sizeof prefix, "%s failed (a bug in weft, please report it):\n", what);
+  util_set_msg(err, errlen, prefix, msg);
+  return WEFT_ERR_INTERNAL;
+}
+
 weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
                             const char *const *overrides, int n_overrides, weft_manifest **out,
                             char *err, size_t errlen) {
@@ -501,13 +681,14 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
   int top = lua_gettop(L);
   weft_status st = WEFT_OK;
   *out = NULL;
+  if (bridge_check_env(b, err, errlen) != 0) return WEFT_ERR_INVALID;
   lua_pushcfunction(L, l_traceback);
   int h = lua_gettop(L);
   lua_getglobal(L, "require");
   lua_pushstring(L, "gen.core.weft");
-  if (lua_pcall(L, 1, 1, h) != LUA_OK) {
-    snprintf(err, errlen, "weft's generator failed to load (a bug in weft):\n%s", lua_tostring(L, -1));
-    st = WEFT_ERR_INTERNAL;
+  int rc = lua_pcall(L, 1, 1, h);
+  if (rc != LUA_OK) {
+    st = bridge_failure(b, rc, "loading weft's generator", lua_tostring(L, -1), err, errlen);
     goto done;
   }
   lua_getfield(L, -1, "generate");
@@ -516,13 +697,14 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
   lua_createtable(L, n_overrides, 0);
   for (int i = 0; i < n_overrides; i++) { lua_pushstring(L, overrides[i]); lua_rawseti(L, -2, i + 1); }
   lua_getglobal(L, "weft_read");
-  if (lua_pcall(L, 4, 2, h) != LUA_OK) {
-    snprintf(err, errlen, "weft's generator failed (a bug in weft, please report it):\n%s", lua_tostring(L, -1));
-    st = WEFT_ERR_INTERNAL;
+  rc = lua_pcall(L, 4, 2, h);
+  bridge_sandbox_reset(b);
+  if (rc != LUA_OK) {
+    st = bridge_failure(b, rc, "weft's generator", lua_tostring(L, -1), err, errlen);
     goto done;
   }
   if (lua_isnil(L, -2)) {
-    snprintf(err, errlen, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "invalid config");
+    util_set_msg(err, errlen, "", lua_isstring(L, -1) ? lua_tostring(L, -1) : "invalid config");
     st = WEFT_ERR_CONFIG;
     goto done;
   }
@@ -533,18 +715,27 @@ done:
   return st;
 }
 
-/* A config's functions run outside its sandbox's instruction limit: bound them here too. */
+/* A config's functions run outside its sandbox's instruction limit: bound them here too, by
+ * instructions and by the wall clock (checked every FOLD_STEP instructions). */
+#define FOLD_STEP 1000
 static void fold_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
-  luaL_error(L, "the custom operator's ref function ran too long: does it loop forever?");
+  bridge *b = *(bridge **)lua_getextraspace(L);
+  b->fold_left -= FOLD_STEP;
+  if (b->fold_left <= 0)
+    luaL_error(L, "the custom operator's ref function ran too long (past its instruction budget): does it loop forever?");
+  if (util_now_ms() > b->fold_deadline_ms)
+    luaL_error(L, "the custom operator's ref function ran too long (more than %d s, WEFT_CONFIG_SECONDS): does it loop "
+               "forever?", (int)b->seconds);
 }
 
 int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *out, char *err, size_t errlen) {
   lua_State *L = b->L;
   int top = lua_gettop(L), rc = -1;
+  if (bridge_check_env(b, err, errlen) != 0) return -1;
   lua_getglobal(L, "require");
   lua_pushstring(L, "gen.core.weft");
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) { snprintf(err, errlen, "%s", lua_tostring(L, -1)); goto done; }
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) { util_set_msg(err, errlen, "", lua_tostring(L, -1)); goto done; }
   lua_getfield(L, -1, "refs");
   lua_getfield(L, -1, name);
   if (!lua_isfunction(L, -1)) {
@@ -553,29 +744,39 @@ int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *
   }
   int fn = lua_gettop(L);
   double acc = n ? x[0] : 0;
-  double budget = 1000.0 * (double)n + 1e6;   /* instructions: generous for any sane a op b */
-  lua_sethook(L, fold_hook, LUA_MASKCOUNT, budget > 2e9 ? 2000000000 : (int)budget);
+  b->fold_left = 1000.0 * (double)n + 1e6;   /* instructions: generous for any sane a op b */
+  b->fold_deadline_ms = util_now_ms() + 1000.0 * (double)b->seconds;
+  /* the config's own function: the sandbox's memory cap and string guards hold here too */
+  b->limit = b->used + ((size_t)b->memory_mb << 20);
+  b->cap_hit = 0;
+  b->sandboxes = 1;
+  lua_sethook(L, fold_hook, LUA_MASKCOUNT, FOLD_STEP);
   for (size_t i = 1; i < n; i++) {
     lua_pushvalue(L, fn);
     lua_pushnumber(L, acc);
     lua_pushnumber(L, x[i]);
-    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-      snprintf(err, errlen, "%s: op.ref failed: %s", name, lua_tostring(L, -1));
-      lua_sethook(L, NULL, 0, 0);
-      goto done;
+    int st = lua_pcall(L, 2, 1, 0);
+    if (st != LUA_OK) {
+      if (b->cap_hit)
+        snprintf(err, errlen, "%s: op.ref used more than %ld MB of memory (the config sandbox's cap, "
+                 "WEFT_CONFIG_MEMORY_MB)", name, b->memory_mb);
+      else
+        snprintf(err, errlen, "%s: op.ref failed: %s", name, lua_tostring(L, -1));
+      goto unhook;
     }
     int isnum;
     acc = lua_tonumberx(L, -1, &isnum);
     lua_pop(L, 1);
     if (!isnum) {
       snprintf(err, errlen, "%s: op.ref returned a non-number", name);
-      lua_sethook(L, NULL, 0, 0);
-      goto done;
+      goto unhook;
     }
   }
-  lua_sethook(L, NULL, 0, 0);
   *out = acc;
   rc = 0;
+unhook:
+  lua_sethook(L, NULL, 0, 0);
+  bridge_sandbox_reset(b);
 done:
   lua_settop(L, top);
   return rc;

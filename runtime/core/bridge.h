@@ -29,6 +29,16 @@ int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *
 /* Run a Lua script with arg = {argv...} (tests). Returns its exit status: 0 ok, 1 error. */
 int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen);
 
+/* -1 with the message when the environment makes generating impossible (WEFT_SOURCE_DIR that is
+ * no source tree, a sandbox cap that is no number): the user's to fix, named as such. */
+int bridge_check_env(bridge *b, char *err, size_t errlen);
+/* The message and status for a lua_pcall into the generator that failed with status: out of
+ * memory is reported as such, anything else as weft's bug (what: "weft's sweep expander"). */
+weft_status bridge_failure(bridge *b, int status, const char *what, const char *msg, char *err, size_t errlen);
+
+/* Lifts the config sandbox's memory cap after a call into Lua that may have left it on. */
+void bridge_sandbox_reset(bridge *b);
+
 /* The Lua state (for modules that convert generator output, e.g. sweep.c). */
 struct lua_State *bridge_lua(bridge *b);
 

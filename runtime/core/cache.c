@@ -43,6 +43,11 @@
 #define OFF_SUM 64
 #define HEADER_LEN 96
 #define TMP_ATTEMPTS 16 /* O_EXCL collisions of 64 random bits: more than enough */
+/* No kernel's PTX + cubin comes near this; a bigger file (a sparse one, say) is corrupt and
+ * rebuilt instead of read into memory. */
+#define MAX_ENTRY_BYTES ((off_t)512 << 20)
+#define LOCK_NOTICE_MS 1000      /* waiting longer than this for a builder's lock says so */
+#define LOCK_DEFAULT_S 60        /* WEFT_CACHE_LOCK_SECONDS unset */
 
 struct cache {
   char *dir; /* <root>/<subdir>, for messages */
@@ -340,7 +345,9 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
   struct stat st;
   lookup res = LOOK_CORRUPT;
 
-  int fd = openat(c->dirfd, n->bin, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO put where an entry belongs must not wait for a writer (it is
+   * refused as not a regular file below; for a regular file the flag changes nothing) */
+  int fd = openat(c->dirfd, n->bin, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return LOOK_MISS;
     if (errno == ELOOP) return LOOK_CORRUPT; /* a link where an entry belongs: not ours */
@@ -352,7 +359,7 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
     res = LOOK_ERROR;
     goto cleanup;
   }
-  if (!S_ISREG(st.st_mode) || st.st_size < HEADER_LEN) goto cleanup;
+  if (!S_ISREG(st.st_mode) || st.st_size < HEADER_LEN || st.st_size > MAX_ENTRY_BYTES) goto cleanup;
 
   ssize_t got = read_full(fd, hdr, HEADER_LEN);
   if (got < 0) goto read_error;
@@ -482,19 +489,67 @@ cleanup:
   return rc;
 }
 
-/* Takes the per-key builder lock; *fd holds it until closed. */
+/* How long to wait for another builder's lock: WEFT_CACHE_LOCK_SECONDS, else 60 s.  -1 with
+ * err when the variable is set to something else. */
+static long lock_seconds(char *err, size_t errlen) {
+  const char *v = getenv("WEFT_CACHE_LOCK_SECONDS");
+  if (!v || !*v) return LOCK_DEFAULT_S;
+  char *end;
+  errno = 0;
+  long s = strtol(v, &end, 10);
+  if (errno || *end || s < 0 || s > 86400) {
+    util_set_err(err, errlen, "WEFT_CACHE_LOCK_SECONDS = \"%s\": must be a whole number of seconds in 0..86400 "
+                 "(how long to wait for another weft process building the same kernel; unset: %d)", v, LOCK_DEFAULT_S);
+    return -1;
+  }
+  return s;
+}
+
+/* Takes the per-key builder lock; *fd holds it until closed.  Another process building the
+ * same kernel holds it while it compiles: after LOCK_NOTICE_MS that is said on stderr (a
+ * silent wait looks like a hang), and after WEFT_CACHE_LOCK_SECONDS it is an error. */
 static int lock_key(const cache *c, const key_names *n, int *fd, char *err, size_t errlen) {
-  *fd = openat(c->dirfd, n->lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  long limit_s = lock_seconds(err, errlen);
+  if (limit_s < 0) { *fd = -1; return -1; }
+  *fd = openat(c->dirfd, n->lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
   if (*fd < 0) {
     util_set_err(err, errlen, "cannot open lock file %s/%s: %s", c->dir, n->lock, strerror(errno));
     return -1;
   }
-  while (flock(*fd, LOCK_EX) != 0) {
-    if (errno == EINTR) continue; /* a signal while we waited for another builder */
-    util_set_err(err, errlen, "cannot lock %s/%s: %s", c->dir, n->lock, strerror(errno));
+  struct stat st;
+  if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    util_set_err(err, errlen, "lock file %s/%s is not a regular file: remove it (the cache recreates it)", c->dir,
+                 n->lock);
     close(*fd);
     *fd = -1;
     return -1;
+  }
+  double start = util_now_ms();
+  int told = 0;
+  while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {
+      util_set_err(err, errlen, "cannot lock %s/%s: %s", c->dir, n->lock, strerror(errno));
+      close(*fd);
+      *fd = -1;
+      return -1;
+    }
+    double waited = util_now_ms() - start;
+    if (waited >= 1000.0 * (double)limit_s) {
+      util_set_err(err, errlen, "gave up after %ld s waiting for the cache lock on %s/%s, held by another weft "
+                   "process (building the same kernel, or hung): WEFT_CACHE_LOCK_SECONDS sets how long to wait",
+                   limit_s, c->dir, n->lock);
+      close(*fd);
+      *fd = -1;
+      return -1;
+    }
+    if (!told && waited >= LOCK_NOTICE_MS) {
+      fprintf(stderr, "weft: waiting for the cache lock on %s/%s held by another weft process (at most %ld s: "
+              "WEFT_CACHE_LOCK_SECONDS)\n", c->dir, n->lock, limit_s);
+      told = 1;
+    }
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    nanosleep(&nap, NULL);
   }
   return 0;
 }

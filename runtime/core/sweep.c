@@ -101,11 +101,12 @@ weft_status sweep_expand(bridge *b, const char *file, const char *text, const ch
   int top = lua_gettop(L);
   weft_status st = WEFT_OK;
   *out = NULL;
+  if (bridge_check_env(b, err, errlen) != 0) return WEFT_ERR_INVALID;
   lua_getglobal(L, "require");
   lua_pushstring(L, "gen.core.sweep");
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    snprintf(err, errlen, "weft's sweep expander failed to load (a bug in weft):\n%s", lua_tostring(L, -1));
-    st = WEFT_ERR_INTERNAL;
+  int rc = lua_pcall(L, 1, 1, 0);
+  if (rc != LUA_OK) {
+    st = bridge_failure(b, rc, "loading weft's sweep expander", lua_tostring(L, -1), err, errlen);
     goto done;
   }
   lua_getfield(L, -1, "expand");
@@ -113,13 +114,14 @@ weft_status sweep_expand(bridge *b, const char *file, const char *text, const ch
   lua_pushstring(L, file);
   lua_createtable(L, n_ov, 0);
   for (int i = 0; i < n_ov; i++) { lua_pushstring(L, ov[i]); lua_rawseti(L, -2, i + 1); }
-  if (lua_pcall(L, 3, 2, 0) != LUA_OK) {
-    snprintf(err, errlen, "weft's sweep expander failed (a bug in weft):\n%s", lua_tostring(L, -1));
-    st = WEFT_ERR_INTERNAL;
+  rc = lua_pcall(L, 3, 2, 0);
+  if (rc != LUA_OK) {
+    st = bridge_failure(b, rc, "weft's sweep expander", lua_tostring(L, -1), err, errlen);
     goto done;
   }
+  bridge_sandbox_reset(b);
   if (lua_isnil(L, -2)) {
-    snprintf(err, errlen, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "invalid sweep");
+    util_set_msg(err, errlen, "", lua_isstring(L, -1) ? lua_tostring(L, -1) : "invalid sweep");
     st = WEFT_ERR_CONFIG;
     goto done;
   }

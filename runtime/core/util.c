@@ -12,12 +12,38 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The most util_read_file reads: WEFT_CONFIG_MAX_MB megabytes (default 16).  Configs, sweeps
+ * and the generator's sources are small text; /dev/zero, or a file of gigabytes, is a mistake
+ * to report, not to read into memory. */
+#define READ_DEFAULT_MB 16
+static long read_max_mb(void) {
+  const char *v = getenv("WEFT_CONFIG_MAX_MB");
+  char *end;
+  long n = v && *v ? strtol(v, &end, 10) : READ_DEFAULT_MB;
+  if (v && *v && (*end || n < 1 || n > 65536)) return -1;
+  return n;
+}
+
 int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen) {
+  long max_mb = read_max_mb();
+  if (max_mb < 0) {
+    util_set_err(err, errlen, "WEFT_CONFIG_MAX_MB = \"%s\": must be a whole number of megabytes in 1..65536 (the "
+                 "largest config or sweep file weft reads; unset: %d)", getenv("WEFT_CONFIG_MAX_MB"), READ_DEFAULT_MB);
+    return -1;
+  }
+  size_t max = (size_t)max_mb << 20;
   FILE *f = fopen(path, "rb");
   if (!f) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
   char *buf = NULL;
   size_t n = 0, cap = 0;
   for (;;) {
+    if (n > max) {
+      free(buf);
+      fclose(f);
+      util_set_err(err, errlen, "%s: larger than %ld MB: a config or sweep is at most that (WEFT_CONFIG_MAX_MB "
+                   "raises it)", path, max_mb);
+      return -1;
+    }
     if (n + 65536 + 1 > cap) {
       cap = cap ? cap * 2 : 65536 * 2;
       char *nb = realloc(buf, cap);
@@ -42,7 +68,10 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
   char *tmp = malloc(plen);
   if (!tmp) { snprintf(err, errlen, "out of memory"); return -1; }
   snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  /* a new file, never a planted link: a leftover of a killed run of this pid is removed once */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) { snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno)); free(tmp); return -1; }
   const char *p = data;
   size_t left = size;
@@ -125,6 +154,34 @@ void util_set_err(char *err, size_t errlen, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err, errlen, fmt, ap);
   va_end(ap);
+}
+
+void util_set_msg(char *err, size_t errlen, const char *prefix, const char *text) {
+  if (!err || errlen == 0) return;
+  if (!prefix) prefix = "";
+  if (!text) text = "(no message)";
+  size_t pl = strlen(prefix), tl = strlen(text);
+  if (pl + tl < errlen) {
+    memcpy(err, prefix, pl);
+    memcpy(err + pl, text, tl + 1);
+    return;
+  }
+  /* Too long: keep whole lines, and say how much was left out, so no message ends mid-word
+   * looking complete.  The note needs at most ~120 bytes. */
+  char note[160];
+  size_t room = errlen > sizeof note + pl ? errlen - sizeof note - pl : 0, cut = 0;
+  for (size_t i = 0; i < tl && i < room; i++)
+    if (text[i] == '\n') cut = i;
+  if (cut == 0) cut = room;   /* one huge line: cut it, and say so */
+  size_t lines = 0;
+  for (size_t i = cut; i < tl; i++) lines += text[i] == '\n';
+  int w = snprintf(note, sizeof note, "\n(... %zu more bytes, %zu more lines: the message is longer than the %zu bytes "
+                   "weft keeps)", tl - cut, lines + (text[tl - 1] != '\n'), errlen);
+  if (w < 0 || (size_t)w >= sizeof note) note[0] = 0;
+  if (pl >= errlen) pl = errlen - 1, cut = 0;
+  memcpy(err, prefix, pl);
+  memcpy(err + pl, text, cut);
+  snprintf(err + pl + cut, errlen - pl - cut, "%s", note);
 }
 
 char *util_strprintf(const char *fmt, ...) {

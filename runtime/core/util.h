@@ -15,6 +15,9 @@ char *util_strdup(const char *s);
 char *util_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* vsnprintf into err (if err and errlen): messages truncate, never overflow */
 void util_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* err = prefix + text; a text too long for err is cut at a line end and followed by a note of
+ * what was left out (never cut mid-line silently) */
+void util_set_msg(char *err, size_t errlen, const char *prefix, const char *text);
 /* a malloc'd formatted string, NULL when out of memory */
 char *util_strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a + "/" + b, without doubling a slash that a already ends with; malloc'd */

@@ -372,7 +372,7 @@ T.test("a where or per_shape that fails names the file", function()
     "where = function(c) while true do pcall(function() while true do end end) end end"),
     "ran for more than 10000000 instructions")
   e = bad(sw(OK_BASE, OK_SPACE, OK_SHAPES, "per_shape = function(s) local n = 0; while true do n = n + 1 end end"),
-    "bad.lua: per_shape(cols=1 rows=1) ran for more than 10000000 instructions")
+    "bad.lua:1: per_shape(cols=1 rows=1) ran for more than 10000000 instructions")
   -- the sweep's own load: same sandbox as a config
   bad("return { base = io.open('x') }", "bad.lua:1: attempt to index a nil value")
   bad("return 5", "bad.lua: the config must return a table")

@@ -1,0 +1,234 @@
+/* test_harden.c: what a user or another user can plant in the cache folder and the temporary
+ * folder (issue 16, items 4 and 11): FIFOs, sparse giants, a held lock, a foreign or open
+ * failed-source folder with links in it; and the message cut at a line (item 9).
+ *
+ * Every test gets a fresh folder under $WEFT_TEST_TMP and removes it afterwards. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "hash.h"
+#include "jit.h"
+
+#define SUB "v1-test-sm_90a"
+
+typedef struct fixture { char dir[1024]; cache *c; char sub[1200]; } fixture;
+
+static const char *const env_names[] = {"WEFT_CACHE_LOCK_SECONDS", "TMPDIR", "WEFT_NO_COMPILE"};
+static test_env env = {env_names, sizeof env_names / sizeof env_names[0], {0}};
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  char err[512];
+  if (!f || test_mkdtemp("harden", f->dir, sizeof f->dir) != 0) { free(f); return -1; }
+  unsetenv("WEFT_NO_COMPILE");
+  if (cache_open(&f->c, f->dir, SUB, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return -1; }
+  snprintf(f->sub, sizeof f->sub, "%s/%s", f->dir, SUB);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  test_env_restore(&env);
+  cache_close(f->c);
+  int rc = test_rmtree(f->dir);
+  free(f);
+  return rc;
+}
+
+static int builds;
+static int build_small(void *ud, cache_entry *e, char *err, size_t errlen) {
+  (void)ud, (void)err, (void)errlen;
+  builds++;
+  memset(e, 0, sizeof *e);
+  e->ptx = strdup("// ptx\n");
+  e->ptx_size = 8;
+  e->log = strdup("");
+  e->log_size = 1;
+  return e->ptx && e->log ? 0 : -1;
+}
+
+static void key_of(const char *seed, unsigned char key[32], char hex[65]) {
+  hash_sha256(seed, strlen(seed), key);
+  hash_hex(key, hex);
+}
+
+/* A FIFO where an entry belongs used to block the open forever: now it is corrupt, rebuilt. */
+static void test_fifo_entry_rebuilt(void **state) {
+  fixture *f = *state;
+  unsigned char key[32];
+  char hex[65], path[1400], err[1024] = "";
+  key_of("fifo", key, hex);
+  snprintf(path, sizeof path, "%s/%s.bin", f->sub, hex);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  cache_entry e;
+  cache_result r;
+  builds = 0;
+  assert_int_equal(cache_get(f->c, key, "fifo", build_small, NULL, &e, &r, err, sizeof err), 0);
+  assert_int_equal(r, CACHE_REBUILT);
+  assert_int_equal(builds, 1);
+  struct stat st;
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  cache_entry_free(&e);
+}
+
+/* A 40 GiB sparse file used to be read into memory ("out of memory"): now it is rebuilt. */
+static void test_sparse_giant_rebuilt(void **state) {
+  fixture *f = *state;
+  unsigned char key[32];
+  char hex[65], path[1400], err[1024] = "";
+  key_of("giant", key, hex);
+  snprintf(path, sizeof path, "%s/%s.bin", f->sub, hex);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  unsigned char hdr[96] = "WEFTKC01";
+  memcpy(hdr + 8, key, 32);
+  unsigned long long ptx = 40ULL << 30;   /* sizes that add up to the file: only its size is wrong */
+  for (int i = 0; i < 8; i++) hdr[40 + i] = (unsigned char)(ptx >> (8 * i));
+  assert_int_equal(write(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+  assert_int_equal(ftruncate(fd, (off_t)(96 + ptx)), 0);
+  close(fd);
+  cache_entry e;
+  cache_result r;
+  assert_int_equal(cache_get(f->c, key, "giant", build_small, NULL, &e, &r, err, sizeof err), 0);
+  assert_int_equal(r, CACHE_REBUILT);
+  cache_entry_free(&e);
+}
+
+/* Another process holds the builder's lock: a bounded wait, then an error naming the lock and
+ * the variable that sets the bound. */
+static void test_held_lock_gives_up(void **state) {
+  fixture *f = *state;
+  unsigned char key[32];
+  char hex[65], path[1400], err[1024] = "";
+  key_of("held", key, hex);
+  snprintf(path, sizeof path, "%s/%s.lock", f->sub, hex);
+  int fd = open(path, O_RDWR | O_CREAT, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(flock(fd, LOCK_EX), 0);   /* another open file: flock conflicts within a process too */
+  setenv("WEFT_CACHE_LOCK_SECONDS", "2", 1);
+  cache_entry e;
+  cache_result r;
+  double t0 = util_now_ms();
+  builds = 0;
+  assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), -1);
+  double ms = util_now_ms() - t0;
+  assert_true(ms >= 1900 && ms < 10000);
+  assert_int_equal(builds, 0);
+  assert_non_null(strstr(err, "gave up after 2 s waiting for the cache lock on"));
+  assert_non_null(strstr(err, hex));
+  assert_non_null(strstr(err, "WEFT_CACHE_LOCK_SECONDS"));
+  setenv("WEFT_CACHE_LOCK_SECONDS", "soon", 1);
+  assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "WEFT_CACHE_LOCK_SECONDS = \"soon\": must be a whole number of seconds"));
+  close(fd);
+  unsetenv("WEFT_CACHE_LOCK_SECONDS");
+  assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), 0);
+  cache_entry_free(&e);
+}
+
+/* A FIFO as the lock file: refused with a message, not waited on. */
+static void test_fifo_lock_refused(void **state) {
+  fixture *f = *state;
+  unsigned char key[32];
+  char hex[65], path[1400], err[1024] = "";
+  key_of("fifolock", key, hex);
+  snprintf(path, sizeof path, "%s/%s.lock", f->sub, hex);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  cache_entry e;
+  cache_result r;
+  assert_int_equal(cache_get(f->c, key, "fifolock", build_small, NULL, &e, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "is not a regular file: remove it"));
+}
+
+/* $TMPDIR/weft-failed-<uid> made by someone else (here: open to all), with a link planted
+ * where the source goes: the link's target is untouched, and the source lands in a private
+ * folder of ours. */
+static void test_failed_source_private(void **state) {
+  fixture *f = *state;
+  char planted[1400], victim[1400], link[1500], saved[4400];
+  setenv("TMPDIR", f->dir, 1);
+  snprintf(planted, sizeof planted, "%s/weft-failed-%ld", f->dir, (long)geteuid());
+  assert_int_equal(mkdir(planted, 0777), 0);
+  assert_int_equal(chmod(planted, 0777), 0);
+  snprintf(victim, sizeof victim, "%s/victim", f->dir);
+  FILE *v = fopen(victim, "w");
+  assert_non_null(v);
+  fputs("precious\n", v);
+  fclose(v);
+  snprintf(link, sizeof link, "%s/weft_k.cu", planted);
+  assert_int_equal(symlink(victim, link), 0);
+  jit_save_failed("weft_k", "__global__ void k() {}\n", saved, sizeof saved);
+  assert_true(saved[0] != 0);
+  /* not in the open folder: in a fresh weft-failed-<uid>-XXXXXX */
+  assert_true(strncmp(saved, planted, strlen(planted)) == 0 && saved[strlen(planted)] == '-');
+  struct stat st;
+  char *dir = strdup(saved);
+  *strrchr(dir, '/') = 0;
+  assert_int_equal(lstat(dir, &st), 0);
+  assert_true(S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0);
+  free(dir);
+  char buf[64] = "";
+  v = fopen(victim, "r");
+  assert_non_null(fgets(buf, sizeof buf, v));
+  fclose(v);
+  assert_string_equal(buf, "precious\n");
+
+  /* our own private folder with a planted link: the link is replaced, not followed */
+  assert_int_equal(chmod(planted, 0700), 0);
+  jit_save_failed("weft_k", "__global__ void k2() {}\n", saved, sizeof saved);
+  assert_true(strncmp(saved, planted, strlen(planted)) == 0 && saved[strlen(planted)] == '/');
+  assert_int_equal(lstat(saved, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  v = fopen(victim, "r");
+  assert_non_null(fgets(buf, sizeof buf, v));
+  fclose(v);
+  assert_string_equal(buf, "precious\n");
+  /* a name that would leave the folder is not written at all */
+  jit_save_failed("../escape", "x", saved, sizeof saved);
+  assert_string_equal(saved, "");
+}
+
+/* A message too long for its buffer is cut at a line end, with a note of what was left out. */
+static void test_message_cut_at_line(void **state) {
+  (void)state;
+  char text[6000], err[1024];
+  size_t n = 0;
+  for (int i = 0; n + 40 < sizeof text; i++) n += (size_t)snprintf(text + n, sizeof text - n, "cfg.lua: field%d = 1: bad\n", i);
+  util_set_msg(err, sizeof err, "", text);
+  char *note = strstr(err, "\n(... ");
+  assert_non_null(note);
+  assert_non_null(strstr(note, "more lines: the message is longer than the 1024 bytes weft keeps)"));
+  assert_true(note[-1] == 'd');   /* the last kept line is whole: "... bad" */
+  util_set_msg(err, sizeof err, "p: ", "short");
+  assert_string_equal(err, "p: short");
+}
+
+int main(void) {
+  test_env_save(&env);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_fifo_entry_rebuilt, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sparse_giant_rebuilt, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_held_lock_gives_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fifo_lock_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_failed_source_private, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_message_cut_at_line, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
