@@ -68,9 +68,9 @@ function(weft_mps_timeout name np mute sig)
   set_tests_properties(mps.timeout.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                        RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 endfunction()
-weft_mps_timeout(ready 2 1 ready)
-weft_mps_timeout(reduced 4 2 reduced --set algo=two_shot)
-weft_mps_timeout(data 3 0 data --set algo=one_shot_ll)
+weft_mps_timeout(ready 2 1 ready --elems 100000)
+weft_mps_timeout(reduced 4 2 reduced --set algo=two_shot --elems 100000)
+weft_mps_timeout(data 3 0 data --set algo=one_shot_ll --elems 100000)
 
 # ---- ag_gemm: every variant on 1, 2, 4 and 8 ranks (sizes off the tiles; M split over the ranks)
 set(AG ${CMAKE_SOURCE_DIR}/examples/ag_gemm.lua)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/mps/timeout.sh NP WEFT CONFIG MUTE_RANK SIGNAL [--set ...]: rank MUTE_RANK never sends
-# SIGNAL (WEFT_FAULT).  Passes if every rank fails with a message naming the rank it waited
+# SIGNAL (WEFT_FAULT); the size flags come with the test (--elems N for the allreduce).
+# Passes if every rank fails with a message naming the rank it waited
 # for, the signal and the epochs, within a few seconds of the 300 ms timeout: no hang.
 set -u
 np=$1 weft=$2 config=$3 mute=$4 sig=$5
@@ -11,7 +12,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 export WEFT_FAULT="mute:$mute:$sig" WEFT_SIGNAL_TIMEOUT_MS=300
 t0=$(date +%s%N)
 log=$(timeout 120 $MPIRUN -x WEFT_CACHE_DIR -x WEFT_FAULT -x WEFT_SIGNAL_TIMEOUT_MS -np "$np" "$weft" run "$config" "$@" \
-      --no-time --elems 100000 2>&1)
+      --no-time 2>&1)
 rc=$?
 t1=$(date +%s%N)
 echo "$log"
