@@ -90,3 +90,9 @@ void cli_err(const char *fmt, ...) {
 }
 
 const char *cli_last_error(void) { return last_error; }
+
+CUdeviceptr cli_dev_alloc(const drv_table *d, size_t bytes) {
+  CUdeviceptr p = 0;
+  if (!cli_cu_ok(d, -1, d->cuMemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc")) return 0;
+  return p;
+}

@@ -81,6 +81,8 @@ int cli_device(void);
 /* A driver call's result: 1 if it succeeded; else 0 and its message on stderr, "weft run: rank R:
  * ..." (rank < 0: without the rank). */
 int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what);
+/* Device memory of `bytes` (16 when 0), or 0 with the driver's message on stderr. */
+CUdeviceptr cli_dev_alloc(const drv_table *d, size_t bytes);
 /* Fills the launch's argument slots in manifest order from (names[j], vals[j]) pairs; -1 (and
  * a message) if the manifest names an argument without a value. */
 int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names, void *const *vals, int n);

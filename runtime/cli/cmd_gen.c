@@ -26,7 +26,7 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
     return 1;
   }
   if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-    if (*i + 1 >= argc) { cli_err("weft: %s needs a folder\n", a); return -1; }
+    if (*i + 1 >= argc || !argv[*i + 1][0]) { cli_err("weft: %s needs a folder (an empty name is none)\n", a); return -1; }
     c->out_dir = argv[++*i];
     return 1;
   }

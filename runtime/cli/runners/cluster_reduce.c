@@ -16,11 +16,6 @@ static const drv_table *D;
 
 static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, -1, r, what); }
 
-static CUdeviceptr dev_alloc(size_t bytes) {
-  CUdeviceptr p = 0;
-  if (!cu_ok(D->cuMemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc")) return 0;
-  return p;
-}
 
 typedef struct cr_launch { weft_kernel *k; void **args; } cr_launch;
 static int cr_launch_one(void *ud, int set, CUstream stream, char *err, size_t errlen) {
@@ -51,7 +46,7 @@ static int cluster_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh
   if (!hx || !got) goto out;
   if (!custom && op == HR_PROD) hr_fill_pow2_for_prod(HR_F32, hx, nin, (size_t)T * W, o->seed);
   else hr_fill_uniform(HR_F32, hx, nin, o->seed, -1.0, 1.0);
-  if (!(dx = dev_alloc(nin * 4)) || !(dy = dev_alloc(nout * 4))) goto out;
+  if (!(dx = cli_dev_alloc(D, nin * 4)) || !(dy = cli_dev_alloc(D, nout * 4))) goto out;
   if (!cu_ok(D->cuMemcpyHtoD(dx, hx, nin * 4), "cuMemcpyHtoD") || !cu_ok(D->cuMemsetD8(dy, 0xff, nout * 4), "cuMemsetD8")) goto out;
   void *args[4];
   const char *names[] = {"in", "out", "clusters"};

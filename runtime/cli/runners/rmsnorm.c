@@ -23,11 +23,6 @@ static const drv_table *D;
 
 static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, -1, r, what); }
 
-static CUdeviceptr dev_alloc(size_t bytes) {
-  CUdeviceptr p = 0;
-  if (!cu_ok(D->cuMemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc")) return 0;
-  return p;
-}
 
 typedef struct rms_run {
   const run_opts *o;
@@ -157,14 +152,14 @@ static int run_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh, in
   hr_fill_uniform(r.dt, hx, r.n, o->seed, -1.0, 1.0);
   hr_fill_uniform(r.dt, hw, (size_t)r.cols, hr_mix64(o->seed ^ 0x77), -2.0, 2.0);
   if (r.residual) hr_fill_uniform(r.dt, hr, r.n, hr_mix64(o->seed ^ 0x72), -1.0, 1.0);
-  if (!(r.w = dev_alloc(wbytes)) || !cu_ok(D->cuMemcpyHtoD(r.w, hw, wbytes), "cuMemcpyHtoD")) goto out;
-  if (r.cta_rstd && (!(r.rstd = dev_alloc(rbytes)) || !cu_ok(D->cuMemsetD8(r.rstd, 0xff, rbytes), "cuMemsetD8")))
+  if (!(r.w = cli_dev_alloc(D, wbytes)) || !cu_ok(D->cuMemcpyHtoD(r.w, hw, wbytes), "cuMemcpyHtoD")) goto out;
+  if (r.cta_rstd && (!(r.rstd = cli_dev_alloc(D, rbytes)) || !cu_ok(D->cuMemsetD8(r.rstd, 0xff, rbytes), "cuMemsetD8")))
     goto out;
   for (int s = 0; s < nsets; s++) {
-    if (!(r.x[s] = dev_alloc(bytes)) || !(r.y[s] = dev_alloc(bytes))) goto out;
+    if (!(r.x[s] = cli_dev_alloc(D, bytes)) || !(r.y[s] = cli_dev_alloc(D, bytes))) goto out;
     if (!cu_ok(D->cuMemcpyHtoD(r.x[s], hx, bytes), "cuMemcpyHtoD")) goto out;
     if (!cu_ok(D->cuMemsetD8(r.y[s], 0xff, bytes), "cuMemsetD8")) goto out;   /* poison */
-    if (r.residual && (!(r.r[s] = dev_alloc(bytes)) || !cu_ok(D->cuMemcpyHtoD(r.r[s], hr, bytes), "cuMemcpyHtoD")))
+    if (r.residual && (!(r.r[s] = cli_dev_alloc(D, bytes)) || !cu_ok(D->cuMemcpyHtoD(r.r[s], hr, bytes), "cuMemcpyHtoD")))
       goto out;
     const char *names[] = {"y", "x", "w", "r", "rstd", "eps", "rows", "cols"};
     void *vals[] = {&r.y[s], &r.x[s], &r.w, &r.r[s], &r.rstd, &r.eps, &r.rows, &r.cols};
@@ -180,7 +175,7 @@ static int run_shape(weft_kernel *k, const run_opts *o, const weft_shape *sh, in
     /* moved: x read, y written, w read once; with the residual r read and h written */
     double moved = (double)(bytes * (r.residual ? 4 : 2) + wbytes + (r.cta_rstd ? rbytes : 0));
     size_t copy_bytes = (size_t)(moved / 2);   /* a copy moves its bytes twice: read + write */
-    if (!(csrc = dev_alloc(copy_bytes)) || !(cdst = dev_alloc(copy_bytes))) goto out;
+    if (!(csrc = cli_dev_alloc(D, copy_bytes)) || !(cdst = cli_dev_alloc(D, copy_bytes))) goto out;
     measure_copy cp = {.src = csrc, .dst = cdst, .bytes = copy_bytes, .d = D};
     /* as the row families: each launch alone, the median, rotating the input sets */
     measure_op ops[2] = {{rms_launch, &r, nsets, NULL}, {measure_copy_launch, &cp, 1, NULL}};

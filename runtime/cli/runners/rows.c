@@ -15,11 +15,6 @@ static const drv_table *D;
 
 static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, -1, r, what); }
 
-static CUdeviceptr dev_alloc(size_t bytes) {
-  CUdeviceptr p = 0;
-  if (!cu_ok(D->cuMemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc")) return 0;
-  return p;
-}
 
 typedef struct rows_run {
   const run_opts *o;
@@ -114,7 +109,7 @@ static int run_rows(weft_kernel *k, const run_opts *o, int softmax, const weft_s
   if (op && !strcmp(op, "prod")) hr_fill_pow2_for_prod(r.dt, hx, n, (size_t)r.cols, o->seed);
   else hr_fill_uniform(r.dt, hx, n, o->seed, softmax ? -8.0 : -1.0, softmax ? 8.0 : 1.0);
   for (int s = 0; s < nsets; s++) {
-    if (!(r.x[s] = dev_alloc(in_bytes)) || !(r.y[s] = dev_alloc(out_bytes))) goto out;
+    if (!(r.x[s] = cli_dev_alloc(D, in_bytes)) || !(r.y[s] = cli_dev_alloc(D, out_bytes))) goto out;
     if (!cu_ok(D->cuMemcpyHtoD(r.x[s], hx, in_bytes), "cuMemcpyHtoD")) goto out;
     if (!cu_ok(D->cuMemsetD8(r.y[s], 0xff, out_bytes), "cuMemsetD8")) goto out;   /* poison */
     const char *names[] = {"x", softmax ? "y" : "out", "rows", "cols"};
@@ -132,7 +127,7 @@ static int run_rows(weft_kernel *k, const run_opts *o, int softmax, const weft_s
   if (do_time) {
     measure_copy cp = {.src = r.x[0], .dst = softmax ? r.y[0] : r.x[nsets > 1 ? 1 : 0], .bytes = in_bytes, .d = D};
     CUdeviceptr scratch = 0;
-    if (!softmax && nsets == 1) { if (!(scratch = dev_alloc(in_bytes))) goto out; cp.dst = scratch; }
+    if (!softmax && nsets == 1) { if (!(scratch = cli_dev_alloc(D, in_bytes))) goto out; cp.dst = scratch; }
     measure_op ops[2] = {{rows_launch, &r, nsets, NULL}, {measure_copy_launch, &cp, 1, NULL}};
     /* each launch alone, the median; the kernel, then the copy (one round each) */
     measure_plan plan = {.iters = o->iters, .warmup = o->warmup, .each = 1, .rounds = 1};
