@@ -39,15 +39,6 @@ struct RmsSum {
   }
 };
 
-// r is read and then overwritten by the same thread, so it goes through the coherent path
-// (ld.global.nc is for data that stays read-only for the whole kernel); not kept in L1.
-__device__ __forceinline__ U4 load_once(const U4 *p) {
-  U4 v;
-  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
 __device__ __forceinline__ float rsqrt_approx(float x) {
   float y;
   asm("rsqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));

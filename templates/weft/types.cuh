@@ -139,6 +139,14 @@ __device__ __forceinline__ U4 load_keep(const U4 *p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
+// Data read once that this kernel overwrites later (rmsnorm's residual r): the coherent path
+// (ld.global.nc is for data read-only for the whole kernel), not kept in L1.
+__device__ __forceinline__ U4 load_once(const U4 *p) {
+  U4 v;
+  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
 // Results written once and not read again by this kernel: streaming store.
 __device__ __forceinline__ void store_stream(U4 *p, const U4 &v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};"
