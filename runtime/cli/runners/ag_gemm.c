@@ -375,7 +375,7 @@ out:
 static int second_kernel(agg *r, char *why, size_t len) {
   r->k2 = weft_kernel_part(r->k, 1);
   const weft_manifest *m2 = r->k2 ? weft_kernel_manifest(r->k2) : NULL;
-  if (weft_kernel_count(r->k) != 2 || !m2 || strcmp(m2->family, "gemm") != 0 || m2->comm.signals) {
+  if (weft_kernel_count(r->k) != 2 || !m2 || weft_manifest_param(m2, "variant") || m2->comm.signals) {
     snprintf(why, len, "%s: gather_then_gemm compiles to a gather and a GEMM (family gemm, no comm), but its config "
              "gave %d kernel(s)%s%s", r->m->name, weft_kernel_count(r->k), m2 ? ", the second " : "", m2 ? m2->name : "");
     return -1;
@@ -386,7 +386,8 @@ static int second_kernel(agg *r, char *why, size_t len) {
   return 0;
 }
 
-static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
+/* plain: family gemm, this runner's GEMM at P = 1 with no comm (its manifest has no variant) */
+static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
   /* a plain `weft run`: a world of one.  MPI stays up until the process exits: `weft tune`
    * runs many kernels in one process, and MPI cannot be initialised again once finalized. */
   ranks_ensure();
@@ -403,8 +404,7 @@ static int run_ag_gemm(weft_kernel *k, const run_opts *o) {
     rc = CLI_NO_GPU;
     goto out;
   }
-  /* family gemm is this runner's plain GEMM (P = 1 in its kernel, no comm) */
-  r.variant = !strcmp(r.m->family, "gemm") ? "gemm" : weft_manifest_param(r.m, "variant");
+  r.variant = plain ? "gemm" : weft_manifest_param(r.m, "variant");
   const char *bl = weft_manifest_param(r.m, "b_layout");
   if (!r.variant || hr_dtype_parse(weft_manifest_param(r.m, "dtype"), &r.dt) || !bl ||
       (strcmp(bl, "row") && strcmp(bl, "col"))) {
@@ -542,5 +542,7 @@ out:
   return rc;
 }
 
+static int run_ag_gemm(weft_kernel *k, const run_opts *o) { return run_gemms(k, o, 0); }
+static int run_gemm(weft_kernel *k, const run_opts *o) { return run_gemms(k, o, 1); }
 WEFT_RUNNER(ag_gemm, run_ag_gemm)
-WEFT_RUNNER(gemm, run_ag_gemm)   /* the plain GEMM: the same runner at P = 1, no comm */
+WEFT_RUNNER(gemm, run_gemm)   /* the plain GEMM: the same runner at P = 1, no comm */
