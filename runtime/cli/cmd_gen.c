@@ -160,23 +160,58 @@ static int stage_commit(stage *g) {
     stage_drop(g);
     return -1;
   }
-  char from[4608], to[4608];
+  /* Into an existing folder: every target must be absent or a plain file, and each file it
+   * replaces is first kept (a hard link in the staging folder), so a rename that fails puts the
+   * old files back -- the folder ends as it was, or with every new file. */
+  char from[4608], to[4608], keep[4608];
+  int *kept = calloc((size_t)g->n + 1, sizeof *kept);
+  if (!kept) { cli_err("weft: out of memory (nothing was written)\n"); stage_drop(g); return -1; }
+  for (int i = 0; i < g->n; i++) {
+    struct stat st;
+    snprintf(to, sizeof to, "%s/%s", g->out, g->names[i]);
+    snprintf(keep, sizeof keep, "%s/%s.kept", g->dir, g->names[i]);
+    if (lstat(to, &st) == 0 && !S_ISREG(st.st_mode)) {
+      cli_err("weft: %s exists and is not a file (nothing was written)\n", to);
+      goto undo_none;
+    }
+    if (lstat(to, &st) == 0) {
+      if (link(to, keep) != 0) {
+        cli_err("weft: cannot keep %s while replacing it: %s (nothing was written)\n", to, strerror(errno));
+        goto undo_none;
+      }
+      kept[i] = 1;
+    }
+  }
   for (int i = 0; i < g->n; i++) {
     snprintf(from, sizeof from, "%s/%s", g->dir, g->names[i]);
     snprintf(to, sizeof to, "%s/%s", g->out, g->names[i]);
     if (rename(from, to) != 0) {
-      cli_err("weft: cannot move %s to %s: %s\n", from, to, strerror(errno));
+      cli_err("weft: cannot move %s to %s: %s (the folder is left as it was)\n", from, to, strerror(errno));
       for (int j = 0; j < i; j++) {   /* take back what was moved: all or nothing */
         snprintf(to, sizeof to, "%s/%s", g->out, g->names[j]);
-        (void)unlink(to);
+        snprintf(keep, sizeof keep, "%s/%s.kept", g->dir, g->names[j]);
+        if (kept[j]) (void)rename(keep, to);
+        else (void)unlink(to);
       }
-      stage_drop(g);
-      return -1;
+      goto undo_none;
     }
   }
+  for (int i = 0; i < g->n; i++) {
+    snprintf(keep, sizeof keep, "%s/%s.kept", g->dir, g->names[i]);
+    if (kept[i]) (void)unlink(keep);
+  }
+  free(kept);
   if (g->wrote.p) fputs(g->wrote.p, stdout);
   stage_drop(g);   /* only the empty folder is left */
   return 0;
+undo_none:
+  for (int i = 0; i < g->n; i++) {   /* the kept links are the old files' second names: drop them */
+    snprintf(keep, sizeof keep, "%s/%s.kept", g->dir, g->names[i]);
+    if (kept[i]) (void)unlink(keep);
+  }
+  free(kept);
+  stage_drop(g);
+  return -1;
 }
 
 void cli_parse_resources(const char *log, cli_resources *r) {

@@ -189,18 +189,20 @@ static int resolve_shapes(const weft_manifest *m, const shape_args *sa, run_opts
 }
 
 /* The tuning database names a shape as weft tune's sweep does: "name=value" by size name. */
-static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* (sorted by size name, as sweep.lua's sorted_keys sorts them before joining "name=value") */
+static const weft_run_spec *sort_spec;
+static int by_size_name(const void *a, const void *b) {
+  return strcmp(sort_spec->sizes[*(const int *)a], sort_spec->sizes[*(const int *)b]);
+}
 static int tuned_shape_key(const weft_manifest *m, const weft_shape *sh, char *buf, size_t len) {
-  char parts[WEFT_MAX_SIZES][96], *order[WEFT_MAX_SIZES];
   const weft_run_spec *rs = &m->run;
-  for (int j = 0; j < rs->n_sizes; j++) {
-    snprintf(parts[j], sizeof parts[j], "%.60s=%lld", rs->sizes[j], sh->v[j]);
-    order[j] = parts[j];
-  }
-  qsort(order, (size_t)rs->n_sizes, sizeof *order, by_str);
+  int order[WEFT_MAX_SIZES];
+  for (int j = 0; j < rs->n_sizes; j++) order[j] = j;
+  sort_spec = rs;
+  qsort(order, (size_t)rs->n_sizes, sizeof *order, by_size_name);
   size_t at = 0;
   for (int j = 0; j < rs->n_sizes; j++) {
-    int w = snprintf(buf + at, len - at, "%s%s", j ? " " : "", order[j]);
+    int w = snprintf(buf + at, len - at, "%s%s=%lld", j ? " " : "", rs->sizes[order[j]], sh->v[order[j]]);
     if (w < 0 || (size_t)w >= len - at) return -1;
     at += (size_t)w;
   }
@@ -252,7 +254,8 @@ int cmd_run(int argc, char **argv) {
     }
     int r = cli_common_arg(&o.c, argc, argv, &i);
     if (r < 0) goto agree;
-    if (r == 0 && is_size_flag(a) && i + 1 < argc) {   /* a size of the family (--rows 37): checked once compiled */
+    if (r == 0 && is_size_flag(a) && i + 1 >= argc) { cli_err("weft run: %s needs a number\n", a); goto agree; }
+    if (r == 0 && is_size_flag(a)) {   /* a size of the family (--rows 37): checked once compiled */
       if (sa.n_flags == CLI_MAX_SIZE_FLAGS) { cli_err("weft run: at most %d size flags\n", CLI_MAX_SIZE_FLAGS); goto agree; }
       sa.flag[sa.n_flags] = a + 2;
       sa.value[sa.n_flags++] = argv[++i];
@@ -268,6 +271,10 @@ int cmd_run(int argc, char **argv) {
   if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
   if (resolve_shapes(base, &sa, &o)) goto agree;
   if (tuned) {
+    if (sa.n_flags && sa.n_time) {
+      cli_err("weft run: --tuned takes one shape: the size flags or one --time-shape, not both\n");
+      goto agree;
+    }
     if (!sa.n_flags && sa.n_time != 1) {
       char names[160], xs[128];
       sizes_list(&base->run, names, sizeof names, " N ", "--");

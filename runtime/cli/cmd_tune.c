@@ -526,9 +526,14 @@ agree:
         j->r.metric = 1e3 / j->r.us;
         snprintf(j->r.metric_name, sizeof j->r.metric_name, "fake/s");
       } else {
-        weft_kernel *k;
-        if (weft_compile_string(ctx, sw->file, sw->base_text, j->sets, j->n_sets, &k)) {
+        weft_kernel *k = NULL;
+        /* every rank must have the kernel before any runs it: the runners make collective
+         * calls, and a rank whose compile failed here (its own cache, a lock, NVRTC) would
+         * leave the others waiting in them */
+        int built = weft_compile_string(ctx, sw->file, sw->base_text, j->sets, j->n_sets, &k) == WEFT_OK;
+        if (!ranks_all(built)) {
           ok = 0;
+          weft_kernel_destroy(k);
         } else {
           /* Correctness first, on a slice of the shape (each size capped by the family's
            * run spec: a few rows or clusters, 2048 x 1024 of a GEMM), so the reference stays
@@ -545,7 +550,9 @@ agree:
             oc.check_shapes[0].v[d] = cap > 0 && v > cap ? cap : v;
           }
           int r = run_kernel(k, &oc);
-          if (r == CLI_OK && (!chk.checked || chk.passed)) r = run_kernel(k, &o);
+          /* timed only where every rank's check passed (the decision is collective too) */
+          if (ranks_all(r == CLI_OK && (!chk.checked || chk.passed))) r = run_kernel(k, &o);
+          else if (r == CLI_OK) r = CLI_FAIL;
           ok = r == CLI_OK && j->r.timed && !(chk.checked && !chk.passed);
           j->r.checked = chk.checked;
           j->r.passed = chk.passed;

@@ -336,11 +336,41 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
     const char *sets[128];
     int n = 0;
     for (char *p = strtok(best.config, "\n"); p && n < 128; p = strtok(NULL, "\n")) sets[n++] = p;
-    snprintf(notice, sizeof notice, "%s %s %s: tuned config %s (%.2f us when tuned by %s; from %s)", m->family, key.dtype,
-             shape, best.kernel, best.time_us, best.sweep, tunedb_path(db));
-    st = weft_compile_string(c, best.sweep, best.base, sets, n, out);
+    /* The tuned config may differ from the user's only in what the sweep set (its candidate and
+     * shape sets): an op, an eps or a residual the user asked for is never swapped for the
+     * sweep's.  Otherwise the config as given, with a notice saying what differed. */
+    weft_manifest *mt = NULL;
+    char differs[1024] = "";
+    st = weft_generate_string(c, best.sweep, best.base, sets, n, &mt);
+    for (int i = 0; !st && i < m->n_params && !differs[0]; i++) {
+      const char *k = m->params[i].key, *mine = m->params[i].value, *theirs = weft_manifest_param(mt, k);
+      int swept = 0;
+      for (int j = 0; j < n && !swept; j++) {
+        size_t kl = strcspn(sets[j], "=");
+        swept = (strlen(k) == kl || (strlen(k) > kl && k[kl] == '.')) && !strncmp(sets[j], k, kl);
+      }
+      if (!swept && (!theirs || strcmp(theirs, mine)))
+        snprintf(differs, sizeof differs, "%.80s = %.120s there, %.120s in %.200s", k, theirs ? theirs : "(absent)", mine,
+                 path);
+    }
+    if (st) {
+      weft_manifest_free(mt);
+      mt = NULL;
+    } else if (differs[0]) {
+      snprintf(notice, sizeof notice, "%s %s %s: the tuned config %s was tuned for another config (%s, which its sweep "
+               "did not vary); using %s as given", m->family, key.dtype, shape, best.kernel, differs, path);
+      weft_manifest_free(mt);
+      mt = NULL;
+      st = weft_compile_manifest(c, m, out);
+      m = NULL;
+    } else {
+      snprintf(notice, sizeof notice, "%s %s %s: tuned config %s (%.2f us when tuned by %s; from %s)", m->family, key.dtype,
+               shape, best.kernel, best.time_us, best.sweep, tunedb_path(db));
+      st = weft_compile_manifest(c, mt, out);
+      mt = NULL;
+      if (!st) *tuned = 1;
+    }
     tunedb_row_free(&best);
-    if (!st) *tuned = 1;
   } else {
     snprintf(notice, sizeof notice, "%s %s %s: no tuned config for %s (sm_%d, driver %d, NVRTC %s)%s%s; using %s as given",
              m->family, key.dtype, shape, gpu, sm, driver, nv, found < 0 ? ": " : "", found < 0 ? err : "", path);

@@ -45,4 +45,9 @@ struct lua_State *bridge_lua(bridge *b);
 /* Read a file of the generator's tree (embedded or source_dir): "templates/weft/types.cuh". */
 int bridge_read(bridge *b, const char *path, const char **data, size_t *size);
 
+/* bridge_manifest.c: the manifest table at the top of L's stack (with its parts) as a
+ * weft_manifest; WEFT_ERR_INTERNAL and why when the generator returned something the runtime
+ * cannot launch. */
+weft_status bridge_convert(struct lua_State *L, const char *chunkname, weft_manifest **out, char *err, size_t errlen);
+
 #endif

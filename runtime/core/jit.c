@@ -48,7 +48,10 @@ void jit_save_failed(const char *name, const char *source, char *path, size_t le
   if (!name[0] || strchr(name, '/') || name[0] == '.') return;   /* kernel names are [A-Za-z0-9_] */
   int dfd = failed_dir(dir, sizeof dir);
   if (dfd < 0) return;
-  int w = snprintf(tmp, sizeof tmp, ".%s.cu.%ld.tmp", name, (long)getpid());
+  /* unique per process and per call: weft tune's compile threads may fail the same kernel */
+  static unsigned long serial;
+  unsigned long mine = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
+  int w = snprintf(tmp, sizeof tmp, ".%s.cu.%ld.%lu.tmp", name, (long)getpid(), mine);
   int fd = w > 0 && (size_t)w < sizeof tmp
                ? openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
   if (fd < 0 && errno == EEXIST && unlinkat(dfd, tmp, 0) == 0)   /* a leftover of a killed run */
