@@ -226,7 +226,8 @@ function M.run_spec()
   return { sizes = { "m", "n", "k" },
            check = { { m = 1000, n = 1000, k = 1000 }, { m = 128, n = 256, k = 64 }, { m = 1000, n = 1024, k = 1000 } },
            time = { { m = 1024, n = 1024, k = 1024 }, { m = 4096, n = 4096, k = 4096 }, { m = 8192, n = 8192, k = 8192 } },
-           metric = "flops", baseline = "cublaslt", ranks = true, check_cap = { m = 2048, n = 1024 } }
+           metric = "flops", baseline = "cublaslt", ranks = true, check_cap = { m = 2048, n = 1024 },
+           key = { "dtype", "b_layout" } }
 end
 
 return M

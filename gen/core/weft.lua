@@ -120,7 +120,16 @@ local function run_spec(fam, cfg, d)
     cap[j] = (r.check_cap or {})[name] or 0
     alias[j] = (r.aliases or {})[name] or ""
   end
-  return { sizes = r.sizes, aliases = alias, check_cap = cap, check = shapes(r.check, "check"),
+  -- key: the fields a tuned config must share with the user's (what changes the result, not the
+  -- speed): weft run --tuned never swaps them.  Absent: every field the sweep did not set.
+  local key = {}
+  for i, f in ipairs(r.key or {}) do
+    local known = false
+    for _, field in ipairs(fam.fields) do known = known or field.name == f end
+    if not known then bad("key[" .. i .. "] = " .. tostring(f) .. " is not a field of the family") end
+    key[i] = f
+  end
+  return { sizes = r.sizes, aliases = alias, check_cap = cap, key = key, check = shapes(r.check, "check"),
            time = shapes(r.time, "time"), metric = one_of(r.metric, M.METRICS, "metric"),
            baseline = one_of(r.baseline, M.BASELINES, "baseline"), ranks = r.ranks == true }
 end

@@ -117,7 +117,8 @@ function F.run(cfg, d)
     if n <= max_n then check[#check + 1] = { n = n } end
   end
   return { sizes = { "n" }, aliases = { n = "elems" }, check = check, time = time, metric = "busbw",
-           baseline = "nccl", ranks = true }
+           baseline = "nccl", ranks = true,
+           key = { "dtype", "op" } }
 end
 
 return F

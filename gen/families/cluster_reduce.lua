@@ -55,7 +55,8 @@ end
 function F.run(cfg)
   local shape = { clusters = 264 }
   return { sizes = { "clusters" }, check = { shape }, time = { shape }, metric = "latency", baseline = "none",
-           check_cap = { clusters = 64 } }
+           check_cap = { clusters = 64 },
+           key = { "dtype", "op", "width", "iters" } }
 end
 
 return F

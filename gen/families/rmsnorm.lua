@@ -167,7 +167,7 @@ end
 function F.run(cfg)
   local shape = { rows = 1024, cols = cfg.max_cols }
   return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
-           check_cap = { rows = 16 } }
+           check_cap = { rows = 16 }, key = { "dtype", "residual", "eps" } }
 end
 
 return F

@@ -52,7 +52,7 @@ end
 function F.run(cfg)
   local shape = { rows = 1024, cols = 65536 }
   return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
-           check_cap = { rows = 16 } }
+           check_cap = { rows = 16 }, key = { "dtype", "op" } }
 end
 
 return F

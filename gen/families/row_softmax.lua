@@ -112,7 +112,7 @@ end
 function F.run(cfg)
   local shape = { rows = 1024, cols = cfg.max_cols > 0 and cfg.max_cols or 65536 }
   return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
-           check_cap = { rows = 16 } }
+           check_cap = { rows = 16 }, key = { "dtype" } }
 end
 
 return F

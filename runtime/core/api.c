@@ -336,9 +336,10 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
     const char *sets[128];
     int n = 0;
     for (char *p = strtok(best.config, "\n"); p && n < 128; p = strtok(NULL, "\n")) sets[n++] = p;
-    /* The tuned config may differ from the user's only in what the sweep set (its candidate and
-     * shape sets): an op, an eps or a residual the user asked for is never swapped for the
-     * sweep's.  Otherwise the config as given, with a notice saying what differed. */
+    /* The tuned config must share the family's key fields (its run spec's key: what changes the
+     * result, as op, eps, residual, b_layout) with the user's config, unless its sweep set them:
+     * a tuned result never swaps what the user asked for.  Otherwise the config as given, with a
+     * notice saying what differed. */
     weft_manifest *mt = NULL;
     char differs[1024] = "";
     st = weft_generate_string(c, best.sweep, best.base, sets, n, &mt);
@@ -349,7 +350,12 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
         size_t kl = strcspn(sets[j], "=");
         swept = (strlen(k) == kl || (strlen(k) > kl && k[kl] == '.')) && !strncmp(sets[j], k, kl);
       }
-      if (!swept && (!theirs || strcmp(theirs, mine)))
+      int keyed = m->run.n_key == 0;   /* no key declared: every field the sweep did not set */
+      for (int j = 0; j < m->run.n_key && !keyed; j++) {
+        size_t kl = strlen(m->run.key[j]);
+        keyed = !strncmp(k, m->run.key[j], kl) && (k[kl] == 0 || k[kl] == '.');
+      }
+      if (keyed && !swept && (!theirs || strcmp(theirs, mine)))
         snprintf(differs, sizeof differs, "%.80s = %.120s there, %.120s in %.200s", k, theirs ? theirs : "(absent)", mine,
                  path);
     }

@@ -139,6 +139,9 @@ static int to_run(lua_State *L, int t, weft_manifest *m) {
     }
     lua_pop(L, 1);
   }
+  int oom = 0;
+  rs->key = field_strs(L, r, "key", m, &rs->n_key, &oom);
+  if (oom) return -1;
   rs->check = to_shapes(L, r, "check", rs->n_sizes, m, &rs->n_check);
   rs->time = to_shapes(L, r, "time", rs->n_sizes, m, &rs->n_time);
   rs->metric = field_str(L, r, "metric", m);

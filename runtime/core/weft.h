@@ -144,6 +144,8 @@ typedef struct weft_run_spec {
   const char *metric;                       /* "bytes", "flops", "latency", "busbw" */
   const char *baseline;                     /* "copy", "cublaslt", "nccl", "none" */
   int ranks;                                /* 1: runs on every rank of an MPI job */
+  int n_key;                                /* the fields a tuned config must share with the */
+  const char *const *key;                   /* user's (the result's, not the speed's); 0: all */
 } weft_run_spec;
 /* The index of size `name` (or its alias) in spec->sizes, or -1. */
 int weft_run_size_index(const weft_run_spec *spec, const char *name);

@@ -517,6 +517,8 @@ static void test_run_spec(void **state) {
   assert_string_equal(m->run.metric, "bytes");
   assert_string_equal(m->run.baseline, "copy");
   assert_int_equal(m->run.ranks, 0);
+  assert_int_equal(m->run.n_key, 1);                  /* what a tuned config must share with the user's */
+  assert_string_equal(m->run.key[0], "dtype");
   assert_int_equal(weft_run_size_index(&m->run, "cols"), 1);
   assert_int_equal(weft_run_size_index(&m->run, "n"), -1);
   char why[256];
