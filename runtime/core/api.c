@@ -378,8 +378,9 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
     }
     tunedb_row_free(&best);
   } else {
-    snprintf(notice, sizeof notice, "%s %s %s: no tuned config for %s (sm_%d, driver %d, NVRTC %s)%s%s; using %s as given",
-             m->family, key.dtype, shape, gpu, sm, driver, nv, found < 0 ? ": " : "", found < 0 ? err : "", path);
+    snprintf(notice, sizeof notice, "%s %s %s: no tuned config for %s (sm_%d, driver %d, NVRTC %s) on %d rank%s%s%s; "
+             "using %s as given", m->family, key.dtype, shape, gpu, sm, driver, nv, ranks, ranks == 1 ? "" : "s",
+             found < 0 ? ": " : "", found < 0 ? err : "", path);
     st = weft_compile_manifest(c, m, out);
     m = NULL;
   }
