@@ -73,7 +73,15 @@ weft_status weft_world_agree(weft_world *w, const char *what, const char *desc) 
   unsigned char *all = malloc((size_t)w->size * 32);
   char *texts = malloc((size_t)w->size * DESC_MAX);
   int *group = malloc((size_t)w->size * sizeof *group);
-  if (!all || !texts || !group) { free(all); free(texts); free(group); return WEFT_ERR_NOMEM; }
+  /* every rank learns whether every rank has its buffers, so none waits alone in the gather */
+  int have = all && texts && group, all_have = 0;
+  MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, w->comm);
+  if (!all_have) {
+    free(all); free(texts); free(group);
+    snprintf(w->err, sizeof w->err, "%s: %s out of memory for the rendezvous of %d ranks", what,
+             have ? "another rank ran" : "this rank ran", w->size);
+    return WEFT_ERR_NOMEM;
+  }
   MPI_Allgather(mine, 32, MPI_BYTE, all, 32, MPI_BYTE, w->comm);
   int same = 1;
   for (int r = 1; r < w->size; r++) same &= memcmp(all, all + 32 * r, 32) == 0;
