@@ -113,7 +113,13 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   if (!st) st = api_device(api_kernel_ctx(k), &c->d, &dev);
   if (st) snprintf(msg, sizeof msg, "%s", kerr);
   if (!world_all_ok(w, !st, msg, kerr, API_ERRLEN)) { free(c); return st ? st : WEFT_ERR_CUDA; }
-  MPI_Allreduce(MPI_IN_PLACE, &coresident, 1, MPI_LONG, MPI_MIN, world_comm(w));
+  long long fit = coresident;
+  if (world_reduce_i64(w, WORLD_ALL, &fit, WORLD_MIN)) {
+    snprintf(kerr, API_ERRLEN, "weft_comm_create: %s", world_transport_error(w));
+    free(c);
+    return WEFT_ERR_IO;
+  }
+  coresident = (long)fit;
   /* with clusters the capacity is counted in clusters; the signal pads are per block */
   coresident *= (long)m->cluster[0] * m->cluster[1] * m->cluster[2];
 

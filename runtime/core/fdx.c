@@ -53,8 +53,8 @@ static long long now_ms(void) {
 
 /* Collective: 0 if no rank has a message in msg, else -1 with the lowest failing rank's message on
  * every rank.  It is also the barrier that keeps each `mine` open until every peer has taken it. */
-static int first_failure(MPI_Comm node, char *msg) {
-  return world_first_failure(node, msg[0] != 0, msg, MSG_MAX) < 0 ? 0 : -1;
+static int first_failure(weft_world *w, char *msg) {
+  return world_first_failure(w, WORLD_NODE, msg[0] != 0, msg, MSG_MAX) == -1 ? 0 : -1;
 }
 
 static void by_pidfd(int me, int n, const struct rec *who, int *fds, char *msg) {
@@ -131,13 +131,16 @@ static int recv_one(int s, int me, int n, const struct rec *who, int check_pid, 
   return 1;
 }
 
-static void by_socket(MPI_Comm node, int me, int n, int mine, const struct rec *who, int same_ns, int *fds,
+static void by_socket(weft_world *w, int me, int n, int mine, const struct rec *who, int same_ns, int *fds,
                       char *msg) {
   /* names unique to this call: local rank 0's pid and a nonce that it draws */
   unsigned long long tag[2] = {(unsigned long long)who[0].pid, 0};
   if (me == 0 && getrandom(&tag[1], sizeof tag[1], GRND_NONBLOCK) != (ssize_t)sizeof tag[1])
     tag[1] = (unsigned long long)time(NULL) * 0x9e3779b97f4a7c15ULL ^ (unsigned long long)now_ms();
-  MPI_Bcast(tag, 2, MPI_UNSIGNED_LONG_LONG, 0, node);
+  if (world_bcast(w, WORLD_NODE, tag, sizeof tag, 0)) {
+    snprintf(msg, MSG_MAX, "%s", world_transport_error(w));
+    return;
+  }
   struct sockaddr_un a;
   socklen_t alen = sock_name(&a, tag, me);
   const char *call = NULL;
@@ -148,7 +151,7 @@ static void by_socket(MPI_Comm node, int me, int n, int mine, const struct rec *
   else if (bind(s, (struct sockaddr *)&a, alen) < 0) call = "bind";
   if (call) snprintf(msg, MSG_MAX, "local rank %d: %s of \"@%s\": %s", me, call, a.sun_path + 1, strerror(errno));
   /* every address exists before anyone sends */
-  if (first_failure(node, msg)) {
+  if (first_failure(w, msg)) {
     if (s >= 0) close(s);
     return;
   }
@@ -192,11 +195,9 @@ static void by_socket(MPI_Comm node, int me, int n, int mine, const struct rec *
   close(s);
 }
 
-int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_method *used, char *err,
+int fdx_allgather(weft_world *w, int mine, int *fds, fdx_method method, fdx_method *used, char *err,
                   size_t errlen) {
-  int me = 0, n = 0;
-  MPI_Comm_rank(node, &me);
-  MPI_Comm_size(node, &n);
+  int me = world_scope_rank(w, WORLD_NODE), n = world_scope_size(w, WORLD_NODE);
   char msg[MSG_MAX] = "", why[MSG_MAX] = "";
   int agreed = 0;   /* until the ranks know they asked for one method, name none (so all say the same) */
   if (err && errlen) err[0] = 0;
@@ -226,8 +227,11 @@ int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_meth
   if (!msg[0] && (fds[me] = fcntl(mine, F_DUPFD_CLOEXEC, 0)) < 0)
     snprintf(msg, MSG_MAX, "local rank %d cannot dup its own fd %d: %s", me, mine, strerror(errno));
   self.method = m;
-  if (first_failure(node, msg)) goto fail;
-  MPI_Allgather(&self, sizeof self, MPI_BYTE, who, sizeof self, MPI_BYTE, node);
+  if (first_failure(w, msg)) goto fail;
+  if (world_allgather(w, WORLD_NODE, &self, who, sizeof self)) {
+    snprintf(msg, MSG_MAX, "%s", world_transport_error(w));
+    goto fail;
+  }
   /* every rank sees the same table, so every rank takes the same branch below */
   int same_ns = 1;
   for (int i = 1; i < n && !msg[0]; i++) {
@@ -246,7 +250,7 @@ int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_meth
   if (m != FDX_SOCKET) {
     if (!same_ns) snprintf(msg, MSG_MAX, "the local ranks are in different pid namespaces, so their pids mislead");
     else by_pidfd(me, n, who, fds, msg);
-    if (!first_failure(node, msg)) {
+    if (!first_failure(w, msg)) {
       if (used) *used = FDX_PIDFD;
       goto done;
     }
@@ -255,8 +259,8 @@ int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_meth
     snprintf(why, sizeof why, "%s", msg);
     msg[0] = 0;
   }
-  by_socket(node, me, n, mine, who, same_ns, fds, msg);
-  if (first_failure(node, msg)) goto fail;
+  by_socket(w, me, n, mine, who, same_ns, fds, msg);
+  if (first_failure(w, msg)) goto fail;
   if (used) *used = FDX_SOCKET;
   if (why[0] && err && errlen) snprintf(err, errlen, "fdx: pidfd did not work (%s), so the socket path ran", why);
 done:

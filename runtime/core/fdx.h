@@ -1,16 +1,17 @@
-/* fdx.h: handing file descriptors between the MPI ranks of one machine.  The fds are opaque here
+/* fdx.h: handing file descriptors between the ranks of one machine.  The fds are opaque here
  * (the caller's are POSIX-fd handles of GPU memory, but this module moves plain fds). */
 #ifndef WEFT_FDX_H
 #define WEFT_FDX_H
 
-#include <mpi.h>
 #include <stddef.h>
+
+#include "weft.h"
 
 typedef enum { FDX_AUTO = 0, FDX_PIDFD, FDX_SOCKET } fdx_method;
 
-/* Collective over `node`, a communicator whose ranks all run on this machine (for instance from
- * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)).  Every rank passes its own fd `mine`; on return
- * fds[i] (fds holds one int per rank of `node`) is an fd of THIS process, close-on-exec, for the
+/* Collective over the node of world w (its ranks on this machine: weft_world_local_rank and
+ * local_size).  Every rank passes its own fd `mine`; on return
+ * fds[i] (fds holds one int per local rank) is an fd of THIS process, close-on-exec, for the
  * same open file as local rank i's `mine`; fds[my rank] is a dup of mine.  The caller closes
  * every fds[i].
  *
@@ -24,7 +25,7 @@ typedef enum { FDX_AUTO = 0, FDX_PIDFD, FDX_SOCKET } fdx_method;
  * no fd leaked, and in err the message of the first failing rank: it names that rank, the peer
  * and the errno text.  On success err is empty, unless FDX_AUTO fell back to the socket path:
  * then it says why pidfd was passed over (for a log line). */
-int fdx_allgather(MPI_Comm node, int mine, int *fds, fdx_method method, fdx_method *used, char *err,
+int fdx_allgather(weft_world *w, int mine, int *fds, fdx_method method, fdx_method *used, char *err,
                   size_t errlen);
 
 /* "auto", "pidfd", "socket" */

@@ -24,7 +24,7 @@
 
 struct weft_symm {
   weft_ctx *ctx;
-  const weft_world *w;
+  weft_world *w;   /* not const: a collective can mark the world failed */
   const drv_table *d;
   int rank, size, share;
   size_t bytes;                      /* per rank, rounded up to the granularity */
@@ -64,22 +64,20 @@ static void symm_release(weft_symm *s) {
 static int gpus_shared(weft_symm *s, CUdevice dev) {
   char bus[64] = "";
   s->d->cuDeviceGetPCIBusId(bus, sizeof bus, dev);
-  MPI_Comm node = world_node(s->w);
-  int n = 0;
-  MPI_Comm_size(node, &n);
+  int n = world_scope_size(s->w, WORLD_NODE);
   char *all = calloc((size_t)n, sizeof bus);
   if (!all) return n;
-  MPI_Allgather(bus, sizeof bus, MPI_CHAR, all, sizeof bus, MPI_CHAR, node);
-  int most = 1;
-  for (int i = 0; i < n; i++) {
+  /* a failed gather counts every rank of the node as one GPU's: the safe side */
+  int most = world_allgather(s->w, WORLD_NODE, bus, all, sizeof bus) ? n : 1;
+  for (int i = 0; i < n && most < n; i++) {
     int same = 0;
     for (int j = 0; j < n; j++) same += !strcmp(all + i * sizeof bus, all + j * sizeof bus);
     if (same > most) most = same;
   }
   free(all);
-  int world_most = most;
-  MPI_Allreduce(&most, &world_most, 1, MPI_INT, MPI_MAX, world_comm(s->w));
-  return world_most;
+  long long world_most = most;
+  if (world_reduce_i64(s->w, WORLD_ALL, &world_most, WORLD_MAX)) return n;
+  return (int)world_most;
 }
 
 /* step 2: this rank's allocation, exported as an fd */
@@ -178,8 +176,11 @@ weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const ch
   }
   if (!world_all_ok(w, msg[0] == 0, msg, err, API_ERRLEN)) goto fail;
   unsigned long long lo = s->bytes, hi = s->bytes;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, world_comm(w));
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, world_comm(w));
+  if (world_reduce_u64(w, WORLD_ALL, &lo, WORLD_MIN) || world_reduce_u64(w, WORLD_ALL, &hi, WORLD_MAX)) {
+    snprintf(err, API_ERRLEN, "weft_symm_alloc: %s", world_transport_error(w));
+    fail_st = WEFT_ERR_IO;
+    goto fail;
+  }
   if (lo != hi) {
     snprintf(err, API_ERRLEN, "weft_symm_alloc: the ranks' GPUs round %zu bytes differently (%llu to %llu): "
              "symmetric memory needs the same GPU model on every rank", bytes, lo, hi);
@@ -188,7 +189,7 @@ weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const ch
   }
 
   /* 3 */
-  if (fdx_allgather(world_node(w), fd, fds, FDX_AUTO, &s->method, msg, sizeof msg) != 0 && !msg[0])
+  if (fdx_allgather(w, fd, fds, FDX_AUTO, &s->method, msg, sizeof msg) != 0 && !msg[0])
     snprintf(msg, sizeof msg, "exchanging file descriptors failed");
   close(fd);
   fd = -1;
@@ -216,7 +217,7 @@ void weft_symm_free(weft_symm *s) {
   if (!s) return;
   /* no peer may still read this rank's memory: everyone's work is done, then unmap */
   if (s->d) s->d->cuCtxSynchronize();
-  MPI_Barrier(world_comm(s->w));
+  world_barrier(s->w);   /* a failed world fails at once on every rank: nothing waits on a peer */
   symm_release(s);
 }
 

@@ -256,13 +256,38 @@ weft_status weft_launch(weft_kernel *k, void **args, void *stream);
 /* The CUDA context weft launches into (the device's primary context), as a CUcontext. */
 weft_status weft_ctx_cuda(weft_ctx *ctx, void **cucontext);
 
-/* ---- several ranks (MPI) -------------------------------------------------------------- */
+/* ---- several ranks (MPI, or the caller's all-gather) ------------------------------------ */
 /* A world: the ranks of an MPI communicator, and which of them share this node.  The caller
  * initialises MPI; weft never calls MPI_Init.  mpi_comm points at an MPI_Comm (NULL:
  * MPI_COMM_WORLD); weft keeps its own duplicate, so its collectives never mix with the
  * caller's.  Creating a world is collective: every rank must call it. */
 typedef struct weft_world weft_world;
 weft_status weft_world_create(const void *mpi_comm, weft_world **out);
+
+/* A world without MPI (torchrun, a torch.distributed process group, ...): the caller's rank
+ * numbers and an all-gather.  allgather(send, recv, bytes, user) must copy every rank's `bytes`
+ * from its send into recv + r * bytes (r: the sender's rank, 0 <= r < size; recv holds size *
+ * bytes), and return 0, or non-zero on failure.  It must be collective: every rank calls it the
+ * same number of times with the same bytes, and a call that fails on one rank must still return
+ * (or time out) on the others.  weft keeps its side of that: every weft operation makes the same
+ * calls on every rank on every path, and after a call failed anywhere every rank learns it in the
+ * same operation (an extra small gather of everyone's result), which then fails on every rank
+ * (WEFT_ERR_IO, the message naming the rank and the value returned); the world stays failed.
+ * The node: the ranks that share this machine (and may share GPU memory) are consecutive, from
+ * the node's first rank rank - local_rank, local_size of them, all passing that local_size.
+ * Creating one is collective; the ranks gather their numbers and check them all, so a bad or
+ * inconsistent value (size, rank, local_rank, local_size) fails every rank with the same
+ * message (WEFT_ERR_INVALID) naming the rank, the field and the value.  Only a rank that cannot
+ * call the callback (b or allgather NULL, size not in 1..2^20, out of memory) returns at once,
+ * without calling it: its peers then wait in their allgather, which is their transport's to
+ * time out.  err (errlen bytes, may be NULL) gets the message when creation fails. */
+typedef int (*weft_allgather_fn)(const void *send, void *recv, size_t bytes, void *user);
+typedef struct weft_world_bootstrap {
+  int rank, size, local_rank, local_size;
+  weft_allgather_fn allgather;
+  void *user;   /* passed to every allgather call */
+} weft_world_bootstrap;
+weft_status weft_world_create_with(const weft_world_bootstrap *b, weft_world **out, char *err, size_t errlen);
 void weft_world_destroy(weft_world *w);
 int weft_world_rank(const weft_world *w);
 int weft_world_size(const weft_world *w);
@@ -273,7 +298,8 @@ const char *weft_world_error(const weft_world *w);
 /* Rendezvous (collective): every rank passes a one-line description of what it is about to
  * do, e.g. "bytes=4194304 kernel=<manifest hash>".  If all ranks passed the same text,
  * WEFT_OK; otherwise WEFT_ERR_MISMATCH on every rank, with the same message on every rank
- * naming which ranks said what.  Never a hang: it is one fixed pair of collectives. */
+ * naming which ranks said what.  Never a hang: it is one fixed pair of collectives.  In a
+ * callback world whose allgather failed, WEFT_ERR_IO on every rank (weft_world_error says why). */
 weft_status weft_world_agree(weft_world *w, const char *what, const char *desc);
 
 /* May weft create a multicast object (comm = multimem)?  Only where the device reports

@@ -99,6 +99,9 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(node, &me);
   MPI_Comm_size(node, &n);
   CHECK(n == size && me == rank_, "one node: local %d of %d", me, n);
+  weft_world *w = NULL;   /* fdx runs over a world's node; its node is the same ranks as `node` */
+  CHECK(weft_world_create(NULL, &w) == WEFT_OK && weft_world_local_rank(w) == me && weft_world_local_size(w) == n,
+        "weft_world_create");
   unsetenv("WEFT_FD_EXCHANGE");
 
   /* a page of pattern, then one page per rank for the marks of check_round */
@@ -115,7 +118,7 @@ int main(int argc, char **argv) {
         "fdx_method_name");
 
   /* pidfd, forced: the kernel may refuse it here (EPERM under Yama or seccomp, ENOSYS when old) */
-  int rc = fdx_allgather(node, mfd, fds, FDX_PIDFD, &used, err, sizeof err);
+  int rc = fdx_allgather(w, mfd, fds, FDX_PIDFD, &used, err, sizeof err);
   int pidfd_ok = rc == 0;
   CHECK(same_int_everywhere(rc), "pidfd: the same result on every rank (%d)", rc);
   if (rc == 0) {
@@ -128,31 +131,31 @@ int main(int argc, char **argv) {
   }
 
   /* socket, forced */
-  rc = fdx_allgather(node, mfd, fds, FDX_SOCKET, &used, err, sizeof err);
+  rc = fdx_allgather(w, mfd, fds, FDX_SOCKET, &used, err, sizeof err);
   CHECK(rc == 0 && used == FDX_SOCKET && !err[0], "socket: rc %d used %s: %s", rc, fdx_method_name(used), err);
   if (rc == 0) check_round(node, mfd, fds, "socket");
 
   /* auto: pidfd where the kernel allows it, else the socket */
-  rc = fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err);
+  rc = fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err);
   CHECK(rc == 0 && used == (pidfd_ok ? FDX_PIDFD : FDX_SOCKET), "auto: rc %d used %s: %s", rc, fdx_method_name(used), err);
   if (rc == 0) check_round(node, mfd, fds, "auto");
 
   /* WEFT_FD_EXCHANGE picks the path under auto, and only there */
   setenv("WEFT_FD_EXCHANGE", "socket", 1);
-  rc = fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err);
+  rc = fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err);
   CHECK(rc == 0 && used == FDX_SOCKET, "WEFT_FD_EXCHANGE=socket: rc %d used %s: %s", rc, fdx_method_name(used), err);
   if (rc == 0) check_round(node, mfd, fds, "env socket");
   if (pidfd_ok) {
-    rc = fdx_allgather(node, mfd, fds, FDX_PIDFD, &used, err, sizeof err);
+    rc = fdx_allgather(w, mfd, fds, FDX_PIDFD, &used, err, sizeof err);
     CHECK(rc == 0 && used == FDX_PIDFD, "an explicit pidfd beats the environment: rc %d used %s", rc, fdx_method_name(used));
     if (rc == 0) check_round(node, mfd, fds, "explicit pidfd");
     setenv("WEFT_FD_EXCHANGE", "pidfd", 1);
-    rc = fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err);
+    rc = fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err);
     CHECK(rc == 0 && used == FDX_PIDFD, "WEFT_FD_EXCHANGE=pidfd: rc %d used %s: %s", rc, fdx_method_name(used), err);
     if (rc == 0) check_round(node, mfd, fds, "env pidfd");
   }
   setenv("WEFT_FD_EXCHANGE", "carrier-pigeon", 1);
-  rc = fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err);
+  rc = fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err);
   CHECK(rc == -1 && strstr(err, "WEFT_FD_EXCHANGE=carrier-pigeon") && all_closed(fds, n), "bad variable: rc %d: %s", rc, err);
   CHECK(same_everywhere(err), "bad variable: the same message everywhere: %s", err);
   unsetenv("WEFT_FD_EXCHANGE");
@@ -160,7 +163,7 @@ int main(int argc, char **argv) {
   /* the ranks ask for different paths: every rank fails, none hangs */
   if (n >= 2) {
     if (me == n - 1) setenv("WEFT_FD_EXCHANGE", "socket", 1);
-    rc = fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err);
+    rc = fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "every rank must ask for the same") && all_closed(fds, n), "mixed methods: rc %d: %s",
           rc, err);
     CHECK(same_everywhere(err), "mixed methods: the same message everywhere: %s", err);
@@ -171,7 +174,7 @@ int main(int argc, char **argv) {
   char who[64];
   snprintf(who, sizeof who, "local rank %d cannot dup its own fd -1", n - 1);
   for (int m = FDX_AUTO; m <= FDX_SOCKET; m++) {
-    rc = fdx_allgather(node, me == n - 1 ? -1 : mfd, fds, (fdx_method)m, &used, err, sizeof err);
+    rc = fdx_allgather(w, me == n - 1 ? -1 : mfd, fds, (fdx_method)m, &used, err, sizeof err);
     CHECK(rc == -1 && strstr(err, who) && strstr(err, "Bad file descriptor") && all_closed(fds, n), "bad fd (%s): rc %d: %s",
           fdx_method_name((fdx_method)m), rc, err);
     CHECK(same_everywhere(err), "bad fd: the same message everywhere: %s", err);
@@ -183,18 +186,18 @@ int main(int argc, char **argv) {
     int had_cap = ptrace_cap(0);
     if (me == 1) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     MPI_Barrier(node);
-    rc = fdx_allgather(node, mfd, fds, FDX_PIDFD, &used, err, sizeof err);
+    rc = fdx_allgather(w, mfd, fds, FDX_PIDFD, &used, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "local rank 0 could not take local rank 1's fd") &&
           strstr(err, "pidfd_getfd: Operation not permitted") && all_closed(fds, n), "refused pidfd: rc %d: %s", rc, err);
     CHECK(same_everywhere(err), "refused pidfd: the same message everywhere: %s", err);
-    rc = fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err);
+    rc = fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err);
     CHECK(rc == 0 && used == FDX_SOCKET && strstr(err, "pidfd did not work"), "fallback: rc %d used %s: %s", rc,
           fdx_method_name(used), err);
     if (rc == 0) check_round(node, mfd, fds, "fallback");
     if (me == 1) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     if (had_cap) ptrace_cap(1);
     MPI_Barrier(node);
-    rc = fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err);
+    rc = fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err);
     CHECK(rc == 0 && used == FDX_PIDFD, "pidfd again after: rc %d used %s: %s", rc, fdx_method_name(used), err);
     if (rc == 0) check_round(node, mfd, fds, "pidfd again");
   }
@@ -204,13 +207,13 @@ int main(int argc, char **argv) {
   const fdx_method loop[2] = {FDX_SOCKET, FDX_AUTO};
   for (int k = 0; k < 200; k++) {
     for (int j = 0; j < 2; j++, calls++) {
-      if (fdx_allgather(node, mfd, fds, loop[j], &used, err, sizeof err)) bad++;
+      if (fdx_allgather(w, mfd, fds, loop[j], &used, err, sizeof err)) bad++;
       for (int i = 0; i < n; i++)
         if (fds[i] >= 0) close(fds[i]);
     }
     if (k % 20 == 0 && n >= 2) {
       if (me == n - 1) setenv("WEFT_FD_EXCHANGE", "socket", 1);
-      if (!fdx_allgather(node, mfd, fds, FDX_AUTO, &used, err, sizeof err) || !all_closed(fds, n)) bad++;
+      if (!fdx_allgather(w, mfd, fds, FDX_AUTO, &used, err, sizeof err) || !all_closed(fds, n)) bad++;
       unsetenv("WEFT_FD_EXCHANGE");
       calls++;
     }
