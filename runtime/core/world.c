@@ -22,7 +22,7 @@ struct weft_world {
   int rank, size, local_rank, local_size, node_first;
   /* a callback failed somewhere: every later operation still calls it (so every rank calls it
    * the same number of times), and fails */
-  int broken;
+  int broken, pending;
   char *scratch;   /* size * CHUNK bytes, allocated up front so that no gather can fail to allocate */
   int *status;     /* size ints, likewise */
   char xerr[512];  /* why the last callback operation failed: the same text on every rank */
@@ -60,12 +60,22 @@ weft_status weft_world_create(const void *mpi_comm, weft_world **out) {
  * any rank's callback failed; then the operation fails on every rank with the same message. */
 typedef void (*visit_fn)(int rank, size_t off, const char *data, size_t len, void *ctx);
 
+/* The result call.  Only one rank's call fails at a time is assumed (two failures on two ranks
+ * at once cannot be told apart from any number of further calls): when this rank's data calls
+ * worked but its result call failed, the others saw its 0 and go on, so this rank goes on too
+ * (its data is good) and reports the failure in the next operation's result call. */
 static int cb_status(weft_world *w, int code) {
-  int was = w->broken, rc = w->gather(&code, w->status, sizeof code, w->user);
+  int was = w->broken;
+  memset(w->status, 0, (size_t)w->size * sizeof *w->status);
+  int rc = w->gather(&code, w->status, sizeof code, w->user);
   if (was) return -1;   /* xerr still names the first failure */
+  if (rc && !code) {
+    w->pending = rc;
+    return 0;
+  }
   if (rc) {
-    w->broken = rc;
-    snprintf(w->xerr, sizeof w->xerr, "the allgather callback returned %d on rank %d", rc, w->rank);
+    w->broken = code;
+    snprintf(w->xerr, sizeof w->xerr, "the allgather callback returned %d on rank %d", code, w->rank);
     return -1;
   }
   for (int r = 0; r < w->size; r++)
@@ -77,10 +87,14 @@ static int cb_status(weft_world *w, int code) {
   return 0;
 }
 
+/* what this rank reports in its next result call: an old failure, or none */
+static int prior(const weft_world *w) { return w->broken ? w->broken : w->pending; }
+
 static int cb_gather(weft_world *w, const void *send, size_t bytes, visit_fn visit, void *ctx) {
-  int code = w->broken;
+  int code = prior(w);
   for (size_t off = 0; off < bytes; off += CHUNK) {
     size_t len = bytes - off < CHUNK ? bytes - off : CHUNK;
+    memset(w->scratch, 0, (size_t)w->size * len);
     int rc = w->gather((const char *)send + off, w->scratch, len, w->user);
     if (rc && !code) code = rc;
     for (int r = 0; r < w->size && !code; r++) visit(r, off, w->scratch + (size_t)r * len, len, ctx);
@@ -152,7 +166,7 @@ int world_barrier(weft_world *w) {
     MPI_Barrier(w->comm);
     return 0;
   }
-  return cb_status(w, w->broken);
+  return cb_status(w, prior(w));
 }
 
 /* ---- a callback world -------------------------------------------------------------------- */
@@ -160,11 +174,13 @@ struct boot_rec { int rank, size, local_rank, local_size; };
 
 /* The same verdict on every rank: every rank checks the same table in the same order. */
 static int check_table(const struct boot_rec *t, int size, char *err, size_t len) {
+  /* sizes first, against place 0's: a rank that passed another size still sees the others' */
+  for (int i = 1; i < size; i++)
+    if (t[i].size != t[0].size)
+      return snprintf(err, len, "the rank in place %d of the gather (rank=%d) passed size=%d, and the one in place 0 "
+                      "size=%d: every rank must pass the same size", i, t[i].rank, t[i].size, t[0].size), -1;
   for (int i = 0; i < size; i++) {
     const struct boot_rec *b = &t[i];
-    if (b->size != size)
-      return snprintf(err, len, "the rank in place %d of the gather passed size=%d, and rank 0 size=%d: every rank "
-                      "must pass the same size", i, b->size, size), -1;
     if (b->rank != i)
       return snprintf(err, len, "the rank in place %d of the gather passed rank=%d: the callback must put rank r's "
                       "bytes at recv + r * bytes, and each rank must pass its own number in [0, %d)",
@@ -174,6 +190,10 @@ static int check_table(const struct boot_rec *t, int size, char *err, size_t len
     if (b->local_rank < 0 || b->local_rank >= b->local_size)
       return snprintf(err, len, "rank %d passed local_rank=%d with local_size=%d: allowed 0 to local_size - 1", i,
                       b->local_rank, b->local_size), -1;
+  }
+  /* then the nodes, once every value is in range */
+  for (int i = 0; i < size; i++) {
+    const struct boot_rec *b = &t[i];
     int first = i - b->local_rank;
     if (first + b->local_size > size)
       return snprintf(err, len, "rank %d passed local_rank=%d and local_size=%d: its node would hold ranks %d to %d, "
