@@ -267,12 +267,15 @@ weft_status weft_world_create(const void *mpi_comm, weft_world **out);
 /* A world without MPI (torchrun, a torch.distributed process group, ...): the caller's rank
  * numbers and an all-gather.  allgather(send, recv, bytes, user) must copy every rank's `bytes`
  * from its send into recv + r * bytes (r: the sender's rank, 0 <= r < size; recv holds size *
- * bytes), and return 0, or non-zero on failure.  It must be collective: every rank calls it the
+ * bytes; size is the number of ranks the callback gathers from, as a smaller one would overrun
+ * recv), and return 0, or non-zero on failure.  It must be collective: every rank calls it the
  * same number of times with the same bytes, and a call that fails on one rank must still return
  * (or time out) on the others.  weft keeps its side of that: every weft operation makes the same
  * calls on every rank on every path, and after a call failed anywhere every rank learns it in the
  * same operation (an extra small gather of everyone's result), which then fails on every rank
  * (WEFT_ERR_IO, the message naming the rank and the value returned); the world stays failed.
+ * (One failing rank at a time is assumed.  If only that extra gather fails on a rank, its data
+ * was good and the others saw no failure, so the failure fails the next operation instead.)
  * The node: the ranks that share this machine (and may share GPU memory) are consecutive, from
  * the node's first rank rank - local_rank, local_size of them, all passing that local_size.
  * Creating one is collective; the ranks gather their numbers and check them all, so a bad or

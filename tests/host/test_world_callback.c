@@ -137,7 +137,8 @@ static void body_ops(rank_ctx *r) {
   memset(got, 0xab, sizeof got);
   int ok = !world_allgather(w, WORLD_NODE, &mine, got, sizeof mine);
   int first = r->rank - weft_world_local_rank(w);
-  for (int i = 0; ok && i < weft_world_local_size(w); i++) ok = got[i].rank == first + i && got[i].tail == 1000 + first + i;
+  for (int i = 0; ok && i < weft_world_local_size(w); i++)
+    ok = got[i].rank == first + i && got[i].tail == 1000 + first + i;
   long long lo = -5 * r->rank, hi = -5 * r->rank;
   unsigned long long ulo = 0xffffffff00000000ULL + (unsigned long long)r->rank, uhi = ulo;
   ok = ok && !world_reduce_i64(w, WORLD_ALL, &lo, WORLD_MIN) && !world_reduce_i64(w, WORLD_ALL, &hi, WORLD_MAX) &&
@@ -257,9 +258,9 @@ static void test_callback_fails(void **state) {
   same_everywhere(c, 3);
   assert_string_equal(c[0].msg, "weft_world_create_with: the allgather callback returned -7 on rank 2");
 
-  /* later: calls 0 and 1 made the world (a failed 1 fails the next operation); the first agree is a reduction (calls
-   * 2, 3), the digests (4, 5); the second agree starts at 6.  A failed result call (3, 5) fails
-   * the next operation: the digests for 3, the second agree for 5 */
+  /* later: calls 0 and 1 made the world, the first agree is a reduction (calls 2, 3) and the
+   * digests (4, 5), the second agree starts at 6.  A failed result call (1, 3, 5, 7) fails the
+   * next operation instead: for 5, that is the second agree */
   for (int call = 1; call < 8; call++) {
     run_ranks(&h, c, 3, 3, body_fail);
     h.fail_rank = 1;
