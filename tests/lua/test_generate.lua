@@ -1201,6 +1201,21 @@ T.test("gemm: --set reaches into the tile", function()
   T.contains(e, "(n is missing or not a positive integer)")
 end)
 
+
+-- Each config, generated twice, gives byte-identical source and JSON, and no two share a name.
+local function same_twice(gen_fn, configs)
+  local names = {}
+  for _, c in ipairs(configs) do
+    local a, e = gen_fn(c)
+    T.ok(a, c .. ": " .. tostring(e))
+    local b = assert(gen_fn(c))
+    T.eq(a.source, b.source, c .. " source")
+    T.eq(a.json, b.json, c .. " json")
+    T.ok(not names[a.name], c .. ": name " .. a.name .. " also for " .. tostring(names[a.name]))
+    names[a.name] = c
+  end
+end
+
 T.test("ag_gemm: the same config twice gives byte-identical source and json, for every variant", function()
   local configs = {
     'variant = "fused"', 'variant = "fused", comm = "threadload", schedule = "rank_order"',
@@ -1209,32 +1224,14 @@ T.test("ag_gemm: the same config twice gives byte-identical source and json, for
     'variant = "naive_remote"', 'variant = "threadload_gather", tile = { m = 64, n = 16, k = 32 }',
     'variant = "multimem_gather", fallback = "emulate"', 'variant = "gather_then_gemm", comm = "multimem"',
   }
-  local names = {}
-  for _, c in ipairs(configs) do
-    local a, e = ag(c)
-    T.ok(a, c .. ": " .. tostring(e))
-    local b = assert(ag(c))
-    T.eq(a.source, b.source, c .. " source")
-    T.eq(a.json, b.json, c .. " json")
-    T.ok(not names[a.name], c .. ": name " .. a.name .. " also for " .. tostring(names[a.name]))
-    names[a.name] = c
-  end
+  same_twice(ag, configs)
 end)
 
 T.test("gemm: the same config twice gives byte-identical source and json", function()
   local configs = { "", 'dtype = "f16", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1',
                     'tile = { m = 128, n = 128, k = 64 }, mma = "pingpong", epilogue = "tma", stages = 3',
                     'cluster = { m = 2 }', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }', "pdl = true" }
-  local names = {}
-  for _, c in ipairs(configs) do
-    local a, e = gm(c)
-    T.ok(a, c .. ": " .. tostring(e))
-    local b = assert(gm(c))
-    T.eq(a.source, b.source, c .. " source")
-    T.eq(a.json, b.json, c .. " json")
-    T.ok(not names[a.name], c .. ": name " .. a.name .. " also for " .. tostring(names[a.name]))
-    names[a.name] = c
-  end
+  same_twice(gm, configs)
 end)
 
 T.test("ag_gemm: variant = gemm says the plain GEMM is family gemm now, and nothing else", function()
