@@ -1,0 +1,139 @@
+"""Several ranks from Python: a world built on the caller's all-gather, and communicators that
+launch the kernels which talk to other ranks (allreduce, all-gather + GEMM).
+
+Every call here that the C API calls collective (World(), Comm(), Comm.close(), World.close())
+must be made by every rank, in the same order.  Nothing collective ever runs from a garbage
+collector: close them explicitly (or use `with`), since ranks collect at different times.
+"""
+import ctypes
+import threading
+
+from . import _lib
+from ._lib import lib
+from .core import WeftError, error
+
+
+class World:
+    """The ranks of a job, from rank numbers and an all-gather.
+
+    allgather(data: bytes) -> bytes must return every rank's `data` concatenated in rank order
+    (size * len(data) bytes) and be collective (torch.distributed.all_gather_object, a store, MPI).
+    Ranks that share a node are consecutive: local_rank / local_size among them."""
+
+    def __init__(self, rank, size, local_rank, local_size, allgather):
+        self._allgather = allgather
+        self._failure = None
+        self.size = int(size)
+        self._fn = _lib.ALLGATHER_FN(self._gather)   # kept alive as long as the world
+        b = _lib._Bootstrap(int(rank), int(size), int(local_rank), int(local_size), self._fn, None)
+        h = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(1024)
+        st = lib.weft_world_create_with(ctypes.byref(b), ctypes.byref(h), err, len(err))
+        if st:
+            msg = err.value.decode("utf-8", "replace")
+            if self._failure is not None:
+                msg += " (the all-gather raised %r)" % (self._failure,)
+            raise error(st, msg)
+        self._h = h
+        self.lock = threading.RLock()
+
+    def _gather(self, send, recv, nbytes, user):
+        try:
+            data = ctypes.string_at(send, nbytes) if nbytes else b""
+            out = self._allgather(data)
+            if not isinstance(out, (bytes, bytearray)) or len(out) != nbytes * self.size:
+                raise ValueError("the all-gather returned %s of %d bytes, not %d x %d bytes" % (
+                    type(out).__name__, len(out) if hasattr(out, "__len__") else -1, self.size, nbytes))
+            if nbytes:
+                ctypes.memmove(recv, bytes(out), len(out))
+            return 0
+        except BaseException as e:  # a callback must not unwind through C
+            self._failure = e
+            return 1
+
+    @property
+    def handle(self):
+        return self._h
+
+    @property
+    def rank(self):
+        return lib.weft_world_rank(self._h)
+
+    @property
+    def local_rank(self):
+        return lib.weft_world_local_rank(self._h)
+
+    @property
+    def local_size(self):
+        return lib.weft_world_local_size(self._h)
+
+    def agree(self, what, desc):
+        """Collective: every rank passes the same description, else WeftError (MISMATCH) on every rank."""
+        st = lib.weft_world_agree(self._h, what.encode(), desc.encode())
+        if st:
+            raise error(st, _lib.text(lib.weft_world_error(self._h)))
+
+    def close(self):
+        """Collective-free: releases this rank's side (no communication)."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            lib.weft_world_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Comm:
+    """A compiled kernel that talks to other ranks, bound to a world: its symmetric buffer (sized
+    for max_elems elements), its device epoch counter and its error record.  Collective to create
+    and to close.  launch() is ordered by device-side epochs, so it may be captured in a CUDA graph
+    and replayed; check() after the stream is synchronised raises CommTimeoutError naming who."""
+
+    def __init__(self, kernel, world, max_elems):
+        self.kernel, self.world = kernel, world
+        h = ctypes.c_void_p()
+        with kernel.ctx.lock:
+            st = lib.weft_comm_create(kernel.handle, world.handle, int(max_elems), ctypes.byref(h))
+            if st:
+                raise error(st, _lib.text(lib.weft_kernel_error(kernel.handle)) or
+                            _lib.text(lib.weft_ctx_error(kernel.ctx._h)))
+        self._h = h
+        self.max_elems = int(max_elems)
+
+    @property
+    def multicast(self):
+        return bool(lib.weft_comm_multicast(self._h))
+
+    def set_timeout(self, seconds):
+        lib.weft_comm_set_timeout(self._h, float(seconds))
+
+    def launch(self, *args, stream=None):
+        k = self.kernel
+        with k.ctx.lock:
+            k._bind(args)
+            st = lib.weft_comm_launch(self._h, k._argv, stream)
+            if st:
+                raise error(st, _lib.text(lib.weft_comm_error(self._h)))
+
+    def check(self):
+        st = lib.weft_comm_check(self._h)
+        if st:
+            raise error(st, _lib.text(lib.weft_comm_error(self._h)))
+
+    def close(self):
+        """Collective: every rank closes its communicators in the same order."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            lib.weft_comm_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+__all__ = ["World", "Comm", "WeftError"]
