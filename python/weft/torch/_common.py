@@ -1,0 +1,75 @@
+"""What every weft.torch op shares: argument checks that name the argument, the weft dtype of a
+tensor, the current stream, and a kernel cache per (device, config) in the process."""
+import threading
+
+import torch
+
+from .. import core
+
+DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def dtype_name(t, op, name, allowed=("f32", "f16", "bf16")):
+    d = DTYPES.get(t.dtype)
+    if d is None or d not in allowed:
+        want = ", ".join("torch." + {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[a] for a in allowed)
+        raise TypeError("weft.torch.%s: %s has dtype %s; allowed: %s" % (op, name, t.dtype, want))
+    return d
+
+
+def check_tensor(t, op, name, dim=None, device=None, align=16):
+    """A CUDA tensor, contiguous, its data aligned to `align` bytes, on `device` if given."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("weft.torch.%s: %s must be a torch.Tensor, not %s" % (op, name, type(t).__name__))
+    if t.device.type != "cuda":
+        raise ValueError("weft.torch.%s: %s is on %s; weft runs on CUDA tensors" % (op, name, t.device))
+    if device is not None and t.device != device:
+        raise ValueError("weft.torch.%s: %s is on %s but the other arguments are on %s" % (op, name, t.device, device))
+    if dim is not None and t.dim() not in (dim if isinstance(dim, tuple) else (dim,)):
+        raise ValueError("weft.torch.%s: %s has %d dimensions (shape %s); expected %s" % (
+            op, name, t.dim(), tuple(t.shape), dim))
+    if not t.is_contiguous():
+        raise ValueError("weft.torch.%s: %s (shape %s, strides %s) is not contiguous; call .contiguous() first"
+                         % (op, name, tuple(t.shape), t.stride()))
+    if align and t.numel() and t.data_ptr() % align:
+        raise ValueError("weft.torch.%s: %s's data is at 0x%x, not %d-byte aligned (a view at an offset?); "
+                         "pass a fresh tensor or .clone() it" % (op, name, t.data_ptr(), align))
+
+
+def check_size(op, name, value, lo, hi):
+    if not lo <= value <= hi:
+        raise ValueError("weft.torch.%s: %s = %d is outside %d..%d" % (op, name, value, lo, hi))
+
+
+def stream(device):
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+class KernelCache:
+    """Compiled kernels by (device index, config key); compiling happens once per key per process
+    (never while a CUDA graph is being captured: the first call of a shape class must be eager)."""
+
+    def __init__(self):
+        self._k = {}
+        self._lock = threading.Lock()
+
+    def get(self, device, key, build):
+        """The kernel for key on device; build(ctx) compiles it on a miss."""
+        full = (device.index if device.index is not None else torch.cuda.current_device(), key)
+        k = self._k.get(full)
+        if k is None:
+            with self._lock:
+                k = self._k.get(full)
+                if k is None:
+                    if torch.cuda.is_current_stream_capturing():
+                        raise RuntimeError("weft.torch: config %s is compiled on first use, which cannot happen "
+                                           "during CUDA graph capture; run the op once before capturing" % (key,))
+                    k = self._k[full] = build(core.context(full[0]))
+        return k
+
+    def clear(self):
+        with self._lock:
+            self._k.clear()
+
+
+kernels = KernelCache()
