@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ranks.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -37,6 +38,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run, tune)\n", argv[2]);
     return CLI_USAGE;
   }
+#ifdef WEFT_NO_MPI
+  /* every process would run as a world of one and write the same files: refuse instead */
+  if (ranks_world_size() > 1) {
+    fprintf(stderr, "weft: started as one of %d ranks, but this weft was built without MPI (WEFT_WITH_MPI=OFF): "
+            "run it without mpirun, or rebuild with WEFT_WITH_MPI=ON\n", ranks_world_size());
+    return CLI_USAGE;
+  }
+#endif
   if (!strcmp(cmd, "gen")) return cmd_gen(argc - 1, argv + 1, 0);
   if (!strcmp(cmd, "build")) return cmd_gen(argc - 1, argv + 1, 1);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);

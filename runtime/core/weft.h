@@ -19,6 +19,13 @@
 
 #include <stddef.h>
 
+/* The version of this header; weft_version() returns the library's (the same string when they
+ * match).  project(VERSION) in CMakeLists.txt is the source of both: test lib.version_macros. */
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+#define WEFT_VERSION "0.1.0"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -262,6 +269,8 @@ weft_status weft_ctx_cuda(weft_ctx *ctx, void **cucontext);
  * MPI_COMM_WORLD); weft keeps its own duplicate, so its collectives never mix with the
  * caller's.  Creating a world is collective: every rank must call it. */
 typedef struct weft_world weft_world;
+/* A weft built without MPI (WEFT_WITH_MPI=OFF) returns WEFT_ERR_INVALID here: use
+ * weft_world_create_with.  The calls that need MPI are this one only (and libmpi, then). */
 weft_status weft_world_create(const void *mpi_comm, weft_world **out);
 
 /* A world without MPI (torchrun, a torch.distributed process group, ...): the caller's rank

@@ -32,6 +32,10 @@ struct weft_world {
 weft_status weft_world_create(const void *mpi_comm, weft_world **out) {
   if (!out) return WEFT_ERR_INVALID;
   *out = NULL;
+#ifdef WEFT_NO_MPI
+  (void)mpi_comm;
+  return WEFT_ERR_INVALID;   /* weft.h: built without MPI, weft_world_create_with is the bootstrap */
+#endif
   int up = 0;
   MPI_Initialized(&up);
   if (!up) return WEFT_ERR_INVALID;   /* the caller initialises MPI */

@@ -1,17 +1,17 @@
 # tests/mps/mps_tests.cmake: the allreduce and ag_gemm families on 1..8 ranks sharing the one GPU (MPS).
 # Label gpu: ctest -L gpu on the GPU machine; elsewhere each reports SKIP (77).  They share the
 # MPS daemon and the GPU, so they run one at a time (RESOURCE_LOCK).
-set(WEFT_MPS_CACHE ${CMAKE_BINARY_DIR}/testtmp/mps-cache)
+set(WEFT_MPS_CACHE ${PROJECT_BINARY_DIR}/testtmp/mps-cache)
 function(weft_mps_test name np config)
   if(TEST mps.${name}.np${np})   # already in the rank-count sweep
     return()
   endif()
   add_test(NAME mps.${name}.np${np}
-           COMMAND ${CMAKE_SOURCE_DIR}/tests/mps/run.sh ${np} $<TARGET_FILE:weft_cli> ${config} ${ARGN})
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/run.sh ${np} $<TARGET_FILE:weft_cli> ${config} ${ARGN})
   set_tests_properties(mps.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 600
                        RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 endfunction()
-set(AR ${CMAKE_SOURCE_DIR}/examples/allreduce.lua)
+set(AR ${PROJECT_SOURCE_DIR}/examples/allreduce.lua)
 set(MM --set algo=two_shot --set comm=multimem --set fallback=emulate)
 
 # every rank count, the three data paths
@@ -41,7 +41,7 @@ foreach(np 1 2 3 8)
 endforeach()
 weft_mps_test(bf16_max_one_shot_ll 4 ${AR} --set algo=one_shot_ll --set dtype=bf16 --set op=max)
 weft_mps_test(f16_prod_one_shot_ll 5 ${AR} --set algo=one_shot_ll --set dtype=f16 --set op=prod --set threads=64)
-weft_mps_test(custom_one_shot_ll 4 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua --set algo=one_shot_ll)
+weft_mps_test(custom_one_shot_ll 4 ${PROJECT_SOURCE_DIR}/tests/configs/allreduce_custom.lua --set algo=one_shot_ll)
 # pdl: launches scheduled while the previous one finishes (the pdl chain in `weft run`), at every
 # rank count (a next launch's parked blocks must not starve the ranks this one waits for), and a
 # copy of the sources without griddepcontrol.wait must fail the chain
@@ -51,20 +51,20 @@ foreach(np 1 2 4 8)
   weft_mps_test(f32_sum_one_shot_ll_pdl ${np} ${AR} --set pdl=true --set algo=one_shot_ll)
 endforeach()
 weft_mps_test(f16_max_multimem_emulated_pdl 4 ${AR} ${MM} --set pdl=true --set dtype=f16 --set op=max)
-add_test(NAME mps.allreduce_pdl_nowait_caught.np2 COMMAND bash ${CMAKE_SOURCE_DIR}/tests/gpu/pdl_nowait.sh
-         $<TARGET_FILE:weft_cli> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/testtmp/pdl_nowait_ar allreduce 2)
+add_test(NAME mps.allreduce_pdl_nowait_caught.np2 COMMAND bash ${PROJECT_SOURCE_DIR}/tests/gpu/pdl_nowait.sh
+         $<TARGET_FILE:weft_cli> ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/testtmp/pdl_nowait_ar allreduce 2)
 set_tests_properties(mps.allreduce_pdl_nowait_caught.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 600
                      RESOURCE_LOCK mps)
 # a custom operator, checked through its Lua reference; odd rank counts and block caps
-weft_mps_test(custom_two_shot 3 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua)
-weft_mps_test(custom_one_shot 4 ${CMAKE_SOURCE_DIR}/tests/configs/allreduce_custom.lua --set algo=one_shot)
+weft_mps_test(custom_two_shot 3 ${PROJECT_SOURCE_DIR}/tests/configs/allreduce_custom.lua)
+weft_mps_test(custom_one_shot 4 ${PROJECT_SOURCE_DIR}/tests/configs/allreduce_custom.lua --set algo=one_shot)
 weft_mps_test(f32_sum_two_shot_blocks1_t64 5 ${AR} --set algo=two_shot --set blocks=1 --set threads=64)
 weft_mps_test(bf16_sum_one_shot_blocks3 8 ${AR} --set dtype=bf16 --set blocks=3 --set threads=128)
 
 # a rank that never signals: every rank fails within the timeout, naming who it waited for
 function(weft_mps_timeout name np mute sig)
   add_test(NAME mps.timeout.${name}.np${np}
-           COMMAND ${CMAKE_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${AR} ${mute} ${sig} ${ARGN})
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${AR} ${mute} ${sig} ${ARGN})
   set_tests_properties(mps.timeout.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                        RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 endfunction()
@@ -73,7 +73,7 @@ weft_mps_timeout(reduced 4 2 reduced --set algo=two_shot --elems 100000)
 weft_mps_timeout(data 3 0 data --set algo=one_shot_ll --elems 100000)
 
 # ---- ag_gemm: every variant on 1, 2, 4 and 8 ranks (sizes off the tiles; M split over the ranks)
-set(AG ${CMAKE_SOURCE_DIR}/examples/ag_gemm.lua)
+set(AG ${PROJECT_SOURCE_DIR}/examples/ag_gemm.lua)
 set(AG_SHAPES --shapes-only --shape 1000x1000x1000 --shape 2048x1536x512)
 set(AG_SCALAR --set tile=auto --shapes-only --shape 1000x1000x1000 --shape 2048x256x256)
 foreach(np 1 2 4 8)
@@ -102,7 +102,7 @@ weft_mps_test(ag_gather_then_gemm_push_emulated 4 ${AG} --set variant=gather_the
 # a muted signal: one rank reports it (the others may have finished that launch), nobody hangs
 function(weft_mps_timeout_ag name np mute sig)
   add_test(NAME mps.timeout.${name}.np${np}
-           COMMAND ${CMAKE_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${AG} ${mute} ${sig}
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${AG} ${mute} ${sig}
                    --shapes-only --shape 1000x1000x1000 ${ARGN})
   set_tests_properties(mps.timeout.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                        RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE};ANY_RANK=1")

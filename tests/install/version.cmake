@@ -1,0 +1,17 @@
+# version.cmake -DHEADER=weft.h -DVERSION=x.y.z: weft.h's WEFT_VERSION_* macros are project(VERSION).
+cmake_minimum_required(VERSION 3.25)
+file(READ ${HEADER} h)
+string(REPLACE "." ";" parts "${VERSION}")
+list(GET parts 0 major)
+list(GET parts 1 minor)
+list(GET parts 2 patch)
+foreach(pair "WEFT_VERSION_MAJOR=${major}" "WEFT_VERSION_MINOR=${minor}" "WEFT_VERSION_PATCH=${patch}"
+             "WEFT_VERSION=\"${VERSION}\"")
+  string(REGEX REPLACE "=.*" "" macro "${pair}")
+  string(REGEX REPLACE "^[^=]*=" "" want "${pair}")
+  string(REGEX MATCH "#define ${macro} +([^ \n]+)" m "${h}")
+  if(NOT CMAKE_MATCH_1 STREQUAL want)
+    message(FATAL_ERROR "${HEADER}: ${macro} is '${CMAKE_MATCH_1}', project(VERSION) says ${want}")
+  endif()
+  message(STATUS "${macro} = ${want}")
+endforeach()
