@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(cmake make gcc lua5.4 liblua5.4-dev libssl-dev libcmocka-dev libsqlite3-dev gnuplot-nox openmpi-bin libopenmpi-dev)
+pkgs=(cmake make gcc lua5.4 liblua5.4-dev libssl-dev libcmocka-dev libsqlite3-dev gnuplot-nox openmpi-bin libopenmpi-dev pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,7 @@
 SRC=$1 PROJ=$2 OUT=$3
 shift 3
 . "$SRC/tests/install/common.sh"
-rm -rf "$OUT"
+rm -rf "$OUT" && mkdir -p "$(dirname "$OUT")"
 run cmake -S "$PROJ" -B "$OUT" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT=/usr/local/cuda "$@" > "$OUT.log" 2>&1 \
   || { cat "$OUT.log"; fail "configure"; }
 run cmake --build "$OUT" -j2 >> "$OUT.log" 2>&1 || { tail -40 "$OUT.log"; fail "build"; }
