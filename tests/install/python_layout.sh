@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# python_layout.sh SRC DIR: DIR (build/python/weft, or the installed package) holds every
-# python/weft/*.py as it is in the sources, and libweft.so.0 with the libraries it carries as
+# python_layout.sh SRC DIR: DIR (build/python/weft, or the installed package) holds every .py
+# of python/weft/ (subpackages too) as it is in the sources, and libweft.so.0 with the libraries it carries as
 # regular files (copies: the build folder is copied to the GPU machine), loadable from there.
 SRC=$1 DIR=$2
 . "$SRC/tests/install/common.sh"
 [ -d "$DIR" ] || fail "$DIR: no such folder"
 n=0
-for py in "$SRC"/python/weft/*.py; do
-  [ -e "$py" ] || continue
-  run cmp "$py" "$DIR/$(basename "$py")" || fail "$DIR/$(basename "$py") differs from (or lacks) $py"
+while IFS= read -r rel; do
+  run cmp "$SRC/python/weft/$rel" "$DIR/$rel" || fail "$DIR/$rel differs from (or lacks) python/weft/$rel"
   n=$((n + 1))
-done
+done < <(cd "$SRC/python/weft" 2>/dev/null && find . -name '*.py' | sed 's|^\./||' | sort)
 for so in libweft.so.0 $(readelf -d "$DIR/libweft.so.0" | grep NEEDED | sed 's/.*\[\(.*\)\]/\1/' | grep -E '^(liblua|libsqlite)'); do
   [ -f "$DIR/$so" ] && [ ! -L "$DIR/$so" ] || fail "$DIR/$so is not a regular file"
 done
