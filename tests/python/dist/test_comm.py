@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""weft.torch's comm ops under torchrun: all_reduce / all_reduce_ and all_gather_matmul / all_gather_linear.
+
+    torchrun --standalone --nproc-per-node N tests/python/dist/test_comm.py     (tests/python/dist/run.sh)
+
+Every check: random data per rank (seeded by the rank and the case), outputs poisoned (NaN left in the
+allocator's block the op's output reuses; the log says how many were), a float64 CPU reference from
+every rank's inputs (gathered over gloo), and every rank's result hashed and compared (bit-identical).
+Then a CUDA graph of 10 calls replayed 100 times, torch.compile(fullgraph=True), opcheck (one rank),
+the MISMATCH error for differing shapes and for one rank's bad argument, and a muted signal's timeout.
+Exit 0: all passed on every rank; 1: something failed (every failure printed with its rank); 77: no
+CUDA GPU here.
+"""
+import datetime
+import faulthandler
+import hashlib
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+if not torch.cuda.is_available():
+    print("test_comm: SKIP: no CUDA GPU visible to torch")
+    sys.exit(77)
+
+import weft  # noqa: E402
+from weft.torch import dist as wd  # noqa: E402
+
+faulthandler.dump_traceback_later(float(os.environ.get("WEFT_TEST_TIMEOUT_S", "900")), exit=True)
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("WEFT_TORCH_TIMEOUT_S", "300"))))
+RANK, P = dist.get_rank(), dist.get_world_size()
+LOCAL = int(os.environ.get("LOCAL_RANK", "0"))
+DEV = torch.device("cuda", LOCAL % torch.cuda.device_count())
+torch.cuda.set_device(DEV)
+NAME = wd.group_name(None)
+FAILS = []
+COUNTS = {"checks": 0, "poisoned": 0, "unpoisoned": 0}
+EPS = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
+
+
+def log(msg):
+    print("[rank %d/%d] %s" % (RANK, P, msg), flush=True)
+
+
+def fail(what, msg):
+    FAILS.append(what)
+    log("FAIL %s: %s" % (what, msg))
+
+
+def case(fn):
+    """Runs one check; a failure is recorded (with its traceback) and the next check still runs."""
+    def run(*a, **kw):
+        what = fn.__name__ + (repr(a) if a else "")
+        t0 = time.time()
+        try:
+            fn(*a, **kw)
+            log("ok   %s (%.2f s)" % (what, time.time() - t0))
+        except Exception:
+            fail(what, traceback.format_exc())
+    return run
+
+
+def gen(seed, shape, dtype, lo=-1.0, hi=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
+
+
+def gather(t):
+    """Every rank's CPU tensor, in rank order (over gloo)."""
+    out = [None] * P
+    dist.all_gather_object(out, t.cpu())
+    return out
+
+
+def digest(t):
+    u = t.detach().cpu().contiguous().view(torch.uint8)
+    try:
+        data = u.numpy().tobytes()
+    except (ImportError, RuntimeError):   # torch without numpy
+        data = bytes(u.tolist())
+    return hashlib.sha256(data).hexdigest()
+
+
+def same_bits(what, t):
+    hs = [None] * P
+    dist.all_gather_object(hs, digest(t))
+    if len(set(hs)) != 1:
+        raise AssertionError("%s: the ranks' results differ: %s" % (what, hs))
+
+
+def poisoned_call(like, call):
+    """call() with a NaN-filled block of like's size freed just before, which the op's output
+    normally reuses (counted: a reused block proves every element was written)."""
+    p = torch.full_like(like, float("nan"))
+    ptr = p.data_ptr()
+    del p
+    out = call()
+    y = out[1] if isinstance(out, tuple) else out
+    COUNTS["poisoned" if y.data_ptr() == ptr else "unpoisoned"] += 1
+    return out
+
+
+def close(what, got, want, atol, rtol):
+    """got (any dtype) against want (float64) elementwise: |got - want| <= atol + rtol |want|."""
+    g = got.detach().cpu().double()
+    if g.shape != want.shape:
+        raise AssertionError("%s: shape %s, expected %s" % (what, tuple(g.shape), tuple(want.shape)))
+    bad = ~((g - want).abs() <= atol + rtol * want.abs())   # NaN counts as bad
+    COUNTS["checks"] += 1
+    if bad.any():
+        i = int(bad.flatten().nonzero()[0])
+        raise AssertionError("%s: %d of %d elements wrong; first at flat index %d: got %r, want %r" % (
+            what, int(bad.sum()), bad.numel(), i, float(g.flatten()[i]), float(want.flatten()[i])))
+
+
+# ---- all_reduce ---------------------------------------------------------------------------------
+
+def ar_input(seed, n, dtype, op):
+    return gen(seed, (n,), dtype, 0.5, 2.0) if op == "prod" else gen(seed, (n,), dtype)
+
+
+def ar_reference(xs, op):
+    s = torch.stack([x.double() for x in xs])
+    if op == "sum":
+        return s.sum(0), s.abs().sum(0)
+    if op == "prod":
+        return s.prod(0), s.prod(0).abs()
+    return (s.amax(0) if op == "max" else s.amin(0)), None
+
+
+def ar_check(what, y, xs, op, dtype):
+    want, scale = ar_reference(xs, op)
+    if op in ("max", "min"):
+        close(what, y, want, 0.0, 0.0)   # a selection: exact
+    else:   # the output's rounding, plus f32 arithmetic over P terms
+        close(what, y, want, 4 * P * 2.0 ** -24 * scale, 2 * EPS[dtype] + P * 2.0 ** -22)
+
+
+@case
+def all_reduce_case(dtype, op, n, algo=None):
+    saved = (wd.LL_MAX_BYTES, wd.TWO_SHOT_MIN_BYTES, wd.TWO_SHOT_MIN_RANKS)
+    if algo == "two_shot":   # every rank the same: the config choice stays identical
+        wd.LL_MAX_BYTES, wd.TWO_SHOT_MIN_BYTES, wd.TWO_SHOT_MIN_RANKS = -1, 0, 1
+    elif algo == "one_shot":
+        wd.LL_MAX_BYTES = -1
+    try:
+        seed = 1000 * RANK + 17 * n + 101 * ("sum", "max", "min", "prod").index(op) + 7 * list(EPS).index(dtype)
+        x_cpu = ar_input(seed, n, dtype, op)
+        x = x_cpu.to(DEV)
+        xs = gather(x_cpu)
+        y = poisoned_call(x, lambda: wd.all_reduce(x, op))
+        torch.cuda.synchronize()
+        wd.check()
+        ar_check("all_reduce %s %s n=%d" % (dtype, op, n), y, xs, op, dtype)
+        if not torch.equal(x.cpu(), x_cpu):
+            raise AssertionError("all_reduce (out of place) changed its input")
+        z = x.clone()
+        r = wd.all_reduce_(z, op)
+        torch.cuda.synchronize()
+        if r is not z:
+            raise AssertionError("all_reduce_ did not return its argument")
+        if digest(z) != digest(y):
+            raise AssertionError("in place and out of place results differ in their bits")
+        same_bits("all_reduce %s %s n=%d" % (dtype, op, n), y)
+    finally:
+        wd.LL_MAX_BYTES, wd.TWO_SHOT_MIN_BYTES, wd.TWO_SHOT_MIN_RANKS = saved
+
+
+# ---- all_gather_matmul --------------------------------------------------------------------------
+
+def ag_inputs(ms, k, n, dtype, layout, salt=0):
+    a = gen(10007 * RANK + ms * 31 + k * 7 + n + salt, (ms, k), dtype)
+    b = gen(99991 + ms * 131 + k * 17 + n * 3 + salt, (k, n) if layout == "row" else (n, k), dtype)   # same on every rank
+    return a, b
+
+
+def ag_reference(shards, b, layout):
+    a = torch.cat([s.double() for s in shards])
+    bd = b.double() if layout == "row" else b.double().t()
+    return a, a @ bd, a.abs() @ bd.abs()
+
+
+@case
+def all_gather_matmul_case(dtype, ms, k, n, layout, return_a):
+    a_cpu, b_cpu = ag_inputs(ms, k, n, dtype, layout)
+    a, b = a_cpu.to(DEV), b_cpu.to(DEV)
+    shards = gather(a_cpu)
+    f = wd.all_gather_matmul if layout == "row" else wd.all_gather_linear
+    like = torch.empty((ms * P, n), dtype=dtype, device=DEV)
+    ga, c = poisoned_call(like, lambda: f(a, b, return_a=return_a))
+    torch.cuda.synchronize()
+    wd.check()
+    what = "%s %s a_shard=%dx%d n=%d return_a=%s" % (f.__name__, dtype, ms, k, n, return_a)
+    want_a, want_c, scale = ag_reference(shards, b_cpu, layout)
+    if return_a:
+        if ga is None or not torch.equal(ga.cpu().double(), want_a):
+            raise AssertionError("%s: the gathered A is not the ranks' shards in rank order" % what)
+    elif ga is not None:
+        raise AssertionError("%s: return_a=False returned an A" % what)
+    close(what, c, want_c, 4 * k * 2.0 ** -24 * scale, 2 * EPS[dtype])
+    same_bits(what, c)
+
+
+# ---- CUDA graphs ----------------------------------------------------------------------------------
+
+GRAPH_CALLS = [("ar", torch.float32, "sum", 4097, False), ("ar", torch.float32, "max", 4097, False),
+               ("ar", torch.bfloat16, "sum", 65537, True), ("ar", torch.float32, "sum", 300001, False),
+               ("ar", torch.float16, "min", 7, True), ("ar", torch.float32, "sum", 4097, True),
+               ("ar", torch.bfloat16, "prod", 1000, False), ("ag", torch.bfloat16, 200, 328, 264, False),
+               ("ag", torch.bfloat16, 64, 64, 256, True), ("ar", torch.float32, "sum", 300001, True)]
+
+
+def graph_inputs(rank, replay):
+    """The 10 calls' inputs of `rank` at replay `replay` (any rank can make any rank's)."""
+    out = []
+    for i, c in enumerate(GRAPH_CALLS):
+        seed = 1_000_003 * (replay + 1) + 1009 * rank + i
+        if c[0] == "ar":
+            out.append(ar_input(seed, c[3], c[1], c[2]))
+        else:
+            out.append(gen(seed, (c[2], c[3]), c[1]))
+    return out
+
+
+@case
+def cuda_graph_case(replays=100):
+    bs = {i: gen(4242 + i, (c[3], c[4]), c[1]) for i, c in enumerate(GRAPH_CALLS) if c[0] == "ag"}
+    static = [t.to(DEV) for t in graph_inputs(RANK, -1)]
+    b_dev = {i: b.to(DEV) for i, b in bs.items()}
+
+    def calls():
+        outs = []
+        for i, c in enumerate(GRAPH_CALLS):
+            if c[0] == "ar":
+                outs.append(wd.all_reduce_(static[i], c[2]) if c[4] else wd.all_reduce(static[i], c[2]))
+            else:
+                ga, cc = wd.all_gather_matmul(static[i], b_dev[i], return_a=c[5])
+                outs.append((ga, cc))
+        return outs
+
+    calls()                       # eager first: the worlds, the kernels, the communicators
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        outs = calls()
+    for rep in range(replays):
+        mine = graph_inputs(RANK, rep)
+        for t, v in zip(static, mine):
+            t.copy_(v)            # in-place calls overwrite theirs: every replay refills all
+        g.replay()
+        torch.cuda.synchronize()
+        wd.check()
+        alls = [graph_inputs(r, rep) if r != RANK else mine for r in range(P)]
+        for i, c in enumerate(GRAPH_CALLS):
+            what = "graph replay %d call %d %s" % (rep, i, c)
+            xs = [alls[r][i] for r in range(P)]
+            if c[0] == "ar":
+                ar_check(what, outs[i], xs, c[2], c[1])
+            else:
+                want_a, want_c, scale = ag_reference(xs, bs[i], "row")
+                ga, cc = outs[i]
+                if c[5] and not torch.equal(ga.cpu().double(), want_a):
+                    raise AssertionError("%s: the gathered A is wrong" % what)
+                close(what, cc, want_c, 4 * c[3] * 2.0 ** -24 * scale, 2 * EPS[c[1]])
+    for i, o in enumerate(outs):
+        same_bits("graph call %d after %d replays" % (i, replays), o[1] if isinstance(o, tuple) else o)
+
+
+# ---- torch.compile and opcheck ----------------------------------------------------------------------
+
+@case
+def compile_case():
+    x = gen(5 + RANK, (4, 1000), torch.float32).to(DEV)
+    a_cpu, b_cpu = ag_inputs(64, 128, 256, torch.bfloat16, "row", salt=5)
+    a, b = a_cpu.to(DEV), b_cpu.to(DEV)
+
+    def f(x, a, b):
+        y = torch.ops.weft.all_reduce(x * 2, "sum", NAME)
+        z = x + 0
+        wd.all_reduce_(z, "max", group=NAME)
+        _, c = wd.all_gather_matmul(a, b, group=NAME)
+        return y + 1, z, c * 1
+
+    want = f(x, a, b)
+    got = torch.compile(f, fullgraph=True)(x, a, b)
+    torch.cuda.synchronize()
+    for i, (w, g_) in enumerate(zip(want, got)):
+        if not torch.equal(w, g_):
+            raise AssertionError("torch.compile(fullgraph=True) output %d differs from eager" % i)
+
+
+@case
+def opcheck_case():
+    x = gen(11, (3, 333), torch.float32).to(DEV)
+    a, b = (t.to(DEV) for t in ag_inputs(136, 72, 24, torch.bfloat16, "row", salt=9))
+    aw, w = (t.to(DEV) for t in ag_inputs(64, 64, 40, torch.float16, "col", salt=3))
+    checks = [(torch.ops.weft.all_reduce.default, (x, "sum", NAME)),
+              (torch.ops.weft.all_reduce_.default, (x.clone(), "max", NAME)),
+              (torch.ops.weft.all_gather_matmul.default, (a, b, 0, NAME, False, "row")),
+              (torch.ops.weft.all_gather_matmul.default, (a, b, 0, NAME, True, "row")),
+              (torch.ops.weft.all_gather_matmul.default, (aw, w, 0, NAME, False, "col"))]
+    for op, args in checks:
+        torch.library.opcheck(op, args)
+
+
+# ---- errors ---------------------------------------------------------------------------------------------
+
+def expect_mismatch(what, call):
+    try:
+        call()
+        torch.cuda.synchronize()
+    except weft.WeftError as e:
+        if e.status_name != "MISMATCH" or "weft.torch." not in str(e) or "rank" not in str(e):
+            raise AssertionError("%s: expected a MISMATCH error naming the op and the ranks, got %s: %s" % (
+                what, e.status_name, e))
+        log("%s: got, as expected: %s" % (what, str(e)[:400]))
+        return
+    raise AssertionError("%s: no error" % what)
+
+
+@case
+def mismatch_case():
+    x = torch.ones(1001 + RANK, device=DEV)       # each rank its own size
+    expect_mismatch("all_reduce with a size per rank", lambda: wd.all_reduce(x))
+    bad = torch.ones(64, device=DEV, dtype=torch.float64 if RANK == P - 1 else torch.float32)
+    expect_mismatch("all_reduce with float64 on the last rank", lambda: wd.all_reduce(bad))
+    a = torch.ones((64, 128 if RANK else 136), device=DEV, dtype=torch.bfloat16)
+    b = torch.ones((a.shape[1], 64), device=DEV, dtype=torch.bfloat16)
+    expect_mismatch("all_gather_matmul with K differing on rank 0", lambda: wd.all_gather_matmul(a, b))
+    y = wd.all_reduce(torch.full((1001,), 1.0, device=DEV))   # the world still works
+    torch.cuda.synchronize()
+    close("all_reduce after the mismatches", y, torch.full((1001,), float(P), dtype=torch.float64), 0.0, 0.0)
+
+
+@case
+def bad_args_case():
+    """One op, bad arguments on every rank: the same error everywhere (naming the op and argument)."""
+    for what, call, needle in [
+            ("op", lambda: wd.all_reduce(torch.ones(8, device=DEV), "avg"), "op = 'avg'"),
+            ("a view at an offset", lambda: wd.all_reduce(torch.ones(9, device=DEV)[1:]), "aligned"),
+            ("N not a multiple of 8", lambda: wd.all_gather_matmul(torch.ones((16, 64), device=DEV, dtype=torch.bfloat16),
+                                                                  torch.ones((64, 20), device=DEV, dtype=torch.bfloat16)),
+             "N "),
+            ("float32 a_shard", lambda: wd.all_gather_matmul(torch.ones((16, 64), device=DEV),
+                                                            torch.ones((64, 64), device=DEV)), "a_shard")]:
+        try:
+            call()
+        except (ValueError, TypeError) as e:
+            if needle not in str(e) or "weft.torch." not in str(e):
+                raise AssertionError("%s: the message does not name it (%r): %s" % (what, needle, e))
+            continue
+        raise AssertionError("%s: no error" % what)
+
+
+@case
+def timeout_case():
+    """Rank 0 never sends "ready" (WEFT_FAULT): every other rank's check() raises CommTimeoutError
+    naming rank 0, and the next launch reports it too.  On a group of its own (fresh communicators)."""
+    sub = dist.new_group(ranks=list(range(P)), backend="gloo")
+    os.environ["WEFT_FAULT"], os.environ["WEFT_SIGNAL_TIMEOUT_MS"] = "mute:0:ready", "400"
+    try:
+        x = torch.ones(1 << 19, device=DEV, dtype=torch.float16)    # 1 MB: one_shot, which has "ready"
+        t0 = time.time()
+        wd.all_reduce(x, group=sub)
+        torch.cuda.synchronize()
+        waited = time.time() - t0
+        raised = None
+        try:
+            wd.check(sub)
+        except weft.CommTimeoutError as e:
+            raised = e
+        log("timeout: %.2f s; check(): %s" % (waited, raised))
+        if RANK != 0 and (raised is None or "rank 0" not in str(raised)):
+            raise AssertionError("rank %d: check() did not raise CommTimeoutError naming rank 0 (%r)" % (RANK, raised))
+        if raised is not None:
+            try:
+                wd.all_reduce(x, group=sub)
+                raise AssertionError("the launch after a timeout did not report it")
+            except weft.CommTimeoutError:
+                pass
+        else:   # rank 0 got through; its next launch waits for ranks that now refuse: it times out too
+            try:
+                wd.all_reduce(x, group=sub)
+                torch.cuda.synchronize()
+                wd.check(sub)
+            except weft.CommTimeoutError:
+                pass
+    finally:
+        del os.environ["WEFT_FAULT"], os.environ["WEFT_SIGNAL_TIMEOUT_MS"]
+        torch.cuda.synchronize()
+        wd.close(sub)
+
+
+def main():
+    log("torch %s, weft %s, device %s (%s), group %s, LOCAL_RANK=%s LOCAL_WORLD_SIZE=%s" % (
+        torch.__version__, weft.version(), DEV, torch.cuda.get_device_name(DEV), NAME,
+        os.environ.get("LOCAL_RANK"), os.environ.get("LOCAL_WORLD_SIZE")))
+    quick = os.environ.get("WEFT_TEST_QUICK") == "1"
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for op in ("sum", "max", "min", "prod"):
+            for n in ((1, 7, 4097) if quick else (1, 7, 4097, 65537, 1000003)):
+                all_reduce_case(dtype, op, n)
+    for algo in ("one_shot", "two_shot"):
+        for dtype, op, n in ((torch.float32, "sum", 7), (torch.float32, "sum", 1000003), (torch.bfloat16, "max", 4097),
+                             (torch.float16, "prod", 65537)):
+            all_reduce_case(dtype, op, n, algo)
+    for dtype in (torch.bfloat16, torch.float16):
+        for layout in ("row", "col"):
+            for ms, k, n in ((200, 328, 264), (128, 64, 256), (1, 8, 8), (512, 1024, 1024)):
+                for return_a in (False, True):
+                    all_gather_matmul_case(dtype, ms, k, n, layout, return_a)
+    cuda_graph_case(10 if quick else 100)
+    compile_case()
+    if P == 1:
+        opcheck_case()
+    bad_args_case()
+    if P > 1:
+        mismatch_case()
+        timeout_case()
+    if COUNTS["poisoned"] == 0:
+        fail("poison", "no output reused a poisoned block: the checks never saw NaN-filled outputs")
+    fails = [None] * P
+    dist.all_gather_object(fails, (len(FAILS), COUNTS))
+    if RANK == 0:
+        total = sum(f[0] for f in fails)
+        log("summary: P=%d, failures per rank %s; checks %s" % (P, [f[0] for f in fails], [f[1] for f in fails]))
+        print("test_comm: P=%d %s" % (P, "PASS" if total == 0 else "FAIL (%d)" % total), flush=True)
+    wd.close()
+    dist.destroy_process_group()
+    return 1 if any(f[0] for f in fails) or FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
