@@ -17,11 +17,11 @@ check_app() {   # the program ./app links libweft from PREFIX and generates both
 static=$(readme_line 'cc app.c -I$PREFIX/include -L$PREFIX/lib -l:libweft.a')
 shared=$(readme_line 'cc app.c -I$PREFIX/include -L$PREFIX/lib -lweft')
 echo "+ $static" && bash -c "$static"
-ldd ./app | grep -q libweft && fail "the static app needs a libweft shared library"
+ldd ./app > ldd.out; grep -q libweft ldd.out && fail "the static app needs a libweft shared library"
 check_app
 rm -f app
 echo "+ $shared" && bash -c "$shared"
-ldd ./app | grep -q "libweft.so.0 => $PREFIX/lib/libweft.so.0" || fail "the shared app does not load $PREFIX/lib/libweft.so.0"
+ldd ./app > ldd.out; grep -q "libweft.so.0 => $PREFIX/lib/libweft.so.0" ldd.out || fail "the shared app does not load $PREFIX/lib/libweft.so.0"
 check_app
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
 for pc in weft weft-static; do
