@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(cmake make gcc lua5.4 liblua5.4-dev libssl-dev libcmocka-dev libsqlite3-dev gnuplot-nox openmpi-bin libopenmpi-dev pkg-config)
+pkgs=(cmake make gcc lua5.4 liblua5.4-dev libssl-dev libcmocka-dev libsqlite3-dev gnuplot-nox openmpi-bin libopenmpi-dev pkg-config
+      python3 python3-pytest)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

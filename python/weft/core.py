@@ -10,7 +10,9 @@ import json
 import math
 import os
 import re
+import operator
 import threading
+import weakref
 
 from . import _lib
 from ._lib import lib
@@ -71,26 +73,56 @@ def _lua_string(s):
     return "".join(out)
 
 
-def _lua_value(v, where):
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_MAX_DEPTH = 32   # gen/core/config.lua's MAX_DEPTH: deeper is refused there anyway
+
+
+def _int_text(v, what):
+    # Lua reads a decimal past int64 as a float: 2**64 would arrive as 1.8e19, silently inexact.
+    if not _INT64[0] <= v <= _INT64[1]:
+        raise ConfigError(1, "weft: %s = %d: an integer must fit in 64 bits (%d..%d)" % ((what, v) + _INT64))
+    return str(v)
+
+
+def _float_text(v, what):
+    if not math.isfinite(v):
+        raise ConfigError(1, "weft: %s = %r: a number must be finite" % (what, v))
+    return repr(v)
+
+
+def _lua_value(v, where, depth=0, seen=()):
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
-        return str(v)
+        return _int_text(v, "config field " + (where or "<config>"))
     if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ConfigError(1, "weft: config field %s = %r: a number must be finite" % (where, v))
-        return repr(v)
+        return _float_text(v, "config field " + (where or "<config>"))
     if isinstance(v, str):
         return _lua_string(v)
+    if isinstance(v, (list, tuple, dict)):
+        # A cycle or runaway nesting would otherwise end in Python's RecursionError, naming nothing.
+        if id(v) in seen:
+            raise ConfigError(1, "weft: config field %s refers back to a table that contains it: a config must "
+                              "be a tree of values" % (where or "<config>"))
+        if depth >= _MAX_DEPTH:
+            raise ConfigError(1, "weft: config field %s: tables nested more than %d deep: at most %d"
+                              % (where or "<config>", _MAX_DEPTH, _MAX_DEPTH))
+        seen = seen + (id(v),)
     if isinstance(v, (list, tuple)):
-        return "{" + ", ".join(_lua_value(x, "%s[%d]" % (where, i + 1)) for i, x in enumerate(v)) + "}"
+        return "{" + ", ".join(_lua_value(x, "%s[%d]" % (where, i + 1), depth + 1, seen)
+                               for i, x in enumerate(v)) + "}"
     if isinstance(v, dict):
         items = []
         for k, x in v.items():
             if not isinstance(k, str):
-                raise ConfigError(1, "weft: config field %s has key %r: keys must be strings" % (where, k))
+                raise ConfigError(1, "weft: config field %s has key %r (%s): keys must be strings"
+                                  % (where or "<config>", k, type(k).__name__))
+            if "\0" in k:   # the generator's message about it would end at the NUL, naming nothing
+                raise ConfigError(1, "weft: config field %s has key %r: a key holding a NUL character is no field"
+                                  % (where or "<config>", k))
+            # Any other key is a quoted string key: the generator then names it as an unknown field.
             key = k if _NAME.match(k) and k not in _LUA_KEYWORDS else "[%s]" % _lua_string(k)
-            items.append("%s = %s" % (key, _lua_value(x, "%s.%s" % (where, k) if where else k)))
+            items.append("%s = %s" % (key, _lua_value(x, "%s.%s" % (where, k) if where else k, depth + 1, seen)))
         return "{" + ", ".join(items) + "}"
     raise ConfigError(1, "weft: config field %s = %r (%s): allowed are bool, int, float, str, list and dict"
                       % (where or "<config>", v, type(v).__name__))
@@ -103,15 +135,24 @@ def lua_config(config):
     return "return " + _lua_value(config, "") + "\n"
 
 
+def _no_nul(text, what):
+    # C strings end at a NUL: "dtype=f32\0..." would silently arrive as dtype=f32.
+    if "\0" in text:
+        raise ConfigError(1, "weft: %s %r holds a NUL character: not allowed" % (what, text))
+    return text
+
+
 def _override_text(v, key):
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (int, str)):
-        return str(v)
+    if isinstance(v, int):
+        return _int_text(v, "override " + key)
     if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ConfigError(1, "weft: override %s = %r: a number must be finite" % (key, v))
-        return repr(v)
+        return _float_text(v, "override " + key)
+    if isinstance(v, str):
+        # Quoted, so that a str stays a str: the generator reads a bare "128" or "true" as a number or a
+        # bool, and strips one pair of outer quotes whatever they hold.
+        return '"%s"' % _no_nul(v, "override %s =" % key)
     raise ConfigError(1, "weft: override %s = %r (%s): allowed are bool, int, float, str, or a dict of them "
                       "for nested keys" % (key, v, type(v).__name__))
 
@@ -121,24 +162,55 @@ def overrides(kw, prefix=""):
     out = []
     for k, v in kw.items():
         if not isinstance(k, str) or not _NAME.match(k):
-            raise ConfigError(1, "weft: override key %r: a key is a name (letters, digits, _)" % (k,))
+            raise ConfigError(1, "weft: override key %r: a key is a name (letters, digits, _)" % (prefix + str(k),))
         key = prefix + k
         if isinstance(v, dict):
+            if not v:
+                raise ConfigError(1, "weft: override %s = {}: an empty dict sets nothing (give its keys)" % key)
             out.extend(overrides(v, key + "."))
         else:
             out.append("%s=%s" % (key, _override_text(v, key)))
     return out
 
 
+def _path(config):
+    p = os.fspath(config)
+    b = os.fsencode(p)
+    if b"\0" in b:
+        raise ValueError("weft: config path %r holds a NUL character" % (p,))
+    # The C side reads a directory as "read error"; say what it is.
+    if os.path.isdir(b):
+        raise WeftError(8, "weft: %s: is a directory: a config is a Lua file" % os.fsdecode(p))
+    return b
+
+
+def _source(text, name):
+    if not isinstance(text, str) or not isinstance(name, str):
+        raise TypeError("weft: Lua source and its name are str")
+    if "\0" in text or "\0" in name:
+        raise ValueError("weft: Lua source %s holds a NUL character" % name)
+    return name.encode("utf-8"), text.encode("utf-8")
+
+
 # ---- the context --------------------------------------------------------------------------
+
+def _fs(p, what):
+    if p is None:
+        return None
+    b = os.fsencode(p)
+    if b"\0" in b:
+        raise ValueError("weft: %s %r holds a NUL character" % (what, p))
+    return b
+
 
 class Context:
     """A generator, a kernel cache and (once something launches) a CUDA device.  Calls on one
     context are serialised by its lock, as the C context is not thread-safe."""
 
     def __init__(self, device=0, cache_dir=None, source_dir=None):
-        opts = _lib._CtxOptions(int(device), cache_dir.encode() if cache_dir else None,
-                                source_dir.encode() if source_dir else None)
+        self._h = None
+        self.device = operator.index(device)
+        opts = _lib._CtxOptions(self.device, _fs(cache_dir, "cache_dir"), _fs(source_dir, "source_dir"))
         h = ctypes.c_void_p()
         st = lib.weft_ctx_create(ctypes.byref(h), ctypes.byref(opts))
         if st:
@@ -147,15 +219,30 @@ class Context:
                 lib.weft_ctx_destroy(h)
             raise error(st, msg or "weft: cannot create a context (%s)" % text_status(st))
         self._h = h
-        self.device = int(device)
         self.lock = threading.RLock()
+        # Kernels live in the C context: closing it first closes them, so none is left dangling.
+        self._kernels = weakref.WeakSet()
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError("weft: this context is closed")
+        return self._h
 
     def _error(self, st):
         return error(st, _lib.text(lib.weft_ctx_error(self._h)))
 
+    def _kernel(self, k):
+        kernel = Kernel(self, k)
+        self._kernels.add(kernel)
+        return kernel
+
     def close(self):
-        h, self._h = getattr(self, "_h", None), None
-        if h:
+        if getattr(self, "_h", None) is None:
+            return
+        with self.lock:
+            for k in list(self._kernels):
+                k.close()
+            h, self._h = self._h, None
             lib.weft_ctx_destroy(h)
 
     def __del__(self):
@@ -181,19 +268,21 @@ class Context:
             st = self._call("compile", config, ov, n, ctypes.byref(k))
             if st:
                 raise self._error(st)
-        return Kernel(self, k)
+            return self._kernel(k)
 
     def compile_manifest(self, manifest):
+        if not isinstance(manifest, Manifest):
+            raise TypeError("weft: compile_manifest takes a Manifest, not %s" % type(manifest).__name__)
         if manifest._m is None or not manifest._owned:
             raise ValueError("weft: this manifest was already compiled (a kernel owns it) or is not a first kernel")
         k = ctypes.c_void_p()
         with self.lock:
-            st = lib.weft_compile_manifest(self._h, manifest._m, ctypes.byref(k))
-            manifest._owned = False   # the C side took it, even on failure
-            manifest._m = None
+            h = self._handle()
+            m, manifest._m, manifest._owned = manifest._m, None, False   # the C side takes it, even on failure
+            st = lib.weft_compile_manifest(h, m, ctypes.byref(k))
             if st:
                 raise self._error(st)
-        return Kernel(self, k)
+            return self._kernel(k)
 
     def compile_tuned(self, path, shape, ranks=1, db=None, **kw):
         """The tuned config for this GPU, family, dtype, shape and rank count, else the config as
@@ -201,43 +290,50 @@ class Context:
         ov, n = _lib.strings(overrides(kw))
         k = ctypes.c_void_p()
         tuned = ctypes.c_int(0)
+        p, d = _path(path), _fs(db, "db")
+        s = _no_nul(str(shape), "shape").encode()
         with self.lock:
-            st = lib.weft_compile_tuned(self._h, os.fsencode(path), ov, n, shape.encode(), int(ranks),
-                                        os.fsencode(db) if db else None, ctypes.byref(k), ctypes.byref(tuned))
+            st = lib.weft_compile_tuned(self._handle(), p, ov, n, s, operator.index(ranks), d, ctypes.byref(k),
+                                        ctypes.byref(tuned))
             if st:
                 raise self._error(st)
             notice = _lib.text(lib.weft_ctx_error(self._h))
-        return Kernel(self, k), bool(tuned.value), notice
+            return self._kernel(k), bool(tuned.value), notice
 
     def _call(self, what, config, ov, n, out):
         if isinstance(config, dict):
             text = lua_config(config).encode("utf-8")
-            name = ("<dict %s>" % config.get("family", "?")).encode()
+            fam = config.get("family")
+            # The chunk name starts every message; only a plain name goes in it (the family field's
+            # own message shows any other value, quoted).
+            name = ("<dict %s>" % fam if isinstance(fam, str) and _NAME.match(fam) else "<dict>").encode()
             f = lib.weft_generate_string if what == "generate" else lib.weft_compile_string
-            return f(self._h, name, text, ov, n, out)
+            return f(self._handle(), name, text, ov, n, out)
         if isinstance(config, (str, bytes, os.PathLike)):
             f = lib.weft_generate_file if what == "generate" else lib.weft_compile_file
-            return f(self._h, os.fsencode(config), ov, n, out)
+            return f(self._handle(), _path(config), ov, n, out)
         raise TypeError("weft: a config is a path (str, os.PathLike) or a dict, not %s" % type(config).__name__)
 
     def generate_source(self, text, name="<string>", **kw):
         """Generate from Lua source text (a chunk that returns the config table)."""
         ov, n = _lib.strings(overrides(kw))
+        cname, src = _source(text, name)
         m = ctypes.POINTER(_lib._Manifest)()
         with self.lock:
-            st = lib.weft_generate_string(self._h, name.encode(), text.encode("utf-8"), ov, n, ctypes.byref(m))
+            st = lib.weft_generate_string(self._handle(), cname, src, ov, n, ctypes.byref(m))
             if st:
                 raise self._error(st)
         return Manifest(m, owned=True)
 
     def compile_source(self, text, name="<string>", **kw):
         ov, n = _lib.strings(overrides(kw))
+        cname, src = _source(text, name)
         k = ctypes.c_void_p()
         with self.lock:
-            st = lib.weft_compile_string(self._h, name.encode(), text.encode("utf-8"), ov, n, ctypes.byref(k))
+            st = lib.weft_compile_string(self._handle(), cname, src, ov, n, ctypes.byref(k))
             if st:
                 raise self._error(st)
-        return Kernel(self, k)
+            return self._kernel(k)
 
 
 _contexts = {}
@@ -246,10 +342,10 @@ _contexts_lock = threading.Lock()
 
 def context(device=0):
     """The process's context for a device (created on first use; cache and sources from the environment)."""
-    device = int(device)
+    device = operator.index(device)
     with _contexts_lock:
         c = _contexts.get(device)
-        if c is None:
+        if c is None or c._h is None:
             c = _contexts[device] = Context(device)
         return c
 
@@ -269,12 +365,14 @@ class Arg:
 
 class Manifest:
     """What the generator says about a kernel: its args, grid, limits, params, run spec (the JSON
-    `weft gen` writes, as .data) and its CUDA C source."""
+    `weft gen` writes, as .data) and its CUDA C source.  The Python fields stay readable for good;
+    parts() and check_size() read the C manifest, so they need its owner alive (this manifest until
+    compiled, else the kernel)."""
 
     def __init__(self, m, owned, keep=None):
         self._m = m
         self._owned = owned
-        self._keep = keep          # the kernel that owns a borrowed manifest
+        self._keep = keep          # what owns a borrowed manifest: a Kernel, or the first Manifest
         self.json = _lib.text(m.contents.json)
         self.source = _lib.text(m.contents.source)
         self.data = json.loads(self.json)
@@ -288,14 +386,23 @@ class Manifest:
         self.comm = d.get("comm")
         self.kernels = d.get("kernels", [self.name])
 
+    def _live(self):
+        # A part's memory is its first manifest's; a kernel's manifest is the kernel's.
+        k = self._keep
+        dead = self._m is None or (isinstance(k, Kernel) and k._h is None) or \
+            (isinstance(k, Manifest) and k._live() is None)
+        if dead:
+            raise ValueError("weft: manifest %s: its C side was handed to a kernel or freed: use the kernel's "
+                             "manifest (kernel.manifest, kernel.parts())" % self.name)
+        return self._m
+
     def parts(self):
         """The config's kernels in launch order (this one first), as manifests."""
-        if self._m is None:
-            raise ValueError("weft: this manifest was compiled: use the kernel's parts")
+        m = self._live()
         out = [self]
         i = 1
         while True:
-            p = lib.weft_manifest_part(self._m, i)
+            p = lib.weft_manifest_part(m, i)
             if not p:
                 return out
             out.append(Manifest(p, owned=False, keep=self))
@@ -303,10 +410,16 @@ class Manifest:
 
     def check_size(self, name, value):
         """None if size `name` = value is within the kernel's limits, else the reason."""
-        if self._m is None:
-            raise ValueError("weft: this manifest was compiled: use kernel.manifest")
+        m = self._live()
+        sizes = [a.name for a in self.args if a.role == "size"]
+        if name not in sizes:
+            raise ValueError("weft: %s has no size argument %r: its sizes are %s" % (self.name, name,
+                                                                                    ", ".join(sizes) or "none"))
+        v = operator.index(value)
+        if not _INT64[0] <= v <= _INT64[1]:
+            return "%s = %d does not fit in 64 bits" % (name, v)
         why = ctypes.create_string_buffer(512)
-        if lib.weft_manifest_check_size(self._m, name.encode(), int(value), why, len(why)) == 0:
+        if lib.weft_manifest_check_size(m, name.encode(), v, why, len(why)) == 0:
             return None
         return why.value.decode("utf-8", "replace")
 
@@ -322,16 +435,43 @@ class Manifest:
 # ---- kernels --------------------------------------------------------------------------------
 
 _CTYPE = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float}
+_RANGE = {"ptr": (0, (1 << 64) - 1), "i32": (-(1 << 31), (1 << 31) - 1), "i64": _INT64}
+_PTR, _INT, _FLOAT = 0, 1, 2
 
 
-def _ptr_value(v, arg):
-    if isinstance(v, int):
-        return v
-    p = getattr(v, "data_ptr", None)
-    if p is not None:
-        return p()
-    raise TypeError("weft: argument %s is a pointer: pass an int (a device address) or a tensor, not %s"
-                    % (arg.name, type(v).__name__))
+def _slow_value(v, arg, kind, kernel):
+    # Only for values that are not exactly int (pointer, size) or float (scalar): tensors, numpy
+    # scalars, and the errors.  The common case never comes here.
+    if kind == _FLOAT:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        raise TypeError("weft: %s: argument %s is a scalar (f32): pass a float, not %s"
+                        % (kernel, arg.name, type(v).__name__))
+    if not isinstance(v, bool):
+        p = getattr(v, "data_ptr", None) if kind == _PTR else None
+        if p is not None:
+            return p()
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    if kind == _PTR:
+        raise TypeError("weft: %s: argument %s is a pointer: pass an int (a device address) or a tensor, not %s"
+                        % (kernel, arg.name, type(v).__name__))
+    raise TypeError("weft: %s: argument %s is a size (%s): pass an int, not %s"
+                    % (kernel, arg.name, arg.type, type(v).__name__))
+
+
+def stream_handle(stream, what):
+    """A CUstream as int from an int, None, or an object with .cuda_stream (torch.cuda.Stream)."""
+    # ctypes would take a str or bytes as c_void_p too, and launch on the address of its text.
+    s = getattr(stream, "cuda_stream", stream)
+    if s is None or (isinstance(s, int) and not isinstance(s, bool)):
+        if s is not None and not 0 <= s < (1 << 64):
+            raise ValueError("weft: %s: stream = %d is not a CUstream handle" % (what, s))
+        return s
+    raise TypeError("weft: %s: stream is a CUstream handle as int, an object with .cuda_stream, or None; not %s"
+                    % (what, type(stream).__name__))
 
 
 class Kernel:
@@ -343,51 +483,61 @@ class Kernel:
         self.ctx = ctx
         self._h = h
         self._owner = owner
+        self._parts = None
         self.manifest = Manifest(lib.weft_kernel_manifest(h), owned=False, keep=self)
         args = self.manifest.args
         self._vals = [_CTYPE[a.type]() for a in args]
         self._argv = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p)
                                                             for v in self._vals])
-        self._setters = [(v, a, a.type == "ptr") for v, a in zip(self._vals, args)]
+        kinds = {"ptr": _PTR, "i32": _INT, "i64": _INT, "f32": _FLOAT}
+        self._setters = [(v, a, kinds[a.type]) + _RANGE.get(a.type, (0, 0)) for v, a in zip(self._vals, args)]
 
     @property
     def handle(self):
         return self._h
 
     def parts(self):
-        """The config's kernels in launch order (this one first)."""
-        n = lib.weft_kernel_count(self._h)
-        return [self] + [Kernel(self.ctx, ctypes.c_void_p(lib.weft_kernel_part(self._h, i)), owner=self)
-                         for i in range(1, n)]
+        """The config's kernels in launch order (this one first).  They belong to this kernel:
+        closing it closes them."""
+        if self._parts is None:
+            n = lib.weft_kernel_count(self._live())
+            self._parts = [self] + [Kernel(self.ctx, ctypes.c_void_p(lib.weft_kernel_part(self._h, i)), owner=self)
+                                    for i in range(1, n)]
+        return list(self._parts)
+
+    def _live(self):
+        if self._h is None:
+            raise ValueError("weft: kernel %s is closed" % self.manifest.name)
+        return self._h
 
     @property
     def ptx(self):
         n = ctypes.c_size_t()
-        p = lib.weft_kernel_ptx(self._h, ctypes.byref(n))
+        p = lib.weft_kernel_ptx(self._live(), ctypes.byref(n))
         return ctypes.string_at(p, n.value).decode("utf-8", "replace").rstrip("\0") if p else None
 
     @property
     def cubin(self):
         n = ctypes.c_size_t()
-        p = lib.weft_kernel_cubin(self._h, ctypes.byref(n))
+        p = lib.weft_kernel_cubin(self._live(), ctypes.byref(n))
         return ctypes.string_at(p, n.value) if p else None
 
     @property
     def cache_hit(self):
-        return bool(lib.weft_kernel_cache_hit(self._h))
+        return bool(lib.weft_kernel_cache_hit(self._live()))
 
     @property
     def compile_ms(self):
-        return lib.weft_kernel_compile_ms(self._h)
+        return lib.weft_kernel_compile_ms(self._live())
 
     @property
     def log(self):
-        return _lib.text(lib.weft_kernel_log(self._h))
+        return _lib.text(lib.weft_kernel_log(self._live()))
 
     def resources(self):
         r = _lib._Resources()
         with self.ctx.lock:
-            st = lib.weft_kernel_resources(self._h, ctypes.byref(r))
+            st = lib.weft_kernel_resources(self._live(), ctypes.byref(r))
             if st:
                 raise error(st, _lib.text(lib.weft_kernel_error(self._h)))
         return {"registers": r.registers, "local_bytes": r.local_bytes, "static_smem": r.static_smem,
@@ -397,18 +547,34 @@ class Kernel:
         if len(args) != len(self._setters):
             raise TypeError("weft: %s takes %d arguments (%s), got %d" % (
                 self.manifest.name, len(self._setters), ", ".join(a.name for a in self.manifest.args), len(args)))
-        for (slot, arg, is_ptr), v in zip(self._setters, args):
-            slot.value = _ptr_value(v, arg) if is_ptr else v
+        for (slot, arg, kind, lo, hi), v in zip(self._setters, args):
+            if kind == _FLOAT:
+                if type(v) is not float:
+                    v = _slow_value(v, arg, kind, self.manifest.name)
+            else:
+                if type(v) is not int:
+                    v = _slow_value(v, arg, kind, self.manifest.name)
+                # ctypes would wrap silently: 2**32 + 5 rows would launch as 5.
+                if not lo <= v <= hi:
+                    raise WeftError(7, "weft: %s: argument %s = %d does not fit its type %s (%d..%d)"
+                                    % (self.manifest.name, arg.name, v, arg.type, lo, hi))
+            slot.value = v
 
     def launch(self, *args, stream=None):
         with self.ctx.lock:
             self._bind(args)
+            if stream is not None and type(stream) is not int:
+                stream = stream_handle(stream, self.manifest.name)
             st = lib.weft_launch(self._h, self._argv, stream)
             if st:
+                if self._h is None:
+                    raise ValueError("weft: kernel %s is closed" % self.manifest.name)
                 raise error(st, _lib.text(lib.weft_kernel_error(self._h)))
 
     def close(self):
         h, self._h = getattr(self, "_h", None), None
+        for p in (getattr(self, "_parts", None) or [])[1:]:
+            p._h = None
         if h and self._owner is None:
             lib.weft_kernel_destroy(h)
 

@@ -6,11 +6,12 @@ must be made by every rank, in the same order.  Nothing collective ever runs fro
 collector: close them explicitly (or use `with`), since ranks collect at different times.
 """
 import ctypes
+import operator
 import threading
 
 from . import _lib
 from ._lib import lib
-from .core import WeftError, error
+from .core import WeftError, error, stream_handle
 
 
 class World:
@@ -21,21 +22,38 @@ class World:
     Ranks that share a node are consecutive: local_rank / local_size among them."""
 
     def __init__(self, rank, size, local_rank, local_size, allgather):
+        self._h = None
+        if not callable(allgather):
+            raise TypeError("weft: World's allgather must be callable (bytes -> bytes), not %s"
+                            % type(allgather).__name__)
+        nums = {}
+        for name, v in (("rank", rank), ("size", size), ("local_rank", local_rank), ("local_size", local_size)):
+            try:
+                nums[name] = operator.index(v)
+            except TypeError:
+                raise TypeError("weft: World's %s must be an int, not %s" % (name, type(v).__name__)) from None
+            # Out of C int range, ctypes would wrap it into some other, plausible, rank number.
+            if not -(1 << 31) <= nums[name] < (1 << 31):
+                raise ValueError("weft: World's %s = %d is out of range" % (name, nums[name]))
         self._allgather = allgather
         self._failure = None
-        self.size = int(size)
+        self.size = nums["size"]
         self._fn = _lib.ALLGATHER_FN(self._gather)   # kept alive as long as the world
-        b = _lib._Bootstrap(int(rank), int(size), int(local_rank), int(local_size), self._fn, None)
+        b = _lib._Bootstrap(nums["rank"], nums["size"], nums["local_rank"], nums["local_size"], self._fn, None)
         h = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
         st = lib.weft_world_create_with(ctypes.byref(b), ctypes.byref(h), err, len(err))
         if st:
-            msg = err.value.decode("utf-8", "replace")
-            if self._failure is not None:
-                msg += " (the all-gather raised %r)" % (self._failure,)
-            raise error(st, msg)
+            raise error(st, self._with_failure(err.value.decode("utf-8", "replace")))
         self._h = h
         self.lock = threading.RLock()
+
+    def _with_failure(self, msg):
+        # What this rank's callback raised; the other ranks learn only that it failed (from C).
+        if self._failure is not None:
+            msg += " (this rank's all-gather raised %r)" % (self._failure,)
+            self._failure = None
+        return msg
 
     def _gather(self, send, recv, nbytes, user):
         try:
@@ -69,9 +87,13 @@ class World:
 
     def agree(self, what, desc):
         """Collective: every rank passes the same description, else WeftError (MISMATCH) on every rank."""
+        if self._h is None:
+            raise ValueError("weft: this world is closed")
+        if "\0" in what or "\0" in desc:
+            raise ValueError("weft: agree(%r, %r): a NUL character would cut the text short" % (what, desc))
         st = lib.weft_world_agree(self._h, what.encode(), desc.encode())
         if st:
-            raise error(st, _lib.text(lib.weft_world_error(self._h)))
+            raise error(st, self._with_failure(_lib.text(lib.weft_world_error(self._h))))
 
     def close(self):
         """Collective-free: releases this rank's side (no communication)."""
@@ -93,6 +115,9 @@ class Comm:
     and replayed; check() after the stream is synchronised raises CommTimeoutError naming who."""
 
     def __init__(self, kernel, world, max_elems):
+        self._h = None
+        if kernel.handle is None or world.handle is None:
+            raise ValueError("weft: Comm over a closed %s" % ("kernel" if kernel.handle is None else "world"))
         self.kernel, self.world = kernel, world
         h = ctypes.c_void_p()
         with kernel.ctx.lock:
@@ -114,6 +139,8 @@ class Comm:
         k = self.kernel
         with k.ctx.lock:
             k._bind(args)
+            if stream is not None and type(stream) is not int:
+                stream = stream_handle(stream, k.manifest.name)
             st = lib.weft_comm_launch(self._h, k._argv, stream)
             if st:
                 raise error(st, _lib.text(lib.weft_comm_error(self._h)))

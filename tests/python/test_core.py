@@ -1,0 +1,491 @@
+"""weft's Python core without a GPU: loading, generation, overrides, errors, compile, launch checks."""
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import weft
+from conftest import EXAMPLES, REPO
+
+FAMILIES = ["ag_gemm", "allreduce", "cluster_reduce", "gemm", "rmsnorm", "row_reduce", "row_softmax"]
+
+
+def header_version():
+    text = (REPO / "runtime/core/weft.h").read_text()
+    m = re.search(r'#define\s+WEFT_VERSION\s+"([^"]+)"', text)
+    if m:
+        return m.group(1)
+    # Before weft.h carried WEFT_VERSION, the project's version was the one source.
+    return re.search(r"project\(weft\s+VERSION\s+([0-9.]+)", (REPO / "CMakeLists.txt").read_text()).group(1)
+
+
+def test_version_matches_header():
+    assert weft.version() == header_version()
+    assert weft.__version__ == weft.version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", weft.version())
+
+
+# ---- generate from a path and from a dict -------------------------------------------------------
+
+def test_generate_from_path(softmax):
+    m = weft.generate(softmax, cluster=4)
+    assert m.family == "row_softmax"
+    assert [(a.name, a.type, a.role) for a in m.args] == [
+        ("y", "ptr", "out"), ("x", "ptr", "in"), ("rows", "i32", "size"), ("cols", "i32", "size")]
+    assert m.args[0].dtype == "f32"
+    assert m.params["cluster"] == "4" and m.params["family"] == "row_softmax"
+    assert m.cluster[0] == 4 and m.block[0] == int(m.params["threads"])
+    assert {l["arg"] for l in m.limits} == {"rows", "cols"}
+    cols = next(l for l in m.limits if l["arg"] == "cols")
+    assert cols["max"] == int(m.params["max_cols"])
+    assert m.run["sizes"] == ["rows", "cols"] and m.run["metric"] == "bytes"
+    assert m.kernels == [m.name] and "_c4_" in m.name
+    assert "extern \"C\"" in m.source and m.entry in m.source
+    # os.PathLike works as well as str
+    assert weft.generate(EXAMPLES / "row_softmax.lua", cluster=4).name == m.name
+
+
+def test_generate_from_dict_equals_file(softmax):
+    # The example as a dict equals the file with the same values as overrides.
+    d = {"family": "row_softmax", "dtype": "bf16", "mode": "onchip", "max_cols": 32768, "cluster": 2,
+         "nonportable": False, "threads": 256}
+    m = weft.generate(d)
+    assert m.params["dtype"] == "bf16" and m.params["threads"] == "256" and m.params["nonportable"] == "false"
+    f = weft.generate(softmax, dtype="bf16", cluster=2, threads=256)
+    assert m.name == f.name and m.source == f.source
+
+
+def test_generate_dict_nested_and_floats():
+    m = weft.generate({"family": "gemm", "dtype": "bf16", "tile": {"m": 128, "n": 128, "k": 64},
+                       "cluster": {"m": 2, "n": 1}, "pdl": True})
+    assert (m.params["tile.m"], m.params["tile.n"], m.params["cluster.m"], m.params["pdl"]) == ("128", "128", "2", "true")
+    r = weft.generate({"family": "rmsnorm", "dtype": "f32", "eps": 1e-5, "max_cols": 4096})
+    assert float(r.params["eps.value"]) == pytest.approx(1e-5, rel=1e-6)
+    r2 = weft.generate({"family": "rmsnorm", "dtype": "f32", "eps": 2.5e-3, "max_cols": 4096})
+    assert r2.name != r.name
+
+
+def test_generate_dict_list_value():
+    # A list reaches the generator as a Lua sequence: the schema then says what it allows there.
+    with pytest.raises(weft.ConfigError) as e:
+        weft.generate({"family": "row_softmax", "dtype": ["f32", "bf16"]})
+    assert 'dtype = { 1 = "f32", 2 = "bf16" }' in str(e.value)
+    text = weft.lua_config({"family": "x", "l": [1, 2.5, True, "s", [3]], "d": {}})
+    assert text == 'return {family = "x", l = {1, 2.5, true, "s", {3}}, d = {}}\n'
+
+
+def test_custom_op_from_dict_roundtrips_text():
+    combine = "fmaxf(fabsf(a),  fabsf(b)) + 0.0f * (a - b)"
+    m = weft.generate({"family": "row_reduce", "dtype": "bf16", "op": {"combine": combine, "identity": "0.0f"}})
+    assert m.params["op"] == "custom" and m.params["op.combine"] == combine and m.params["op.identity"] == "0.0f"
+
+
+def test_gather_then_gemm_parts():
+    m = weft.generate(EXAMPLES / "ag_gemm.lua", variant="gather_then_gemm")
+    parts = m.parts()
+    assert len(parts) == 2 and parts[0] is m
+    assert m.kernels == [p.name for p in parts]
+    gather, gemm = parts
+    assert gather.family == "ag_gemm" and gemm.family == "gemm"
+    assert [a.name for a in gather.args] == ["ag", "a", "m", "k"] and gather.comm is not None
+    assert [a.name for a in gemm.args] == ["c", "a", "b", "m", "n", "k"] and gemm.comm is None
+    assert gemm.params["tile.n"] == "256"
+    # a single-kernel config has one part
+    assert len(weft.generate(EXAMPLES / "gemm.lua").parts()) == 1
+
+
+def test_check_size(softmax):
+    m = weft.generate(softmax)
+    cap = int(m.params["max_cols"])
+    assert m.check_size("cols", cap) is None and m.check_size("cols", 1) is None
+    why = m.check_size("cols", cap + 1)
+    assert "cols = %d" % (cap + 1) in why and "1..%d" % cap in why
+    assert "rows = 0" in m.check_size("rows", 0)
+    with pytest.raises(ValueError, match="no size argument 'colz'.*rows, cols"):
+        m.check_size("colz", 5)
+    with pytest.raises(TypeError):
+        m.check_size("cols", 5.5)
+    assert "64 bits" in m.check_size("rows", 1 << 70)
+
+
+# ---- overrides ---------------------------------------------------------------------------------
+
+def test_overrides_nested_equal_dotted():
+    assert weft.overrides({"tile": {"m": 128, "n": 64}, "dtype": "bf16", "pdl": True, "eps": 0.5}) == [
+        "tile.m=128", "tile.n=64", 'dtype="bf16"', "pdl=true", "eps=0.5"]
+    g = EXAMPLES / "gemm.lua"
+    a = weft.generate(g, tile={"n": 128})
+    b = weft.context().generate_source(g.read_text(), name=str(g), **{"tile": {"n": 128}})
+    assert a.params["tile.n"] == "128" and a.params["tile.m"] == "128" and a.name == b.name
+    # the same values written into the config give the same kernel
+    c = weft.generate({"family": "gemm", "dtype": "bf16", "b_layout": "row", "tile": {"m": 128, "n": 128, "k": 64},
+                       "stages": 3, "consumers": 2, "epilogue": "tma"})
+    assert c.name == a.name
+
+
+def test_override_str_stays_str(softmax):
+    # bare "true"/"4" would read as a bool/number in the generator: a str must stay a str
+    with pytest.raises(weft.ConfigError, match='cluster = "4"'):
+        weft.generate(softmax, cluster="4")
+    with pytest.raises(weft.ConfigError, match='dtype = "true"'):
+        weft.generate(softmax, dtype="true")
+    assert weft.generate(softmax, dtype="bf16").params["dtype"] == "bf16"
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"bogus": 3}, ["bogus = 3", "unknown key", "row_softmax"]),
+    ({"threads": 100}, ["threads = 100", "must be one of"]),
+    ({"cluster": float("nan")}, ["override cluster", "nan", "finite"]),
+    ({"cluster": float("inf")}, ["override cluster", "inf", "finite"]),
+    ({"cluster": None}, ["override cluster = None", "NoneType"]),
+    ({"cluster": [1]}, ["override cluster = [1]", "list"]),
+    ({"cluster": 1 << 64}, ["override cluster", str(1 << 64), "64 bits"]),
+    ({"tile": {}}, ["override tile = {}", "empty"]),
+    ({"tile": {"m x": 1}}, ["override key 'tile.m x'", "name"]),
+    ({"dtype": "f32\0x"}, ["override dtype", "NUL"]),
+    ({"tile": {"m": 128}}, ["tile = { m = 128 }", "unknown key"]),
+])
+def test_override_errors(softmax, kw, words):
+    with pytest.raises(weft.ConfigError) as e:
+        weft.generate(softmax, **kw)
+    assert e.value.status_name == "CONFIG"
+    for w in words:
+        assert w in str(e.value)
+
+
+# ---- bad configs -------------------------------------------------------------------------------
+
+def bad(config, *words, cls=weft.ConfigError):
+    with pytest.raises(cls) as e:
+        weft.generate(config)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+    return e.value
+
+
+def test_bad_dict_values():
+    bad({"family": "row_softmax", "dtype": b"f32"}, "dtype", "bytes", "allowed are")
+    bad({"family": "row_softmax", "dtype": None}, "dtype = None", "NoneType")
+    bad({"family": "row_softmax", "tile": {"m": object()}}, "tile.m", "object")
+    bad({"family": "row_softmax", "threads": float("nan")}, "threads", "nan", "finite")
+    bad({"family": "rmsnorm", "eps": float("-inf")}, "eps", "-inf", "finite")
+    bad({"family": "row_softmax", "l": [1, float("inf")]}, "l[2]", "finite")
+    bad({"family": "row_softmax", "threads": -(1 << 63) - 1}, "threads", "64 bits")
+    bad({"family": "row_softmax", 3: 4}, "key 3", "int", "strings")
+    bad({"family": "row_softmax", "threads": 100}, "threads = 100")
+    cyc = {"family": "row_softmax"}
+    cyc["me"] = cyc
+    bad(cyc, "me", "refers back")
+    deep = v = {}
+    for _ in range(40):
+        v["a"] = {}
+        v = v["a"]
+    bad({"family": "row_softmax", "deep": deep}, "nested more than 32")
+
+
+@pytest.mark.parametrize("key", ["not an identifier", "1x", "a.b", "end", "function", "nil", "x-y"])
+def test_bad_dict_keys_are_named(key):
+    e = bad({"family": "row_softmax", key: 1}, "unknown key")
+    assert key in str(e)
+
+
+def test_unknown_family_and_missing_family():
+    bad({"family": "no_such_family"}, 'family = "no_such_family"', *FAMILIES)
+    bad({}, "family = nil", "row_softmax")
+    bad({"family": 7}, "family = 7")
+
+
+def test_bad_paths(tmp_path):
+    missing = tmp_path / "nope.lua"
+    e = bad(missing, str(missing), cls=weft.WeftError)
+    assert e.status_name == "IO"
+    e = bad(tmp_path, str(tmp_path), "directory", cls=weft.WeftError)
+    assert e.status_name == "IO"
+    with pytest.raises(ValueError, match="NUL"):
+        weft.generate(str(tmp_path) + "/x\0.lua")
+    with pytest.raises(TypeError, match="path .* or a dict, not int"):
+        weft.generate(42)
+    broken = tmp_path / "broken.lua"
+    broken.write_text("return { family = \n")
+    bad(broken, str(broken))
+
+
+ATTACKS = ['he said "hi"', "back\\slash\\", "two\nlines\r\n", "]]", "]==]", "[[", "a\0b", '"), os.exit(3), ("',
+           "\"..os.exit(3)..\"", "\\\"); os.exit(3) --", "héllo wörld 中文 \U0001F600", "\t\x01\x7f", "%q %s %d"]
+
+
+def lua_q(s):
+    """Lua 5.4's string.format("%q") of s's UTF-8, decoded back: what the generator's messages show."""
+    b, out = s.encode("utf-8"), []
+    for i, c in enumerate(b):
+        ch = bytes([c])
+        if ch in (b'"', b"\\", b"\n"):
+            out.append(b"\\" + ch)
+        elif ch == b"\0":
+            out.append(b"\\0" if not (i + 1 < len(b) and chr(b[i + 1]).isdigit()) else b"\\000")
+        elif c < 32 or c == 127:
+            out.append(("\\%d" % c if not (i + 1 < len(b) and chr(b[i + 1]).isdigit()) else "\\%03d" % c).encode())
+        else:
+            out.append(ch)
+    return '"' + b"".join(out).decode("utf-8") + '"'
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_attacker_strings_are_data(tmp_path, monkeypatch, attack):
+    # A value reaches the config as the same text (the message quotes it back exactly); a key is named
+    # as an unknown field; nothing runs as Lua (an os.exit would end this process, and the generator's
+    # sandbox has no os or io: a created file would show it).
+    monkeypatch.chdir(tmp_path)
+    e = bad({"family": "row_softmax", "dtype": attack}, "dtype = " + lua_q(attack))
+    assert e.status_name == "CONFIG"
+    bad({"family": "row_softmax", "op": {"combine": attack}}, "op")
+    if "\0" in attack:   # C strings would cut the generator's message short: refused before it
+        bad({"family": "row_softmax", attack: 1}, "NUL", "key")
+    else:
+        e = bad({"family": "row_softmax", "mode": "onchip", attack: 1}, "unknown key")
+        assert attack in str(e)
+    with pytest.raises(weft.ConfigError):
+        weft.generate(EXAMPLES / "row_softmax.lua", **({"dtype": attack}))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_attacker_strings_in_a_subprocess(tmp_path):
+    # The same, where an os.exit(3) that got through would be seen as the exit status.
+    code = ("import weft\n"
+            "for a in %r:\n"
+            "    for cfg in ({'family': 'row_softmax', 'dtype': a}, {'family': a}, {a: a}):\n"
+            "        try:\n"
+            "            weft.generate(cfg)\n"
+            "        except weft.ConfigError:\n"
+            "            pass\n"
+            "        else:\n"
+            "            raise SystemExit('accepted %%r' %% (cfg,))\n"
+            "print('survived')\n" % (ATTACKS,))
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "survived"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lua_source_text():
+    c = weft.context()
+    m = c.generate_source('return { family = "row_softmax", dtype = "f16", max_cols = 1024 }', name="mine.lua")
+    assert m.params["dtype"] == "f16" and m.params["max_cols"] == "1024"
+    with pytest.raises(weft.ConfigError, match='mine.lua: dtype = "f64"'):
+        c.generate_source('return { family = "row_softmax", dtype = "f64", max_cols = 1024 }', name="mine.lua")
+    with pytest.raises(ValueError, match="NUL"):
+        c.generate_source('return { family = "row_softmax" }\0 os.exit(3)')
+    with pytest.raises(weft.ConfigError):
+        c.generate_source('os.exit(3)')
+
+
+# ---- compile -----------------------------------------------------------------------------------
+
+def test_compile_and_cache(ctx, tmp_path, softmax):
+    k = ctx.compile(softmax, cluster=2)
+    assert not k.cache_hit
+    ptx = k.ptx
+    assert ".entry " + k.manifest.entry in ptx or ".entry\t" + k.manifest.entry in ptx or k.manifest.entry in ptx
+    assert re.search(r"\.entry\s+%s\b" % re.escape(k.manifest.entry), ptx)
+    assert ".target sm_90a" in ptx
+    cubin = k.cubin
+    assert isinstance(cubin, bytes) and cubin[:4] == b"\x7fELF"
+    assert k.compile_ms >= 0
+    assert any((tmp_path / "cache").rglob("*")), "nothing written to the private cache"
+    k2 = ctx.compile(softmax, cluster=2)
+    assert k2.cache_hit and k2.ptx == ptx and k2.cubin == cubin
+    k3 = ctx.compile(softmax, cluster=4)
+    assert not k3.cache_hit and k3.manifest.name != k.manifest.name
+    # a fresh context on the same folder finds it too
+    other = weft.Context(cache_dir=str(tmp_path / "cache"))
+    assert other.compile(softmax, cluster=2).cache_hit
+    other.close()
+
+
+def test_compile_parts(ctx):
+    k = ctx.compile(EXAMPLES / "ag_gemm.lua", variant="gather_then_gemm")
+    parts = k.parts()
+    assert len(parts) == 2 and parts[0] is k
+    names = [p.manifest.name for p in parts]
+    assert names == k.manifest.kernels
+    for p in parts:
+        assert re.search(r"\.entry\s+%s\b" % re.escape(p.manifest.entry), p.ptx)
+    assert [a.name for a in parts[1].manifest.args] == ["c", "a", "b", "m", "n", "k"]
+    assert parts[1].manifest.check_size("k", 64) is None
+    assert parts[0].ptx != parts[1].ptx
+    k.close()
+    with pytest.raises(ValueError, match="closed"):
+        parts[1].ptx
+    with pytest.raises(ValueError, match="freed"):
+        parts[1].manifest.check_size("k", 64)
+
+
+def test_compile_manifest_ownership(ctx, softmax):
+    m = ctx.generate(softmax)
+    part_view = m.parts()[0]
+    k = ctx.compile_manifest(m)
+    assert k.manifest.name == m.name and m.name == part_view.name   # Python fields stay readable
+    with pytest.raises(ValueError, match="already compiled"):
+        ctx.compile_manifest(m)
+    with pytest.raises(ValueError, match="handed to a kernel"):
+        m.check_size("cols", 5)
+    with pytest.raises(ValueError):
+        m.parts()
+    assert k.manifest.check_size("cols", 5) is None
+    # a part of a multi-kernel config is not a first kernel
+    g = ctx.generate(EXAMPLES / "ag_gemm.lua", variant="gather_then_gemm")
+    with pytest.raises(ValueError):
+        ctx.compile_manifest(g.parts()[1])
+    with pytest.raises(TypeError):
+        ctx.compile_manifest("row_softmax.lua")
+
+
+def test_closed_context_and_kernel(tmp_path, softmax):
+    c = weft.Context(cache_dir=tmp_path)
+    k = c.compile(softmax)
+    c.close()
+    c.close()
+    with pytest.raises(ValueError, match="closed"):
+        c.generate(softmax)
+    with pytest.raises(ValueError, match="closed"):
+        k.ptx
+    with pytest.raises(ValueError, match="closed"):
+        k.launch(1 << 40, 1 << 40, 1, 1)
+
+
+def test_contexts_per_device():
+    assert weft.context(0) is weft.context(0)
+    c1 = weft.context(1)   # a context needs no device until something launches
+    assert c1 is not weft.context(0) and c1.device == 1 and weft.context(0).device == 0
+    with pytest.raises(TypeError):
+        weft.context("0")
+
+
+def test_compile_from_threads(ctx, softmax):
+    # one context, 4 threads compiling at once (distinct kernels, then the same ones again)
+    results, errors = {}, []
+
+    def work(i):
+        try:
+            for dt in ("f32", "f16", "bf16"):
+                k = ctx.compile(softmax, cluster=(1, 2, 4, 8)[i], dtype=dt)
+                results[(i, dt)] = (k.manifest.name, k.cache_hit, len(k.ptx))
+        except BaseException as e:  # noqa: B902 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+        assert not t.is_alive()
+    assert not errors, errors
+    assert len(results) == 12 and len({v[0] for v in results.values()}) == 12
+    assert all(v[2] > 0 for v in results.values())
+    again = [ctx.compile(softmax, cluster=c, dtype=dt) for c in (1, 2, 4, 8) for dt in ("f32", "f16", "bf16")]
+    assert all(k.cache_hit for k in again)
+
+
+# ---- launch (no GPU here) ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    c = weft.Context(cache_dir=tmp_path_factory.mktemp("cache"))
+    k = c.compile(EXAMPLES / "row_softmax.lua")
+    yield k
+    c.close()
+
+
+P = 1 << 40   # a plausible device address
+
+
+def test_launch_argument_count(kernel):
+    with pytest.raises(TypeError, match=r"takes 4 arguments \(y, x, rows, cols\), got 3"):
+        kernel.launch(P, P, 1)
+    with pytest.raises(TypeError, match="got 5"):
+        kernel.launch(P, P, 1, 1, 1)
+
+
+@pytest.mark.parametrize("args, name, what", [
+    (("p", P, 1, 1), "y", "pointer"), ((P, 1.5, 1, 1), "x", "pointer"), ((P, None, 1, 1), "x", "pointer"),
+    ((P, P, 1.0, 1), "rows", "size"), ((P, P, 1, "8"), "cols", "size"), ((P, P, True, 1), "rows", "size"),
+])
+def test_launch_argument_types(kernel, args, name, what):
+    with pytest.raises(TypeError, match="argument %s is a %s" % (name, what)):
+        kernel.launch(*args)
+
+
+@pytest.mark.parametrize("args, name", [((P, P, 1 << 32 | 5, 1), "rows"), ((P, P, 1, -(1 << 31) - 1), "cols"),
+                                        ((-1, P, 1, 1), "y"), ((P, 1 << 64, 1, 1), "x")])
+def test_launch_values_that_do_not_fit(kernel, args, name):
+    with pytest.raises(weft.WeftError) as e:
+        kernel.launch(*args)
+    assert e.value.status_name == "LAUNCH" and "argument %s = " % name in str(e.value)
+
+
+def test_launch_null_pointer_and_limits(kernel):
+    with pytest.raises(weft.WeftError) as e:
+        kernel.launch(P, 0, 4, 4)
+    assert e.value.status_name == "LAUNCH" and "pointer argument x is 0" in str(e.value)
+    cap = int(kernel.manifest.params["max_cols"])
+    with pytest.raises(weft.WeftError) as e:
+        kernel.launch(P, P, 4, cap + 1)
+    assert e.value.status_name == "LAUNCH" and "cols = %d" % (cap + 1) in str(e.value)
+
+
+class FakeTensor:
+    def __init__(self, p):
+        self.p = p
+
+    def data_ptr(self):
+        return self.p
+
+
+class FakeStream:
+    cuda_stream = 0
+
+
+def test_launch_without_gpu_is_no_gpu_error(kernel):
+    if os.path.exists("/dev/nvidia0"):
+        pytest.skip("a GPU machine: the launch would run")
+    for stream in (None, 0, 12345, FakeStream()):
+        with pytest.raises(weft.NoGPUError) as e:
+            kernel.launch(FakeTensor(P), P + 4096, 4, 4, stream=stream)
+        assert e.value.status_name == "NO_DRIVER"
+    for stream in ("0", b"\0", 1.0):
+        with pytest.raises(TypeError, match="stream"):
+            kernel.launch(P, P, 4, 4, stream=stream)
+
+
+# ---- loading -----------------------------------------------------------------------------------
+
+def run_import(env):
+    e = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", "import weft"], env=e, capture_output=True, text=True, timeout=60)
+
+
+def test_weft_lib_pointing_nowhere(tmp_path):
+    nowhere = str(tmp_path / "no" / "libweft.so.0")
+    r = run_import({"WEFT_LIB": nowhere})
+    assert r.returncode != 0 and "OSError" in r.stderr and nowhere in r.stderr
+    notlib = tmp_path / "libweft.so.0"
+    notlib.write_text("not a library")
+    r = run_import({"WEFT_LIB": str(notlib)})
+    assert r.returncode != 0 and "OSError" in r.stderr and "cannot load %s" % notlib in r.stderr
+    r = run_import({"WEFT_LIB": str(tmp_path)})
+    assert r.returncode != 0 and str(tmp_path) in r.stderr
+
+
+def test_library_api_types():
+    # the status names the package maps are the library's own
+    from weft import core
+    n = len(core.STATUS)
+    assert sorted(core.STATUS) == list(range(n))
+    assert all(core.text_status(code) != "unknown status" for code in core.STATUS)
+    assert core.text_status(n) == "unknown status", "libweft has a status the package does not map"
+    assert isinstance(weft._lib.lib.weft_version(), bytes)
+    assert ctypes.sizeof(weft._lib._CtxOptions) == 24

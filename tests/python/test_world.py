@@ -1,0 +1,184 @@
+"""weft.World over an in-process all-gather: N Python threads as N ranks (no MPI, no GPU).
+
+A hang must fail the test, not block CI: every join has a timeout, and faulthandler dumps the
+stacks if the module runs past its budget.
+"""
+import faulthandler
+import re
+import threading
+
+import pytest
+
+import weft
+
+JOIN_S = 60
+
+
+@pytest.fixture(autouse=True)
+def watchdog():
+    faulthandler.dump_traceback_later(240, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+class Gather:
+    """An all-gather across n threads: each deposits its bytes, a barrier, each reads them all."""
+
+    def __init__(self, n):
+        self.n = n
+        self.slots = [None] * n
+        self.barrier = threading.Barrier(n, timeout=JOIN_S)
+        self.calls = [0] * n
+
+    def fn(self, rank, fail_on=None, wrong_len=False):
+        def allgather(data):
+            self.calls[rank] += 1
+            self.slots[rank] = data
+            self.barrier.wait()
+            out = b"".join(self.slots)
+            self.barrier.wait()   # nobody overwrites its slot before everyone has read
+            if fail_on is not None and fail_on(self.calls[rank]):
+                raise RuntimeError("rank %d: transport failed" % rank)
+            return out[:-1] if wrong_len else out
+        return allgather
+
+
+def on_ranks(n, body):
+    """body(rank) on n threads; returns [result or exception] by rank."""
+    out = [None] * n
+
+    def run(r):
+        try:
+            out[r] = body(r)
+        except BaseException as e:  # noqa: B902 (compared by the test)
+            out[r] = e
+
+    threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=JOIN_S)
+        assert not t.is_alive(), "a rank hung"
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+def test_world_fields_and_agree(n):
+    g = Gather(n)
+    local = 2 if n % 2 == 0 else 1
+
+    def body(r):
+        with weft.World(r, n, r % local, local, g.fn(r)) as w:
+            fields = (w.rank, w.size, w.local_rank, w.local_size, weft._lib.lib.weft_world_size(w.handle))
+            w.agree("test", "bytes=4096 kernel=abc")
+            return fields
+
+    out = on_ranks(n, body)
+    assert out == [(r, n, r % local, local, n) for r in range(n)]
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_agree_mismatch_same_message_everywhere(n):
+    g = Gather(n)
+
+    def body(r):
+        w = weft.World(r, n, 0, 1, g.fn(r))
+        try:
+            w.agree("sizes", "m=1024" if r != n - 1 else "m=2048")
+        finally:
+            w.close()
+
+    out = on_ranks(n, body)
+    assert all(isinstance(e, weft.WeftError) and e.status_name == "MISMATCH" for e in out), out
+    msgs = {str(e) for e in out}
+    assert len(msgs) == 1
+    msg = msgs.pop()
+    assert "m=1024" in msg and "m=2048" in msg and "sizes" in msg
+
+
+@pytest.mark.parametrize("n, bad", [
+    (2, lambda r, n: (r, n, r, n if r == 0 else n + 1)),          # local_size differs
+    (4, lambda r, n: (r if r != 2 else 7, n, 0, 1)),              # a rank number out of range
+    (4, lambda r, n: (0 if r < 2 else r, n, 0, 1)),               # two ranks claim rank 0
+    (2, lambda r, n: (r, n, 5, 1)),                               # local_rank beyond local_size
+])
+def test_bad_rank_numbers_same_invalid_everywhere(n, bad):
+    g = Gather(n)
+
+    def body(r):
+        rank, size, lr, ls = bad(r, n)
+        weft.World(rank, size, lr, ls, g.fn(r)).close()
+
+    out = on_ranks(n, body)
+    assert all(isinstance(e, weft.WeftError) and e.status_name == "INVALID" for e in out), out
+    assert len({str(e) for e in out}) == 1, [str(e) for e in out]
+    assert "rank" in str(out[0])
+
+
+def test_bad_arguments_before_any_gather():
+    with pytest.raises(TypeError, match="rank must be an int"):
+        weft.World("0", 1, 0, 1, lambda d: d)
+    with pytest.raises(ValueError, match="size = 4294967297 is out of range"):
+        weft.World(0, (1 << 32) + 1, 0, 1, lambda d: d)
+    with pytest.raises(TypeError, match="callable"):
+        weft.World(0, 1, 0, 1, None)
+    with pytest.raises(weft.WeftError) as e:
+        weft.World(0, 0, 0, 1, lambda d: d)
+    assert e.value.status_name == "INVALID"
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_allgather_raising_on_one_rank_fails_every_rank(n):
+    g = Gather(n)
+
+    def body(r):
+        # rank 1's transport fails on its first call: creation fails everywhere, nobody hangs
+        weft.World(r, n, 0, 1, g.fn(r, fail_on=(lambda c: c == 1) if r == 1 else None)).close()
+
+    out = on_ranks(n, body)
+    assert all(isinstance(e, weft.WeftError) for e in out), out
+    assert "transport failed" in str(out[1])
+    assert all("callback returned 1 on rank 1" in str(e) for e in out), out
+    assert {e.status_name for e in out} == {"IO"}
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_allgather_raising_in_agree(n):
+    g = Gather(n)
+
+    def body(r):
+        armed = []   # rank 0's transport fails once creation is done: in agree
+        w = weft.World(r, n, 0, 1, g.fn(r, fail_on=lambda c: r == 0 and bool(armed)))
+        armed.append(True)
+        try:
+            w.agree("what", "same")
+        finally:
+            w.close()
+
+    out = on_ranks(n, body)
+    assert all(isinstance(e, weft.WeftError) for e in out), out
+    assert "transport failed" in str(out[0])
+    assert all("on rank 0" in str(e) for e in out), out
+    assert {e.status_name for e in out} == {"IO"}
+
+
+def test_allgather_wrong_length_is_an_error():
+    n = 2
+    g = Gather(n)
+
+    def body(r):
+        weft.World(r, n, 0, 1, g.fn(r, wrong_len=(r == 0))).close()
+
+    out = on_ranks(n, body)
+    assert all(isinstance(e, weft.WeftError) for e in out), out
+    m = re.search(r"all-gather returned bytes of (\d+) bytes, not 2 x (\d+) bytes", str(out[0]))
+    assert m and int(m.group(1)) == 2 * int(m.group(2)) - 1, str(out[0])
+    assert all("callback returned 1 on rank 0" in str(e) for e in out), out
+
+
+def test_closed_world():
+    w = weft.World(0, 1, 0, 1, lambda d: d)
+    w.close()
+    w.close()
+    with pytest.raises(ValueError, match="closed"):
+        w.agree("a", "b")
