@@ -1,14 +1,6 @@
 # tests/python/dist: weft.torch's comm ops under torchrun (N ranks sharing the GPU under MPS: the
 # MPS daemon is the caller's, see run.sh).  Label mps; SKIP (77) without torch, a GPU or torchrun.
-# Meant for the end of tests/python/CMakeLists.txt, whose weft_py_env says where the package is;
-# included on its own (tests/CMakeLists.txt), the sources plus $WEFT_LIB, else build/python.
-if(NOT DEFINED weft_py_env)
-  if(DEFINED ENV{WEFT_LIB})
-    set(weft_py_env "PYTHONPATH=${PROJECT_SOURCE_DIR}/python" "WEFT_LIB=$ENV{WEFT_LIB}")
-  else()
-    set(weft_py_env "PYTHONPATH=${PROJECT_BINARY_DIR}/python")
-  endif()
-endif()
+# Included at the end of tests/python/CMakeLists.txt, whose weft_py_env says where the package is.
 foreach(np 1 2 4 8)
   add_test(NAME python.dist.np${np} COMMAND ${CMAKE_CURRENT_LIST_DIR}/run.sh ${np})
   set_tests_properties(python.dist.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
