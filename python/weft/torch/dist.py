@@ -154,6 +154,11 @@ class _Group:
         try:
             self.world.agree("weft.torch." + op, sig + (" error: " + problem if problem else ""))
         except core.WeftError as e:
+            # A rank whose own arguments are wrong says so (its ValueError, the argument named); the
+            # others, whose arguments are fine, get the mismatch naming that rank.  Every rank went
+            # through the rendezvous, so none is left waiting.
+            if problem and e.status_name == "MISMATCH":
+                raise ValueError(problem) from None
             raise core.error(e.status, "weft.torch.%s: rank %d of group %s: %s" % (op, self.rank, self.name, e)) from None
         if problem:
             raise ValueError(problem)
@@ -438,15 +443,22 @@ def _all_gather_matmul_run(a, b, gather_dim, name, return_a, b_layout):
     return a_out, c_out
 
 
+# The group's size is an argument of the op, not looked up in the fake: the output's M depends on
+# it, and a compiled graph cached under the same group name ("0") at another world size would
+# otherwise replay the old shapes (seen: compiled at 1 rank, rerun at 2).
 @torch.library.custom_op("weft::all_gather_matmul", mutates_args=())
 def _all_gather_matmul_op(a_shard: torch.Tensor, b: torch.Tensor, gather_dim: int, group_name: str,
-                          return_a: bool, b_layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+                          group_size: int, return_a: bool, b_layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    ranks = globals()["group_size"](group_name)
+    if group_size != ranks:
+        raise ValueError("weft.torch.all_gather_matmul: group_size = %d, but group %s has %d ranks"
+                         % (group_size, group_name, ranks))
     return _all_gather_matmul_run(a_shard, b, gather_dim, group_name, return_a, b_layout)
 
 
 @_all_gather_matmul_op.register_fake
-def _(a_shard, b, gather_dim, group_name, return_a, b_layout):
-    m = a_shard.shape[0] * group_size(group_name)
+def _(a_shard, b, gather_dim, group_name, group_size, return_a, b_layout):
+    m = a_shard.shape[0] * group_size
     n = b.shape[1] if b_layout == "row" else b.shape[0]
     a = a_shard.new_empty((m, a_shard.shape[1]) if return_a else (0, a_shard.shape[1]))
     return a, a_shard.new_empty((m, n))
@@ -468,7 +480,8 @@ def all_gather_matmul(a_shard, b, group=None, return_a=False, gather_dim=0):
 def _ag_call(a_shard, b, gather_dim, group, return_a, layout):
     name = group_name(group)
     if torch.compiler.is_compiling():
-        a, c = torch.ops.weft.all_gather_matmul(a_shard, b, gather_dim, name, bool(return_a), layout)
+        a, c = torch.ops.weft.all_gather_matmul(a_shard, b, gather_dim, name, group_size(name), bool(return_a),
+                                                 layout)
     else:
         a, c = _all_gather_matmul_run(a_shard, b, gather_dim, name, bool(return_a), layout)
     return (a if return_a else None), c
