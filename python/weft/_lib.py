@@ -78,6 +78,7 @@ _PROTOS = {
     "weft_comm_create": (_st, [_vp, _vp, ctypes.c_longlong, ctypes.POINTER(_vp)]),
     "weft_comm_launch": (_st, [_vp, ctypes.POINTER(_vp), _vp]),
     "weft_comm_check": (_st, [_vp]),
+    "weft_comm_epoch": (ctypes.c_longlong, [_vp]),
     "weft_comm_set_timeout": (None, [_vp, ctypes.c_double]),
     "weft_comm_error": (_cp, [_vp]),
     "weft_comm_multicast": (_int, [_vp]),

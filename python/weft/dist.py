@@ -145,6 +145,11 @@ class Comm:
             if st:
                 raise error(st, _lib.text(lib.weft_comm_error(self._h)))
 
+    @property
+    def epoch(self):
+        """Launches finished so far on this rank (read from the device: synchronise first)."""
+        return lib.weft_comm_epoch(self._h)
+
     def check(self):
         st = lib.weft_comm_check(self._h)
         if st:

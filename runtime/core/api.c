@@ -512,12 +512,15 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
       long items = (v + m->grid[i].per - 1) / m->grid[i].per;
       if (m->grid[i].split) items = (items + ranks - 1) / ranks;
       if (m->grid[i].max > 0 && items > m->grid[i].max) items = m->grid[i].max;
-      /* A pdl kernel that waits on other ranks may have the next launch's blocks parked beside
-       * it (scheduled early, waiting in griddepcontrol.wait).  With the GPU to itself that is
-       * harmless: they are scheduled only once every block of this launch has started.  With
-       * ranks sharing the GPU they could take the room of another rank's blocks that this
-       * launch waits for: there, room for two grids per rank. */
-      long cap = k->coresident / (share > 0 ? share : 1) / (share > 1 && m->pdl && m->comm.n_signals > 0 ? 2 : 1);
+      /* Ranks sharing a GPU (MPS) split its co-resident capacity, and a kernel that waits on other
+       * ranks gets half of its share: room for two grids per rank.  A pdl kernel needs it, as the
+       * next launch's blocks may park beside it (scheduled early, waiting in griddepcontrol.wait)
+       * and take the room of another rank's blocks this launch waits for.  The others need it
+       * too: seen on the H200 with two torch processes under MPS, one_shot grids filling the whole
+       * capacity (132 + 132 blocks of 512 threads) timed out waiting for a block of the other rank
+       * that never started, on the first launch, while 100 + 100 ran 20 launches clean.  With a
+       * GPU of its own a rank keeps the whole capacity. */
+      long cap = k->coresident / (share > 0 ? share : 1) / (share > 1 && m->comm.n_signals > 0 ? 2 : 1);
       if (m->grid[i].cap && items > cap) items = cap;
       if (items < 1) items = 1;
       g *= items;
@@ -664,6 +667,16 @@ weft_status api_tmap_encode(const drv_table *d, const weft_manifest *m, int i, c
   return WEFT_ERR_CUDA;
 }
 
+/* WEFT_LOG_LAUNCH=1: one line per launch on stderr (the grid and what capped it), read once. */
+static int log_launches(void) {
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("WEFT_LOG_LAUNCH");
+    v = e && e[0] == '1';
+  }
+  return v;
+}
+
 weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, void *stream) {
   weft_status st = check_args(k, args);
   if (st) return st;
@@ -708,6 +721,10 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
     a->value.programmaticStreamSerializationAllowed = 1;
   }
   char *err = k->err;
+  if (log_launches())
+    fprintf(stderr, "weft: launch %s grid %u,%u,%u block %u,%u,%u smem %u rank %d of %d share %d coresident %ld\n",
+            m->name, grid[0], grid[1], grid[2], m->block[0], m->block[1], m->block[2], m->smem, env->rank, env->ranks,
+            share, k->coresident);
   CU(d->cuLaunchKernelEx(&cfg, k->fn, params, NULL), "cuLaunchKernelEx");
   return WEFT_OK;
 }

@@ -276,6 +276,13 @@ weft_status weft_comm_launch(weft_comm *c, void **args, void *stream) {
 }
 
 weft_status weft_comm_check(weft_comm *c) { return c ? comm_failed(c) : WEFT_ERR_INVALID; }
+
+long long weft_comm_epoch(weft_comm *c) {
+  if (!c || !c->state) return -1;
+  comm_state st;
+  if (c->d->cuMemcpyDtoH(&st, c->state, sizeof st) != CUDA_SUCCESS) return -1;
+  return (long long)st.epoch;
+}
 const char *weft_comm_error(const weft_comm *c) { return c ? c->err : "no communicator"; }
 int weft_comm_multicast(const weft_comm *c) { return c ? c->multicast : 0; }
 const weft_symm *weft_comm_symm(const weft_comm *c) { return c ? c->symm : NULL; }

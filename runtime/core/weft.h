@@ -356,6 +356,9 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
 weft_status weft_comm_launch(weft_comm *c, void **args, void *stream);
 /* After the stream is synchronised: WEFT_OK, or WEFT_ERR_TIMEOUT and weft_comm_error(). */
 weft_status weft_comm_check(weft_comm *c);
+/* The epoch of the last launch that finished on this rank (launches so far, each adding one), read
+ * from the device (synchronous: call after the stream is synchronised); -1 on a failed read. */
+long long weft_comm_epoch(weft_comm *c);
 void weft_comm_set_timeout(weft_comm *c, double seconds);
 const char *weft_comm_error(const weft_comm *c);
 int weft_comm_multicast(const weft_comm *c);   /* 1: real multimem; 0: unicast (twin or threadload) */
