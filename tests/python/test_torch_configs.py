@@ -3,7 +3,7 @@
 Every config a rule picks is compiled with weft (NVRTC, no GPU needed) and its manifest must take
 every shape of the class: the rule never hands the op a kernel that its family refuses, and a
 shape class (the key the op caches kernels by) never mixes configs.  Run:
-    WEFT_LIB=<libweft.so.0> PYTHONPATH=python python3 -m pytest tests/python/test_torch_configs.py
+    PYTHONPATH=build/python python3 -m pytest tests/python/test_torch_configs.py
 """
 import importlib.util
 import os
