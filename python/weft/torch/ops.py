@@ -1,0 +1,289 @@
+"""weft's single-GPU kernels as torch ops: torch.library custom ops in the namespace "weft", each
+with a fake implementation (torch.compile traces them without running them), and plain wrappers.
+
+    weft::softmax(x)                        softmax over x's last dim
+    weft::rms_norm(x, weight, eps)          y = x * rsqrt(mean(x^2) + eps) * weight over the last dim
+    weft::add_rms_norm(x, residual, weight, eps)
+                                            h = x + residual is written INTO residual (mutated in
+                                            place, declared in mutates_args), y = rms_norm(h)
+    weft::row_reduce(x, op)                 sum / max / min / prod over the last dim, out in float32
+    weft::matmul(a, b)                      a [..., M, K] . b [K, N]
+    weft::linear(x, weight)                 x [..., K] . weight[N, K]^T (no bias)
+
+The launch path: argument checks, a plan per exact shape (kernel + sizes, a dict hit after the
+first call), the output's allocation, one cuLaunchKernelEx on torch.cuda.current_stream(x.device).
+No host sync and no other allocation, so calls can be captured in a CUDA graph once each shape
+class has run eagerly (its kernel compiles on the first call, which a capture cannot do).
+
+The wrappers call the implementation directly in eager mode (the dispatcher's custom-op path
+costs host time on every call) and the registered op under torch.compile, so a compiled
+graph holds torch.ops.weft.* nodes; both paths run the same code.
+"""
+import torch
+
+from . import _common as C
+from . import configs
+
+_plans = {}
+_PLAN_CAP = 4096   # exact shapes remembered; beyond it the table starts again (a kernel stays cached)
+_limits = {}
+
+
+def _kernel_limits(kern):
+    lim = _limits.get(kern)
+    if lim is None:
+        lim = _limits[kern] = [(d["arg"], d.get("min", 0), d.get("max", configs.INT_MAX), d.get("multiple", 1))
+                               for d in kern.manifest.limits]
+    return lim
+
+
+def _plan(op, device, key, cfg, sizes):
+    """The kernel for a shape class; its limits are checked once per exact shape, before any launch."""
+    kern = C.kernels.get(device, key, lambda ctx: ctx.compile(cfg))
+    for name, lo, hi, mult in _kernel_limits(kern):
+        v = sizes.get(name)
+        if v is not None and not (lo <= v <= hi and v % mult == 0):
+            why = kern.manifest.check_size(name, v)
+            raise ValueError("weft.torch.%s: %s = %d is outside what its kernel takes (%s)" % (op, name, v, why))
+    return kern
+
+
+def _remember(pk, value):
+    if len(_plans) >= _PLAN_CAP:
+        _plans.clear()
+    _plans[pk] = value
+    return value
+
+
+def _rows_cols(x, op, name="x"):
+    if x.dim() == 0:
+        raise ValueError("weft.torch.%s: %s is 0-dimensional; it needs a last dim to work along" % (op, name))
+    cols = x.shape[-1]
+    return (x.numel() // cols if cols else 0), cols
+
+
+# ---- softmax ------------------------------------------------------------------------------
+
+def _softmax_impl(x):
+    dt = C.dtype_name(x, "softmax", "x")
+    C.check_tensor(x, "softmax", "x")
+    rows, cols = _rows_cols(x, "softmax")
+    y = torch.empty_like(x)
+    if rows == 0 or cols == 0:
+        return y
+    pk = ("softmax", x.device, dt, rows, cols)
+    kern = _plans.get(pk)
+    if kern is None:
+        key, cfg = configs.softmax(dt, rows, cols)
+        kern = _remember(pk, _plan("softmax", x.device, key, cfg, {"rows": rows, "cols": cols}))
+    kern.launch(y.data_ptr(), x.data_ptr(), rows, cols, stream=C.stream(x.device))
+    return y
+
+
+@torch.library.custom_op("weft::softmax", mutates_args=())
+def _softmax_op(x: torch.Tensor) -> torch.Tensor:
+    return _softmax_impl(x)
+
+
+@_softmax_op.register_fake
+def _(x):
+    _rows_cols(x, "softmax")
+    return torch.empty_like(x)
+
+
+def softmax(x, dim=-1):
+    """Softmax of x along dim (float32, float16, bfloat16; CUDA, contiguous, 16-byte aligned).  A
+    dim other than the last costs a transposing copy of x (movedim + contiguous: one more read and
+    write of x) and returns a view with the same shape as x, not contiguous."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError("weft.torch.softmax: x must be a torch.Tensor, not %s" % type(x).__name__)
+    nd = max(x.dim(), 1)
+    if not -nd <= dim < nd:
+        raise IndexError("weft.torch.softmax: dim = %d is out of range for x of %d dimensions" % (dim, x.dim()))
+    f = torch.ops.weft.softmax if torch.compiler.is_compiling() else _softmax_impl
+    if dim % nd == nd - 1:
+        return f(x)
+    return f(x.movedim(dim, -1).contiguous()).movedim(-1, dim)
+
+
+# ---- rms_norm -----------------------------------------------------------------------------
+
+def _rms_checks(x, weight, residual):
+    op = "rms_norm"
+    dt = C.dtype_name(x, op, "x")
+    C.check_tensor(x, op, "x")
+    C.check_tensor(weight, op, "weight", dim=1, device=x.device)
+    rows, cols = _rows_cols(x, op)
+    if weight.dtype != x.dtype:
+        raise TypeError("weft.torch.rms_norm: weight has dtype %s but x has %s; they must match" % (weight.dtype, x.dtype))
+    if weight.shape[0] != cols:
+        raise ValueError("weft.torch.rms_norm: weight has %d elements but x's last dim is %d; they must match"
+                         % (weight.shape[0], cols))
+    if residual is not None:
+        C.check_tensor(residual, op, "residual", device=x.device)
+        if residual.shape != x.shape or residual.dtype != x.dtype:
+            raise ValueError("weft.torch.rms_norm: residual is %s %s but x is %s %s; they must match"
+                             % (residual.dtype, tuple(residual.shape), x.dtype, tuple(x.shape)))
+    return dt, rows, cols
+
+
+def _rms_impl(x, weight, eps, residual):
+    dt, rows, cols = _rms_checks(x, weight, residual)
+    y = torch.empty_like(x)
+    if rows == 0 or cols == 0:
+        return y
+    res = residual is not None
+    pk = ("rms_norm", x.device, dt, res, rows, cols)
+    kern = _plans.get(pk)
+    if kern is None:
+        key, cfg = configs.rms_norm(dt, rows, cols, res)
+        kern = _remember(pk, _plan("rms_norm", x.device, key, cfg, {"rows": rows, "cols": cols}))
+    s = C.stream(x.device)
+    if res:
+        kern.launch(y.data_ptr(), x.data_ptr(), weight.data_ptr(), residual.data_ptr(), eps, rows, cols, stream=s)
+    else:
+        kern.launch(y.data_ptr(), x.data_ptr(), weight.data_ptr(), eps, rows, cols, stream=s)
+    return y
+
+
+@torch.library.custom_op("weft::rms_norm", mutates_args=())
+def _rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return _rms_impl(x, weight, eps, None)
+
+
+@_rms_norm_op.register_fake
+def _(x, weight, eps):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("weft::add_rms_norm", mutates_args=("residual",))
+def _add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return _rms_impl(x, weight, eps, residual)
+
+
+@_add_rms_norm_op.register_fake
+def _(x, residual, weight, eps):
+    return torch.empty_like(x)
+
+
+def rms_norm(x, weight, eps=1e-6, residual=None):
+    """y = x * rsqrt(mean(x^2) + eps) * weight over x's last dim, math in float32, returned in x's
+    dtype.  With residual (same shape and dtype as x): h = x + residual is what gets normalised,
+    and h is written back INTO residual in place (the next layer's residual stream), as the
+    family does; y is returned."""
+    eps = float(eps)
+    if torch.compiler.is_compiling():
+        if residual is None:
+            return torch.ops.weft.rms_norm(x, weight, eps)
+        return torch.ops.weft.add_rms_norm(x, residual, weight, eps)
+    return _rms_impl(x, weight, eps, residual)
+
+
+# ---- row_reduce ---------------------------------------------------------------------------
+
+def _row_reduce_impl(x, op):
+    dt = C.dtype_name(x, "row_reduce", "x")
+    C.check_tensor(x, "row_reduce", "x")
+    rows, cols = _rows_cols(x, "row_reduce")
+    if op not in configs.ROW_REDUCE_OPS:
+        raise ValueError("weft.torch.row_reduce: op = %r; allowed: %s" % (op, ", ".join(configs.ROW_REDUCE_OPS)))
+    if cols == 0:
+        raise ValueError("weft.torch.row_reduce: x's last dim is 0 (shape %s): nothing to reduce" % (tuple(x.shape),))
+    out = torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)
+    if rows == 0:
+        return out
+    pk = ("row_reduce", x.device, dt, op, rows, cols)
+    kern = _plans.get(pk)
+    if kern is None:
+        key, cfg = configs.row_reduce(dt, op, rows, cols)
+        kern = _remember(pk, _plan("row_reduce", x.device, key, cfg, {"rows": rows, "cols": cols}))
+    kern.launch(out.data_ptr(), x.data_ptr(), rows, cols, stream=C.stream(x.device))
+    return out
+
+
+@torch.library.custom_op("weft::row_reduce", mutates_args=())
+def _row_reduce_op(x: torch.Tensor, op: str) -> torch.Tensor:
+    return _row_reduce_impl(x, op)
+
+
+@_row_reduce_op.register_fake
+def _(x, op):
+    _rows_cols(x, "row_reduce")
+    return x.new_empty(x.shape[:-1], dtype=torch.float32)
+
+
+def row_reduce(x, op="sum"):
+    """op ("sum", "max", "min", "prod") over x's last dim, accumulated and returned in float32
+    (shape x.shape[:-1]) whatever x's dtype: the family's output; torch's x.sum(-1) would round
+    to x's dtype."""
+    if torch.compiler.is_compiling():
+        return torch.ops.weft.row_reduce(x, op)
+    return _row_reduce_impl(x, op)
+
+
+# ---- matmul / linear ----------------------------------------------------------------------
+
+def _gemm_impl(op, a, b, b_layout, aname, bname):
+    dt = C.dtype_name(a, op, aname, allowed=configs.GEMM_DTYPES)
+    C.check_tensor(a, op, aname, dim=(1, 2, 3, 4, 5, 6, 7, 8) if op == "linear" else (2, 3, 4, 5, 6, 7, 8))
+    C.check_tensor(b, op, bname, dim=2, device=a.device)
+    if b.dtype != a.dtype:
+        raise TypeError("weft.torch.%s: %s has dtype %s but %s has %s; they must match" % (op, bname, b.dtype, aname,
+                                                                                         a.dtype))
+    k = a.shape[-1]
+    n, kb = (b.shape[1], b.shape[0]) if b_layout == "row" else (b.shape[0], b.shape[1])
+    if kb != k:
+        raise ValueError("weft.torch.%s: K mismatch: %s is %s (K = %d) but %s is %s (K = %d)"
+                         % (op, aname, tuple(a.shape), k, bname, tuple(b.shape), kb))
+    m = a.numel() // k if k else 0
+    c = a.new_empty(a.shape[:-1] + (n,))
+    if m == 0 or n == 0:
+        return c
+    pk = (op, a.device, dt, m, n, k)
+    kern = _plans.get(pk)
+    if kern is None:
+        key, cfg = configs.gemm(op, dt, b_layout, m, n, k, a=aname, b=bname)
+        kern = _remember(pk, _plan(op, a.device, key, cfg, {"m": m, "n": n, "k": k}))
+    kern.launch(c.data_ptr(), a.data_ptr(), b.data_ptr(), m, n, k, stream=C.stream(a.device))
+    return c
+
+
+@torch.library.custom_op("weft::matmul", mutates_args=())
+def _matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return _gemm_impl("matmul", a, b, "row", "a", "b")
+
+
+@_matmul_op.register_fake
+def _(a, b):
+    if a.dim() < 2 or b.dim() != 2 or a.shape[-1] != b.shape[0]:
+        raise ValueError("weft.torch.matmul: a %s and b %s: a is [..., M, K] and b [K, N]" % (tuple(a.shape),
+                                                                                            tuple(b.shape)))
+    return a.new_empty(a.shape[:-1] + (b.shape[1],))
+
+
+@torch.library.custom_op("weft::linear", mutates_args=())
+def _linear_op(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return _gemm_impl("linear", x, weight, "col", "x", "weight")
+
+
+@_linear_op.register_fake
+def _(x, weight):
+    if x.dim() < 1 or weight.dim() != 2 or x.shape[-1] != weight.shape[1]:
+        raise ValueError("weft.torch.linear: x %s and weight %s: x is [..., K] and weight [N, K]"
+                         % (tuple(x.shape), tuple(weight.shape)))
+    return x.new_empty(x.shape[:-1] + (weight.shape[0],))
+
+
+def matmul(a, b):
+    """a [..., M, K] . b [K, N] -> [..., M, N] (float16 or bfloat16, f32 accumulate); a's leading
+    dims fold into M (a is contiguous, so they are one [M', K] matrix).  K and N are multiples of 8."""
+    if torch.compiler.is_compiling():
+        return torch.ops.weft.matmul(a, b)
+    return _gemm_impl("matmul", a, b, "row", "a", "b")
+
+
+def linear(x, weight):
+    """x [..., K] . weight^T for weight [N, K] (torch.nn.functional.linear without bias)."""
+    if torch.compiler.is_compiling():
+        return torch.ops.weft.linear(x, weight)
+    return _gemm_impl("linear", x, weight, "col", "x", "weight")

@@ -1,0 +1,367 @@
+"""weft.torch's ops on the GPU against torch's own result in float64 (run through run.py).
+
+Inputs are random; each output buffer is poisoned first (the op's output comes from torch's
+caching allocator, so a NaN-filled block of the same size is freed just before the call, and the
+allocator hands it back), and every element is compared.  Tolerances per dtype, on
+|got - ref| <= atol + rtol * |ref| with ref in float64:
+    softmax, rms_norm: f32 rtol 1e-5 atol 1e-6; f16 rtol 2e-3 atol 1e-5; bf16 rtol 1.6e-2 atol 1e-4
+        (about two units in the last place of the output dtype; the math is f32)
+    row_reduce (f32 out): sum atol 1e-6 * sum|x| (f32 accumulation), max/min exact, prod rtol 2e-7 * cols
+    matmul / linear: f16 rtol = atol/rms(ref) = 2^-10, bf16 2^-7 (the output's rounding; f32 accumulation)
+Every failure prints the op, shape, dtype, shape class and the worst element.
+"""
+import math
+
+import pytest
+import torch
+
+import weft.torch as wt
+from weft.torch import configs, ops
+
+DEV = torch.device("cuda", 0)
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+TOL = {torch.float32: (1e-5, 1e-6), torch.float16: (2e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-4)}
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(17)
+    yield
+    torch.cuda.synchronize()
+
+
+def poison(nbytes):
+    """Free a NaN-filled block of nbytes so the next allocation of that size gets it back."""
+    t = torch.full((max(1, nbytes // 4),), float("nan"), device=DEV, dtype=torch.float32)
+    del t
+
+
+def rand(shape, dtype, lo=-1.0, hi=1.0):
+    return torch.empty(shape, device=DEV, dtype=dtype).uniform_(lo, hi)
+
+
+def check(what, got, ref, rtol, atol):
+    """got (any dtype) against ref (float64), elementwise; atol may be a tensor."""
+    assert got.shape == ref.shape, "%s: shape %s, expected %s" % (what, tuple(got.shape), tuple(ref.shape))
+    g = got.double()
+    bad = ~(torch.isfinite(g)) | ((g - ref).abs() > atol + rtol * ref.abs())
+    nbad = int(bad.sum())
+    if nbad:
+        i = int(bad.flatten().nonzero()[0])
+        a = atol.flatten()[i].item() if torch.is_tensor(atol) and atol.numel() > 1 else float(atol)
+        raise AssertionError("%s: %d of %d elements wrong; first at flat index %d: got %r, expected %r "
+                             "(atol %.3g, rtol %.3g); max |err| %.4g"
+                             % (what, nbad, ref.numel(), i, g.flatten()[i].item(), ref.flatten()[i].item(), a, rtol,
+                                (g - ref).abs().nan_to_num(float("inf")).max().item()))
+    print("  ok %s: max |err| %.3g" % (what, (g - ref).abs().max().item() if ref.numel() else 0.0))
+
+
+# ---- softmax ------------------------------------------------------------------------------
+
+SOFTMAX_SHAPES = [(1, 1), (1, 3), (7, 100), (3, 100003), (64, 32000), (5, 40000), (3, 300000), (2, 3, 50), (1, 1048583)]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("shape", SOFTMAX_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_softmax(dtype, shape):
+    dt = DTYPES[dtype]
+    x = rand(shape, dt, -8, 8)
+    poison(x.numel() * x.element_size())
+    y = wt.softmax(x)
+    rows, cols = x.numel() // shape[-1], shape[-1]
+    key = configs.softmax(dtype, rows, cols)[0]
+    check("softmax %s %s %s" % (dtype, shape, key), y, torch.softmax(x.double(), -1), *TOL[dt])
+    assert y.dtype == dt
+
+
+@pytest.mark.parametrize("dim", [0, 1, -2])
+def test_softmax_other_dims(dim):
+    x = rand((6, 33, 40), torch.float32, -4, 4)
+    y = wt.softmax(x, dim=dim)
+    check("softmax dim=%d" % dim, y, torch.softmax(x.double(), dim), *TOL[torch.float32])
+
+
+# ---- rms_norm -----------------------------------------------------------------------------
+
+def rms_ref(x, w, eps):
+    x = x.double()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w.double()
+
+
+RMS_SHAPES = [(1, 1), (3, 3), (128, 100), (1000, 4099), (64, 4096), (33, 5120), (16, 16384), (3, 100003), (2, 5, 384)]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("residual", [False, True], ids=["plain", "residual"])
+@pytest.mark.parametrize("shape", RMS_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_rms_norm(dtype, residual, shape):
+    dt = DTYPES[dtype]
+    x = rand(shape, dt)
+    w = rand(shape[-1:], dt, -2, 2)
+    eps = 1e-5
+    r = rand(shape, dt) if residual else None
+    r0 = r.clone() if residual else None
+    poison(x.numel() * x.element_size())
+    y = wt.rms_norm(x, w, eps=eps, residual=r)
+    rows, cols = x.numel() // shape[-1], shape[-1]
+    key = configs.rms_norm(dtype, rows, cols, residual)[0]
+    rtol, atol = TOL[dt]
+    if residual:
+        h = (x.double() + r0.double())
+        # h is rounded to the dtype when it is written back; the norm is of the unrounded f32 h
+        check("rms_norm residual h %s %s %s" % (dtype, shape, key), r, h, rtol, atol)
+        ref = rms_ref(h, w, eps)
+    else:
+        ref = rms_ref(x, w, eps)
+    check("rms_norm %s %s residual=%s %s" % (dtype, shape, residual, key), y, ref, rtol, atol)
+
+
+# ---- row_reduce ---------------------------------------------------------------------------
+
+REDUCE_SHAPES = [(1, 1), (5, 3), (300, 100), (7, 4097), (3, 100003), (300, 262145), (2, 1048576), (2, 3, 10)]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
+@pytest.mark.parametrize("shape", REDUCE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_row_reduce(dtype, op, shape):
+    dt = DTYPES[dtype]
+    cols = shape[-1]
+    if op == "prod":   # values near 1, so that a product of a million stays finite
+        x = (1 + 0.01 * torch.randn(shape, device=DEV)).to(dt)
+    else:
+        x = rand(shape, dt, -4, 4)
+    poison(max(4, x.numel() // cols * 4))
+    out = wt.row_reduce(x, op)
+    xd = x.double()
+    ref = {"sum": lambda: xd.sum(-1), "max": lambda: xd.amax(-1), "min": lambda: xd.amin(-1),
+           "prod": lambda: xd.prod(-1)}[op]()
+    key = configs.row_reduce(dtype, op, x.numel() // cols, cols)[0]
+    assert out.dtype == torch.float32 and out.shape == x.shape[:-1]
+    what = "row_reduce %s %s %s %s" % (op, dtype, shape, key)
+    if op == "sum":
+        check(what, out, ref, 0.0, 1e-6 * xd.abs().sum(-1) + 1e-6)
+    elif op == "prod":
+        check(what, out, ref, max(1e-5, 2e-7 * cols), 1e-30)
+    else:
+        check(what, out, ref, 0.0, 0.0)
+
+
+# ---- matmul / linear ----------------------------------------------------------------------
+
+def gemm_check(what, c, ref, dt):
+    t = 2.0 ** -10 if dt == torch.float16 else 2.0 ** -7
+    rms = ref.pow(2).mean().sqrt().item() if ref.numel() else 1.0
+    check(what, c, ref, t, t * rms + 1e-6)
+
+
+GEMM_SHAPES = [(1, 8, 8), (2, 256, 512), (3, 256, 512), (5, 256, 512), (8, 256, 512), (13, 256, 512), (16, 256, 512),
+               (7, 200, 72), (100, 1000, 1000), (1000, 1024, 1000), (333, 136, 4104), (1024, 1024, 1024),
+               (8192, 1024, 1024), (4096, 4096, 1024), (16, 14336, 4096)]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("mnk", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matmul(dtype, mnk):
+    m, n, k = mnk
+    dt = DTYPES[dtype]
+    a, b = rand((m, k), dt), rand((k, n), dt)
+    poison(m * n * 2)
+    c = wt.matmul(a, b)
+    gemm_check("matmul %s %s %s" % (dtype, mnk, configs.gemm("matmul", dtype, "row", m, n, k)[0]), c,
+               a.double() @ b.double(), dt)
+
+
+def test_matmul_folds_leading_dims():
+    a, b = rand((2, 3, 40, 64), torch.bfloat16), rand((64, 96), torch.bfloat16)
+    c = wt.matmul(a, b)
+    assert c.shape == (2, 3, 40, 96)
+    gemm_check("matmul batched", c, a.double() @ b.double(), torch.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("xshape,n", [((16, 4096), 14336), ((5, 3, 72), 200), ((1000, 1000), 1024), ((1, 64), 8),
+                                      ((72,), 16), ((8192, 1024), 1024)], ids=str)
+def test_linear(dtype, xshape, n):
+    dt = DTYPES[dtype]
+    x, w = rand(xshape, dt), rand((n, xshape[-1]), dt)
+    poison(x.numel() // xshape[-1] * n * 2)
+    y = wt.linear(x, w)
+    gemm_check("linear %s %s -> %d" % (dtype, xshape, n), y, torch.nn.functional.linear(x.double(), w.double()), dt)
+
+
+# ---- the launch path: no sync, one allocation ---------------------------------------------
+
+def _calls():
+    x, w, r = rand((64, 1000), torch.bfloat16), rand((1000,), torch.bfloat16), rand((64, 1000), torch.bfloat16)
+    a, b, wl = rand((64, 256), torch.bfloat16), rand((256, 128), torch.bfloat16), rand((128, 256), torch.bfloat16)
+    return [("softmax", lambda: wt.softmax(x)), ("rms_norm", lambda: wt.rms_norm(x, w)),
+            ("rms_norm+residual", lambda: wt.rms_norm(x, w, residual=r)), ("row_reduce", lambda: wt.row_reduce(x, "max")),
+            ("matmul", lambda: wt.matmul(a, b)), ("linear", lambda: wt.linear(a, wl))]
+
+
+def test_launch_path_has_no_sync_and_allocates_only_the_output():
+    for name, f in _calls():
+        f()   # the first call compiles and loads
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_stats()["allocation.all.allocated"]
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            out = f()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        after = torch.cuda.memory_stats()["allocation.all.allocated"]
+        print("  %s: %d allocation(s)" % (name, after - before))
+        assert after - before == 1, "%s allocated %d blocks; only its output should be" % (name, after - before)
+        del out
+
+
+# ---- torch.library: opcheck, torch.compile ------------------------------------------------
+
+def _opcheck_cases():
+    x, w = rand((8, 40), torch.bfloat16), rand((40,), torch.bfloat16)
+    a, b, wl = rand((24, 64), torch.float16), rand((64, 32), torch.float16), rand((32, 64), torch.float16)
+    return [(torch.ops.weft.softmax.default, (rand((5, 33), torch.float32),)),
+            (torch.ops.weft.rms_norm.default, (x, w, 1e-6)),
+            (torch.ops.weft.add_rms_norm.default, (x, rand((8, 40), torch.bfloat16), w, 1e-6)),
+            (torch.ops.weft.row_reduce.default, (rand((6, 70), torch.float32), "sum")),
+            (torch.ops.weft.matmul.default, (a, b)),
+            (torch.ops.weft.linear.default, (a, wl))]
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_opcheck(i):
+    op, args = _opcheck_cases()[i]
+    print("  opcheck", op)
+    torch.library.opcheck(op, args)
+
+
+def _model(x, w, r, a, b, wl):
+    y = wt.softmax(x)
+    z = wt.rms_norm(y, w, 1e-6)
+    s = wt.row_reduce(z, "max")
+    h = wt.rms_norm(x, w, 1e-6, residual=r)
+    return y, z, s, h, wt.matmul(a, b), wt.linear(a, wl)
+
+
+def test_torch_compile_fullgraph():
+    args = (rand((32, 256), torch.bfloat16), rand((256,), torch.bfloat16), rand((32, 256), torch.bfloat16),
+            rand((48, 128), torch.bfloat16), rand((128, 64), torch.bfloat16), rand((64, 128), torch.bfloat16))
+    r_eager, r_comp = args[2].clone(), args[2].clone()
+    eager = _model(args[0], args[1], r_eager, *args[3:])
+    explain = torch._dynamo.explain(_model)(args[0], args[1], args[2].clone(), *args[3:])
+    print("  dynamo: %d graph(s), %d break(s) %s" % (explain.graph_count, explain.graph_break_count,
+                                                   explain.break_reasons))
+    assert explain.graph_break_count == 0
+    torch._dynamo.reset()
+    comp = torch.compile(_model, fullgraph=True)(args[0], args[1], r_comp, *args[3:])
+    for i, (e, c) in enumerate(zip(eager, comp)):
+        assert torch.equal(e, c), "compiled output %d differs from eager" % i
+    assert torch.equal(r_eager, r_comp), "the residual written in place differs under torch.compile"
+
+
+# ---- CUDA graphs --------------------------------------------------------------------------
+
+def test_cuda_graph_capture_10_replay_100():
+    dt = torch.bfloat16
+    x, w, r = rand((64, 1000), dt), rand((1000,), dt), rand((64, 1000), dt)
+    a, b, wl = rand((100, 256), dt), rand((256, 136), dt), rand((136, 256), dt)
+    r_init = r.clone()
+
+    def body():
+        return [wt.softmax(x), wt.softmax(x, dim=0), wt.rms_norm(x, w), wt.row_reduce(x, "sum"),
+                wt.row_reduce(x, "max"), wt.matmul(a, b), wt.linear(a, wl), wt.matmul(a, b), wt.softmax(a),
+                wt.rms_norm(x, w, residual=r)]   # 10 calls; the last adds x into r each replay
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            body()
+    torch.cuda.current_stream().wait_stream(s)
+    r.copy_(r_init)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        outs = body()
+    checked = 0
+    for i in range(100):
+        if i % 10 == 0:
+            x.uniform_(-1, 1)
+            a.uniform_(-1, 1)
+            r.copy_(r_init)
+        g.replay()
+        if i % 10 == 0:
+            torch.cuda.synchronize()
+            xd, ad = x.double(), a.double()
+            h = xd + r_init.double()
+            refs = [torch.softmax(xd, -1), torch.softmax(xd, 0), rms_ref(x, w, 1e-6), xd.sum(-1), xd.amax(-1),
+                    ad @ b.double(), ad @ wl.double().t(), ad @ b.double(), torch.softmax(ad, -1), rms_ref(h, w, 1e-6)]
+            for j, (o, ref) in enumerate(zip(outs, refs)):
+                if j in (5, 6, 7):
+                    gemm_check("graph replay %d call %d" % (i, j), o, ref, dt)
+                elif j == 3:
+                    check("graph replay %d call %d" % (i, j), o, ref, 0.0, 1e-6 * xd.abs().sum(-1) + 1e-6)
+                else:
+                    check("graph replay %d call %d" % (i, j), o, ref, *TOL[dt])
+            check("graph replay %d residual" % i, r, h, *TOL[dt])
+            checked += 1
+    assert checked == 10
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+def _raises(exc, text, f):
+    with pytest.raises(exc) as e:
+        f()
+    print("  %s: %s" % (type(e.value).__name__, e.value))
+    assert text in str(e.value), "expected %r in: %s" % (text, e.value)
+
+
+def test_errors_name_the_op_and_the_argument():
+    x = rand((4, 64), torch.float32)
+    _raises(ValueError, "weft.torch.softmax: x is on cpu; weft runs on CUDA tensors", lambda: wt.softmax(x.cpu()))
+    _raises(TypeError, "weft.torch.softmax: x has dtype torch.float64; allowed: torch.float32, torch.float16, "
+            "torch.bfloat16", lambda: wt.softmax(x.double()))
+    _raises(ValueError, "weft.torch.row_reduce: x (shape (64, 4), strides (1, 64)) is not contiguous",
+            lambda: wt.row_reduce(x.t(), "sum"))
+    _raises(ValueError, "weft.torch.softmax: x's data is at", lambda: wt.softmax(x.view(-1)[1:]))
+    _raises(ValueError, "not 16-byte aligned", lambda: wt.softmax(x.view(-1)[1:]))
+    a, b = rand((8, 64), torch.bfloat16), rand((32, 16), torch.bfloat16)
+    _raises(ValueError, "weft.torch.matmul: K mismatch: a is (8, 64) (K = 64) but b is (32, 16) (K = 32)",
+            lambda: wt.matmul(a, b))
+    _raises(ValueError, "weft.torch.linear: K mismatch: x is (8, 64) (K = 64) but weight is (32, 16) (K = 16)",
+            lambda: wt.linear(a, b))
+    _raises(TypeError, "weft.torch.matmul: a has dtype torch.float32; allowed: torch.float16, torch.bfloat16",
+            lambda: wt.matmul(x, x))
+    _raises(ValueError, "weft.torch.matmul: K = 100 (a's last dim)", lambda: wt.matmul(rand((4, 100), torch.bfloat16),
+                                                                                     rand((100, 16), torch.bfloat16)))
+    _raises(ValueError, "weft.torch.rms_norm: weight has 63 elements but x's last dim is 64",
+            lambda: wt.rms_norm(x, rand((63,), torch.float32)))
+    _raises(TypeError, "weft.torch.rms_norm: weight has dtype torch.bfloat16 but x has torch.float32",
+            lambda: wt.rms_norm(x, rand((64,), torch.bfloat16)))
+    _raises(ValueError, "weft.torch.rms_norm: residual is", lambda: wt.rms_norm(x, rand((64,), torch.float32),
+                                                                              residual=rand((4, 65), torch.float32)))
+    _raises(ValueError, "weft.torch.row_reduce: op = 'mean'; allowed: sum, max, min, prod",
+            lambda: wt.row_reduce(x, "mean"))
+    top = configs.rms_norm_max_cols("f32", False)
+    big = rand((1, top + 1), torch.float32)
+    _raises(ValueError, "weft.torch.rms_norm: x has %d columns (its last dim); at most %d f32 columns" % (top + 1, top),
+            lambda: wt.rms_norm(big, rand((top + 1,), torch.float32)))
+    # the registered op raises the same
+    _raises(ValueError, "weft.torch.softmax: x is on cpu", lambda: torch.ops.weft.softmax(x.cpu()))
+
+
+def test_outputs_of_zero_rows():
+    assert wt.softmax(rand((0, 7), torch.float32)).shape == (0, 7)
+    assert wt.row_reduce(rand((0, 7), torch.float32)).shape == (0,)
+    assert wt.matmul(rand((0, 64), torch.bfloat16), rand((64, 16), torch.bfloat16)).shape == (0, 16)
+
+
+def test_each_shape_class_compiles_once():
+    n0 = len(ops.C.kernels._k)
+    cols = (1000, 1001, 1020, 1024)   # one bucket: onchip, 128 threads x 2 vectors of f32
+    for c in cols:
+        wt.softmax(rand((3, c), torch.float32))
+    keys = {configs.softmax("f32", 3, c)[0] for c in cols}
+    assert len(keys) == 1 and len(ops.C.kernels._k) - n0 <= 1, (keys, len(ops.C.kernels._k) - n0)
+    assert math.isfinite(float(wt.softmax(rand((3, 1001), torch.float32)).sum()))
