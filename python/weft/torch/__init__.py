@@ -8,5 +8,7 @@ Each op compiles its kernel on the first call of a shape class (a dtype and a si
 configs.py) and launches on torch.cuda.current_stream(x.device).
 """
 from .ops import linear, matmul, rms_norm, row_reduce, softmax
+from .dist import all_gather_linear, all_gather_matmul, all_reduce, all_reduce_, check, close
 
-__all__ = ["linear", "matmul", "rms_norm", "row_reduce", "softmax"]
+__all__ = ["linear", "matmul", "rms_norm", "row_reduce", "softmax",
+           "all_gather_linear", "all_gather_matmul", "all_reduce", "all_reduce_", "check", "close"]
