@@ -571,6 +571,19 @@ class Kernel:
                     raise ValueError("weft: kernel %s is closed" % self.manifest.name)
                 raise error(st, _lib.text(lib.weft_kernel_error(self._h)))
 
+    def _launch_trusted(self, args, stream):
+        """launch() for callers that produced every value themselves (weft.torch): ints from tensor
+        sizes already checked against the kernel's limits, data_ptr() pointers, a raw stream handle;
+        one value per argument, in order.  The C side still checks pointers and limits."""
+        with self.ctx.lock:
+            for slot, v in zip(self._vals, args):
+                slot.value = v
+            st = lib.weft_launch(self._h, self._argv, stream)
+            if st:
+                if self._h is None:
+                    raise ValueError("weft: kernel %s is closed" % self.manifest.name)
+                raise error(st, _lib.text(lib.weft_kernel_error(self._h)))
+
     def close(self):
         h, self._h = getattr(self, "_h", None), None
         for p in (getattr(self, "_parts", None) or [])[1:]:

@@ -19,6 +19,11 @@ def dtype_name(t, op, name, allowed=("f32", "f16", "bf16")):
 
 def check_tensor(t, op, name, dim=None, device=None, align=16):
     """A CUDA tensor, contiguous, its data aligned to `align` bytes, on `device` if given."""
+    # the common case first, in a few attribute reads (this runs on every launch); the checks
+    # below say what is wrong
+    if (type(t) is torch.Tensor and t.is_cuda and t.is_contiguous() and not t.data_ptr() % (align or 1)
+            and dim is None and (device is None or t.device == device)):
+        return
     if not isinstance(t, torch.Tensor):
         raise TypeError("weft.torch.%s: %s must be a torch.Tensor, not %s" % (op, name, type(t).__name__))
     if t.device.type != "cuda":
@@ -41,8 +46,19 @@ def check_size(op, name, value, lo, hi):
         raise ValueError("weft.torch.%s: %s = %d is outside %d..%d" % (op, name, value, lo, hi))
 
 
-def stream(device):
+def _stream_slow(device):
     return torch.cuda.current_stream(device).cuda_stream
+
+
+try:   # the raw handle without building a torch.cuda.Stream (about a microsecond a call)
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+
+    def stream(device):
+        """The handle of torch's current stream on device, as an int."""
+        i = device.index
+        return _raw_stream(i if i is not None else torch.cuda.current_device())
+except AttributeError:
+    stream = _stream_slow
 
 
 class KernelCache:

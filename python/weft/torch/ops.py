@@ -76,7 +76,7 @@ def _softmax_impl(x):
     if kern is None:
         key, cfg = configs.softmax(dt, rows, cols)
         kern = _remember(pk, _plan("softmax", x.device, key, cfg, {"rows": rows, "cols": cols}))
-    kern.launch(y.data_ptr(), x.data_ptr(), rows, cols, stream=C.stream(x.device))
+    kern._launch_trusted((y.data_ptr(), x.data_ptr(), rows, cols), C.stream(x.device))
     return y
 
 
@@ -140,9 +140,9 @@ def _rms_impl(x, weight, eps, residual):
         kern = _remember(pk, _plan("rms_norm", x.device, key, cfg, {"rows": rows, "cols": cols}))
     s = C.stream(x.device)
     if res:
-        kern.launch(y.data_ptr(), x.data_ptr(), weight.data_ptr(), residual.data_ptr(), eps, rows, cols, stream=s)
+        kern._launch_trusted((y.data_ptr(), x.data_ptr(), weight.data_ptr(), residual.data_ptr(), float(eps), rows, cols), s)
     else:
-        kern.launch(y.data_ptr(), x.data_ptr(), weight.data_ptr(), eps, rows, cols, stream=s)
+        kern._launch_trusted((y.data_ptr(), x.data_ptr(), weight.data_ptr(), float(eps), rows, cols), s)
     return y
 
 
@@ -197,7 +197,7 @@ def _row_reduce_impl(x, op):
     if kern is None:
         key, cfg = configs.row_reduce(dt, op, rows, cols)
         kern = _remember(pk, _plan("row_reduce", x.device, key, cfg, {"rows": rows, "cols": cols}))
-    kern.launch(out.data_ptr(), x.data_ptr(), rows, cols, stream=C.stream(x.device))
+    kern._launch_trusted((out.data_ptr(), x.data_ptr(), rows, cols), C.stream(x.device))
     return out
 
 
@@ -244,7 +244,7 @@ def _gemm_impl(op, a, b, b_layout, aname, bname):
     if kern is None:
         key, cfg = configs.gemm(op, dt, b_layout, m, n, k, a=aname, b=bname)
         kern = _remember(pk, _plan(op, a.device, key, cfg, {"m": m, "n": n, "k": k}))
-    kern.launch(c.data_ptr(), a.data_ptr(), b.data_ptr(), m, n, k, stream=C.stream(a.device))
+    kern._launch_trusted((c.data_ptr(), a.data_ptr(), b.data_ptr(), m, n, k), C.stream(a.device))
     return c
 
 
