@@ -78,6 +78,9 @@ def _resolve(name):
     return dist.distributed_c10d._resolve_process_group(name)
 
 
+# A constant to torch.compile (dynamo cannot trace the process-group lookup): a graph is traced
+# for one group, whose size does not change.
+@torch.compiler.assume_constant_result
 def group_size(name):
     return 1 if name == SELF else dist.get_world_size(_resolve(name))
 
