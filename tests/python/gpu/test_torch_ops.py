@@ -365,3 +365,20 @@ def test_each_shape_class_compiles_once():
     keys = {configs.softmax("f32", 3, c)[0] for c in cols}
     assert len(keys) == 1 and len(ops.C.kernels._k) - n0 <= 1, (keys, len(ops.C.kernels._k) - n0)
     assert math.isfinite(float(wt.softmax(rand((3, 1001), torch.float32)).sum()))
+
+
+def test_readme_torch_example_runs():
+    """The README's single-GPU torch example (section "From Python and PyTorch", second python
+    block) runs as written and its softmax matches torch's."""
+    import os
+    import re
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    text = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    i = text.index("## From Python and PyTorch")
+    code = re.findall(r"```python\n(.*?)```", text[i:text.index("\n## ", i + 1)], re.S)[1]
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    err, shape = r.stdout.split(None, 1)
+    assert float(err) < 1e-2 and "16, 14336" in shape
