@@ -61,7 +61,7 @@ _LUA_KEYWORDS = frozenset("and break do else elseif end false for function goto 
 
 def _lua_string(s):
     out = ['"']
-    for b in s.encode("utf-8"):
+    for b in str.encode(s, "utf-8"):   # str's own encode: a subclass could return other bytes
         c = chr(b)
         if c == "\\" or c == '"':
             out.append("\\" + c)
@@ -81,13 +81,15 @@ def _int_text(v, what):
     # Lua reads a decimal past int64 as a float: 2**64 would arrive as 1.8e19, silently inexact.
     if not _INT64[0] <= v <= _INT64[1]:
         raise ConfigError(1, "weft: %s = %d: an integer must fit in 64 bits (%d..%d)" % ((what, v) + _INT64))
-    return str(v)
+    # int's own repr, not the value's: a subclass (an IntEnum, a numpy integer) writes its own text,
+    # and that text would reach the Lua chunk as code
+    return int.__repr__(int(v))
 
 
 def _float_text(v, what):
     if not math.isfinite(v):
         raise ConfigError(1, "weft: %s = %r: a number must be finite" % (what, v))
-    return repr(v)
+    return float.__repr__(float(v))   # as for ints: numpy's float64 repr is "np.float64(1.5)"
 
 
 def _lua_value(v, where, depth=0, seen=()):
@@ -209,6 +211,7 @@ class Context:
 
     def __init__(self, device=0, cache_dir=None, source_dir=None):
         self._h = None
+        self._comms = weakref.WeakSet()   # weft.dist.Comm objects over this context's kernels
         self.device = operator.index(device)
         opts = _lib._CtxOptions(self.device, _fs(cache_dir, "cache_dir"), _fs(source_dir, "source_dir"))
         h = ctypes.c_void_p()
@@ -239,6 +242,10 @@ class Context:
     def close(self):
         if getattr(self, "_h", None) is None:
             return
+        open_comms = [c for c in list(self._comms) if c._h is not None]
+        if open_comms:   # their kernels would be freed under them
+            raise ValueError("weft: this context still has %d open communicator(s): close them first "
+                             "(Comm.close is collective)" % len(open_comms))
         with self.lock:
             for k in list(self._kernels):
                 k.close()
@@ -450,6 +457,9 @@ def _slow_value(v, arg, kind, kernel):
     if not isinstance(v, bool):
         p = getattr(v, "data_ptr", None) if kind == _PTR else None
         if p is not None:
+            if getattr(v, "is_cuda", True) is False:   # a host address would launch as a device one
+                raise ValueError("weft: %s: argument %s is a tensor on %s, not on a CUDA device"
+                                 % (kernel, arg.name, getattr(v, "device", "the host")))
             return p()
         try:
             return operator.index(v)

@@ -8,6 +8,7 @@ collector: close them explicitly (or use `with`), since ranks collect at differe
 import ctypes
 import operator
 import threading
+import weakref
 
 from . import _lib
 from ._lib import lib
@@ -23,6 +24,7 @@ class World:
 
     def __init__(self, rank, size, local_rank, local_size, allgather):
         self._h = None
+        self._comms = weakref.WeakSet()   # the communicators over this world
         if not callable(allgather):
             raise TypeError("weft: World's allgather must be callable (bytes -> bytes), not %s"
                             % type(allgather).__name__)
@@ -96,7 +98,12 @@ class World:
             raise error(st, self._with_failure(_lib.text(lib.weft_world_error(self._h))))
 
     def close(self):
-        """Collective-free: releases this rank's side (no communication)."""
+        """Collective-free: releases this rank's side (no communication).  Its communicators must be
+        closed first: closing one talks to the other ranks through this world."""
+        open_comms = [c for c in list(self._comms) if c._h is not None]
+        if open_comms:
+            raise ValueError("weft: this world still has %d open communicator(s): close them first "
+                             "(Comm.close is collective)" % len(open_comms))
         h, self._h = getattr(self, "_h", None), None
         if h:
             lib.weft_world_destroy(h)
@@ -127,13 +134,20 @@ class Comm:
                             _lib.text(lib.weft_ctx_error(kernel.ctx._h)))
         self._h = h
         self.max_elems = int(max_elems)
+        world._comms.add(self)        # both refuse to close under an open communicator
+        kernel.ctx._comms.add(self)
+
+    def _live(self):
+        if self._h is None:
+            raise ValueError("weft: this communicator is closed")
+        return self._h
 
     @property
     def multicast(self):
-        return bool(lib.weft_comm_multicast(self._h))
+        return bool(lib.weft_comm_multicast(self._live()))
 
     def set_timeout(self, seconds):
-        lib.weft_comm_set_timeout(self._h, float(seconds))
+        lib.weft_comm_set_timeout(self._live(), float(seconds))
 
     def launch(self, *args, stream=None):
         k = self.kernel
@@ -141,17 +155,17 @@ class Comm:
             k._bind(args)
             if stream is not None and type(stream) is not int:
                 stream = stream_handle(stream, k.manifest.name)
-            st = lib.weft_comm_launch(self._h, k._argv, stream)
+            st = lib.weft_comm_launch(self._live(), k._argv, stream)
             if st:
                 raise error(st, _lib.text(lib.weft_comm_error(self._h)))
 
     @property
     def epoch(self):
         """Launches finished so far on this rank (read from the device: synchronise first)."""
-        return lib.weft_comm_epoch(self._h)
+        return lib.weft_comm_epoch(self._live())
 
     def check(self):
-        st = lib.weft_comm_check(self._h)
+        st = lib.weft_comm_check(self._live())
         if st:
             raise error(st, _lib.text(lib.weft_comm_error(self._h)))
 

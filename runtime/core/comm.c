@@ -279,6 +279,9 @@ weft_status weft_comm_check(weft_comm *c) { return c ? comm_failed(c) : WEFT_ERR
 
 long long weft_comm_epoch(weft_comm *c) {
   if (!c || !c->state) return -1;
+  const drv_table *d;
+  CUdevice dev;
+  if (api_device(api_kernel_ctx(c->k), &d, &dev)) return -1;   /* makes weft's context current */
   comm_state st;
   if (c->d->cuMemcpyDtoH(&st, c->state, sizeof st) != CUDA_SUCCESS) return -1;
   return (long long)st.epoch;

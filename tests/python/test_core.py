@@ -489,3 +489,38 @@ def test_library_api_types():
     assert core.text_status(n) == "unknown status", "libweft has a status the package does not map"
     assert isinstance(weft._lib.lib.weft_version(), bytes)
     assert ctypes.sizeof(weft._lib._CtxOptions) == 24
+
+
+def test_number_and_string_subclasses_render_as_their_values():
+    """A subclass's own repr/encode never reaches the Lua chunk: numpy's float64 repr is
+    "np.float64(1.5)", an IntEnum's is "E.A", and a hostile one could be code."""
+    class F(float):
+        def __repr__(self):
+            return '0 } , threads = (function() os.exit(3) end)() , x = {'
+
+    class I(int):
+        def __repr__(self):
+            return "os.exit(3)"
+
+        __str__ = __repr__
+
+    class S(str):
+        def encode(self, *a, **k):
+            return b'", os.exit(3), "'
+
+    text = weft.lua_config({"family": "row_softmax", "eps": F(1.5), "max_cols": I(4096), "dtype": S("f32")})
+    assert "os.exit" not in text and "1.5" in text and "4096" in text and '"f32"' in text
+    assert weft.overrides({"max_cols": I(4096)}) == ["max_cols=4096"]
+
+
+def test_a_cpu_tensor_is_not_launched_as_a_device_pointer():
+    class HostTensor:   # what matters of a CPU torch.Tensor: is_cuda False, a host data_ptr()
+        is_cuda = False
+        device = "cpu"
+
+        def data_ptr(self):
+            return 0x7f0000001000
+
+    k = weft.compile({"family": "row_softmax", "dtype": "f32", "max_cols": 1024})
+    with pytest.raises(ValueError, match="argument y is a tensor on cpu, not on a CUDA device"):
+        k.launch(HostTensor(), 0x1000, 1, 8)

@@ -237,6 +237,8 @@ def _gemm_impl(op, a, b, b_layout, aname, bname):
                          % (op, aname, tuple(a.shape), k, bname, tuple(b.shape), kb))
     m = a.numel() // k if k else 0
     c = a.new_empty(a.shape[:-1] + (n,))
+    if k == 0:
+        return c.zero_()   # an empty sum, as torch.matmul gives
     if m == 0 or n == 0:
         return c
     pk = (op, a.device, dt, m, n, k)
