@@ -29,12 +29,17 @@ for bad in libcrypto libcuda.so libssl; do
 done
 grep -q '^libnvrtc.so' <<<"$needed" || fail "$LIB does not need libnvrtc (how does it compile?)"
 grep -q 'RUNPATH.*\$ORIGIN' <<<"$dyn" || fail "$LIB: no \$ORIGIN in its RUNPATH"
+# an empty RUNPATH entry (a leading, doubled or trailing ':') is the current directory to the loader
+if grep -Eq 'RUNPATH.*\[(:|.*::|.*:\])' <<<"$dyn"; then fail "$LIB: its RUNPATH has an empty entry: $(grep RUNPATH <<<"$dyn")"; fi
 # every NEEDED library resolves, and the two it carries resolve to the copies beside it
 deps=$(run ldd "$LIB")
 if grep -q 'not found' <<<"$deps"; then fail "$LIB: $(grep 'not found' <<<"$deps")"; fi
+# (installed, the copies are in lib/weft/, so that they shadow nothing else in PREFIX/lib)
 for so in $(grep -E '^(liblua|libsqlite)' <<<"$needed"); do
-  [ -f "$dir/$so" ] || fail "$LIB needs $so, which is not beside it in $dir"
-  grep -q "$so => $(cd "$dir" && pwd -P)/$so" <<<"$deps" || fail "$so does not resolve to $dir/$so: $(grep "$so" <<<"$deps")"
+  at=$dir
+  [ -f "$dir/weft/$so" ] && at=$dir/weft
+  [ -f "$at/$so" ] || fail "$LIB needs $so, which is neither beside it nor in $dir/weft"
+  grep -q "$so => $(cd "$at" && pwd -P)/$so" <<<"$deps" || fail "$so does not resolve to $at/$so: $(grep "$so" <<<"$deps")"
 done
 [ "$(readlink "$dir/libweft.so")" = libweft.so.0 ] || fail "libweft.so is not a link to libweft.so.0"
 [[ "$(readlink "$dir/libweft.so.0")" == libweft.so.0.* ]] || fail "libweft.so.0 is not a link to libweft.so.0.x.y"

@@ -13,6 +13,8 @@ done < <(cd "$SRC/python/weft" 2>/dev/null && find . -name '*.py' | sed 's|^\./|
 for so in libweft.so.0 $(readelf -d "$DIR/libweft.so.0" | grep NEEDED | sed 's/.*\[\(.*\)\]/\1/' | grep -E '^(liblua|libsqlite)'); do
   [ -f "$DIR/$so" ] && [ ! -L "$DIR/$so" ] || fail "$DIR/$so is not a regular file"
 done
+# the package's library never needs MPI (Python makes its worlds with weft_world_create_with)
+if readelf -d "$DIR/libweft.so.0" | grep NEEDED | grep -qi mpi; then fail "$DIR/libweft.so.0 needs an MPI library"; fi
 deps=$(run ldd "$DIR/libweft.so.0")
 if grep -q 'not found' <<<"$deps"; then fail "$DIR/libweft.so.0: $(grep 'not found' <<<"$deps")"; fi
 echo "python layout: $n .py files, libweft.so.0 and its libraries in $DIR: ok"
