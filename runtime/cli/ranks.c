@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "measure.h"
 
 static int active, rank, size = 1;
 
@@ -121,15 +122,7 @@ int ranks_same_bytes(const void *p, unsigned long bytes, char *who, unsigned lon
 
 int ranks_first_why(int ok, char *why, int len) {
   if (!on()) return ok;
-  int n = 1, me = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  int mine = ok ? n : me, first = mine;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (first == n) return 1;
-  MPI_Bcast(why, len, MPI_CHAR, first, MPI_COMM_WORLD);
-  why[len - 1] = 0;
-  return 0;
+  return measure_first_why(MPI_COMM_WORLD, ok, why, (size_t)len);
 }
 
 int ranks_agree(int rc, const char *why, const char *cmd) {

@@ -45,6 +45,18 @@ static int mpi_all(void *ud, int ok) {
 static void mpi_barrier(void *ud) {
   if (mpi_on()) MPI_Barrier(MPI_COMM_WORLD);
 }
+int measure_first_why(MPI_Comm comm, int ok, char *why, size_t len) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  int mine = ok ? size : rank, first = mine;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return 1;
+  MPI_Bcast(why, (int)len, MPI_CHAR, first, comm);
+  why[len - 1] = 0;
+  return 0;
+}
+
 const measure_ranks *measure_ranks_mpi(void) {
   static const measure_ranks r = {NULL, mpi_max, mpi_all, mpi_barrier};
   return &r;

@@ -12,6 +12,7 @@
  * The baselines opened at run time are cublaslt.h and nccl.h; the copy baseline is below. */
 #ifndef WEFT_MEASURE_H
 #define WEFT_MEASURE_H
+#include <mpi.h>
 #include <stddef.h>
 
 #include "driver.h"
@@ -40,6 +41,9 @@ typedef struct measure_ranks {
 } measure_ranks;
 /* MPI_COMM_WORLD while MPI runs (else this process alone). */
 const measure_ranks *measure_ranks_mpi(void);
+/* Collective over comm: 1 if ok on every rank; else 0, with the lowest failing rank's why (len
+ * bytes) on every rank, so all of them report the same cause. */
+int measure_first_why(MPI_Comm comm, int ok, char *why, size_t len);
 
 typedef struct measure_plan {
   int iters;          /* launches per timed loop (and per graph) */

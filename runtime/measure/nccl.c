@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure.h"
 #include "nccl.h"
 
 enum { NCCL_F16 = 6, NCCL_F32 = 7, NCCL_BF16 = 9, NCCL_SUM = 0 };   /* ncclDataType_t, ncclRedOp_t */
@@ -41,19 +42,6 @@ int nccl_load(nccl_lib *n, char *why, size_t len) {
   return NCCL_LOAD_OK;
 }
 
-/* ok on every rank; else the lowest failing rank's why, on every rank */
-static int first_why(MPI_Comm comm, int ok, char *why, size_t len) {
-  int size = 1, rank = 0;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
-  int mine = ok ? size : rank, first = mine;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == size) return 1;
-  MPI_Bcast(why, (int)len, MPI_CHAR, first, comm);
-  why[len - 1] = 0;
-  return 0;
-}
-
 int nccl_open(nccl_lib *n, MPI_Comm comm, const char *bus, char *why, size_t len) {
   int size = 1, rank = 0;
   MPI_Comm_size(comm, &size);
@@ -78,7 +66,7 @@ int nccl_open(nccl_lib *n, MPI_Comm comm, const char *bus, char *why, size_t len
     ok = 0;
   }
   free(all);
-  if (!first_why(comm, ok, why, len)) return -1;
+  if (!measure_first_why(comm, ok, why, len)) return -1;
   nccl_id id;
   memset(&id, 0, sizeof id);
   int st = rank == 0 ? n->get_id(&id) : 0;
@@ -90,7 +78,7 @@ int nccl_open(nccl_lib *n, MPI_Comm comm, const char *bus, char *why, size_t len
     n->comm = NULL;
     snprintf(why, len, "ncclCommInitRank failed on rank %d: %s (%d)", rank, nccl_err(n, st), st);
   }
-  if (!first_why(comm, st == 0, why, len)) {
+  if (!measure_first_why(comm, st == 0, why, len)) {
     if (n->comm) n->destroy(n->comm);
     n->comm = NULL;
     return -1;

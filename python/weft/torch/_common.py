@@ -41,11 +41,6 @@ def check_tensor(t, op, name, dim=None, device=None, align=16):
                          "pass a fresh tensor or .clone() it" % (op, name, t.data_ptr(), align))
 
 
-def check_size(op, name, value, lo, hi):
-    if not lo <= value <= hi:
-        raise ValueError("weft.torch.%s: %s = %d is outside %d..%d" % (op, name, value, lo, hi))
-
-
 def _stream_slow(device):
     return torch.cuda.current_stream(device).cuda_stream
 

@@ -26,24 +26,15 @@ from . import configs
 
 _plans = {}
 _PLAN_CAP = 4096   # exact shapes remembered; beyond it the table starts again (a kernel stays cached)
-_limits = {}
-
-
-def _kernel_limits(kern):
-    lim = _limits.get(kern)
-    if lim is None:
-        lim = _limits[kern] = [(d["arg"], d.get("min", 0), d.get("max", configs.INT_MAX), d.get("multiple", 1))
-                               for d in kern.manifest.limits]
-    return lim
 
 
 def _plan(op, device, key, cfg, sizes):
-    """The kernel for a shape class; its limits are checked once per exact shape, before any launch."""
+    """The kernel for a shape class; the exact shape is checked once against its limits (the C
+    check, weft_manifest_check_size), before any launch."""
     kern = C.kernels.get(device, key, lambda ctx: ctx.compile(cfg))
-    for name, lo, hi, mult in _kernel_limits(kern):
-        v = sizes.get(name)
-        if v is not None and not (lo <= v <= hi and v % mult == 0):
-            why = kern.manifest.check_size(name, v)
+    for name, v in sizes.items():
+        why = kern.manifest.check_size(name, v)
+        if why:
             raise ValueError("weft.torch.%s: %s = %d is outside what its kernel takes (%s)" % (op, name, v, why))
     return kern
 
