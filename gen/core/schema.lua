@@ -13,8 +13,13 @@
 
 local M = {}
 
+local SHOW_MAX = 160   -- bytes of a long string a message echoes (the rest is counted, not shown)
+
 local function show(v)
-  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "string" then
+    if #v > SHOW_MAX then return string.format("%q ... (%d bytes in all)", v:sub(1, SHOW_MAX), #v) end
+    return string.format("%q", v)
+  end
   if type(v) == "table" then
     local parts = {}
     for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. " = " .. show(x) end

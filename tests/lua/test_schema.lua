@@ -60,6 +60,13 @@ T.test("show: strings quoted, tables sorted, others plain", function()
   T.eq(schema.list({ 1, "a", false }), '1, "a", false')
 end)
 
+T.test("show: a long string is cut, with its length, so the message still says what is allowed", function()
+  T.eq(schema.show(string.rep("x", 160)), '"' .. string.rep("x", 160) .. '"')
+  T.eq(schema.show(string.rep("x", 100000)), '"' .. string.rep("x", 160) .. '" ... (100000 bytes in all)')
+  local _, err = validate({ family = "fam", dtype = string.rep("y", 100000) })
+  T.ok(err and #err < 400 and err:find("(100000 bytes in all): must be one of", 1, true), tostring(err):sub(1, 300))
+end)
+
 -- ---- validation -------------------------------------------------------------------------
 
 T.test("defaults fill absent keys; family passes through", function()
