@@ -13,8 +13,9 @@ same sizes, in the same order, on one stream at a time per group: that is what l
 decide alone (from the call's arguments) when a communicator must grow, which is collective.
 
 Mismatches: the first call of each signature (op, operator, dtype, shapes) runs weft's rendezvous
-(weft_world_agree, one host all-gather), so ranks that pass different shapes, or where one rank's
-arguments are bad, all fail with the same MISMATCH message naming who said what -- not a hang.
+(weft_world_agree, one host all-gather), so when ranks pass different shapes, or one rank's
+arguments are bad, every rank fails -- not a hang: with the same MISMATCH message naming who said
+what, except that a rank whose own arguments are bad raises its ValueError naming the argument.
 Later calls of a known signature skip it (WEFT_TORCH_AGREE=always makes every eager call agree);
 a rank whose arguments are then rejected raises alone, and its peers' kernels time out on the
 device (CommTimeoutError, WEFT_SIGNAL_TIMEOUT_MS, default 5 s).
