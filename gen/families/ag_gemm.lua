@@ -187,6 +187,8 @@ function F.derive(cfg)
   }
 end
 
+F.sizes = { "m", "n", "k" }
+
 -- What the tools need (gen/core/weft.lua's run_spec): the GEMM's shapes (gen/core/gemm.lua).
 function F.run() return gemm.run_spec() end
 

@@ -100,6 +100,8 @@ function F.derive(cfg)
   }
 end
 
+F.sizes = { "n" }
+
 -- What the tools need (gen/core/weft.lua's run_spec): n, the elements per rank (`--elems N`, or
 -- `--n N`); odd sizes to check, and 8 B .. 256 MB per rank to time (x4, then x2 past 128 MB),
 -- as far as the kernel's limit on n goes.

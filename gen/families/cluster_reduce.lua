@@ -50,6 +50,8 @@ function F.derive(cfg)
   }
 end
 
+F.sizes = { "clusters" }
+
 -- What the tools need (gen/core/weft.lua's run_spec): the primitive is latency-bound, so it is
 -- timed per combine over back-to-back launches, with no baseline.
 function F.run(cfg)

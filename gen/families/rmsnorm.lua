@@ -4,6 +4,7 @@
 -- short rows take a group of warps each, many rows per CTA; long rows take a cluster of CTAs,
 -- combined through seed 000's cluster_allreduce so every CTA of the row scales by the same bits.
 local common = require("gen.core.common")
+local rowsm = require("gen.core.rows")
 
 local F = {
   name = "rmsnorm",
@@ -85,8 +86,7 @@ end
 -- registers for row data a thread may hold: the register file (64K per SM) shared by
 -- min_blocks CTAs caps it, and so does the spill margin
 local function data_budget(cfg)
-  local cap = math.min(255, 65536 // (cfg.threads * cfg.min_blocks)) - OVERHEAD_REGS
-  return math.max(0, math.min(MAX_DATA_REGS, cap - cap % 4))
+  return rowsm.data_budget(cfg.threads, cfg.min_blocks, OVERHEAD_REGS, MAX_DATA_REGS)
 end
 
 function F.check(cfg, errs)
@@ -163,11 +163,62 @@ function F.derive(cfg)
   }
 end
 
+F.sizes = { "rows", "cols" }
+F.key = { "dtype", "residual", "eps" }
+
+-- The kernel's capacity for rows of cols on this layout: whole vectors per thread, so every
+-- hidden size up to it shares the kernel.
+local function capacity(dtype, cols, cluster, group)
+  local v = 16 // common.ESIZE[dtype]
+  local per = cluster * group * v
+  return rowsm.cdiv(cols, per) * per, rowsm.cdiv(cols, per)
+end
+
+-- A config measured at another shape, for this one: max_cols follows the row length.
+function F.fit(cfg, shape)
+  local rpc = cfg.rows_per_cta
+  local group = (cfg.threads or 256) // ((rpc == nil or rpc == "auto") and 1 or rpc)
+  cfg.max_cols = math.min(capacity(cfg.dtype or "f32", shape.cols, cfg.cluster or 1, group), 1 << 24)
+  return cfg
+end
+
+-- The rule (gen/core/auto.lua): each row's slice in registers, a row per group of
+-- threads / rows_per_cta threads (short rows pack several rows into a CTA) or per cluster of
+-- CTAs (long rows), ranked by gen/core/rows.lua's model.  Rows too long for a cluster of 16
+-- are outside the family (its max_cols limit): the message says so.
+function F.auto(shape, fixed, dev)
+  local dtype = fixed.dtype or "f32"
+  local e = common.ESIZE[dtype] or 4
+  local residual = fixed.residual == true
+  local sets = residual and 3 or 2
+  local variants = {}
+  for _, rpc in ipairs(fixed.rows_per_cta and fixed.rows_per_cta ~= "auto" and { fixed.rows_per_cta } or ROWS_PER_CTA) do
+    variants[#variants + 1] = function(c, t, mb)
+      if rpc > 1 and c > 1 or t // rpc < 32 then return nil end
+      local max_cols, pt = capacity(dtype, shape.cols, c, t // rpc)
+      if fixed.max_cols then max_cols, pt = fixed.max_cols, rowsm.cdiv(fixed.max_cols, c * (t // rpc) * (16 // e)) end
+      if max_cols > (1 << 24) then return nil end
+      if pt * 4 * sets > rowsm.data_budget(t, mb, OVERHEAD_REGS, MAX_DATA_REGS) then return nil end
+      local moved = (residual and 4 or 2) * shape.cols * e
+      return { regs = pt * 4 * sets + OVERHEAD_REGS, inflight = pt * 16 * (residual and 2 or 1),
+               rows = rowsm.cdiv(shape.rows, rpc), bytes_row = rpc * moved, load_row = rpc * moved // 2,
+               rounds = 1, fields = { max_cols = max_cols, rows_per_cta = rpc } }
+    end
+  end
+  local list = rowsm.candidates(shape, dev, fixed, variants, 12)
+  if #list == 0 then
+    return nil, string.format("cols = %d: no layout holds a %s row this long in registers%s (the family keeps each " ..
+      "row on chip; at most a cluster of 16 CTAs of 1024 threads, with the fields this config fixes)", shape.cols, dtype,
+      residual and " with the residual" or "")
+  end
+  return list
+end
+
 -- What the tools need (gen/core/weft.lua's run_spec): rows as long as the config was built for.
 function F.run(cfg)
   local shape = { rows = 1024, cols = cfg.max_cols }
-  return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
-           check_cap = { rows = 16 }, key = { "dtype", "residual", "eps" } }
+  return { sizes = F.sizes, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
+           check_cap = { rows = 16 }, key = F.key }
 end
 
 return F

@@ -1,6 +1,7 @@
 -- gen/families/row_reduce.lua: out[r] = op(x[r][0], ..., x[r][cols-1]) in f32, one row per
 -- cluster, combined across the cluster with seed 000's cluster_allreduce.
 local common = require("gen.core.common")
+local rows = require("gen.core.rows")
 
 local F = {
   name = "row_reduce",
@@ -47,12 +48,34 @@ function F.derive(cfg)
   }
 end
 
+F.sizes = { "rows", "cols" }
+F.key = { "dtype", "op" }
+
+-- The rule (gen/core/auto.lua): every CTA streams its slice of the row with `unroll` 16-byte
+-- loads in flight per thread; gen/core/rows.lua's model ranks cluster, threads, min_blocks,
+-- unroll, persistence and exchange.  Every candidate takes every row length; the last one is the
+-- family's defaults.
+function F.auto(shape, fixed, dev)
+  local e = common.ESIZE[fixed.dtype or "f32"] or 4
+  local variants = {}
+  for _, u in ipairs(fixed.unroll and { fixed.unroll } or { 4, 8, 2 }) do
+    variants[#variants + 1] = function()
+      return { regs = 32 + 4 * u, inflight = 16 * u, rows = shape.rows, bytes_row = shape.cols * e,
+               load_row = shape.cols * e, rounds = 1, fields = { unroll = u } }
+    end
+  end
+  local list = rows.candidates(shape, dev, fixed, variants, 12)
+  list[#list + 1] = { cluster = 1, threads = 256, min_blocks = 1, unroll = 4, persistent = false,
+                      why = "one CTA per row: takes every shape" }
+  return list
+end
+
 -- What the tools need (gen/core/weft.lua's run_spec): the sizes, the shapes `weft run` checks
 -- and times by default, the metric and the baseline it is measured against.
 function F.run(cfg)
   local shape = { rows = 1024, cols = 65536 }
-  return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
-           check_cap = { rows = 16 }, key = { "dtype", "op" } }
+  return { sizes = F.sizes, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
+           check_cap = { rows = 16 }, key = F.key }
 end
 
 return F

@@ -3,6 +3,7 @@
 -- registers (read once, write once) up to max_cols; mode = "stream" takes any length and reads
 -- the row twice.
 local common = require("gen.core.common")
+local rows = require("gen.core.rows")
 
 local F = {
   name = "row_softmax",
@@ -55,8 +56,7 @@ function F.check(cfg, errs)
       local pt, v = per_thread(cfg)
       local sets = cfg.prefetch and 2 or 1
       -- the register file (64K per SM) shared by min_blocks CTAs caps what each thread may hold
-      local cap = math.min(255, 65536 // (cfg.threads * cfg.min_blocks)) - OVERHEAD_REGS
-      local budget = math.min(MAX_DATA_REGS, cap - cap % 4)
+      local budget = rows.data_budget(cfg.threads, cfg.min_blocks, OVERHEAD_REGS, MAX_DATA_REGS)
       if pt * 4 * sets > budget then
         errs.add("max_cols", cfg.max_cols, string.format(
           "needs %d 16-byte vectors (%d registers%s) per thread with cluster = %d, threads = %d; at most %d fit " ..
@@ -108,11 +108,75 @@ function F.derive(cfg)
   }
 end
 
+F.sizes = { "rows", "cols" }
+F.key = { "dtype" }
+
+-- The onchip kernel's capacity for a row of cols: a whole number of 16-byte vectors per thread,
+-- so every row length up to it shares the kernel (one compile per capacity, not per length).
+local function onchip_cols(dtype, cols, cluster, threads)
+  local v = 16 // common.ESIZE[dtype]
+  local per_cta = cluster * threads * v
+  return rows.cdiv(cols, per_cta) * per_cta, rows.cdiv(cols, per_cta)
+end
+
+-- A config measured at another shape, for this one: an onchip or tma kernel takes the row's
+-- length rounded up to its capacity; a stream kernel takes any.
+function F.fit(cfg, shape)
+  local mode = cfg.mode or "onchip"
+  if mode == "stream" then return cfg end
+  cfg.max_cols = onchip_cols(cfg.dtype or "f32", shape.cols, cfg.cluster or 1, cfg.threads or 256)
+  return cfg
+end
+
+-- The rule (gen/core/auto.lua): onchip while the row fits the registers of a cluster (one read,
+-- one write), ranked by gen/core/rows.lua's model over cluster, threads, min_blocks, persistence
+-- and exchange; rows too long for any cluster stream (two reads).  The last candidate, a stream
+-- kernel, takes every shape the family takes.
+function F.auto(shape, fixed, dev)
+  local dtype = fixed.dtype or "f32"
+  local e = common.ESIZE[dtype] or 4
+  local v = 16 // e
+  local mode = fixed.mode
+  local variants = {}
+  if mode == nil or mode == "onchip" then
+    variants[#variants + 1] = function(c, t, mb)
+      local max_cols, pt = onchip_cols(dtype, shape.cols, c, t)
+      if fixed.max_cols then max_cols, pt = fixed.max_cols, rows.cdiv(fixed.max_cols, c * t * v) end
+      local sets = fixed.prefetch and 2 or 1
+      if pt * 4 * sets > rows.data_budget(t, mb, OVERHEAD_REGS, MAX_DATA_REGS) then return nil end
+      return { regs = pt * 4 * sets + OVERHEAD_REGS, inflight = pt * 16, rows = shape.rows,
+               bytes_row = 2 * shape.cols * e, load_row = shape.cols * e, rounds = 1,
+               fields = { mode = "onchip", max_cols = max_cols } }
+    end
+  end
+  if mode == "tma" then   -- only when asked for: the bulk copy engine holds two slices of the row in shared memory
+    variants[#variants + 1] = function(c, t, mb)
+      local slice = rows.cdiv(rows.cdiv(shape.cols, v), c) * 16
+      if 2 * slice > common.SMEM_LIMIT - 8192 then return nil end
+      return { regs = 40, inflight = slice // t, rows = shape.rows, bytes_row = 2 * shape.cols * e,
+               load_row = shape.cols * e, rounds = 1, fields = { mode = "tma", max_cols = fixed.max_cols or shape.cols } }
+    end
+  end
+  if mode == nil or mode == "stream" then
+    for _, u in ipairs(fixed.unroll and { fixed.unroll } or { 4, 8, 2 }) do
+      variants[#variants + 1] = function(c, t, mb)
+        -- streaming reads the row twice (max and sum, then the output): a third of the bytes more
+        return { regs = 32 + 4 * u, inflight = 16 * u, rows = shape.rows, bytes_row = 3 * shape.cols * e,
+                 load_row = shape.cols * e, rounds = 2, fields = { mode = "stream", unroll = u, max_cols = 0 } }
+      end
+    end
+  end
+  local list = rows.candidates(shape, dev, fixed, variants, 12)
+  list[#list + 1] = { mode = "stream", max_cols = 0, cluster = 1, threads = 256, min_blocks = 1, unroll = 4,
+                      persistent = false, why = "stream on one CTA per row: takes every row length" }
+  return list
+end
+
 -- What the tools need (gen/core/weft.lua's run_spec): a row as long as the config was built for.
 function F.run(cfg)
   local shape = { rows = 1024, cols = cfg.max_cols > 0 and cfg.max_cols or 65536 }
-  return { sizes = { "rows", "cols" }, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
-           check_cap = { rows = 16 }, key = { "dtype" } }
+  return { sizes = F.sizes, check = { shape }, time = { shape }, metric = "bytes", baseline = "copy",
+           check_cap = { rows = 16 }, key = F.key }
 end
 
 return F

@@ -1,0 +1,359 @@
+-- gen/core/auto.lua: choosing the config for a shape ("auto").
+--
+-- A config fixes some fields and leaves the others open (absent, or the string "auto").  For a
+-- shape, the open fields are chosen from, in this order:
+--   1. "database"          the tuning database, exact key (GPU, driver, NVRTC, ranks, family, dtype, shape);
+--   2. "database-nearest"  the database's nearest shape on the same GPU and rank count;
+--   3. "table"             the table shipped in the repo (tune/h200.tsv), exact shape;
+--   4. "table-nearest"     its nearest shape;
+--   5. "rule"              the family's rule (F.auto in its module).
+-- The host (runtime/core/auto.c) reads the database and the table and passes their rows, already
+-- filtered to this GPU, rank count, family and dtype.  A measured row is used only if it fits
+-- the user's config: every fixed field and every key field (the run spec's key: what changes the
+-- result, as op or eps) equal to the user's, so a database never swaps what was asked for.
+--
+-- Distance between two shapes of one family: the sum over its sizes of |log2(a / b)|; a row
+-- counts as near only when every size is within a factor of NEAR (4) of the asked one.  Ties go
+-- to the faster row.  A row measured at another shape is refitted (F.fit: the onchip kernels'
+-- max_cols follows the row length) and must then take the shape.
+--
+-- F.auto(shape, fixed, dev) returns candidates, best first: tables of field values (nested
+-- tables for the GEMM's tile and cluster) and an optional `why`.  Each is merged under the fixed
+-- fields, validated and checked against the shape's limits; the first that passes is the rule's
+-- choice, the next ones are what first-use tuning times beside it.  A family without F.auto
+-- gets its config as given (its defaults).
+
+local config = require("gen.core.config")
+local schema = require("gen.core.schema")
+local weft = require("gen.core.weft")
+
+local M = {}
+
+M.NEAR = 4                 -- a near row has every size within this factor
+M.MAX_CANDIDATES = 16      -- the most rule candidates a caller may ask for
+local LOG2_NEAR = math.log(M.NEAR, 2)
+
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = copy(x) end
+  return t
+end
+
+-- ---- the user's config -------------------------------------------------------------------------
+
+-- The raw config (after --set), its family module and the names of its fixed fields.
+local function load_raw(text, file, overrides)
+  local cfg, err = config.load(text, file)
+  if not cfg then return nil, err end
+  cfg, err = config.apply(cfg, overrides, file)
+  if not cfg then return nil, err end
+  local fam = type(cfg.family) == "string" and weft.family_module(cfg.family)
+  if not fam then
+    return nil, string.format("%s: family = %s: must be one of %s", file, schema.show(cfg.family),
+      schema.list(weft.families()))
+  end
+  if type(fam.sizes) ~= "table" then
+    error("gen/families/" .. fam.name .. ".lua: declares no F.sizes (a bug in the family module)", 0)
+  end
+  local raw = {}
+  for k, v in pairs(cfg) do
+    if v ~= "auto" then raw[k] = v end   -- "auto": open, as if absent
+  end
+  return raw, fam
+end
+
+local function field_default(fam, name)
+  for _, f in ipairs(fam.fields) do if f.name == name then return f.default end end
+end
+
+-- The family's key fields: F.key, else what its run spec says for a config that validates.
+local function key_fields(fam, ncfg, d)
+  local list = fam.key
+  if not list and fam.run and ncfg then list = (fam.run(ncfg, d) or {}).key end
+  local set = {}
+  for _, k in ipairs(list or { "dtype" }) do set[k] = true end
+  return set
+end
+
+-- ---- shapes ------------------------------------------------------------------------------------
+
+-- "rows=4096 cols=50257", "rows=4096,cols=50257" or "4096x50257" (in F.sizes order) -> table.
+function M.parse_shape(s, sizes, file)
+  local where = string.format("%s: shape %s", file, schema.show(s))
+  local allowed = "sizes " .. table.concat(sizes, ", ") .. " as name=value (" ..
+    table.concat(sizes, "=N ") .. "=N) or positional (" .. string.rep("N", #sizes, "x") .. ")"
+  if type(s) ~= "string" or s == "" then return nil, where .. ": give " .. allowed end
+  local out, known = {}, {}
+  for _, n in ipairs(sizes) do known[n] = true end
+  local function int(name, text)
+    local v = text:match("^%d+$") and #text <= 18 and math.tointeger(tonumber(text))
+    if not v or v < 1 then
+      return nil, string.format("%s: %s = %s: must be a positive integer", where, name,
+        text:match("^[-+]?%d+$") and #text <= 18 and text or schema.show(text))
+    end
+    return v
+  end
+  if s:find("=", 1, true) then
+    for item in s:gmatch("[^%s,]+") do
+      local name, text = item:match("^([%a_][%w_]*)=(.*)$")
+      if not name then return nil, string.format("%s: %s: expected name=value; %s", where, schema.show(item), allowed) end
+      if not known[name] then return nil, string.format("%s: %s is not a size of this family; %s", where, name, allowed) end
+      if out[name] then return nil, string.format("%s: %s is given twice", where, name) end
+      local v, err = int(name, text)
+      if not v then return nil, err end
+      out[name] = v
+    end
+  else
+    local i = 0
+    for text in (s .. "x"):gmatch("([^x]*)x") do
+      i = i + 1
+      if i > #sizes then return nil, string.format("%s: %d sizes; the family has %d: %s", where, i, #sizes, allowed) end
+      local v, err = int(sizes[i], text)
+      if not v then return nil, err end
+      out[sizes[i]] = v
+    end
+  end
+  for _, n in ipairs(sizes) do
+    if not out[n] then return nil, string.format("%s: %s is missing; %s", where, n, allowed) end
+  end
+  return out
+end
+
+function M.shape_text(shape, sizes)
+  local names = { table.unpack(sizes) }
+  table.sort(names)
+  local parts = {}
+  for i, n in ipairs(names) do parts[i] = n .. "=" .. shape[n] end
+  return table.concat(parts, " ")
+end
+
+local function distance(a, b, sizes)
+  local d = 0
+  for _, n in ipairs(sizes) do
+    local l = math.abs(math.log(a[n] / b[n], 2))
+    if l > LOG2_NEAR + 1e-9 then return nil end
+    d = d + l
+  end
+  return d
+end
+
+-- ---- serialising a config ----------------------------------------------------------------------
+
+local function lua_value(v, indent)
+  local t = type(v)
+  if t == "string" then return string.format("%q", v) end
+  if t == "number" then
+    if math.type(v) == "integer" then return tostring(v) end
+    return string.format("%.17g", v)
+  end
+  if t == "boolean" then return tostring(v) end
+  if t == "table" then
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    local parts = {}
+    for _, k in ipairs(keys) do
+      if type(v[k]) ~= "function" then parts[#parts + 1] = tostring(k) .. " = " .. lua_value(v[k], indent) end
+    end
+    return "{ " .. table.concat(parts, ", ") .. " }"
+  end
+  return "nil --[[ a " .. t .. " ]]"
+end
+
+-- The whole config as Lua text, fields in schema order (family first).
+local function config_text(fam, cfg)
+  local lines = { "return {", string.format("  family = %q,", fam.name) }
+  for _, f in ipairs(fam.fields) do
+    if cfg[f.name] ~= nil then lines[#lines + 1] = "  " .. f.name .. " = " .. lua_value(cfg[f.name]) .. "," end
+  end
+  lines[#lines + 1] = "}"
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- v as --set strings under key (tables become dotted keys), appended to out.
+local function set_strings(key, v, out)
+  if type(v) == "table" then
+    local keys = {}
+    for k in pairs(v) do if k ~= "tag" then keys[#keys + 1] = k end end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    for _, k in ipairs(keys) do set_strings(key .. "." .. tostring(k), v[k], out) end
+  elseif type(v) == "string" then
+    out[#out + 1] = key .. "=" .. v
+  else
+    out[#out + 1] = key .. "=" .. tostring(v)
+  end
+end
+
+-- ---- trying one candidate ----------------------------------------------------------------------
+
+-- The user's raw config with the candidate's values for the open fields (and never for a key
+-- field).  -> { sets, cfg (raw, merged), ncfg, name } | nil, why
+local function attempt(fam, raw, keys, values, shape, file)
+  local merged = copy(raw)
+  local sets = {}
+  for _, f in ipairs(fam.fields) do
+    local v = values[f.name]
+    if v ~= nil and v ~= "auto" and raw[f.name] == nil and not keys[f.name] then
+      merged[f.name] = copy(v)
+      set_strings(f.name, v, sets)
+    end
+  end
+  local fam2, ncfg, d = weft.check(copy(merged), file)
+  if not fam2 then return nil, ncfg end
+  for _, n in ipairs(fam.sizes) do
+    local why = weft.outside_limits(d.limits, n, shape[n])
+    if why then return nil, string.format("%s: shape %s = %d: %s", file, n, shape[n], why), true end
+  end
+  for _, part in ipairs(fam.parts and fam.parts(ncfg) or {}) do
+    local pf, pc, pd = weft.check(part, file)
+    if not pf then return nil, pc end
+    for _, n in ipairs(pf.sizes or {}) do
+      local why = shape[n] and weft.outside_limits(pd.limits, n, shape[n])
+      if why then return nil, string.format("%s: shape %s = %d: %s (kernel %s of the config)", file, n, shape[n], why,
+        pf.name), true end
+    end
+  end
+  return { sets = sets, cfg = merged, ncfg = ncfg, name = weft.kernel_name(fam, ncfg), d = d }
+end
+
+-- A measured row (base text + its --set lines) as raw values, refitted to the shape.
+local function row_values(fam, row, shape, file, refit)
+  local cfg, err = config.load(row.base or "", row.where or file)
+  if not cfg then return nil, err end
+  cfg, err = config.apply(cfg, row.sets or {}, row.where or file)
+  if not cfg then return nil, err end
+  if cfg.family ~= fam.name then return nil, "another family" end
+  local fam2, ncfg = weft.check(copy(cfg), row.where or file)
+  if not fam2 then return nil, ncfg end
+  local measured_name = weft.kernel_name(fam, ncfg)
+  if refit and fam.fit then
+    cfg = fam.fit(cfg, shape)
+    if not cfg then return nil, "does not refit to this shape" end
+  end
+  return cfg, measured_name, ncfg
+end
+
+-- ---- the entry points --------------------------------------------------------------------------
+
+-- prepare(text, file, overrides) -> { family, dtype, sizes } | nil, message: what the host needs to
+-- fetch database and table rows.
+function M.prepare(text, file, overrides)
+  local raw, fam = load_raw(text, file, overrides)
+  if not raw then return nil, fam end
+  local dtype = raw.dtype
+  if dtype == nil then dtype = field_default(fam, "dtype") end
+  return { family = fam.name, dtype = dtype ~= nil and tostring(dtype) or "", sizes = { table.unpack(fam.sizes) } }
+end
+
+local SOURCES = { database = true, table = true }
+
+-- choose(text, file, overrides, shape, dev, known, opts) -> result | nil, message (see the header,
+-- and runtime/core/auto.c for the result's use).
+function M.choose(text, file, overrides, shape_s, dev, known, opts)
+  local raw, fam = load_raw(text, file, overrides)
+  if not raw then return nil, fam end
+  local shape, err = M.parse_shape(shape_s, fam.sizes, file)
+  if not shape then return nil, err end
+  dev = dev or {}
+  opts = opts or {}
+  local want = math.max(0, math.min(M.MAX_CANDIDATES, math.tointeger(opts.candidates or 0) or 0))
+
+  -- the rule's candidates, first: they also tell the key fields (from the first that validates)
+  local rule, rule_err = { { why = "no rule: the config as given" } }, nil
+  if fam.auto then rule, rule_err = fam.auto(copy(shape), copy(raw), copy(dev)) end
+  if not rule then return nil, string.format("%s: shape %s: %s", file, M.shape_text(shape, fam.sizes), rule_err) end
+  local keys = fam.key and key_fields(fam) or nil
+  if not keys then
+    for _, c in ipairs(rule) do
+      local merged = copy(raw)
+      for k, v in pairs(c) do if k ~= "why" and merged[k] == nil and k ~= "dtype" then merged[k] = copy(v) end end
+      local f2, ncfg, d = weft.check(merged, file)
+      if f2 then keys = key_fields(fam, ncfg, d); break end
+    end
+    keys = keys or key_fields(fam)
+  end
+
+  local tried, last_err, limit_err = {}, nil, nil
+  local choices, names = {}, {}
+  local function add(r)
+    if names[r.name] then return false end
+    names[r.name] = true
+    choices[#choices + 1] = { sets = r.sets, text = config_text(fam, r.cfg), name = r.name }
+    return true
+  end
+
+  -- measured rows, in the order of the sources
+  local result
+  local ranked = {}
+  for i, row in ipairs(known or {}) do
+    if SOURCES[row.source] then
+      local at = M.parse_shape(row.shape or "", fam.sizes, row.where or file)
+      local d = at and distance(at, shape, fam.sizes)
+      if d then
+        local exact = d == 0 and (row.source ~= "database" or row.exact_env ~= false)
+        local rank = (row.source == "database" and 0 or 2) + (exact and 0 or 1)
+        ranked[#ranked + 1] = { row = row, at = at, d = exact and 0 or d, rank = rank, i = i }
+      end
+    end
+  end
+  table.sort(ranked, function(a, b)
+    if a.rank ~= b.rank then return a.rank < b.rank end
+    if a.d ~= b.d then return a.d < b.d end
+    local ta, tb = tonumber(a.row.time_us) or math.huge, tonumber(b.row.time_us) or math.huge
+    if ta ~= tb then return ta < tb end
+    return a.i < b.i
+  end)
+  local SOURCE_OF = { [0] = "database", [1] = "database-nearest", [2] = "table", [3] = "table-nearest" }
+  for _, k in ipairs(ranked) do
+    local values = row_values(fam, k.row, shape, file, k.d > 0)
+    if values then
+      -- the measured kernel (refitted to the shape), and nothing of it overridden by the user's
+      -- fixed fields nor by its key fields: the user's config with the row's open values is the
+      -- row's config, or the row is not used
+      local r = attempt(fam, raw, keys, values, shape, file)
+      if r then
+        local measured = attempt(fam, { family = fam.name }, {}, values, shape, file)
+        if measured and measured.name == r.name then
+          add(r)
+          local src = SOURCE_OF[k.rank]
+          result = { source = src, time_us = tonumber(k.row.time_us), at = M.shape_text(k.at, fam.sizes),
+            detail = string.format("%s: %s measured %.2f us at %s%s", src, k.row.where or "?",
+              tonumber(k.row.time_us) or -1, M.shape_text(k.at, fam.sizes),
+              k.row.by and k.row.by ~= "" and (" (" .. k.row.by .. ")") or "") }
+          break
+        end
+      end
+    end
+  end
+
+  -- the rule
+  local rule_why
+  for _, c in ipairs(rule) do
+    if #choices >= 1 + want and result then break end
+    local r, why, is_limit = attempt(fam, raw, keys, c, shape, file)
+    if r then
+      if add(r) and not result then
+        rule_why = c.why
+        result = { source = "rule", detail = "rule: gen/families/" .. fam.name .. ".lua" ..
+          (c.why and (": " .. c.why) or "") }
+      end
+    else
+      tried[#tried + 1] = why
+      if is_limit then limit_err = limit_err or why else last_err = why end
+    end
+  end
+  if not result then
+    if limit_err and not last_err then return nil, limit_err end
+    return nil, string.format("%s: no config of family %s takes shape %s with the fields this config fixes:\n%s",
+      file, fam.name, M.shape_text(shape, fam.sizes), last_err or limit_err or "(the rule has no candidates)")
+  end
+  while #choices > 1 + want do choices[#choices] = nil end
+  result.choices = choices
+  result.shape = M.shape_text(shape, fam.sizes)
+  result.family = fam.name
+  result.rule_why = rule_why
+  return result
+end
+
+return M
