@@ -205,6 +205,87 @@ def _fs(p, what):
     return b
 
 
+def _dict_name(config):
+    """The chunk name of a dict config: it starts every message, so only a plain family name goes in
+    it (the family field's own message shows any other value, quoted)."""
+    fam = config.get("family")
+    return ("<dict %s>" % fam if isinstance(fam, str) and _NAME.match(fam) else "<dict>").encode()
+
+
+def shape_text(shape):
+    """A shape as weft's C API takes it: {"rows": 4096, "cols": 50257} -> "cols=50257 rows=4096"
+    (names sorted, as the tuning database keys them); a str passes as it is."""
+    if isinstance(shape, str):
+        return shape
+    if isinstance(shape, dict):
+        parts = []
+        for k in sorted(shape):
+            v = shape[k]
+            if not isinstance(k, str) or not _NAME.match(k):
+                raise ValueError("weft: shape size name %r is not a name" % (k,))
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError("weft: shape %s = %r: a size is an int" % (k, v))
+            parts.append("%s=%d" % (k, v))
+        return " ".join(parts)
+    raise TypeError("weft: a shape is a dict of sizes or a str (\"rows=4096 cols=50257\"), not %s" % type(shape).__name__)
+
+
+class Auto:
+    """What weft chose for a shape (weft_auto_choose).  source: "database", "database-nearest", "table",
+    "table-nearest" or "rule"; detail: one line saying where from; time_us: the measured time of a
+    database or table hit (at the shape it was measured at), else None; configs / names: the choice
+    first, then the candidates first-use tuning may time (each config as Lua text)."""
+
+    def __init__(self, ctx, h):
+        self.ctx = ctx
+        self._h = h
+        self.source = _lib.text(lib.weft_auto_source(h))
+        self.detail = _lib.text(lib.weft_auto_detail(h))
+        t = lib.weft_auto_time_us(h)
+        self.time_us = t if t >= 0 else None
+        n = lib.weft_auto_count(h)
+        self.configs = [_lib.text(lib.weft_auto_config(h, i)) for i in range(n)]
+        self.names = [_lib.text(lib.weft_auto_name(h, i)) for i in range(n)]
+
+    def _live(self):
+        if self._h is None:
+            raise ValueError("weft: this Auto is closed")
+        return self._h
+
+    def compile(self, i=0):
+        """Candidate i (0: the choice), compiled through the kernel cache."""
+        if not 0 <= i < len(self.names):
+            raise IndexError("weft: candidate %d of %d" % (i, len(self.names)))
+        k = ctypes.c_void_p()
+        with self.ctx.lock:
+            st = lib.weft_auto_compile(self.ctx._handle(), self._live(), i, ctypes.byref(k))
+            if st:
+                raise self.ctx._error(st)
+            return self.ctx._kernel(k)
+
+    def record(self, i, time_us, db=None):
+        """First-use tuning's result: candidate i took time_us (a median) at this shape; stored in the
+        tuning database, so the next auto() for this shape answers "database".  Needs the GPU."""
+        with self.ctx.lock:
+            st = lib.weft_auto_record(self.ctx._handle(), self._live(), operator.index(i), float(time_us), _fs(db, "db"))
+            if st:
+                raise self.ctx._error(st)
+
+    def close(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            lib.weft_auto_free(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "Auto(%s: %s)" % (self.source, self.names[0] if self.names else "?")
+
+
 class Context:
     """A generator, a kernel cache and (once something launches) a CUDA device.  Calls on one
     context are serialised by its lock, as the C context is not thread-safe."""
@@ -307,15 +388,41 @@ class Context:
             notice = _lib.text(lib.weft_ctx_error(self._h))
             return self._kernel(k), bool(tuned.value), notice
 
+    def auto(self, config, shape, ranks=1, candidates=0, db=None, **kw):
+        """The config for a shape: the config's open fields (absent, or "auto") chosen from the tuning
+        database (exact, then the nearest shape), the table shipped with weft, or the family's rule
+        (gen/core/auto.lua).  shape: {"rows": 4096, "cols": 50257} or "rows=4096 cols=50257".
+        candidates: how many of the rule's next choices to keep beside it (for first-use tuning).
+        Needs no GPU (without one, the database is skipped).  Returns an Auto."""
+        ov, n = _lib.strings(overrides(kw))
+        s = _no_nul(shape_text(shape), "shape").encode()
+        a = ctypes.c_void_p()
+        d = _fs(db, "db")
+        with self.lock:
+            h = self._handle()
+            if isinstance(config, dict):
+                text = lua_config(config).encode("utf-8")
+                st = lib.weft_auto_choose_string(h, _dict_name(config), text, ov, n, s, operator.index(ranks),
+                                                 operator.index(candidates), d, ctypes.byref(a))
+            elif isinstance(config, (str, bytes, os.PathLike)):
+                st = lib.weft_auto_choose(h, _path(config), ov, n, s, operator.index(ranks), operator.index(candidates),
+                                          d, ctypes.byref(a))
+            else:
+                raise TypeError("weft: a config is a path (str, os.PathLike) or a dict, not %s" % type(config).__name__)
+            if st:
+                raise self._error(st)
+        return Auto(self, a)
+
+    def compile_auto(self, config, shape, ranks=1, db=None, **kw):
+        """auto(), then its choice compiled: (kernel, auto)."""
+        a = self.auto(config, shape, ranks=ranks, db=db, **kw)
+        return a.compile(0), a
+
     def _call(self, what, config, ov, n, out):
         if isinstance(config, dict):
             text = lua_config(config).encode("utf-8")
-            fam = config.get("family")
-            # The chunk name starts every message; only a plain name goes in it (the family field's
-            # own message shows any other value, quoted).
-            name = ("<dict %s>" % fam if isinstance(fam, str) and _NAME.match(fam) else "<dict>").encode()
             f = lib.weft_generate_string if what == "generate" else lib.weft_compile_string
-            return f(self._handle(), name, text, ov, n, out)
+            return f(self._handle(), _dict_name(config), text, ov, n, out)
         if isinstance(config, (str, bytes, os.PathLike)):
             f = lib.weft_generate_file if what == "generate" else lib.weft_compile_file
             return f(self._handle(), _path(config), ov, n, out)
@@ -614,6 +721,11 @@ class Kernel:
 def generate(config, **kw):
     """The manifest of a config (path or dict) with overrides; no GPU needed."""
     return context().generate(config, **kw)
+
+
+def auto(config, shape, **kw):
+    """Context.auto on the default context: the config chosen for a shape (no GPU needed)."""
+    return context().auto(config, shape, **kw)
 
 
 def compile(config, **kw):  # noqa: A001 (the package's verb)

@@ -10,8 +10,12 @@ with a fake implementation (torch.compile traces them without running them), and
     weft::matmul(a, b)                      a [..., M, K] . b [K, N]
     weft::linear(x, weight)                 x [..., K] . weight[N, K]^T (no bias)
 
-The launch path: argument checks, a plan per exact shape (kernel + sizes, a dict hit after the
-first call), the output's allocation, one cuLaunchKernelEx on torch.cuda.current_stream(x.device).
+The launch path: argument checks, a plan per exact shape (a dict hit after the first call), the
+output's allocation, one cuLaunchKernelEx on torch.cuda.current_stream(x.device).  The plan is
+weft.auto's kernel for the shape: the op fixes what it means (configs.py) and weft chooses the
+rest from the tuning database, the table shipped with weft or the family's rule; with
+WEFT_AUTOTUNE=1 the first call of a shape the database does not know times a few candidates
+first (_tune.py).
 No host sync and no other allocation, so calls can be captured in a CUDA graph once each shape
 class has run eagerly (its kernel compiles on the first call, which a capture cannot do).
 
@@ -21,18 +25,34 @@ graph holds torch.ops.weft.* nodes; both paths run the same code.
 """
 import torch
 
+from .. import core
 from . import _common as C
+from . import _tune
 from . import configs
 
 _plans = {}
 _PLAN_CAP = 4096   # exact shapes remembered; beyond it the table starts again (a kernel stays cached)
 
 
-def _plan(op, device, key, cfg, sizes):
-    """The kernel for a shape class; the exact shape is checked once against its limits (the C
-    check, weft_manifest_check_size), before any launch."""
-    kern = C.kernels.get(device, key, lambda ctx: ctx.compile(cfg))
-    for name, v in sizes.items():
+def _plan(op, device, cfg, shape, tuning=None):
+    """The kernel for an exact shape: weft.auto's choice for it (first-use tuned when WEFT_AUTOTUNE=1
+    and the op gave tuning: a function returning (make, launch, result, reference, dtype, stream)),
+    checked once against its limits (the C check, weft_manifest_check_size) before any launch.
+    Kernels are cached by name, so shapes with the same choice share one."""
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    tune = tuning is not None and _tune.enabled()
+    try:
+        a = core.context(idx).auto(cfg, shape, candidates=_tune.CANDIDATES - 1 if tune else 0)
+    except core.ConfigError as e:
+        raise configs.SizeError("weft.torch.%s: %s" % (op, e)) from None
+    try:
+        def kernel_of(i):
+            return C.kernels.get(device, a.names[i], lambda ctx: a.compile(i))
+        i = _tune.tune(op, a, kernel_of, *tuning()) if tune and a.source != "database" else 0
+        kern = kernel_of(i)
+    finally:
+        a.close()
+    for name, v in shape.items():
         why = kern.manifest.check_size(name, v)
         if why:
             raise ValueError("weft.torch.%s: %s = %d is outside what its kernel takes (%s)" % (op, name, v, why))
@@ -65,8 +85,13 @@ def _softmax_impl(x):
     pk = ("softmax", x.device, dt, rows, cols)
     kern = _plans.get(pk)
     if kern is None:
-        key, cfg = configs.softmax(dt, rows, cols)
-        kern = _remember(pk, _plan("softmax", x.device, key, cfg, {"rows": rows, "cols": cols}))
+        cfg, shape = configs.softmax(dt, rows, cols)
+
+        def tuning():
+            return (lambda: torch.full_like(x, float("nan")),
+                    lambda k, y: k._launch_trusted((y.data_ptr(), x.data_ptr(), rows, cols), C.stream(x.device)),
+                    lambda y: y, torch.softmax(x.double(), -1), dt, torch.cuda.current_stream(x.device))
+        kern = _remember(pk, _plan("softmax", x.device, cfg, shape, tuning))
     kern._launch_trusted((y.data_ptr(), x.data_ptr(), rows, cols), C.stream(x.device))
     return y
 
@@ -127,8 +152,24 @@ def _rms_impl(x, weight, eps, residual):
     pk = ("rms_norm", x.device, dt, res, rows, cols)
     kern = _plans.get(pk)
     if kern is None:
-        key, cfg = configs.rms_norm(dt, rows, cols, res)
-        kern = _remember(pk, _plan("rms_norm", x.device, key, cfg, {"rows": rows, "cols": cols}))
+        cfg, shape = configs.rms_norm(dt, rows, cols, res)
+
+        def tuning():
+            h = x.double() + residual.double() if res else x.double()
+            ref = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + float(eps)) * weight.double()
+
+            def make():
+                return torch.full_like(x, float("nan")), (residual.clone() if res else None)
+
+            def launch(k, b):
+                if res:
+                    k._launch_trusted((b[0].data_ptr(), x.data_ptr(), weight.data_ptr(), b[1].data_ptr(), float(eps),
+                                       rows, cols), C.stream(x.device))
+                else:
+                    k._launch_trusted((b[0].data_ptr(), x.data_ptr(), weight.data_ptr(), float(eps), rows, cols),
+                                      C.stream(x.device))
+            return make, launch, lambda b: b[0], ref, dt, torch.cuda.current_stream(x.device)
+        kern = _remember(pk, _plan("rms_norm", x.device, cfg, shape, tuning))
     s = C.stream(x.device)
     if res:
         kern._launch_trusted((y.data_ptr(), x.data_ptr(), weight.data_ptr(), residual.data_ptr(), float(eps), rows, cols), s)
@@ -186,8 +227,16 @@ def _row_reduce_impl(x, op):
     pk = ("row_reduce", x.device, dt, op, rows, cols)
     kern = _plans.get(pk)
     if kern is None:
-        key, cfg = configs.row_reduce(dt, op, rows, cols)
-        kern = _remember(pk, _plan("row_reduce", x.device, key, cfg, {"rows": rows, "cols": cols}))
+        cfg, shape = configs.row_reduce(dt, op, rows, cols)
+
+        def tuning():
+            xd = x.double().reshape(rows, cols)
+            ref = {"sum": lambda: xd.sum(-1), "max": lambda: xd.amax(-1), "min": lambda: xd.amin(-1),
+                   "prod": lambda: xd.prod(-1)}[op]()
+            return (lambda: torch.full((rows,), float("nan"), dtype=torch.float32, device=x.device),
+                    lambda k, o: k._launch_trusted((o.data_ptr(), x.data_ptr(), rows, cols), C.stream(x.device)),
+                    lambda o: o, ref, "f32", torch.cuda.current_stream(x.device))
+        kern = _remember(pk, _plan("row_reduce", x.device, cfg, shape, tuning))
     kern._launch_trusted((out.data_ptr(), x.data_ptr(), rows, cols), C.stream(x.device))
     return out
 
@@ -235,8 +284,16 @@ def _gemm_impl(op, a, b, b_layout, aname, bname):
     pk = (op, a.device, dt, m, n, k)
     kern = _plans.get(pk)
     if kern is None:
-        key, cfg = configs.gemm(op, dt, b_layout, m, n, k, a=aname, b=bname)
-        kern = _remember(pk, _plan(op, a.device, key, cfg, {"m": m, "n": n, "k": k}))
+        cfg, shape = configs.gemm(op, dt, b_layout, m, n, k, a=aname, b=bname)
+
+        def tuning():
+            a2, bd = a.reshape(m, k).double(), b.double()
+            ref = a2 @ (bd if b_layout == "row" else bd.t())
+            return (lambda: torch.full((m, n), float("nan"), dtype=a.dtype, device=a.device),
+                    lambda kk, o: kk._launch_trusted((o.data_ptr(), a.data_ptr(), b.data_ptr(), m, n, k),
+                                                     C.stream(a.device)),
+                    lambda o: o, ref, dt, torch.cuda.current_stream(a.device))
+        kern = _remember(pk, _plan(op, a.device, cfg, shape, tuning))
     kern._launch_trusted((c.data_ptr(), a.data_ptr(), b.data_ptr(), m, n, k), C.stream(a.device))
     return c
 
