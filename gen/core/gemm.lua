@@ -218,16 +218,238 @@ function M.smem_hint(cfg)
     .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: a tile per consumer warpgroup)" or "")
 end
 
+-- ---- the shape rule (F.auto of families gemm and ag_gemm) -------------------------------------
+--
+-- The kernel is persistent: its grid is min(m, co-resident) clusters of CM x CN x SPLITK CTAs
+-- (one CTA per SM: 232 registers per consumer thread, most of the shared memory), and cluster c
+-- takes cluster units c, c + clusters, ... of the tiles (weft/gemm_sched.cuh).  So a config's
+-- time is its rounds (units over clusters, a partial last round costing a whole one: the wave
+-- count) times what one unit costs a CTA.  The estimate, in microseconds:
+--   k-block  sqrt(compute^2 + load^2): the tensor cores at US_PER_MFLOP, the stage's A and B
+--            tiles at US_PER_KB (the L2 -> shared-memory rate with every SM loading), added in
+--            quadrature (they overlap partly).  Fitted to the steady state of three tiles at
+--            4096^3 in bench/RESULTS.md (128x256 c2: 0.815 us per k-block, 213 us; 128x128
+--            pingpong: 0.48 us, 247 us; 64x128 c1: 0.294 us, ~305 us); it then predicts
+--            8192x1024x1024 (128x256 29.6 us against 28.3-29.5 measured, 128x128 pingpong 32.2
+--            against 32.7, 64x128 44.7 against 41-46) and 1024^3 (64x128 7.1 against 6.85).
+--            m64n64 WGMMAs are slower (128x64 c2 computed 0.24 us per k-block against 64x128's
+--            0.20, "Where 1024^3 goes").
+--   epilogue per tile, its consumer warpgroups storing tile.m x tile.n: ~1 us for 128 x 256 by
+--            TMA over two warpgroups (the 8192x1024x1024 fit); the direct stores cost more (the TMA
+--            epilogue was 3-14 % faster per shape, third session); pingpong hides all but the last
+--            under the other warpgroup's WGMMAs.
+--   split_k  each CTA half of K, plus the hand-over of the f32 partial tile through distributed
+--            shared memory, not overlapped: ~4.7 us for 128 x 128 (1024^3: 10.5 us measured).
+--   floor    A, B and C once at the copy rate (decode reads B once: the weight stream).
+-- A small M gives few clusters (the grid counts m): there a 2-CTA cluster (cluster.n = 2, two
+-- column tiles per unit, or split_k = 2) doubles the CTAs that stream B, and narrow enough tiles
+-- keep every pair busy.  The model ranks candidates; bench/auto/gemm_shapes.lua is the sweep
+-- that checks it.
+M.MODEL = {
+  US_PER_MFLOP = 0.1376,     -- 7.3 TFLOP/s per SM (the H200's dense bf16 peak is ~7.5 per SM)
+  US_PER_KB = 0.0120,        -- ~85 GB/s into each SM's shared memory with all 132 loading
+  N64 = 1.3,                 -- m64n64 WGMMAs' compute, relative
+  EPI_ELEMS_PER_US = 16384,  -- per consumer warpgroup, TMA epilogue
+  DIRECT = 1.4,              -- direct epilogue, relative
+  RED_ELEMS_PER_US = 3500,   -- split-K's hand-over
+  SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
+  COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
+  LAUNCH_US = 1.5,
+}
+
+local function cdiv(a, b) return (a + b - 1) // b end
+M.cdiv = cdiv
+
+-- est(cfg, shape, sms, shards) -> microseconds, and a line that says why.  cfg: resolved (tile,
+-- cluster tables; consumers, mma, split_k, epilogue, stages, dtype); shards: ag_gemm's ranks
+-- (C in shards of m / ranks rows, each tiled on its own).
+function M.estimate(cfg, shape, sms, shards)
+  local P, t, cl = M.MODEL, cfg.tile, cfg.cluster
+  shards = shards or 1
+  local cs = cl.m * cl.n * cfg.split_k
+  local clusters = math.max(1, math.min(shape.m, (sms or 132) // cs))
+  local rows = math.max(1, cdiv(shape.m, shards))
+  local units = cdiv(cdiv(rows, t.m), cl.m) * cdiv(cdiv(shape.n, t.n), cl.n) * shards
+  local rounds = cdiv(units, clusters)
+  local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
+  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (t.n == 64 and P.N64 or 1)
+  local load = (t.m + t.n) * 128 / 1024 * P.US_PER_KB
+  local t_kb = math.sqrt(compute * compute + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
+  local pingpong = cfg.mma == "pingpong"
+  local elems = t.m * t.n
+  local epi = elems / (P.EPI_ELEMS_PER_US * (pingpong and 1 or cfg.consumers)) *
+    (cfg.epilogue == "tma" and 1 or P.DIRECT)
+  local unit = kb * t_kb + (pingpong and 0 or epi) + (cfg.split_k > 1 and elems / P.RED_ELEMS_PER_US or 0)
+  local time = rounds * unit + (pingpong and epi or 0)
+  local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * common.ESIZE[cfg.dtype]
+  time = math.max(time, bytes / (P.COPY_GBS * 1e3)) + P.LAUNCH_US
+  local why = string.format("%d units of %dx%d%s on %d cluster(s) of %d CTA(s): %d round(s) of %d k-blocks, ~%.1f us "
+    .. "(gen/core/gemm.lua's model)", units, t.m, t.n, cl.m * cl.n > 1 and string.format(" (cluster %dx%d)", cl.m, cl.n)
+    or "", clusters, cs, rounds, kb, time)
+  return time, why
+end
+
+-- The configurations the rule ranks, in order of preference where the model ties (the measured
+-- best first: 128 x 256 c2 is examples/gemm.lua).  Stages follow from shared memory.  Pingpong
+-- only with 128-row tiles: the one the GPU has measured (64-row pingpong tiles are valid, never run).
+local ENUM_TILES = {
+  { 128, 256, 2, "cooperative" }, { 128, 128, 2, "pingpong" }, { 64, 128, 1, "cooperative" },
+  { 64, 256, 1, "cooperative" }, { 128, 192, 2, "cooperative" }, { 256, 128, 2, "cooperative" },
+  { 128, 128, 2, "cooperative" }, { 64, 192, 1, "cooperative" }, { 64, 64, 1, "cooperative" },
+  { 128, 64, 2, "cooperative" },
+}
+local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 } }   -- cluster.m, cluster.n, split_k
+M.MAX_STAGES = 6   -- ring depth stopped mattering at 4-8 (64 x 128 at 1024^3: 6.82 / 6.83 / 6.88 us)
+
+local function errs_sink()
+  local e = { n = 0 }
+  function e.add() e.n = e.n + 1 end
+  function e.raw() e.n = e.n + 1 end
+  function e.ok() return e.n == 0 end
+  return e
+end
+
+-- The deepest ring up to `cap` that fits in shared memory, or nil.
+function M.fit_stages(cfg, cap)
+  for s = cap, 2, -1 do
+    cfg.stages = s
+    if M.layout(cfg).smem <= common.SMEM_LIMIT then return s end
+  end
+end
+
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do if k ~= "tag" then t[k] = copy(x) end end
+  return t
+end
+
+-- candidates(shape, fixed, dev, opts) -> the F.auto list of a GEMM family.  fixed: the user's
+-- raw config (fixed fields win: a fixed tile stays and the rest is chosen around it); opts:
+-- family (its name), shards (ag_gemm's ranks), extra (fields every candidate carries: ag_gemm's
+-- comm), has_pdl, max (candidates returned, default 8).  Every candidate is validated here with
+-- the user's fixed fields (gen/core/weft.lua check), so the list ends in one that takes every
+-- shape the kernel takes (the GEMM's limits do not depend on its knobs).
+function M.candidates(shape, fixed, dev, opts)
+  local weft = require("gen.core.weft")
+  local sms = dev and dev.sms or 132
+  local want = opts.max or 8
+  local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
+  local scored = {}
+  for i, tl in ipairs(ENUM_TILES) do
+    for j, sp in ipairs(ENUM_SPLIT) do
+      for e, epi in ipairs({ "tma", "direct" }) do
+        local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
+                    cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16 }
+        -- the config as it will be: fixed fields over the candidate's
+        local r = { dtype = open("dtype") and "bf16" or fixed.dtype, stages = 4 }
+        for k, v in pairs(c) do r[k] = copy(v) end
+        for k, v in pairs(fixed) do if v ~= "auto" then r[k] = copy(v) end end
+        r.tile = M.tile_check(r.tile)
+        r.cluster = type(r.cluster) == "table" and M.cluster_check(r.cluster) or nil
+        local ok = r.tile and r.cluster and common.ESIZE[r.dtype] and math.type(r.split_k) == "integer"
+          and math.type(r.consumers) == "integer" and (r.split_k == 1 or r.split_k == 2)
+        if ok and open("stages") then
+          ok = M.fit_stages(r, M.MAX_STAGES) ~= nil
+          c.stages = r.stages
+        end
+        if ok and math.type(r.stages) == "integer" then
+          local errs = errs_sink()
+          M.check(r, errs)
+          if errs.ok() then
+            local est, why = M.estimate(r, shape, sms, opts.shards)
+            -- pdl: a launch's set-up under the previous kernel's tail, ~0.5 us (7-8 % at 1024^3);
+            -- 0.4-2 % slower at 4096^3 (fourth session), so only where the launch is a tenth
+            if opts.has_pdl and open("pdl") then c.pdl = est < 20 end
+            scored[#scored + 1] = { c = c, r = r, est = est, why = why, order = (i * 8 + j) * 2 + e }
+          end
+        end
+      end
+    end
+  end
+  -- 1 % buckets, then the preference order: the model does not resolve smaller differences
+  for _, s in ipairs(scored) do s.bucket = math.floor(math.log(s.est) / math.log(1.01)) end
+  table.sort(scored, function(a, b)
+    if a.bucket ~= b.bucket then return a.bucket < b.bucket end
+    return a.order < b.order
+  end)
+
+  local out, names = {}, {}
+  local function try(c, why)
+    local v = copy(c)
+    for k, x in pairs(opts.extra or {}) do v[k] = x end
+    local raw = { family = opts.family }
+    for k, x in pairs(v) do raw[k] = copy(x) end
+    for k, x in pairs(fixed) do if x ~= "auto" then raw[k] = copy(x) end end
+    local fam, ncfg = weft.check(raw, "gen/core/gemm.lua (the rule)")
+    if not fam then return false end
+    local name = weft.kernel_name(fam, ncfg)
+    if names[name] then return false end
+    names[name] = true
+    v.why = why
+    out[#out + 1] = v
+    return true
+  end
+  -- the best of each schedule (tile, consumers, mma, cluster, split_k), then the best one's
+  -- neighbours: first-use tuning times different schedules, not only different epilogues
+  local best, seen = nil, {}
+  for _, s in ipairs(scored) do
+    if #out >= math.max(1, want - 3) then break end
+    local r = s.r
+    local sched = string.format("%s %d %s %s %d", r.tile.tag, r.consumers, r.mma, r.cluster.tag, r.split_k)
+    if not seen[sched] and try(s.c, s.why) then
+      seen[sched] = true
+      best = best or s
+    end
+  end
+  if best then   -- its neighbours: a shallower ring, the direct epilogue, group 8, pdl
+    local b = best.c
+    local function variant(changes, why)
+      if #out >= want - 1 then return end
+      local v = copy(b)
+      for k, x in pairs(changes) do v[k] = x end
+      try(v, why)
+    end
+    if b.stages and b.stages > 3 then variant({ stages = b.stages - 1 }, "the choice with one stage fewer") end
+    if opts.has_pdl and open("pdl") then
+      variant({ pdl = not b.pdl }, "the choice with pdl " .. (b.pdl and "off" or "on"))
+    end
+    variant({ group = 8 }, "the choice with raster groups of 8 row blocks")
+    if b.epilogue == "tma" and open("stages") then
+      local r = copy(best.r)
+      r.tile, r.cluster = M.tile_check(r.tile), M.cluster_check(r.cluster)
+      r.epilogue = "direct"
+      if M.fit_stages(r, M.MAX_STAGES) then variant({ epilogue = "direct", stages = r.stages }, "the choice with direct stores") end
+    end
+  end
+  -- last: examples/gemm.lua's config around the fixed fields, or the best that validates
+  local last = { tile = { m = 128, n = 256, k = 64 }, stages = 3, consumers = 2, mma = "cooperative",
+                 cluster = { m = 1, n = 1 }, split_k = 1, epilogue = "tma", group = 16 }
+  if not try(last, "examples/gemm.lua's config: takes every shape") then
+    for _, s in ipairs(scored) do
+      if #out > 0 then break end
+      try(s.c, s.why)
+    end
+  end
+  if #out == 0 then   -- nothing validates with the fixed fields: auto.lua reports the config's own errors
+    out[1] = { why = "no candidate validates with the fixed fields" }
+  end
+  return out
+end
+
 -- The run spec of the GEMM families (gen/core/weft.lua's run_spec).  The runner adds one shape
 -- that depends on the world size, (1024 P) x 1536 x 512, big enough to sample rows of every
 -- shard (ag_gemm).  weft tune checks at most 2048 x 1024 of a shape (the CPU reference stays
 -- cheap), times it whole.
+M.SIZES = { "m", "n", "k" }
+M.KEY = { "dtype", "b_layout" }   -- what changes the result (auto and --tuned never swap them)
+
 function M.run_spec()
-  return { sizes = { "m", "n", "k" },
+  return { sizes = M.SIZES,
            check = { { m = 1000, n = 1000, k = 1000 }, { m = 128, n = 256, k = 64 }, { m = 1000, n = 1024, k = 1000 } },
            time = { { m = 1024, n = 1024, k = 1024 }, { m = 4096, n = 4096, k = 4096 }, { m = 8192, n = 8192, k = 8192 } },
            metric = "flops", baseline = "cublaslt", ranks = true, check_cap = { m = 2048, n = 1024 },
-           key = { "dtype", "b_layout" } }
+           key = M.KEY }
 end
 
 return M

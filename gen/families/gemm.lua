@@ -67,7 +67,15 @@ function F.derive(cfg)
   }
 end
 
-F.sizes = { "m", "n", "k" }
+F.sizes = gemm.SIZES
+F.key = gemm.KEY
+
+-- The rule (gen/core/auto.lua): gen/core/gemm.lua's wave-count model ranks tile, consumers, mma,
+-- cluster, split_k and epilogue (stages: the deepest ring that fits, up to 6; pdl for launches
+-- of under ~20 us), around whatever the user fixed.
+function F.auto(shape, fixed, dev)
+  return gemm.candidates(shape, fixed, dev, { family = "gemm", has_pdl = true })
+end
 
 -- What the tools need (gen/core/weft.lua's run_spec): the GEMM's shapes (gen/core/gemm.lua).
 function F.run() return gemm.run_spec() end
