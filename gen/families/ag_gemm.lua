@@ -187,7 +187,33 @@ function F.derive(cfg)
   }
 end
 
-F.sizes = { "m", "n", "k" }
+F.sizes = gemm.SIZES   -- m: the gathered M (every rank holds m / ranks rows of A)
+F.key = gemm.KEY
+
+-- The rule (gen/core/auto.lua).  variant, comm and compute stay the config's (default: fused,
+-- threadload pull, wgmma): the owner push (comm = "multimem", fallback = "emulate") was faster on
+-- two H200s (bench/RESULTS.md, issue 7 at P = 2: 1.29x against the pull's 1.05x of NCCL +
+-- cuBLASLt at 16384 x 1792 x 4096), but it uses real multicast wherever the machine has it,
+-- which no GPU here has run; so it is the second candidate, for first-use tuning to measure and
+-- check, never the choice.  The GEMM's knobs come from gen/core/gemm.lua's model: the fused
+-- kernel tiles each rank's shard of C (m / ranks rows) on its own; gather_then_gemm's GEMM is
+-- the plain one over the gathered A.  The scalar variants have no knobs to choose.
+function F.auto(shape, fixed, dev)
+  local v = fixed.variant or "fused"
+  if COMPUTE[v] ~= "wgmma" then return { { why = "variant " .. tostring(v) .. ": its own defaults" } } end
+  local ranks = math.max(1, dev and dev.ranks or 1)
+  local list = gemm.candidates(shape, fixed, dev, { family = "ag_gemm", shards = v == "fused" and ranks or 1 })
+  local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
+  if v == "fused" and ranks > 1 and open("comm") and open("fallback") and #list > 0 and list[1].tile then
+    local push = {}
+    for k, x in pairs(list[1]) do push[k] = x end
+    push.comm, push.fallback = "multimem", "emulate"
+    push.why = "the choice with the owner push (multimem, emulated where there is no multicast)"
+    table.insert(list, 2, push)
+    if #list > 8 then table.remove(list, #list - 1) end
+  end
+  return list
+end
 
 -- What the tools need (gen/core/weft.lua's run_spec): the GEMM's shapes (gen/core/gemm.lua).
 function F.run() return gemm.run_spec() end

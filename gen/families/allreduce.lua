@@ -101,6 +101,56 @@ function F.derive(cfg)
 end
 
 F.sizes = { "n" }
+F.key = { "dtype", "op" }
+
+-- The rule (gen/core/auto.lua): the algorithm by message bytes and rank count.  Thresholds, from
+-- bench/RESULTS.md:
+--   one_shot_ll up to LL_BYTES: on two H200s it took 4.8-5.9 us up to 128 KB against one_shot's
+--     6.7-7.2, and the two met at 512 KB (8.27 / 8.30 us); LL_BYTES is between (and n <= LL_MAX).
+--   two_shot from TWO_SHOT_RANKS ranks and TWO_SHOT_BYTES: one_shot moves (3 + P) N bytes per
+--     rank, two_shot 5 N plus one more signal round.  Under MPS, 256 MB, one_shot / two_shot
+--     took 1204 / 1577 us at P = 4 and 3660 / 3173 at P = 8; read against the traffic ratio
+--     (7/5, 11/5) the two cross near P = 6.5, so two_shot from 7 ranks.  Its extra round cost
+--     ~4 us at P = 8 (8 B: 13.9 / 18.1 us), which 6 N more bytes at the one-GPU rate pay back
+--     from ~1 MB: TWO_SHOT_BYTES = 2 MB.  P = 4 and 8 on real GPUs were never lent: first-use
+--     tuning times the other algorithm beside the choice.
+--   threads 512 and blocks "auto" everywhere: every measured row used them.  comm stays
+--     threadload (multicast is off on the machines here); pdl, which the user's stream decides,
+--     is a neighbour: 0.4-0.9 us faster for one_shot_ll on two GPUs.
+F.LL_BYTES = 256 << 10
+F.TWO_SHOT_RANKS = 7
+F.TWO_SHOT_BYTES = 2 << 20
+function F.auto(shape, fixed, dev)
+  local es = common.ESIZE[fixed.dtype or "f32"] or 4
+  local bytes, ranks = shape.n * es, math.max(1, dev and dev.ranks or 1)
+  local algo, why
+  if fixed.comm == "multimem" then
+    algo, why = "two_shot", "comm = multimem reduces on the switch: two_shot"
+  elseif bytes <= F.LL_BYTES and shape.n <= F.LL_MAX then
+    algo, why = "one_shot_ll", string.format("%d bytes <= %d: one_shot_ll (no signal round)", bytes, F.LL_BYTES)
+  elseif ranks >= F.TWO_SHOT_RANKS and bytes >= F.TWO_SHOT_BYTES then
+    algo, why = "two_shot", string.format("%d ranks, %d bytes: two_shot moves 5 N bytes, one_shot (3 + P) N", ranks, bytes)
+  else
+    algo, why = "one_shot", string.format("%d ranks, %d bytes: one_shot (one signal round fewer than two_shot)", ranks, bytes)
+  end
+  local base = { algo = algo, threads = 512, blocks = "auto", why = why }
+  local list = { base }
+  local function add(t)
+    local c = {}
+    for k, v in pairs(base) do c[k] = v end
+    for k, v in pairs(t) do c[k] = v end
+    list[#list + 1] = c
+  end
+  if fixed.pdl == nil then add({ pdl = true, why = "the choice with pdl" }) end
+  for _, other in ipairs({ "one_shot", "two_shot" }) do
+    if other ~= algo and fixed.comm ~= "multimem" then add({ algo = other, why = "the neighbour algorithm " .. other }) end
+  end
+  add({ threads = 256, why = "the choice with 256 threads" })
+  -- last: one_shot takes every n the kernel takes (one_shot_ll stops at LL_MAX; multimem needs two_shot)
+  list[#list + 1] = { algo = fixed.comm == "multimem" and "two_shot" or "one_shot", threads = 512, blocks = "auto",
+                      why = "takes every n" }
+  return list
+end
 
 -- What the tools need (gen/core/weft.lua's run_spec): n, the elements per rank (`--elems N`, or
 -- `--n N`); odd sizes to check, and 8 B .. 256 MB per rank to time (x4, then x2 past 128 MB),
@@ -118,9 +168,8 @@ function F.run(cfg, d)
   for _, n in ipairs({ 1, 3, 7, 8, 9, 31, 1000, 4097, 65537, 1048579 }) do
     if n <= max_n then check[#check + 1] = { n = n } end
   end
-  return { sizes = { "n" }, aliases = { n = "elems" }, check = check, time = time, metric = "busbw",
-           baseline = "nccl", ranks = true,
-           key = { "dtype", "op" } }
+  return { sizes = F.sizes, aliases = { n = "elems" }, check = check, time = time, metric = "busbw",
+           baseline = "nccl", ranks = true, key = F.key }
 end
 
 return F

@@ -51,14 +51,31 @@ function F.derive(cfg)
 end
 
 F.sizes = { "clusters" }
+-- cluster and threads are key fields too: the input is [clusters][cluster][iters][threads][width]
+-- and each cluster combines its own CTAs, so they change what is computed, not only how fast
+F.key = { "dtype", "op", "width", "iters", "cluster", "threads" }
+
+-- The rule (gen/core/auto.lua): exchange = "push" (st.async into every peer, no cluster barrier
+-- per combine) was 17-28 % faster per combine than pull at every cluster size and width
+-- (bench/RESULTS.md, "The cluster combine: pull vs push"); push alternates two receive arrays,
+-- so need_tail_sync = false.  nonportable as the cluster size needs (above 8).  Last: pull with
+-- the tail barrier, the family's defaults.
+function F.auto(shape, fixed, dev)
+  local np = (type(fixed.cluster) == "number" and fixed.cluster or 2) > common.PORTABLE_CLUSTER
+  return {
+    { exchange = "push", need_tail_sync = false, nonportable = np,
+      why = "push: 17-28 % faster per combine than pull (bench/cluster.sh)" },
+    { exchange = "pull", need_tail_sync = false, nonportable = np, why = "pull, two slots alternating" },
+    { exchange = "pull", need_tail_sync = true, nonportable = np, why = "pull with the tail barrier: the defaults" },
+  }
+end
 
 -- What the tools need (gen/core/weft.lua's run_spec): the primitive is latency-bound, so it is
 -- timed per combine over back-to-back launches, with no baseline.
 function F.run(cfg)
   local shape = { clusters = 264 }
-  return { sizes = { "clusters" }, check = { shape }, time = { shape }, metric = "latency", baseline = "none",
-           check_cap = { clusters = 64 },
-           key = { "dtype", "op", "width", "iters" } }
+  return { sizes = F.sizes, check = { shape }, time = { shape }, metric = "latency", baseline = "none",
+           check_cap = { clusters = 64 }, key = F.key }
 end
 
 return F
