@@ -1,0 +1,277 @@
+-- tests/lua/test_auto_rules.lua: the shape rules (F.auto) of gemm, ag_gemm, allreduce and
+-- cluster_reduce: over the GEMM issue's LLM shape set and odd shapes every candidate, merged
+-- under the fixed fields, validates and takes the shape; fixed fields stay fixed; the model's
+-- choices agree with what bench/RESULTS.md measured; a shape outside the limits is refused with
+-- a message naming the size and the limit (through gen/core/auto.lua where it is present).
+local T = load(weft_read("tests/lua/testlib.lua"), "@tests/lua/testlib.lua")()
+local weft = require("gen.core.weft")
+local gemm = require("gen.core.gemm")
+local has_auto, auto = pcall(require, "gen.core.auto")
+
+local H200 = { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = 1 }
+
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = copy(x) end
+  return t
+end
+
+-- the candidate under the fixed fields (fixed wins; "why" is no field), validated; -> ncfg, d
+local function merged(fixed, c)
+  local raw = {}
+  for k, v in pairs(fixed) do if v ~= "auto" then raw[k] = copy(v) end end   -- "auto": open (gen/core/auto.lua)
+  for k, v in pairs(c) do if k ~= "why" and raw[k] == nil then raw[k] = copy(v) end end
+  local fam, ncfg, d = weft.check(raw, "cfg.lua")
+  T.ok(fam, ncfg)
+  return ncfg, d, fam
+end
+
+local function takes(d, shape, what)
+  for name, v in pairs(shape) do
+    T.eq(weft.outside_limits(d.limits, name, v), nil, what .. ": takes " .. name .. " = " .. v)
+  end
+end
+
+-- every candidate validates and takes the shape; -> the choice's ncfg, the list
+-- unique: no two candidates give one kernel (the GEMM's list is deduplicated; the short fixed
+-- lists of allreduce and cluster_reduce may repeat one under fixed fields: auto.lua skips repeats)
+local function all_take(fam, shape, fixed, dev, what, unique)
+  local list = fam.auto(copy(shape), copy(fixed), copy(dev or H200))
+  T.ok(#list >= 1, what .. ": candidates")
+  local first, names = nil, {}
+  for i, c in ipairs(list) do
+    local ncfg, d, f = merged(fixed, c)
+    takes(d, shape, what .. " candidate " .. i)
+    first = first or ncfg
+    local name = weft.kernel_name(f, ncfg)
+    T.ok(not unique or not names[name], what .. ": candidate " .. i .. " repeats " .. name)
+    names[name] = true
+  end
+  return first, list
+end
+
+-- ---- the GEMM issue's shape set -------------------------------------------------------------
+-- (N, K) of the linear layers: QKV, O, gate/up (fused where the model fuses it), down
+local LAYERS = {
+  llama3_8b = { { 6144, 4096 }, { 4096, 4096 }, { 14336, 4096 }, { 28672, 4096 }, { 4096, 14336 } },
+  llama3_70b = { { 10240, 8192 }, { 8192, 8192 }, { 57344, 8192 }, { 8192, 28672 } },
+  qwen25_72b = { { 10240, 8192 }, { 8192, 8192 }, { 59136, 8192 }, { 8192, 29568 } },
+  mixtral_8x7b = { { 6144, 4096 }, { 4096, 4096 }, { 14336, 4096 }, { 4096, 14336 } },
+}
+local MS = { 1, 16, 64, 128, 256, 1024, 4096, 16384 }
+local SQUARES = { 1024, 3072, 4096, 8192 }
+local ODD = { { 1, 8, 8 }, { 3, 1000, 1000 }, { 17, 4104, 4096 }, { 255, 6152, 136 }, { 4097, 8, 4096 },
+              { 1000, 1000, 1000 }, { 333, 20000, 24 }, { 65537, 128, 64 } }
+
+T.test("gemm: every candidate validates and takes every shape of the set (bf16 and f16, B col; squares B row)", function()
+  local F = weft.family_module("gemm")
+  local n = 0
+  for model, layers in pairs(LAYERS) do
+    for _, nk in ipairs(layers) do
+      for _, m in ipairs(MS) do
+        for _, dt in ipairs({ "bf16", "f16" }) do
+          local fixed = { family = "gemm", dtype = dt, b_layout = "col" }
+          local shape = { m = m, n = nk[1], k = nk[2] }
+          local what = string.format("%s %dx%dx%d %s", model, m, nk[1], nk[2], dt)
+          local ncfg, list = all_take(F, shape, fixed, H200, what, true)
+          T.ok(#list >= 4 and #list <= 8, what .. ": 4-8 candidates, got " .. #list)
+          T.eq(ncfg.dtype, dt, what .. ": dtype fixed")
+          T.eq(ncfg.b_layout, "col", what .. ": b_layout fixed")
+          n = n + 1
+        end
+      end
+    end
+  end
+  for _, s in ipairs(SQUARES) do
+    all_take(F, { m = s, n = s, k = s }, { family = "gemm", b_layout = "row" }, H200, "square " .. s, true)
+  end
+  for _, o in ipairs(ODD) do
+    all_take(F, { m = o[1], n = o[2], k = o[3] }, { family = "gemm" }, H200, string.format("odd %dx%dx%d", o[1], o[2], o[3]))
+  end
+  T.ok(n >= 40 * 2, "at least 40 shapes per dtype: " .. n)
+end)
+
+-- The model against bench/RESULTS.md's GEMM tables: each choice is the config measured best there.
+T.test("gemm: the choices agree with the measured best configs", function()
+  local F = weft.family_module("gemm")
+  local function choice(m, n, k) return (merged({ family = "gemm" }, F.auto({ m = m, n = n, k = k }, { family = "gemm" }, H200)[1])) end
+  for _, s in ipairs({ { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 8192, 1024, 1024 } }) do
+    local c = choice(s[1], s[2], s[3])
+    T.eq(c.tile.tag, "128x256x64", "128 x 256 at " .. table.concat(s, "x"))
+    T.eq(c.epilogue, "tma", "the TMA epilogue at " .. table.concat(s, "x"))
+  end
+  local c = choice(1024, 1024, 1024)
+  T.eq(c.tile.tag, "64x128x64", "64 x 128 at 1024^3")
+  T.eq(c.consumers, 1, "one consumer at 1024^3")
+  T.eq(c.pdl, true, "pdl at 1024^3 (~0.5 us of a 7 us launch)")
+  T.eq(choice(4096, 4096, 4096).pdl, false, "no pdl at 4096^3")
+  -- decode: the grid counts m clusters, so a 2-CTA cluster doubles the CTAs streaming B
+  for _, s in ipairs({ { 1, 14336, 4096 }, { 16, 14336, 4096 }, { 64, 4096, 14336 }, { 16, 1024, 8192 } }) do
+    local d = choice(s[1], s[2], s[3])
+    T.eq(d.cluster.m * d.cluster.n * d.split_k, 2, "two CTAs per cluster at M = " .. s[1])
+    T.eq(d.tile.m, 64, "64-row tiles at M = " .. s[1])
+  end
+end)
+
+T.test("gemm: the estimate counts waves (a partial last round costs a whole one)", function()
+  local cfg = { tile = gemm.tile_check({ m = 128, n = 256, k = 64 }), cluster = gemm.cluster_check({ m = 1, n = 1 }),
+                consumers = 2, mma = "cooperative", split_k = 1, epilogue = "tma", stages = 3, dtype = "bf16" }
+  local a = gemm.estimate(cfg, { m = 128 * 132, n = 256, k = 4096 }, 132)       -- 132 tiles: one round
+  local b = gemm.estimate(cfg, { m = 128 * 133, n = 256, k = 4096 }, 132)       -- 133: two
+  T.ok(b > 1.9 * a - 2 * gemm.MODEL.LAUNCH_US, string.format("133 tiles cost two rounds: %.1f vs %.1f us", b, a))
+end)
+
+T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
+  local F = weft.family_module("gemm")
+  local cases = {
+    { family = "gemm", tile = { m = 64, n = 128, k = 64 } },
+    { family = "gemm", tile = { m = 128, n = 128, k = 64 }, mma = "pingpong" },
+    { family = "gemm", consumers = 1 },
+    { family = "gemm", stages = 4, epilogue = "direct" },
+    { family = "gemm", split_k = 2 },
+    { family = "gemm", cluster = { m = 2, n = 1 }, dtype = "f16", b_layout = "col" },
+    { family = "gemm", tile = "auto", stages = "auto", pdl = false },
+  }
+  for i, fixed in ipairs(cases) do
+    for _, s in ipairs({ { 16, 14336, 4096 }, { 1024, 1024, 1024 }, { 4096, 4096, 4096 } }) do
+      local shape = { m = s[1], n = s[2], k = s[3] }
+      local list = F.auto(copy(shape), copy(fixed), H200)
+      T.ok(#list >= 1, "case " .. i)
+      for j, c in ipairs(list) do
+        local ncfg, d = merged(fixed, c)
+        takes(d, shape, "case " .. i .. " candidate " .. j)
+        for k, v in pairs(fixed) do
+          if v ~= "auto" and k ~= "family" then
+            local got = ncfg[k]
+            if type(v) == "table" then
+              for kk, vv in pairs(v) do T.eq(got[kk], vv, string.format("case %d: %s.%s stays", i, k, kk)) end
+            else
+              T.eq(got, v, string.format("case %d: %s stays", i, k))
+            end
+          end
+        end
+      end
+    end
+  end
+end)
+
+T.test("gemm: n = 4 is outside every candidate's limits, and the message names the size and the limit", function()
+  local F = weft.family_module("gemm")
+  local shape = { m = 16, n = 4, k = 4096 }
+  for _, c in ipairs(F.auto(copy(shape), { family = "gemm" }, H200)) do
+    local _, d = merged({ family = "gemm" }, c)
+    local why = weft.outside_limits(d.limits, "n", 4)
+    T.ok(why, "n = 4 refused")
+    T.contains(why, "[8, ", "the limit")
+    T.contains(why, "a multiple of 8", "the multiple")
+  end
+  if has_auto then
+    local r, msg = auto.choose('return { family = "gemm" }', "cfg.lua", {}, "m=16 n=4 k=4096", H200, {}, {})
+    T.eq(r, nil, "auto.choose refuses n = 4")
+    T.contains(msg, "n = 4", "names the size")
+    T.contains(msg, "[8, ", "names the limit")
+  end
+end)
+
+-- ---- ag_gemm --------------------------------------------------------------------------------
+
+T.test("ag_gemm: fused and gather_then_gemm at 1, 2 and 8 ranks; scalar variants keep their defaults", function()
+  local F = weft.family_module("ag_gemm")
+  for _, ranks in ipairs({ 1, 2, 8 }) do
+    local dev = { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = ranks }
+    for _, v in ipairs({ "fused", "gather_then_gemm" }) do
+      for _, s in ipairs({ { 16 * ranks, 14336, 4096 }, { 1024 * ranks, 1024, 1024 }, { 4096 * ranks, 4096, 4096 } }) do
+        local fixed = { family = "ag_gemm", variant = v, dtype = "f16" }
+        local shape = { m = s[1], n = s[2], k = s[3] }
+        local what = string.format("%s P=%d %dx%dx%d", v, ranks, s[1], s[2], s[3])
+        local ncfg, list = all_take(F, shape, fixed, dev, what, true)
+        T.eq(ncfg.variant, v, what .. ": variant stays")
+        T.eq(ncfg.comm, "threadload", what .. ": the choice keeps the default comm")
+        local push = false
+        for _, c in ipairs(list) do push = push or c.comm == "multimem" end
+        T.eq(push, v == "fused" and ranks > 1, what .. ": the owner push is a candidate only for fused at P > 1")
+      end
+    end
+    local list = F.auto({ m = 1024, n = 1024, k = 1024 }, { family = "ag_gemm", comm = "tma" }, dev)
+    for _, c in ipairs(list) do T.eq(c.comm, nil, "a fixed comm is not replaced") end
+  end
+  for _, v in ipairs({ "naive_remote", "threadload_gather", "multimem_gather" }) do
+    local ncfg = all_take(F, { m = 1024, n = 1024, k = 1024 }, { family = "ag_gemm", variant = v }, H200, v)
+    T.eq(ncfg.tile.tag, "32x32x16", v .. ": scalar tile")
+  end
+end)
+
+-- ---- allreduce ------------------------------------------------------------------------------
+
+T.test("allreduce: the algorithm by bytes and ranks; never multimem unless fixed; the last takes every n", function()
+  local F = weft.family_module("allreduce")
+  local function algo(n, ranks, fixed)
+    fixed = fixed or { family = "allreduce" }
+    local dev = { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = ranks }
+    local ncfg, list = all_take(F, { n = n }, fixed, dev, string.format("n=%d P=%d", n, ranks))
+    for _, c in ipairs(list) do T.eq(c.comm, nil, "no candidate sets comm") end
+    local _, d = merged(fixed, list[#list])
+    T.eq(weft.outside_limits(d.limits, "n", 1 << 40), nil, "the last candidate takes n = 2^40")
+    return ncfg.algo
+  end
+  T.eq(algo(1, 2), "one_shot_ll", "8 B")
+  T.eq(algo(32768, 2), "one_shot_ll", "128 KB f32")
+  T.eq(algo(65536, 8), "one_shot_ll", "256 KB f32 at P = 8")
+  T.eq(algo(65537, 2), "one_shot", "just over 256 KB")
+  T.eq(algo(64 << 20, 2), "one_shot", "256 MB at P = 2")
+  T.eq(algo(64 << 20, 4), "one_shot", "256 MB at P = 4 (one_shot measured faster under MPS)")
+  T.eq(algo(64 << 20, 8), "two_shot", "256 MB at P = 8")
+  T.eq(algo(1 << 18, 8), "one_shot", "1 MB at P = 8")
+  T.eq(algo(1 << 20, 8, { family = "allreduce", dtype = "bf16" }), "two_shot", "2 MB bf16 at P = 8")
+  T.eq(algo(100, 2, { family = "allreduce", dtype = "bf16", comm = "multimem", fallback = "emulate" }), "two_shot",
+    "fixed multimem takes two_shot")
+  local ncfg = merged({ family = "allreduce", algo = "one_shot" }, F.auto({ n = 4 }, { family = "allreduce", algo = "one_shot" }, H200)[1])
+  T.eq(ncfg.algo, "one_shot", "a fixed algo stays")
+  -- past one_shot_ll's limit the rule still answers
+  T.eq(algo(F.LL_MAX + 1, 2), "one_shot", "n past LL_MAX")
+  -- past every limit: the message names n and the limit
+  for _, c in ipairs(F.auto({ n = (1 << 40) + 1 }, { family = "allreduce" }, H200)) do
+    local _, d = merged({ family = "allreduce" }, c)
+    local why = weft.outside_limits(d.limits, "n", (1 << 40) + 1)
+    T.ok(why, "n = 2^40 + 1 refused")
+    T.contains(why, "limits [1, ", "names the limit")
+  end
+  if has_auto then
+    local r, msg = auto.choose('return { family = "allreduce" }', "cfg.lua", {}, "n=" .. ((1 << 40) + 1), H200, {}, {})
+    T.eq(r, nil, "auto.choose refuses n past 2^40")
+    T.contains(msg, "n = " .. ((1 << 40) + 1), "names the size")
+  end
+end)
+
+-- ---- cluster_reduce -------------------------------------------------------------------------
+
+T.test("cluster_reduce: push first at every cluster size; key fields and fixed fields stay", function()
+  local F = weft.family_module("cluster_reduce")
+  for _, cl in ipairs({ 1, 2, 4, 8, 16 }) do
+    for _, w in ipairs({ 1, 2, 8 }) do
+      local fixed = { family = "cluster_reduce", cluster = cl, width = w, iters = 4, nonportable = cl > 8 or nil }
+      local ncfg = all_take(F, { clusters = 264 }, fixed, H200, "cluster " .. cl)
+      T.eq(ncfg.exchange, "push", "push first")
+      T.eq(ncfg.cluster, cl, "cluster stays")
+      T.eq(ncfg.width, w, "width stays")
+    end
+  end
+  local ncfg = all_take(F, { clusters = 1 }, { family = "cluster_reduce", exchange = "pull" }, H200, "pull fixed")
+  T.eq(ncfg.exchange, "pull", "a fixed exchange stays")
+  local keys = {}
+  for _, k in ipairs(F.key) do keys[k] = true end
+  T.ok(keys.cluster and keys.threads and keys.width and keys.iters, "cluster, threads, width, iters are key fields")
+end)
+
+T.test("F.sizes is each run spec's list of sizes", function()
+  for _, name in ipairs({ "gemm", "ag_gemm", "allreduce", "cluster_reduce" }) do
+    local fam, ncfg, d = weft.check({ family = name }, "cfg.lua")
+    T.ok(fam, ncfg)
+    local r = weft.run_spec(fam, ncfg, d)
+    T.deq(r.sizes, fam.sizes, name .. ": sizes")
+    T.deq(r.key, fam.key, name .. ": key")
+  end
+end)
+
+T.done("test_auto_rules")
