@@ -264,6 +264,35 @@ T.test("cluster_reduce: push first at every cluster size; key fields and fixed f
   T.ok(keys.cluster and keys.threads and keys.width and keys.iters, "cluster, threads, width, iters are key fields")
 end)
 
+T.test("through gen/core/auto.lua: the rule answers the GEMM set, and the sets give the chosen kernel", function()
+  if not has_auto then return end
+  local text = 'return { family = "gemm", dtype = "bf16", b_layout = "col" }'
+  for _, layers in pairs(LAYERS) do
+    for _, nk in ipairs(layers) do
+      for _, m in ipairs(MS) do
+        local shape = string.format("m=%d n=%d k=%d", m, nk[1], nk[2])
+        local r, err = auto.choose(text, "cfg.lua", {}, shape, H200, {}, { candidates = 7 })
+        T.ok(r, err)
+        T.eq(r.source, "rule", shape)
+        T.ok(#r.choices >= 4, shape .. ": the choice and at least 3 candidates, got " .. #r.choices)
+        for i, ch in ipairs(r.choices) do
+          local m2, e2 = weft.generate(text, "cfg.lua", ch.sets, weft_read)
+          T.ok(m2, e2)
+          T.eq(m2.name, ch.name, shape .. ": choice " .. i .. "'s sets give its kernel")
+          for _, kv in ipairs(ch.sets) do
+            T.ok(not kv:match("^dtype=") and not kv:match("^b_layout="), shape .. ": key fields are never set: " .. kv)
+          end
+        end
+      end
+    end
+  end
+  -- allreduce and cluster_reduce through the same path
+  local r = assert(auto.choose('return { family = "allreduce", dtype = "bf16" }', "cfg.lua", {}, "n=64", H200, {}, {}))
+  T.contains(table.concat(r.choices[1].sets, " "), "algo=one_shot_ll", "128 B: one_shot_ll")
+  r = assert(auto.choose('return { family = "cluster_reduce", cluster = 4 }', "cfg.lua", {}, "clusters=264", H200, {}, {}))
+  T.contains(table.concat(r.choices[1].sets, " "), "exchange=push", "push")
+end)
+
 T.test("F.sizes is each run spec's list of sizes", function()
   for _, name in ipairs({ "gemm", "ag_gemm", "allreduce", "cluster_reduce" }) do
     local fam, ncfg, d = weft.check({ family = name }, "cfg.lua")
