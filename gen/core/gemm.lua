@@ -349,6 +349,8 @@ function M.candidates(shape, fixed, dev, opts)
         r.cluster = type(r.cluster) == "table" and M.cluster_check(r.cluster) or nil
         local ok = r.tile and r.cluster and common.ESIZE[r.dtype] and math.type(r.split_k) == "integer"
           and math.type(r.consumers) == "integer" and (r.split_k == 1 or r.split_k == 2)
+          -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured)
+          and (r.mma ~= "pingpong" or r.tile.m == 128 or not open("mma"))
         if ok and open("stages") then
           ok = M.fit_stages(r, M.MAX_STAGES) ~= nil
           c.stages = r.stages

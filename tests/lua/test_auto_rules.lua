@@ -156,6 +156,21 @@ T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", func
   end
 end)
 
+T.test("gemm: pingpong only with 128-row tiles unless the user fixes it (the only pingpong tile measured)", function()
+  local F = weft.family_module("gemm")
+  for _, fixed in ipairs({ { family = "gemm", tile = { m = 64, n = 128, k = 64 } }, { family = "gemm" } }) do
+    for _, s in ipairs({ { 16, 14336, 4096 }, { 1024, 1024, 1024 }, { 128, 10240, 8192 } }) do
+      for _, c in ipairs(F.auto({ m = s[1], n = s[2], k = s[3] }, copy(fixed), H200)) do
+        local ncfg = merged(fixed, c)
+        T.ok(ncfg.mma ~= "pingpong" or ncfg.tile.m == 128, "pingpong with tile " .. ncfg.tile.tag)
+      end
+    end
+  end
+  local list = F.auto({ m = 16, n = 14336, k = 4096 }, { family = "gemm", tile = { m = 64, n = 128, k = 64 }, mma = "pingpong" }, H200)
+  T.eq(merged({ family = "gemm", tile = { m = 64, n = 128, k = 64 }, mma = "pingpong" }, list[1]).mma, "pingpong",
+    "a fixed pingpong stays")
+end)
+
 T.test("gemm: n = 4 is outside every candidate's limits, and the message names the size and the limit", function()
   local F = weft.family_module("gemm")
   local shape = { m = 16, n = 4, k = 4096 }
