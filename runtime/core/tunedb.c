@@ -549,3 +549,104 @@ void tunedb_rows_free(tune_row *rows, int n) {
   for (int i = 0; i < n; i++) tunedb_row_free(&rows[i]);
   free(rows);
 }
+
+/* ---- best per group ------------------------------------------------------------------------ */
+
+/* Columns 0..7 as select_sql (read_row), then the group's fields.  row_number() picks one row
+ * per group, fastest first and ties by config, so the answer never depends on insertion order. */
+#define BEST_COLUMNS                                                                               \
+  "SELECT config, base, kernel, time_us, metric, metric_name, sweep, recorded, shape, driver, nvrtc," \
+  " family, dtype, ranks FROM (SELECT *, row_number() OVER (PARTITION BY "
+static const char *const nearest_sql =
+    BEST_COLUMNS "shape, driver, nvrtc ORDER BY time_us, config) AS rn FROM results WHERE gpu = ?1 AND sm = ?2"
+    " AND ranks = ?3 AND family = ?4 AND dtype = ?5) WHERE rn = 1 ORDER BY shape, driver, nvrtc";
+static const char *const per_shape_sql =
+    BEST_COLUMNS "family, dtype, ranks, shape ORDER BY time_us, config) AS rn FROM results WHERE gpu = ?1"
+    " AND sm = ?2 AND driver = ?3 AND nvrtc = ?4) WHERE rn = 1 ORDER BY family, dtype, ranks, shape";
+
+void tunedb_best_free(tune_best *v, int n) {
+  if (!v) return;
+  for (int i = 0; i < n; i++) {
+    free(v[i].family); free(v[i].dtype); free(v[i].shape); free(v[i].nvrtc);
+    tunedb_row_free(&v[i].row);
+  }
+  free(v);
+}
+
+/* Runs a prepared, bound best-per-group statement (finalizing it). */
+static int read_best(tunedb *t, sqlite3_stmt *st, const char *what, tune_best **out, int *n, char *err, size_t errlen) {
+  tune_best *v = NULL;
+  int count = 0, cap = 0, rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (count == cap) {
+      int ncap = cap ? cap * 2 : 16;
+      tune_best *g = cap > INT_MAX / 2 ? NULL : realloc(v, (size_t)ncap * sizeof *g);
+      if (!g) goto nomem;
+      v = g;
+      cap = ncap;
+    }
+    tune_best *b = &v[count];
+    memset(b, 0, sizeof *b);
+    if (read_row(st, &b->row) != 0) goto nomem;
+    count++;
+    b->shape = column_dup(st, 8);
+    b->driver = sqlite3_column_int(st, 9);
+    b->nvrtc = column_dup(st, 10);
+    b->family = column_dup(st, 11);
+    b->dtype = column_dup(st, 12);
+    b->ranks = sqlite3_column_int(st, 13);
+    if (!b->shape || !b->nvrtc || !b->family || !b->dtype) goto nomem;
+  }
+  if (rc != SQLITE_DONE) {
+    db_err(t, rc, what, err, errlen);
+    goto fail;
+  }
+  sqlite3_finalize(st);
+  *out = v;
+  *n = count;
+  return 0;
+nomem:
+  util_set_err(err, errlen, "tune database %s: %s: out of memory", t->path, what);
+fail:
+  sqlite3_finalize(st);
+  tunedb_best_free(v, count);
+  return -1;
+}
+
+int tunedb_nearest(tunedb *t, const char *gpu, int sm, int ranks, const char *family, const char *dtype,
+                   tune_best **out, int *n, char *err, size_t errlen) {
+  if (!out || !n) { util_set_err(err, errlen, "tunedb_nearest: no place for the result"); return -1; }
+  *out = NULL;
+  *n = 0;
+  if (!t || !gpu || !family || !dtype) { util_set_err(err, errlen, "tunedb_nearest: no database, gpu, family or dtype"); return -1; }
+  char what[512];
+  snprintf(what, sizeof what, "cannot read the results near %s %s on %s (sm_%d, %d rank%s)", family, dtype, gpu, sm,
+           ranks, ranks == 1 ? "" : "s");
+  sqlite3_stmt *st = NULL;
+  if (prepare(t, nearest_sql, &st, what, err, errlen) != 0) return -1;
+  int rc = sqlite3_bind_text(st, 1, gpu, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 2, sm);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 3, ranks);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 4, family, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 5, dtype, -1, SQLITE_STATIC);
+  if (rc != SQLITE_OK) { db_err(t, rc, what, err, errlen); sqlite3_finalize(st); return -1; }
+  return read_best(t, st, what, out, n, err, errlen);
+}
+
+int tunedb_best_per_shape(tunedb *t, const char *gpu, int sm, int driver, const char *nvrtc, tune_best **out, int *n,
+                          char *err, size_t errlen) {
+  if (!out || !n) { util_set_err(err, errlen, "tunedb_best_per_shape: no place for the result"); return -1; }
+  *out = NULL;
+  *n = 0;
+  if (!t || !gpu || !nvrtc) { util_set_err(err, errlen, "tunedb_best_per_shape: no database, gpu or nvrtc"); return -1; }
+  char what[512];
+  snprintf(what, sizeof what, "cannot read the best results on %s (sm_%d, driver %d, NVRTC %s)", gpu, sm, driver, nvrtc);
+  sqlite3_stmt *st = NULL;
+  if (prepare(t, per_shape_sql, &st, what, err, errlen) != 0) return -1;
+  int rc = sqlite3_bind_text(st, 1, gpu, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 2, sm);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 3, driver);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 4, nvrtc, -1, SQLITE_STATIC);
+  if (rc != SQLITE_OK) { db_err(t, rc, what, err, errlen); sqlite3_finalize(st); return -1; }
+  return read_best(t, st, what, out, n, err, errlen);
+}

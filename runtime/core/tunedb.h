@@ -75,6 +75,24 @@ int tunedb_best(tunedb *db, const tune_key *key, tune_row *out, char *err, size_
 /* All rows for key, fastest first: *rows malloc'd array of *n. 0 or -1.
  * Same order as best (time, then config).  No rows: 0 with *rows NULL and *n 0. */
 int tunedb_list(tunedb *db, const tune_key *key, tune_row **rows, int *n, char *err, size_t errlen);
+/* The best row of each group, for what is tuned near a key rather than at it.  Each group's
+ * best is its fastest row, ties to the smallest config (as tunedb_best). */
+typedef struct tune_best {
+  char *family, *dtype, *shape, *nvrtc;
+  int ranks, driver;
+  tune_row row;
+} tune_best;
+/* weft_auto_choose's "nearest" step: the best row per (shape, driver, nvrtc) for this gpu, sm,
+ * ranks, family and dtype -- every shape measured on this GPU, under any driver and NVRTC (the
+ * caller tells an exact environment from the driver and nvrtc fields).  Sorted by shape, then
+ * driver, then nvrtc.  0 and *out (NULL when none) of *n, or -1 with err. */
+int tunedb_nearest(tunedb *db, const char *gpu, int sm, int ranks, const char *family, const char *dtype,
+                   tune_best **out, int *n, char *err, size_t errlen);
+/* `weft tune --export`: the best row per (family, dtype, ranks, shape) for this gpu, sm, driver
+ * and nvrtc, sorted by family, dtype, ranks, shape.  0 and *out of *n, or -1 with err. */
+int tunedb_best_per_shape(tunedb *db, const char *gpu, int sm, int driver, const char *nvrtc, tune_best **out, int *n,
+                          char *err, size_t errlen);
+void tunedb_best_free(tune_best *v, int n);
 void tunedb_row_free(tune_row *r);       /* frees the strings of one row */
 void tunedb_rows_free(tune_row *rows, int n);  /* frees each row's strings, then the array */
 

@@ -225,6 +225,45 @@ weft_status weft_compile_manifest(weft_ctx *ctx, weft_manifest *m, weft_kernel *
 weft_status weft_compile_tuned(weft_ctx *ctx, const char *path, const char *const *overrides, int n_overrides,
                                const char *shape, int ranks, const char *db_path, weft_kernel **out, int *tuned);
 
+/* ---- auto: the config chosen from the shape ---------------------------------------------- */
+/* A config's open fields (left out, or set to "auto"; the family's key fields never are) chosen
+ * for a shape, from the first of: the tuning database (this GPU, driver and NVRTC, exact shape:
+ * source "database"); its nearest shape on this GPU, sm, rank count, family and dtype (every
+ * size within a factor of 4: "database-nearest"); the table shipped in the repo (tune/h200.tsv,
+ * embedded; $WEFT_AUTO_TABLE = a path replaces it, = none switches it off), exact shape or
+ * nearest ("table", "table-nearest"); the family's rule ("rule").  A corrupt table or database
+ * is skipped with a warning (stderr, once per process, and in the detail); the rule answers. */
+typedef struct weft_auto weft_auto;
+/* Chooses the config for `shape` in the order database, nearest database shape, shipped table, rule.
+ * path: a config file.  shape: "rows=4096 cols=50257" (spaces or commas, any order) or positional
+ * "4096x50257" in the family's size order.  ranks: the world size the kernel will run on (1 for
+ * single-process families).  n_candidates: rule candidates to keep beside the choice (for first-use
+ * tuning).  Needs no GPU: without one, the database is skipped and the device is taken to be the
+ * shipped table's (NVIDIA H200, 132 SMs); the detail says so.  db_path NULL: as weft_compile_tuned.
+ * WEFT_ERR_CONFIG for a bad config or a shape outside the kernel's limits (the message names the
+ * size and the limit). */
+weft_status weft_auto_choose(weft_ctx *ctx, const char *path, const char *const *overrides, int n_overrides,
+                             const char *shape, int ranks, int n_candidates, const char *db_path, weft_auto **out);
+weft_status weft_auto_choose_string(weft_ctx *ctx, const char *chunkname, const char *text,
+                                    const char *const *overrides, int n_overrides, const char *shape, int ranks,
+                                    int n_candidates, const char *db_path, weft_auto **out);
+const char *weft_auto_source(const weft_auto *a);   /* "database", "database-nearest", "table", "table-nearest", "rule" */
+const char *weft_auto_detail(const weft_auto *a);   /* one line: where from, and any warning */
+double weft_auto_time_us(const weft_auto *a);       /* measured time of a database / table hit, else -1 */
+int weft_auto_count(const weft_auto *a);            /* 1 + candidates */
+const char *weft_auto_config(const weft_auto *a, int i);  /* choice i's whole config (Lua text); 0 = the choice */
+const char *weft_auto_name(const weft_auto *a, int i);    /* its kernel name */
+/* Compiles choice i: the config's own text, its overrides, then the choice's (so a custom
+ * operator's Lua functions stay as written). */
+weft_status weft_auto_compile(weft_ctx *ctx, const weft_auto *a, int i, weft_kernel **out);
+/* First-use tuning's store: choice i measured time_us (median) for this shape: a row in the tuning DB
+ * (sweep "auto"), so the next weft_auto_choose for this shape answers "database". Needs the GPU. */
+weft_status weft_auto_record(weft_ctx *ctx, const weft_auto *a, int i, double time_us, const char *db_path);
+void weft_auto_free(weft_auto *a);
+/* choose + compile the choice; weft_ctx_error() then holds a one-line notice: source and detail. */
+weft_status weft_compile_auto(weft_ctx *ctx, const char *path, const char *const *overrides, int n_overrides,
+                              const char *shape, int ranks, weft_kernel **out);
+
 const weft_manifest *weft_kernel_manifest(const weft_kernel *k);
 /* A config's kernels: compiling one compiles every kernel it launches (manifest n_parts, each
  * through the cache like any kernel).  weft_kernel_count says how many (1 for most configs);
