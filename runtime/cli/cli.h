@@ -97,5 +97,13 @@ void cmd_tune_help(void);
 int cmd_run(int argc, char **argv);
 void cmd_gen_help(int build);
 void cmd_run_help(void);
+int cmd_suggest(int argc, char **argv);
+/* The tuning database's name of a shape: "name=value" sorted by size name, as sweeps name them. */
+int cli_shape_key(const weft_run_spec *rs, const weft_shape *sh, char *buf, size_t len);
+/* weft run --auto (cmd_run_auto.c): every shape of o with its own chosen kernel. */
+int cli_run_auto(weft_ctx *ctx, const run_opts *o, const weft_run_spec *rs, const char *db_path);
+/* $WEFT_AUTOTUNE_BUDGET_MS in ms (2000 unset); -1 with a message naming the variable. */
+int cli_autotune_budget(double *ms);
+void cmd_suggest_help(void);
 
 #endif

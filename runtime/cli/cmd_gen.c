@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auto.h"
 #include "cli.h"
 #include "util.h"
 
@@ -48,7 +49,7 @@ int cli_status_exit(weft_status st) {
 }
 
 void cmd_gen_help(int build) {
-  printf("usage: weft %s CONFIG.lua [--set key=value ...] -o DIR\n\n", build ? "build" : "gen");
+  printf("usage: weft %s CONFIG.lua [--set key=value ...] [--auto --shape S] -o DIR\n\n", build ? "build" : "gen");
   if (build)
     printf("Generates and compiles the kernel for sm_90a (NVRTC, through the cache), then writes\n"
            "DIR/<name>.cu, .json, .ptx and .cubin and prints the kernel's registers, shared memory\n"
@@ -56,6 +57,8 @@ void cmd_gen_help(int build) {
   else
     printf("Writes DIR/<name>.cu (self-contained CUDA C, #line directives into templates/) and\n"
            "DIR/<name>.json (the manifest: name, entry, block, cluster, smem, args, grid, limits).\n");
+  printf("--auto --shape S: first choose the fields the config leaves out or sets to \"auto\" for shape S\n"
+         "(\"rows=4096 cols=50257\" or 4096x50257), as `weft suggest` prints; needs no GPU.\n");
   printf("A config that launches several kernels (ag_gemm's gather_then_gemm: the gather, then the\n"
          "GEMM) writes the files of every kernel; each .json lists them all under \"kernels\".\n");
 }
@@ -244,8 +247,16 @@ static void print_resources(const char *log) {
 
 int cmd_gen(int argc, char **argv, int build) {
   cli_common c = {0};
+  int auto_mode = 0;
+  const char *shape = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_gen_help(build); return CLI_OK; }
+    if (!strcmp(argv[i], "--auto")) { auto_mode = 1; continue; }
+    if (!strcmp(argv[i], "--shape")) {
+      if (i + 1 >= argc) { cli_err("weft %s: --shape needs a shape (rows=4096 cols=50257, or 4096x50257)\n", build ? "build" : "gen"); return CLI_USAGE; }
+      shape = argv[++i];
+      continue;
+    }
     int r = cli_common_arg(&c, argc, argv, &i);
     if (r < 0) return CLI_USAGE;
     if (r == 0) { cli_err("weft %s: unknown option '%s' (weft help %s)\n", build ? "build" : "gen", argv[i], build ? "build" : "gen"); return CLI_USAGE; }
@@ -254,12 +265,28 @@ int cmd_gen(int argc, char **argv, int build) {
     cli_err("weft %s: needs CONFIG.lua and -o DIR (weft help %s)\n", build ? "build" : "gen", build ? "build" : "gen");
     return CLI_USAGE;
   }
+  if (auto_mode != (shape != NULL)) {
+    cli_err("weft %s: --auto and --shape S go together: --auto chooses the config's open fields for shape S\n",
+            build ? "build" : "gen");
+    return CLI_USAGE;
+  }
   weft_ctx *ctx;
   if (weft_ctx_create(&ctx, NULL)) { cli_err("weft: cannot create a context\n"); return CLI_FAIL; }
   weft_manifest *m = NULL;
   weft_kernel *k = NULL;
+  weft_auto *a = NULL;
   int rc = CLI_FAIL;
-  weft_status st = weft_generate_file(ctx, c.config, c.sets, c.n_sets, &m);
+  weft_status st = WEFT_OK;
+  if (auto_mode) {
+    /* the choice's sets go after the user's own: exactly the config the choice describes */
+    st = weft_auto_choose(ctx, c.config, c.sets, c.n_sets, shape, 1, 0, NULL, &a);
+    if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
+    int ns;
+    const char *const *sets = auto_sets(a, 0, &ns);
+    printf("auto: %s: %s: %s\n", auto_shape(a), weft_auto_source(a), weft_auto_detail(a));
+    for (int j = 0; j < ns && c.n_sets < CLI_MAX_SETS; j++) c.sets[c.n_sets++] = sets[j];
+  }
+  st = weft_generate_file(ctx, c.config, c.sets, c.n_sets, &m);
   if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
   const weft_manifest *mm = m;
   if (build) {
@@ -298,6 +325,7 @@ int cmd_gen(int argc, char **argv, int build) {
 out:
   weft_manifest_free(m);
   weft_kernel_destroy(k);
+  weft_auto_free(a);
   weft_ctx_destroy(ctx);
   return rc;
 }

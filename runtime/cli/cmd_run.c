@@ -13,14 +13,16 @@
 #include "cli.h"
 #include "driver.h"
 #include "ranks.h"
+#include "auto.h"
 #include "runner.h"
+#include "util.h"
 
 
 
 void cmd_run_help(void) {
   printf("usage: weft run CONFIG.lua [--set key=value ...] [--<size> N ...] [--shape AxB.. ...]\n"
          "                [--time-shape AxB.. ...] [--shapes-only] [--iters N] [--seed S] [--no-check]\n"
-         "                [--no-time] [--tuned [--db PATH]]\n\n"
+         "                [--no-time] [--tuned [--db PATH]] [--auto [--db PATH]]\n\n"
          "Sizes are the family's (its run spec, gen/families/<family>.lua): --rows R --cols C (row_reduce,\n"
          "row_softmax), --clusters N (cluster_reduce), --n N or --elems N (allreduce, per rank), --m --n --k\n"
          "(ag_gemm).  Size flags give the one shape to check and time (sizes not given keep the family's\n"
@@ -29,6 +31,10 @@ void cmd_run_help(void) {
          "--tuned runs the best config `weft tune` stored for this GPU, the number of ranks, the config's\n"
          "family and dtype, and this shape (the size flags, or one --time-shape); without one it says so\n"
          "and runs CONFIG.lua as given.\n"
+         "--auto chooses, per shape, the fields CONFIG.lua leaves out or sets to \"auto\" (weft suggest prints\n"
+         "the choice and where it came from), then checks and times each shape with its own kernel; with\n"
+         "WEFT_AUTOTUNE=1 a shape the database does not know first has its candidates checked and timed, within\n"
+         "WEFT_AUTOTUNE_BUDGET_MS (default 2000), and the fastest stored in the database (--db).\n"
          "Compiles the kernel (cached), fills its inputs with random data and its outputs with a NaN\n"
          "poison, launches it, and checks every output against a CPU reference in double precision\n"
          "(row_reduce, row_softmax; cluster_reduce also checks that every CTA of a cluster got the same\n"
@@ -86,6 +92,10 @@ typedef struct shape_args {
   int n_check, n_time;
 } shape_args;
 
+/* --auto: the kernel is chosen per shape, and the choice's limits are checked by weft_auto_choose
+ * (the config as given may not fit the shape: max_cols is one of the fields it chooses). */
+static int sizes_unchecked;
+
 /* A size's value: a positive integer within the kernel's limits (the library's one check). */
 static int size_value(const weft_manifest *m, const char *what, const char *text, int j, long long *out) {
   char *end;
@@ -96,7 +106,7 @@ static int size_value(const weft_manifest *m, const char *what, const char *text
     cli_err("weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j], text);
     return -1;
   }
-  if (weft_manifest_check_size(m, m->run.sizes[j], v, why, sizeof why)) {
+  if (!sizes_unchecked && weft_manifest_check_size(m, m->run.sizes[j], v, why, sizeof why)) {
     cli_err("weft run: %s: %s\n", what, why);
     return -1;
   }
@@ -194,8 +204,7 @@ static const weft_run_spec *sort_spec;
 static int by_size_name(const void *a, const void *b) {
   return strcmp(sort_spec->sizes[*(const int *)a], sort_spec->sizes[*(const int *)b]);
 }
-static int tuned_shape_key(const weft_manifest *m, const weft_shape *sh, char *buf, size_t len) {
-  const weft_run_spec *rs = &m->run;
+int cli_shape_key(const weft_run_spec *rs, const weft_shape *sh, char *buf, size_t len) {
   int order[WEFT_MAX_SIZES];
   for (int j = 0; j < rs->n_sizes; j++) order[j] = j;
   sort_spec = rs;
@@ -219,7 +228,9 @@ static int is_size_flag(const char *a) {
 int cmd_run(int argc, char **argv) {
   run_opts o = {.iters = 50, .warmup = 3, .seed = 12345, .check = 1, .timing = 1};
   shape_args sa = {.n_flags = 0};
-  int tuned = 0, rc = CLI_USAGE;
+  int tuned = 0, auto_mode = 0, rc = CLI_USAGE;
+  weft_manifest stub = {0};   /* --auto with fields set to "auto": the run spec's sizes only */
+  char stub_family[64], stub_sizes[WEFT_MAX_SIZES][64];
   const char *db_path = NULL;
   weft_ctx *ctx = NULL;
   weft_kernel *k = NULL;
@@ -238,6 +249,7 @@ int cmd_run(int argc, char **argv) {
     if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
     if (!strcmp(a, "--no-time")) { o.timing = 0; continue; }
     if (!strcmp(a, "--tuned")) { tuned = 1; continue; }
+    if (!strcmp(a, "--auto")) { auto_mode = 1; continue; }
     if (!strcmp(a, "--shape") || !strcmp(a, "--time-shape")) {
       int t = !strcmp(a, "--time-shape");
       if (i + 1 >= argc) { cli_err("weft run: %s needs a shape, e.g. 4096x4096x4096\n", a); goto agree; }
@@ -266,10 +278,31 @@ int cmd_run(int argc, char **argv) {
   if (!o.c.config) { cli_err("weft run: needs CONFIG.lua (weft help run)\n"); goto agree; }
   weft_ctx_options copts = {.device = cli_device()};
   if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
+  if (auto_mode && tuned) { cli_err("weft run: --auto and --tuned: give one (--auto looks in the database first)\n"); goto agree; }
+  double budget_ms;
+  if (auto_mode && util_env_flag("WEFT_AUTOTUNE") && cli_autotune_budget(&budget_ms)) goto agree;
+  sizes_unchecked = auto_mode;
   /* the config as given, generated (not compiled) first: its run spec says what the flags mean */
   st = weft_generate_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &base);
+  if (st && auto_mode && st == WEFT_ERR_CONFIG) {
+    /* fields set to "auto" make the config ungenerated as given: the family's size names are
+     * enough to read the shapes, which must then be given */
+    int ns = 0;
+    st = auto_prepare(ctx, o.c.config, o.c.sets, o.c.n_sets, stub_family, sizeof stub_family, stub_sizes,
+                      WEFT_MAX_SIZES, &ns);
+    stub.family = stub_family;
+    stub.run.n_sizes = ns;
+    for (int j = 0; j < ns; j++) { stub.run.sizes[j] = stub_sizes[j]; stub.run.aliases[j] = ""; }
+  }
   if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
-  if (resolve_shapes(base, &sa, &o)) goto agree;
+  if (resolve_shapes(base ? base : &stub, &sa, &o)) goto agree;
+  if (auto_mode) {
+    st = weft_ctx_cuda(ctx, &(void *){NULL});
+    if (st) { cli_err("weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
+    o.ctx = ctx;
+    rc = CLI_OK;
+    goto agree;
+  }
   if (tuned) {
     if (sa.n_flags && sa.n_time) {
       cli_err("weft run: --tuned takes one shape: the size flags or one --time-shape, not both\n");
@@ -284,7 +317,7 @@ int cmd_run(int argc, char **argv) {
       goto agree;
     }
     char shape[512];
-    if (tuned_shape_key(base, &o.time_shapes[o.n_time - 1], shape, sizeof shape)) {
+    if (cli_shape_key(&base->run, &o.time_shapes[o.n_time - 1], shape, sizeof shape)) {
       cli_err("weft run: --tuned: the shape's name is too long\n");
       goto agree;
     }
@@ -304,7 +337,10 @@ int cmd_run(int argc, char **argv) {
   o.ctx = ctx;
   rc = CLI_OK;
 agree:
-  if ((rc = ranks_agree(rc, cli_last_error(), "run")) == CLI_OK && k) rc = run_kernel(k, &o);
+  if ((rc = ranks_agree(rc, cli_last_error(), "run")) == CLI_OK && auto_mode)
+    rc = cli_run_auto(ctx, &o, base ? &base->run : &stub.run, db_path);
+  else if (rc == CLI_OK && k)
+    rc = run_kernel(k, &o);
 out:
   weft_manifest_free(base);
   weft_kernel_destroy(k);

@@ -16,7 +16,14 @@ static void usage(FILE *f) {
     "  build  also compile: <name>.ptx and <name>.cubin, and print registers, shared and local memory\n"
     "  run    compile (JIT, cached), run on random data, check against a CPU reference, time it\n"
     "  tune   expand a sweep, compile its candidates in parallel, check and time each, keep the best\n"
+    "         (--export FILE: write the best per shape as a tuning table, like tune/h200.tsv)\n"
+    "  suggest  CONFIG.lua SHAPE...: the config --auto chooses per shape, and where it came from\n"
     "  help   weft help <command>\n"
+    "\n"
+    "--auto (run; gen and build with --shape S): choose the fields the config leaves out or sets to\n"
+    "\"auto\" from the shape (tuning database, then its nearest shape, then the shipped table, then the\n"
+    "family's rule).  WEFT_AUTOTUNE=1 with run --auto times a few candidates first (within\n"
+    "WEFT_AUTOTUNE_BUDGET_MS, default 2000) and stores the fastest; WEFT_AUTO_TABLE=FILE|none.\n"
     "\n"
     "--set key=value overrides a config key (nested keys with dots: --set tile.m=128); values are\n"
     "numbers, true/false, or strings.  Environment: WEFT_CACHE_DIR (kernel cache), WEFT_NO_COMPILE=1\n"
@@ -35,7 +42,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "build")) { cmd_gen_help(1); return CLI_OK; }
     if (!strcmp(argv[2], "run")) { cmd_run_help(); return CLI_OK; }
     if (!strcmp(argv[2], "tune")) { cmd_tune_help(); return CLI_OK; }
-    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run, tune)\n", argv[2]);
+    if (!strcmp(argv[2], "suggest")) { cmd_suggest_help(); return CLI_OK; }
+    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run, tune, suggest)\n", argv[2]);
     return CLI_USAGE;
   }
 #ifdef WEFT_NO_MPI
@@ -50,6 +58,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "build")) return cmd_gen(argc - 1, argv + 1, 1);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
-  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run, tune; weft --help)\n", cmd);
+  if (!strcmp(cmd, "suggest")) return cmd_suggest(argc - 1, argv + 1);
+  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run, tune, suggest; weft --help)\n", cmd);
   return CLI_USAGE;
 }

@@ -352,10 +352,10 @@ static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t le
   if (!st && drv->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS) sms = 0;
   jit_nvrtc_version(nv, nvlen);
   if (st || sms < 1) {
-    const char *why = api_ctx_err(c);
-    util_buf_printf(notes, "; no GPU here (%.200s): the database is skipped and the device is taken to be the shipped "
-                    "table's (%s, sm_%d, %d SMs)", st ? why : "no SM count", AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM,
-                    AUTO_DEFAULT_SMS);
+    const char *why = st == WEFT_ERR_NO_DRIVER ? "no NVIDIA driver" : st == WEFT_ERR_NO_DEVICE ? "no usable GPU"
+                      : st ? weft_status_name(st) : "the driver gave no SM count";
+    util_buf_printf(notes, "; no GPU here (%s): the database is skipped and the device is taken to be the shipped "
+                    "table's (%s, sm_%d, %d SMs)", why, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS);
     *d = (auto_device){0, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS, 0, nv};
     return WEFT_OK;
   }
@@ -437,6 +437,35 @@ done:
   known_free(&k);
   util_buf_free(&notes);
   weft_auto_free(a);
+  return st;
+}
+
+weft_status auto_prepare(weft_ctx *c, const char *path, const char *const *ov, int n_ov, char *family, size_t flen,
+                         char sizes[][64], int max_sizes, int *n_sizes) {
+  char *err = api_ctx_err(c), *text;
+  size_t n;
+  *n_sizes = 0;
+  if (util_read_file(path, &text, &n, err, API_ERRLEN) != 0) return WEFT_ERR_IO;
+  bridge *b = api_bridge(c);
+  lua_State *L = bridge_lua(b);
+  int top = lua_gettop(L);
+  weft_status st = bridge_check_env(b, err, API_ERRLEN) ? WEFT_ERR_INVALID : WEFT_OK;
+  call_in in = {.fn = "prepare", .chunk = path, .text = text, .ov = ov, .n_ov = n_ov};
+  if (!st && !(st = call_auto(b, &in, err, API_ERRLEN))) {
+    int t = lua_gettop(L), bad = 0, ns = 0;
+    char *fam = str_field(L, t, "family");
+    char **v = list_field(L, t, "sizes", &ns, &bad);
+    snprintf(family, flen, "%s", fam ? fam : "?");
+    for (int i = 0; i < ns && i < max_sizes; i++) snprintf(sizes[(*n_sizes)++], 64, "%s", v[i]);
+    if (bad || !fam || ns < 1 || ns > max_sizes) {
+      util_set_err(err, API_ERRLEN, "%s: family %s declares no sizes (F.sizes) that --auto can choose for", path, family);
+      st = WEFT_ERR_CONFIG;
+    }
+    free(fam);
+    free_list(v, ns);
+  }
+  lua_settop(L, top);
+  free(text);
   return st;
 }
 

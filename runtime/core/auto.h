@@ -27,4 +27,9 @@ const char *auto_shape(const weft_auto *a);
 /* Choice i's sets (the open fields it chose: "key=value"), *n of them. */
 const char *const *auto_sets(const weft_auto *a, int i, int *n);
 
+/* auto.prepare's family and size names for a config file (what `weft run --auto` needs to read
+ * its size flags when the config itself cannot be generated: it holds fields set to "auto"). */
+weft_status auto_prepare(weft_ctx *ctx, const char *path, const char *const *overrides, int n_overrides, char *family,
+                         size_t flen, char sizes[][64], int max_sizes, int *n_sizes);
+
 #endif

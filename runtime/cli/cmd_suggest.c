@@ -1,0 +1,101 @@
+/* cmd_suggest.c: `weft suggest`: what `weft run --auto` would run for each shape, where it came
+ * from (database, table, rule) and, for a measured hit, its time.  Needs no GPU. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auto.h"
+#include "cli.h"
+
+void cmd_suggest_help(void) {
+  printf("usage: weft suggest CONFIG.lua SHAPE... [--set key=value ...] [--ranks P] [--candidates N] [--db PATH]\n\n"
+         "Prints, for each SHAPE (\"rows=4096 cols=50257\", \"rows=4096,cols=50257\" or 4096x50257 in the family's\n"
+         "size order), the config weft run --auto would choose: the fields CONFIG leaves out or sets to \"auto\"\n"
+         "are chosen, the others stay.  The choice comes from the first of: the tuning database (this GPU,\n"
+         "driver, NVRTC and shape: \"database\"), its nearest shape on this GPU (every size within a factor of 4:\n"
+         "\"database-nearest\"), the table shipped with weft (tune/h200.tsv; WEFT_AUTO_TABLE=FILE replaces it,\n"
+         "=none switches it off: \"table\", \"table-nearest\"), the family's rule (\"rule\").  Without a GPU the\n"
+         "database is skipped and the device is taken to be an H200.  --ranks P: the world size it will run on\n"
+         "(default 1).  --candidates N: also list the rule's next N candidates (what WEFT_AUTOTUNE=1 times).\n"
+         "Exit status: 0, or 2 for a bad config or shape (the message names the size and its limit).\n");
+}
+
+/* --ranks, --candidates: an integer in lo..max */
+static int int_arg(const char *flag, const char *text, long lo, long max, int *out) {
+  char *end;
+  errno = 0;
+  long v = text ? strtol(text, &end, 10) : 0;
+  if (!text || end == text || *end || errno || v < lo || v > max) {
+    cli_err("weft suggest: %s %s: expected a whole number in %ld..%ld\n", flag, text ? text : "(nothing)", lo, max);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+int cmd_suggest(int argc, char **argv) {
+  cli_common c = {0};
+  const char *shapes[CLI_MAX_SHAPES];
+  int n_shapes = 0, ranks = 1, n_cand = 0;
+  const char *db_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_suggest_help(); return CLI_OK; }
+    if (!strcmp(a, "--ranks") || !strcmp(a, "--candidates")) {
+      int r = !strcmp(a, "--ranks") ? int_arg(a, i + 1 < argc ? argv[i + 1] : NULL, 1, 65536, &ranks)
+                                    : int_arg(a, i + 1 < argc ? argv[i + 1] : NULL, 0, 64, &n_cand);
+      if (r) return CLI_USAGE;
+      i++;
+      continue;
+    }
+    if (!strcmp(a, "--db")) {
+      if (i + 1 >= argc) { cli_err("weft suggest: --db needs a path\n"); return CLI_USAGE; }
+      db_path = argv[++i];
+      continue;
+    }
+    if (c.config && a[0] != '-') {   /* after the config, every positional is a shape */
+      if (n_shapes == CLI_MAX_SHAPES) { cli_err("weft suggest: at most %d shapes\n", CLI_MAX_SHAPES); return CLI_USAGE; }
+      shapes[n_shapes++] = a;
+      continue;
+    }
+    int r = cli_common_arg(&c, argc, argv, &i);
+    if (r < 0) return CLI_USAGE;
+    if (r == 0) { cli_err("weft suggest: unknown option '%s' (weft help suggest)\n", a); return CLI_USAGE; }
+  }
+  if (!c.config || !n_shapes) {
+    cli_err("weft suggest: needs CONFIG.lua and at least one SHAPE (weft help suggest)\n");
+    return CLI_USAGE;
+  }
+  weft_ctx *ctx;
+  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft: cannot create a context\n"); return CLI_FAIL; }
+  int rc = CLI_OK;
+  for (int s = 0; s < n_shapes && rc == CLI_OK; s++) {
+    weft_auto *a = NULL;
+    weft_status st = weft_auto_choose(ctx, c.config, c.sets, c.n_sets, shapes[s], ranks, n_cand, db_path, &a);
+    if (st) {
+      cli_err("%s\n", weft_ctx_error(ctx));
+      rc = cli_status_exit(st);
+      break;
+    }
+    printf("%sshape: %s (%s %s, %d rank%s)\n", s ? "\n" : "", auto_shape(a), auto_family(a), auto_dtype(a), ranks,
+           ranks == 1 ? "" : "s");
+    printf("source: %s\n", weft_auto_source(a));
+    printf("detail: %s\n", weft_auto_detail(a));
+    if (weft_auto_time_us(a) > 0) printf("measured: %.2f us\n", weft_auto_time_us(a));
+    int ns;
+    const char *const *sets = auto_sets(a, 0, &ns);
+    printf("kernel: %s\nchosen:", weft_auto_name(a, 0));
+    for (int j = 0; j < ns; j++) printf(" %s", sets[j]);
+    printf("%s\nconfig: %s\n", ns ? "" : " (nothing open: the config as given)", weft_auto_config(a, 0));
+    for (int i = 1; i < weft_auto_count(a); i++) {
+      sets = auto_sets(a, i, &ns);
+      printf("candidate %d: %s:", i, weft_auto_name(a, i));
+      for (int j = 0; j < ns; j++) printf(" %s", sets[j]);
+      printf("\n");
+    }
+    weft_auto_free(a);
+  }
+  weft_ctx_destroy(ctx);
+  return rc;
+}
