@@ -26,7 +26,7 @@
 
 void cmd_tune_help(void) {
   printf("usage: weft tune SWEEP.lua [--set key=value ...] [--jobs N] [--budget SECONDS] [--iters N]\n"
-         "                 [--max-spill BYTES] [--no-run] [--db PATH] [-o DIR] [--plot]\n\n"
+         "                 [--max-spill BYTES] [--no-run] [--db PATH] [-o DIR] [--plot] [--export FILE]\n\n"
          "Expands the sweep (base config x space, pruned by its `where` and by the generator's own\n"
          "validation, counted by rule), compiles every candidate for every shape on N threads through\n"
          "the kernel cache, rejects candidates that spill more than --max-spill bytes (default 0)\n"
@@ -38,7 +38,8 @@ void cmd_tune_help(void) {
          "where `weft run --tuned` finds them.  --budget stops cleanly when the time is up; Ctrl-C\n"
          "too, keeping what was measured.  --plot also writes DIR/tune-<family>.png (gnuplot): time\n"
          "against each swept key, per shape.  --fake-timing replaces the GPU with made-up times\n"
-         "(for testing the tool itself; the output says so).\n"
+         "(for testing the tool itself; the output says so).  --export FILE then writes the database's best\n"
+         "config per shape on this GPU as a tuning table (weft help export-table; tune/h200.tsv is one).\n"
          "Without a GPU it compiles and stops (exit 77).\n");
 }
 
@@ -291,7 +292,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
   cli_common c = {0};
   long jobs_n = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, iters = 20, max_spill = 0;
   int no_run = 0, plot = 0, fake = 0, rc = CLI_USAGE;
-  const char *db_path = NULL, *out_dir = ".";
+  const char *db_path = NULL, *out_dir = ".", *export_path = NULL;
   char err[8192];
   char *text = NULL;
   weft_ctx *ctx = NULL;
@@ -318,9 +319,9 @@ static int tune_main(int argc, char **argv, int out_fd) {
     if (!strcmp(a, "--no-run")) { no_run = 1; continue; }
     if (!strcmp(a, "--plot")) { plot = 1; continue; }
     if (!strcmp(a, "--fake-timing")) { fake = 1; continue; }
-    if (!strcmp(a, "--db")) {
-      if (i + 1 >= argc) { cli_err("weft tune: --db needs a path\n"); goto agree; }
-      db_path = argv[++i];
+    if (!strcmp(a, "--db") || !strcmp(a, "--export")) {
+      if (i + 1 >= argc || !argv[i + 1][0]) { cli_err("weft tune: %s needs a path\n", a); goto agree; }
+      *(!strcmp(a, "--db") ? &db_path : &export_path) = argv[++i];
       continue;
     }
     int r = cli_common_arg(&c, argc, argv, &i);
@@ -675,6 +676,9 @@ agree:
   util_buf_free(&csv);
   if (db && !store_failed) printf("stored in %s\n", tunedb_path(db));
   if (plot && any && write_plot(sw, jobs, n_jobs, out_dir)) store_failed = 1;
+  if (export_path && db && !store_failed && !fake &&
+      cli_export_table(ctx, tunedb_path(db), export_path, gpu, sm, driver, nv, "weft tune --export") != CLI_OK)
+    store_failed = 1;
   rc = any && !store_failed ? CLI_OK : CLI_FAIL;
 out:
   if (db) tunedb_close(db);

@@ -18,6 +18,7 @@ static void usage(FILE *f) {
     "  tune   expand a sweep, compile its candidates in parallel, check and time each, keep the best\n"
     "         (--export FILE: write the best per shape as a tuning table, like tune/h200.tsv)\n"
     "  suggest  CONFIG.lua SHAPE...: the config --auto chooses per shape, and where it came from\n"
+    "  export-table  [--db PATH] FILE: the database's best per shape as a tuning table\n"
     "  help   weft help <command>\n"
     "\n"
     "--auto (run; gen and build with --shape S): choose the fields the config leaves out or sets to\n"
@@ -43,7 +44,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "run")) { cmd_run_help(); return CLI_OK; }
     if (!strcmp(argv[2], "tune")) { cmd_tune_help(); return CLI_OK; }
     if (!strcmp(argv[2], "suggest")) { cmd_suggest_help(); return CLI_OK; }
-    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run, tune, suggest)\n", argv[2]);
+    if (!strcmp(argv[2], "export-table")) { cmd_export_help(); return CLI_OK; }
+    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run, tune, suggest, export-table)\n", argv[2]);
     return CLI_USAGE;
   }
 #ifdef WEFT_NO_MPI
@@ -59,6 +61,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "suggest")) return cmd_suggest(argc - 1, argv + 1);
-  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run, tune, suggest; weft --help)\n", cmd);
+  if (!strcmp(cmd, "export-table")) return cmd_export(argc - 1, argv + 1);
+  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run, tune, suggest, export-table; weft --help)\n", cmd);
   return CLI_USAGE;
 }

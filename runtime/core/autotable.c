@@ -269,7 +269,7 @@ int autotable_parse(const char *file, const char *text, size_t len, autotable **
   *out = NULL;
   autotable *t = calloc(1, sizeof *t);
   if (!t || !(t->file = util_strdup(file))) { free(t); util_buf_printf(w, "%s: out of memory reading it\n", file); return -1; }
-  int col[N_COLS], have_cols = 0, line = 0, cap = 0;
+  int col[N_COLS], have_cols = 0, have_sm = 0, line = 0, cap = 0;
   const char *p = text, *end = text + len;
   const char *bad = NULL;
   while (p < end && !bad) {
@@ -299,8 +299,9 @@ int autotable_parse(const char *file, const char *text, size_t len, autotable **
             char *e2;
             snprintf(b, sizeof b, "%.*s", (int)(vl < 31 ? vl : 31), v);
             long sm = strtol(b, &e2, 10);
-            if (*e2 || vl == 0 || vl > 31 || sm < 10 || sm > 1000) { bad = "its \"# sm:\" is not a number such as 90"; break; }
+            if (*e2 || vl == 0 || vl > 31 || sm < 0 || sm > 1000) { bad = "its \"# sm:\" is not a number such as 90"; break; }
             t->sm = (int)sm;
+            have_sm = 1;
           }
         }
       }
@@ -336,7 +337,7 @@ int autotable_parse(const char *file, const char *text, size_t len, autotable **
       memcpy(col, pos, sizeof col);
       have_cols = 1;
       if (!bad && (!t->gpu || !*t->gpu)) bad = "it has no \"# gpu:\" line before its columns";
-      else if (!bad && !t->sm) bad = "it has no \"# sm:\" line before its columns";
+      else if (!bad && !have_sm) bad = "it has no \"# sm:\" line before its columns";
     } else if (n) {
       const char *f[N_COLS + 1];
       size_t fl[N_COLS + 1];

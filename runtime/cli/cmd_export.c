@@ -1,0 +1,192 @@
+/* cmd_export.c: `weft export-table` and `weft tune --export FILE`: the tuning database's best
+ * config per (family, dtype, ranks, shape) for one GPU, written as a tuning table (the format of
+ * tune/h200.tsv, runtime/core/autotable.h), atomically. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "autotable.h"
+#include "cli.h"
+#include "internal.h"
+#include "jit.h"
+#include "tunedb.h"
+#include "util.h"
+
+void cmd_export_help(void) {
+  printf("usage: weft export-table [--db PATH] [--gpu NAME --sm N --driver N [--nvrtc V]] FILE\n\n"
+         "Writes FILE, a tuning table like tune/h200.tsv (the one weft ships and weft suggest reads): the\n"
+         "fastest config the tuning database holds per family, dtype, rank count and shape, for this GPU,\n"
+         "driver and NVRTC (or the ones given: a database copied from the GPU machine exports anywhere).\n"
+         "Each config is written whole, relative to { family, dtype }, and kept only where it regenerates\n"
+         "the kernel that was measured (a custom operator's Lua cannot be written as key=value: skipped, said).\n"
+         "WEFT_AUTO_TABLE=FILE makes weft use it in place of the shipped table.\n");
+}
+
+static int table_value_ok(const char *v) {
+  if (!*v) return 0;
+  for (; *v; v++)
+    if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') || (*v >= '0' && *v <= '9') || strchr("_.+-", *v)))
+      return 0;
+  return 1;
+}
+
+/* The row's whole config as key=value;... relative to { family, dtype }, checked by generating it
+ * back; 0, or -1 with why. */
+static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, char *why, size_t wlen) {
+  int n = 0;
+  char *cfg = util_strdup(b->row.config);
+  const char *sets[CLI_MAX_SETS];
+  for (char *p = cfg ? strtok(cfg, "\n") : NULL; p && n < CLI_MAX_SETS; p = strtok(NULL, "\n")) sets[n++] = p;
+  weft_manifest *m = NULL, *back = NULL;
+  int rc = -1;
+  if (!cfg) { util_set_err(why, wlen, "out of memory"); return -1; }
+  if (weft_generate_string(ctx, b->row.sweep, b->row.base, sets, n, &m)) {
+    util_set_err(why, wlen, "its config no longer generates: %.300s", weft_ctx_error(ctx));
+    goto done;
+  }
+  int np = 0;
+  util_buf text = {0};
+  for (int i = 0; i < m->n_params && np < 256; i++) {
+    const char *k = m->params[i].key, *v = m->params[i].value;
+    size_t kl = strlen(k);
+    if (!strcmp(k, "family") || !strcmp(k, "dtype")) continue;
+    if ((kl > 8 && !strcmp(k + kl - 8, ".combine")) || (kl > 9 && !strcmp(k + kl - 9, ".identity")) ||
+        (kl > 4 && !strcmp(k + kl - 4, ".ref")))
+      continue;   /* a built-in operator is its name; a custom one fails the check below */
+    if (!table_value_ok(v)) {
+      util_set_err(why, wlen, "%s = \"%.60s\" cannot be written as a table value ([A-Za-z0-9_.+-]+)", k, v);
+      util_buf_free(&text);
+      goto done;
+    }
+    util_buf_printf(&text, "%s%s=%s", np++ ? ";" : "", k, v);
+  }
+  char *base = util_strprintf("return { family = \"%s\", dtype = \"%s\" }", b->family, b->dtype);
+  char *copy = text.p ? util_strdup(text.p) : util_strdup("");
+  const char *bs[256];
+  int nb = 0;
+  for (char *p = copy ? strtok(copy, ";") : NULL; p && nb < 256; p = strtok(NULL, ";")) bs[nb++] = p;
+  if (!base || !copy || text.oom) util_set_err(why, wlen, "out of memory");
+  else if (weft_generate_string(ctx, "(table row)", base, bs, nb, &back))
+    util_set_err(why, wlen, "written as a table row it does not generate: %.300s", weft_ctx_error(ctx));
+  else if (strcmp(back->name, m->name))
+    util_set_err(why, wlen, "written as a table row it makes %s, not the measured %s", back->name, m->name);
+  else if (util_buf_printf(out, "%s", text.p ? text.p : "") == 0)
+    rc = 0;
+  free(base);
+  free(copy);
+  util_buf_free(&text);
+done:
+  weft_manifest_free(m);
+  weft_manifest_free(back);
+  free(cfg);
+  return rc;
+}
+
+int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const char *gpu, int sm, int driver,
+                     const char *nv, const char *command) {
+  char err[2048];
+  tunedb *db = NULL;
+  tune_best *v = NULL;
+  int n = 0, written = 0, skipped = 0;
+  if (tunedb_open(&db, db_path, err, sizeof err) || tunedb_best_per_shape(db, gpu, sm, driver, nv, &v, &n, err, sizeof err)) {
+    cli_err("weft: --export: %s\n", err);
+    tunedb_close(db);
+    return CLI_FAIL;
+  }
+  char date[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  if (!gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d", &tm)) snprintf(date, sizeof date, "unknown");
+  util_buf out = {0};
+  util_buf_printf(&out, "# weft tuning table: the fastest config `weft tune` measured per shape\n# gpu: %s\n# sm: %d\n"
+                  "# driver: %d\n# nvrtc: %s\n# date: %s\n# command: %s (from %s)\n"
+                  "family\tdtype\tranks\tshape\ttime_us\tconfig\n", gpu, sm, driver, nv, date, command, tunedb_path(db));
+  for (int i = 0; i < n; i++) {
+    util_buf cfg = {0};
+    char why[1024], canon[512];
+    if (strchr(v[i].shape, '\t') || autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
+        row_config(ctx, &v[i], &cfg, why, sizeof why)) {
+      fprintf(stderr, "weft: --export: skipped %s %s %s (%d rank%s, kernel %s): %s\n", v[i].family, v[i].dtype,
+              v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);
+      skipped++;
+    } else {
+      util_buf_printf(&out, "%s\t%s\t%d\t%s\t%.3f\t%s\n", v[i].family, v[i].dtype, v[i].ranks, canon, v[i].row.time_us,
+                      cfg.p ? cfg.p : "");
+      written++;
+    }
+    util_buf_free(&cfg);
+  }
+  int rc = CLI_OK;
+  if (out.oom) { cli_err("weft: --export: out of memory\n"); rc = CLI_FAIL; }
+  else if (util_write_atomic(file, out.p, out.len, err, sizeof err)) { cli_err("weft: --export %s: %s\n", file, err); rc = CLI_FAIL; }
+  else printf("exported %d row%s (%d skipped) for %s (sm_%d, driver %d, NVRTC %s) to %s\n", written,
+              written == 1 ? "" : "s", skipped, gpu, sm, driver, nv, file);
+  util_buf_free(&out);
+  tunedb_best_free(v, n);
+  tunedb_close(db);
+  return rc;
+}
+
+static int num(const char *flag, const char *text, long lo, long hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = text ? strtol(text, &end, 10) : 0;
+  if (!text || end == text || *end || errno || v < lo || v > hi) {
+    cli_err("weft export-table: %s %s: expected a whole number in %ld..%ld\n", flag, text ? text : "(nothing)", lo, hi);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+int cmd_export(int argc, char **argv) {
+  const char *db_path = NULL, *file = NULL, *gpu = NULL, *nv = NULL;
+  int sm = 0, driver = 0, given = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_export_help(); return CLI_OK; }
+    if (!strcmp(a, "--db") || !strcmp(a, "--gpu") || !strcmp(a, "--nvrtc")) {
+      if (!next || !*next) { cli_err("weft export-table: %s needs a value\n", a); return CLI_USAGE; }
+      if (!strcmp(a, "--db")) db_path = next;
+      else if (!strcmp(a, "--gpu")) { gpu = next; given |= 1; }
+      else { nv = next; given |= 2; }
+      i++;
+      continue;
+    }
+    if (!strcmp(a, "--sm") || !strcmp(a, "--driver")) {
+      if (num(a, next, 0, !strcmp(a, "--sm") ? 1000 : 1000000, !strcmp(a, "--sm") ? &sm : &driver)) return CLI_USAGE;
+      given |= !strcmp(a, "--sm") ? 4 : 8;
+      i++;
+      continue;
+    }
+    if (a[0] == '-' || file) { cli_err("weft export-table: unexpected '%s' (weft help export-table)\n", a); return CLI_USAGE; }
+    file = a;
+  }
+  if (!file) { cli_err("weft export-table: needs FILE (weft help export-table)\n"); return CLI_USAGE; }
+  if (given && (given | 2) != 15) {
+    cli_err("weft export-table: --gpu, --sm and --driver go together (or none: this machine's GPU)\n");
+    return CLI_USAGE;
+  }
+  weft_ctx *ctx;
+  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft: cannot create a context\n"); return CLI_FAIL; }
+  char name[256], nvb[32];
+  int rc;
+  if (!given) {
+    weft_status st = api_device_info(ctx, name, sizeof name, &sm, &driver);
+    if (st) {
+      cli_err("weft export-table: %s (or give --gpu, --sm, --driver and --nvrtc)\n", weft_ctx_error(ctx));
+      weft_ctx_destroy(ctx);
+      return cli_status_exit(st);
+    }
+    gpu = name;
+  }
+  jit_nvrtc_version(nvb, sizeof nvb);
+  if (!nv) nv = nvb;
+  char command[512];
+  if (snprintf(command, sizeof command, "weft export-table %.400s", file) >= (int)sizeof command) command[0] = 0;
+  rc = cli_export_table(ctx, db_path, file, gpu, sm, driver, nv, command);
+  weft_ctx_destroy(ctx);
+  return rc;
+}
