@@ -624,6 +624,66 @@ static void test_odd_text(void **state) {
   tunedb_close(db);
 }
 
+/* weft_auto_choose's "nearest" query: the best row per (shape, driver, nvrtc) of one gpu, sm,
+ * ranks, family and dtype -- and nothing of another dtype, GPU or rank count; and the export's
+ * best per (family, dtype, ranks, shape) of one driver and NVRTC. */
+static void test_nearest(void **state) {
+  fixture *f = *state;
+  tunedb *db = open_db(f->db);
+  tune_key k = base_key();
+  tune_row a[3] = {make_row("cluster=4", 30.0), make_row("cluster=2", 10.0), make_row("cluster=1", 10.0)};
+  put_ok(db, &k, a, 3);                  /* tie at 10: the smaller config, "cluster=1" */
+  tune_key k2 = k;
+  k2.shape = "cols=4096 rows=1024";
+  tune_row b = make_row("threads=256", 5.0);
+  put_ok(db, &k2, &b, 1);
+  tune_key k3 = k;
+  k3.driver = 12000;
+  tune_row c = make_row("cluster=8", 7.0);
+  put_ok(db, &k3, &c, 1);
+  tune_key other[3] = {k, k, k};
+  other[0].dtype = "bf16";
+  other[1].gpu = "NVIDIA H100";
+  other[2].ranks = 8;
+  tune_row d = make_row("cluster=16", 1.0);
+  for (int i = 0; i < 3; i++) put_ok(db, &other[i], &d, 1);
+  char err[1024] = "";
+  tune_best *v = NULL;
+  int n = -1;
+  int rc = tunedb_nearest(db, "NVIDIA H200", 90, 1, "row_softmax", "f32", &v, &n, err, sizeof err);
+  if (rc) print_error("%s\n", err);
+  assert_int_equal(rc, 0);
+  assert_int_equal(n, 3);
+  /* sorted by shape, then driver */
+  assert_string_equal(v[0].shape, "cols=4096 rows=1024");
+  assert_string_equal(v[0].row.config, "threads=256");
+  assert_string_equal(v[1].shape, "rows=8192 cols=32768");
+  assert_int_equal(v[1].driver, 12000);
+  assert_string_equal(v[1].row.config, "cluster=8");
+  assert_int_equal(v[2].driver, 13000);
+  assert_string_equal(v[2].row.config, "cluster=1");
+  assert_true(v[2].row.time_us == 10.0);
+  assert_string_equal(v[2].nvrtc, "13.0");
+  assert_string_equal(v[2].family, "row_softmax");
+  assert_string_equal(v[2].row.sweep, "sweeps/row_softmax.lua");
+  tunedb_best_free(v, n);
+  assert_int_equal(tunedb_nearest(db, "NVIDIA H200", 90, 1, "row_softmax", "f16", &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 0);
+  assert_null(v);
+  assert_int_equal(tunedb_nearest(db, NULL, 90, 1, "row_softmax", "f16", &v, &n, err, sizeof err), -1);
+  /* export: driver 13000 only; every (family, dtype, ranks, shape) of this GPU once */
+  assert_int_equal(tunedb_best_per_shape(db, "NVIDIA H200", 90, 13000, "13.0", &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 4);   /* bf16, f32 x 2 shapes, f32 at 8 ranks */
+  assert_string_equal(v[0].dtype, "bf16");
+  assert_string_equal(v[1].dtype, "f32");
+  assert_int_equal(v[1].ranks, 1);
+  assert_string_equal(v[1].shape, "cols=4096 rows=1024");
+  assert_string_equal(v[2].row.config, "cluster=1");
+  assert_int_equal(v[3].ranks, 8);
+  tunedb_best_free(v, n);
+  tunedb_close(db);
+}
+
 int main(void) {
   test_env_save(&env);
   const struct CMUnitTest tests[] = {
@@ -638,6 +698,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_newer_version, setup, teardown),
       cmocka_unit_test_setup_teardown(test_foreign_database, setup, teardown),
       cmocka_unit_test_setup_teardown(test_odd_text, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_nearest, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   test_env_free(&env);
