@@ -44,7 +44,7 @@ int cmd_suggest(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_suggest_help(); return CLI_OK; }
     if (!strcmp(a, "--ranks") || !strcmp(a, "--candidates")) {
       int r = !strcmp(a, "--ranks") ? int_arg(a, i + 1 < argc ? argv[i + 1] : NULL, 1, 65536, &ranks)
-                                    : int_arg(a, i + 1 < argc ? argv[i + 1] : NULL, 0, 64, &n_cand);
+                                    : int_arg(a, i + 1 < argc ? argv[i + 1] : NULL, 0, 16, &n_cand);
       if (r) return CLI_USAGE;
       i++;
       continue;
