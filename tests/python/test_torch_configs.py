@@ -49,7 +49,7 @@ def test_softmax_choices_compile_and_take_their_shapes(ctx, dtype):
         a, k = chosen(ctx, cfg, shape)
         assert a.source == "rule", a.detail
         if dtype == "f32" and cols == 1048576:   # past what 16 CTAs hold in registers (851968 f32)
-            assert k.manifest.param("mode") == "stream"
+            assert k.manifest.params["mode"] == "stream"
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
@@ -59,7 +59,7 @@ def test_rms_norm_choices_compile_and_take_their_shapes(ctx, dtype, residual):
         cfg, shape = C.rms_norm(dtype, 4096, cols, residual)
         assert cfg["eps"] == "arg" and cfg["residual"] is residual
         a, k = chosen(ctx, cfg, shape)
-        assert k.manifest.param("residual") == ("true" if residual else "false")
+        assert k.manifest.params["residual"] == ("true" if residual else "false")
 
 
 def test_rms_norm_rows_beyond_the_family_are_refused_with_its_message(ctx):
@@ -73,7 +73,7 @@ def test_row_reduce_choices_compile_and_take_their_shapes(ctx, op):
     for cols in (1, 7, 4096, 50257, 262144, 1048576):
         cfg, shape = C.row_reduce("bf16", op, 16, cols)
         a, k = chosen(ctx, cfg, shape)
-        assert k.manifest.param("op") == op
+        assert k.manifest.params["op"] == op
 
 
 def test_row_reduce_refuses_an_unknown_op():
@@ -86,7 +86,7 @@ def test_gemm_choices_compile_and_take_their_shapes(ctx, b_layout):
     for m, n, k in [(1, 4096, 4096), (16, 14336, 4096), (128, 4096, 14336), (4096, 4096, 4096), (333, 136, 4104)]:
         cfg, shape = C.gemm("matmul", "bf16", b_layout, m, n, k)
         a, kern = chosen(ctx, cfg, shape)
-        assert kern.manifest.param("b_layout") == b_layout
+        assert kern.manifest.params["b_layout"] == b_layout
 
 
 def test_gemm_refuses_what_its_family_refuses():
