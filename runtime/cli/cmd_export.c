@@ -33,8 +33,9 @@ static int table_value_ok(const char *v) {
 }
 
 /* The row's whole config as key=value;... relative to { family, dtype }, checked by generating it
- * back; 0, or -1 with why. */
-static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, char *why, size_t wlen) {
+ * back, and its variant: the values of the family's key fields (what changes the result: op,
+ * residual, eps, ...), one table row per variant and shape; 0, or -1 with why. */
+static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, util_buf *variant, char *why, size_t wlen) {
   int n = 0;
   char *cfg = util_strdup(b->row.config);
   const char *sets[CLI_MAX_SETS];
@@ -61,6 +62,10 @@ static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, char *wh
       goto done;
     }
     util_buf_printf(&text, "%s%s=%s", np++ ? ";" : "", k, v);
+    for (int j = 0; j < m->run.n_key; j++) {
+      size_t l = strlen(m->run.key[j]);
+      if (!strncmp(k, m->run.key[j], l) && (k[l] == 0 || k[l] == '.')) util_buf_printf(variant, "%s=%s;", k, v);
+    }
   }
   char *base = util_strprintf("return { family = \"%s\", dtype = \"%s\" }", b->family, b->dtype);
   char *copy = text.p ? util_strdup(text.p) : util_strdup("");
@@ -103,21 +108,37 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
   util_buf_printf(&out, "# weft tuning table: the fastest config `weft tune` measured per shape\n# gpu: %s\n# sm: %d\n"
                   "# driver: %d\n# nvrtc: %s\n# date: %s\n# command: %s (from %s)\n"
                   "family\tdtype\tranks\tshape\ttime_us\tconfig\n", gpu, sm, driver, nv, date, command, tunedb_path(db));
+  /* the group (family, dtype, ranks, shape) of rows i0..: their variants written so far */
+  int i0 = 0;
+  util_buf seen = {0};
   for (int i = 0; i < n; i++) {
-    util_buf cfg = {0};
+    util_buf cfg = {0}, variant = {0}, needle = {0};
     char why[1024], canon[512];
+    if (i > i0 && (strcmp(v[i].family, v[i0].family) || strcmp(v[i].dtype, v[i0].dtype) || v[i].ranks != v[i0].ranks ||
+                   strcmp(v[i].shape, v[i0].shape))) {
+      i0 = i;
+      util_buf_free(&seen);
+    }
     if (strchr(v[i].shape, '\t') || autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
-        row_config(ctx, &v[i], &cfg, why, sizeof why)) {
+        row_config(ctx, &v[i], &cfg, &variant, why, sizeof why)) {
       fprintf(stderr, "weft: --export: skipped %s %s %s (%d rank%s, kernel %s): %s\n", v[i].family, v[i].dtype,
               v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);
       skipped++;
+    } else if (variant.oom || util_buf_printf(&needle, "|%s|", variant.p ? variant.p : "") ||
+               (seen.p && strstr(seen.p, needle.p))) {
+      /* a slower row of a variant already written (or no memory to tell): not exported.  seen
+       * holds "|v|" per variant written; a variant is key=value; pairs, never a "|" */
     } else {
+      util_buf_printf(&seen, "%s", needle.p);
       util_buf_printf(&out, "%s\t%s\t%d\t%s\t%.3f\t%s\n", v[i].family, v[i].dtype, v[i].ranks, canon, v[i].row.time_us,
                       cfg.p ? cfg.p : "");
       written++;
     }
     util_buf_free(&cfg);
+    util_buf_free(&variant);
+    util_buf_free(&needle);
   }
+  util_buf_free(&seen);
   int rc = CLI_OK;
   if (out.oom) { cli_err("weft: --export: out of memory\n"); rc = CLI_FAIL; }
   else if (util_write_atomic(file, out.p, out.len, err, sizeof err)) { cli_err("weft: --export %s: %s\n", file, err); rc = CLI_FAIL; }

@@ -552,17 +552,21 @@ void tunedb_rows_free(tune_row *rows, int n) {
 
 /* ---- best per group ------------------------------------------------------------------------ */
 
-/* Columns 0..7 as select_sql (read_row), then the group's fields.  row_number() picks one row
- * per group, fastest first and ties by config, so the answer never depends on insertion order. */
+/* Columns 0..7 as select_sql (read_row), then the group's fields.  row_number() ranks the rows
+ * of each group, fastest first and ties by config, so the answer never depends on insertion
+ * order; the fastest TUNEDB_PER_GROUP of each are returned, because the key has no column for
+ * the family's key fields (op, residual, eps, ...): one group may hold rows of several, and the
+ * caller keeps the fastest row of each it needs. */
+#define TUNEDB_PER_GROUP_TEXT "32"   /* TUNEDB_PER_GROUP in tunedb.h */
 #define BEST_COLUMNS                                                                               \
   "SELECT config, base, kernel, time_us, metric, metric_name, sweep, recorded, shape, driver, nvrtc," \
   " family, dtype, ranks FROM (SELECT *, row_number() OVER (PARTITION BY "
 static const char *const nearest_sql =
     BEST_COLUMNS "shape, driver, nvrtc ORDER BY time_us, config) AS rn FROM results WHERE gpu = ?1 AND sm = ?2"
-    " AND ranks = ?3 AND family = ?4 AND dtype = ?5) WHERE rn = 1 ORDER BY shape, driver, nvrtc";
+    " AND ranks = ?3 AND family = ?4 AND dtype = ?5) WHERE rn <= " TUNEDB_PER_GROUP_TEXT " ORDER BY shape, driver, nvrtc, rn";
 static const char *const per_shape_sql =
     BEST_COLUMNS "family, dtype, ranks, shape ORDER BY time_us, config) AS rn FROM results WHERE gpu = ?1"
-    " AND sm = ?2 AND driver = ?3 AND nvrtc = ?4) WHERE rn = 1 ORDER BY family, dtype, ranks, shape";
+    " AND sm = ?2 AND driver = ?3 AND nvrtc = ?4) WHERE rn <= " TUNEDB_PER_GROUP_TEXT " ORDER BY family, dtype, ranks, shape, rn";
 
 void tunedb_best_free(tune_best *v, int n) {
   if (!v) return;

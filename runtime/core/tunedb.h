@@ -82,14 +82,18 @@ typedef struct tune_best {
   int ranks, driver;
   tune_row row;
 } tune_best;
-/* weft_auto_choose's "nearest" step: the best row per (shape, driver, nvrtc) for this gpu, sm,
+/* The tuning key has no column for a family's key fields (op, residual, eps, ...), so rows of
+ * several of them share a group: each query below returns the fastest TUNEDB_PER_GROUP rows of
+ * every group, fastest first within it, and the caller keeps the fastest of each it needs. */
+#define TUNEDB_PER_GROUP 32
+/* weft_auto_choose's "nearest" step: the fastest rows per (shape, driver, nvrtc) for this gpu, sm,
  * ranks, family and dtype -- every shape measured on this GPU, under any driver and NVRTC (the
  * caller tells an exact environment from the driver and nvrtc fields).  Sorted by shape, then
- * driver, then nvrtc.  0 and *out (NULL when none) of *n, or -1 with err. */
+ * driver, then nvrtc, then time.  0 and *out (NULL when none) of *n, or -1 with err. */
 int tunedb_nearest(tunedb *db, const char *gpu, int sm, int ranks, const char *family, const char *dtype,
                    tune_best **out, int *n, char *err, size_t errlen);
-/* `weft tune --export`: the best row per (family, dtype, ranks, shape) for this gpu, sm, driver
- * and nvrtc, sorted by family, dtype, ranks, shape.  0 and *out of *n, or -1 with err. */
+/* `weft tune --export`: the fastest rows per (family, dtype, ranks, shape) for this gpu, sm, driver
+ * and nvrtc, sorted by family, dtype, ranks, shape, then time.  0 and *out of *n, or -1 with err. */
 int tunedb_best_per_shape(tunedb *db, const char *gpu, int sm, int driver, const char *nvrtc, tune_best **out, int *n,
                           char *err, size_t errlen);
 void tunedb_best_free(tune_best *v, int n);

@@ -624,9 +624,10 @@ static void test_odd_text(void **state) {
   tunedb_close(db);
 }
 
-/* weft_auto_choose's "nearest" query: the best row per (shape, driver, nvrtc) of one gpu, sm,
- * ranks, family and dtype -- and nothing of another dtype, GPU or rank count; and the export's
- * best per (family, dtype, ranks, shape) of one driver and NVRTC. */
+/* weft_auto_choose's "nearest" query: the fastest rows per (shape, driver, nvrtc) of one gpu, sm,
+ * ranks, family and dtype, fastest first in each -- and nothing of another dtype, GPU or rank
+ * count; and the export's fastest rows per (family, dtype, ranks, shape) of one driver and NVRTC;
+ * at most TUNEDB_PER_GROUP of a group. */
 static void test_nearest(void **state) {
   fixture *f = *state;
   tunedb *db = open_db(f->db);
@@ -653,8 +654,8 @@ static void test_nearest(void **state) {
   int rc = tunedb_nearest(db, "NVIDIA H200", 90, 1, "row_softmax", "f32", &v, &n, err, sizeof err);
   if (rc) print_error("%s\n", err);
   assert_int_equal(rc, 0);
-  assert_int_equal(n, 3);
-  /* sorted by shape, then driver */
+  assert_int_equal(n, 5);
+  /* sorted by shape, then driver, then time (ties to the smaller config) */
   assert_string_equal(v[0].shape, "cols=4096 rows=1024");
   assert_string_equal(v[0].row.config, "threads=256");
   assert_string_equal(v[1].shape, "rows=8192 cols=32768");
@@ -666,6 +667,24 @@ static void test_nearest(void **state) {
   assert_string_equal(v[2].nvrtc, "13.0");
   assert_string_equal(v[2].family, "row_softmax");
   assert_string_equal(v[2].row.sweep, "sweeps/row_softmax.lua");
+  assert_string_equal(v[3].row.config, "cluster=2");
+  assert_string_equal(v[4].row.config, "cluster=4");
+  tunedb_best_free(v, n);
+  /* a group keeps its fastest TUNEDB_PER_GROUP */
+  tune_key k4 = k;
+  k4.shape = "cols=7 rows=7";
+  tune_row many[TUNEDB_PER_GROUP + 5];
+  char names[TUNEDB_PER_GROUP + 5][32];
+  for (int i = 0; i < TUNEDB_PER_GROUP + 5; i++) {
+    snprintf(names[i], sizeof names[i], "threads=%d", 1000 + i);
+    many[i] = make_row(names[i], 100.0 - i);
+  }
+  put_ok(db, &k4, many, TUNEDB_PER_GROUP + 5);
+  assert_int_equal(tunedb_nearest(db, "NVIDIA H200", 90, 1, "row_softmax", "f32", &v, &n, err, sizeof err), 0);
+  int in_group = 0;
+  for (int i = 0; i < n; i++) in_group += !strcmp(v[i].shape, "cols=7 rows=7");
+  assert_int_equal(in_group, TUNEDB_PER_GROUP);
+  assert_string_equal(v[1].row.config, "threads=1036");   /* v[0] is cols=4096 rows=1024; then the fastest */
   tunedb_best_free(v, n);
   assert_int_equal(tunedb_nearest(db, "NVIDIA H200", 90, 1, "row_softmax", "f16", &v, &n, err, sizeof err), 0);
   assert_int_equal(n, 0);
@@ -673,13 +692,14 @@ static void test_nearest(void **state) {
   assert_int_equal(tunedb_nearest(db, NULL, 90, 1, "row_softmax", "f16", &v, &n, err, sizeof err), -1);
   /* export: driver 13000 only; every (family, dtype, ranks, shape) of this GPU once */
   assert_int_equal(tunedb_best_per_shape(db, "NVIDIA H200", 90, 13000, "13.0", &v, &n, err, sizeof err), 0);
-  assert_int_equal(n, 4);   /* bf16, f32 x 2 shapes, f32 at 8 ranks */
+  /* bf16; f32: 1 + 3 rows at two shapes, TUNEDB_PER_GROUP at the third; f32 at 8 ranks */
+  assert_int_equal(n, 1 + 1 + 3 + TUNEDB_PER_GROUP + 1);
   assert_string_equal(v[0].dtype, "bf16");
   assert_string_equal(v[1].dtype, "f32");
   assert_int_equal(v[1].ranks, 1);
   assert_string_equal(v[1].shape, "cols=4096 rows=1024");
-  assert_string_equal(v[2].row.config, "cluster=1");
-  assert_int_equal(v[3].ranks, 8);
+  assert_string_equal(v[2 + TUNEDB_PER_GROUP].row.config, "cluster=1");
+  assert_int_equal(v[n - 1].ranks, 8);
   tunedb_best_free(v, n);
   tunedb_close(db);
 }
