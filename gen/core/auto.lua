@@ -344,9 +344,15 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     end
   end
   if not result then
-    if limit_err and not last_err then return nil, limit_err end
-    return nil, string.format("%s: no config of family %s takes shape %s with the fields this config fixes:\n%s",
-      file, fam.name, M.shape_text(shape, fam.sizes), last_err or limit_err or "(the rule has no candidates)")
+    local fixed = {}
+    for _, f in ipairs(fam.fields) do
+      if raw[f.name] ~= nil and not keys[f.name] then fixed[#fixed + 1] = f.name .. " = " .. schema.show(raw[f.name]) end
+    end
+    local hint = #fixed > 0 and string.format(" (the config fixes %s: leave a field out, or set it to \"auto\", for weft to choose it)",
+      table.concat(fixed, ", ")) or ""
+    if limit_err and not last_err then return nil, limit_err .. hint end
+    return nil, string.format("%s: no config of family %s takes shape %s with the fields this config fixes%s:\n%s",
+      file, fam.name, M.shape_text(shape, fam.sizes), hint, last_err or limit_err or "(the rule has no candidates)")
   end
   while #choices > 1 + want do choices[#choices] = nil end
   result.choices = choices
