@@ -103,9 +103,18 @@ HEAD = """-- bench/auto/{name}.lua: issue 18's full sweep of {what}, {dtype}, ov
 -- `weft tune` measures every candidate; `weft tune --export` keeps the best per shape for
 -- tune/h200.tsv.  `where` prunes what cannot win (it reads the shape through ROWS / COLS, which
 -- per_shape sets: gen/core/sweep.lua runs per_shape for a shape right before its `where` calls).
-local ROWS, COLS = 0, 0
+local ROWS, COLS, L = 0, 0, 0
 local SMS = {sms}
 local V = {vec}          -- elements per 16-byte vector
+-- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
+local LEVEL = {{ {levels} }}
+-- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
+-- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
+local function cmin(vecs)
+  local c = 1
+  while c < 16 and V * c * vecs < COLS do c = c * 2 end
+  return c
+end
 """
 
 SOFTMAX = """return {{
@@ -126,22 +135,28 @@ SOFTMAX = """return {{
     if c.mode ~= "stream" and c.unroll ~= 4 then return false end      -- unroll is stream's
     if c.mode ~= "onchip" and c.prefetch then return false end
     if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end   -- one wave anyway
+    if c.threads == 128 and (ROWS > 128 or COLS > 50257) then return false end
+    if c.min_blocks > 1 and (c.threads > 512 or c.mode == "tma") then return false end
+    -- clusters from the smallest that holds the row in registers (a CTA holds at most ~13K
+    -- vectors: 26 a thread at 512 threads) to 2x that; few rows may spread to 16
+    local lo = cmin(13312)
+    if c.mode ~= "stream" and c.cluster > 2 * lo and not (ROWS <= 16 and c.cluster <= 16) then return false end
+    if c.mode == "stream" and ROWS * c.cluster < 2 * SMS and c.cluster < 16 then return false end
+    -- the next row is prefetched (tma, prefetch) only where a CTA loops over rows
+    if (c.mode == "tma" or c.prefetch) and not c.persistent then return false end
     local span = c.cluster * c.threads * V
     if c.mode ~= "stream" then
       if span > COLS then return false end                              -- idle threads
       local pt = (COLS + span - 1) // span                              -- vectors per thread
       if c.prefetch and (pt > 8 or ROWS * c.cluster <= SMS) then return false end
       if c.mode == "tma" and pt > 16 then return false end
-      if c.mode == "onchip" and pt < 2 and c.threads > 256 then return false end
     end
-    if ROWS >= 4096 and c.cluster > 4 and COLS <= 151936 then return false end
-    if ROWS >= 1024 and c.threads == 128 then return false end
 {extra}    return true
   end,
   shapes = {{
 {shapes}  }},
   per_shape = function(s)
-    ROWS, COLS = s.rows, s.cols
+    ROWS, COLS, L = s.rows, s.cols, LEVEL[s.rows .. "x" .. s.cols]
     return {{ max_cols = s.cols <= 262144 and s.cols or 0 }}
   end,
 }}
@@ -160,17 +175,25 @@ REDUCE = """return {{
   where = function(c)
     if c.cluster == 1 and c.exchange == "push" then return false end
     if c.threads * c.min_blocks > 2048 then return false end
-    if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end
+    if c.min_blocks > 1 and c.threads * c.min_blocks < 1024 then return false end   -- half an SM or more
+    if c.threads == 128 and c.min_blocks < 4 then return false end
+    if c.unroll == 1 then return false end
+    if c.persistent and ROWS * c.cluster <= 2 * SMS * c.min_blocks then return false end   -- two waves or more
     if c.cluster * c.threads * V * c.unroll > 2 * COLS then return false end   -- loads past the row
-    if ROWS * c.cluster > 64 * SMS and c.cluster > 1 then return false end    -- rows enough for every SM
-    if c.unroll == 1 and COLS > 8192 then return false end
-    if c.exchange == "push" and ROWS > SMS then return false end
+    if c.cluster > 1 and ROWS >= 1024 and c.cluster > 4 then return false end  -- rows enough for every SM
+    -- few rows: spread them over more CTAs, while a doubled cluster still has a row to read
+    if c.cluster < 16 and ROWS * c.cluster * 4 < SMS and 2 * c.cluster * 128 * V * 2 <= COLS then return false end
+    if c.exchange == "push" and (ROWS > 16 or c.cluster < 8) then return false end   -- a wide combine, few rows
+    -- clusters up to 4x the smallest that spreads the rows over the SMs
+    local spread = 1
+    while spread < 16 and ROWS * spread * 4 < SMS do spread = spread * 2 end
+    if c.cluster > 4 * spread then return false end
 {extra}    return true
   end,
   shapes = {{
 {shapes}  }},
   per_shape = function(s)
-    ROWS, COLS = s.rows, s.cols
+    ROWS, COLS, L = s.rows, s.cols, LEVEL[s.rows .. "x" .. s.cols]
     return {{ op = "{op}" }}
   end,
 }}
@@ -193,37 +216,66 @@ RMSNORM = """return {{
     if c.cluster * group * V > COLS then return false end               -- idle threads
     if c.rows_per_cta > 1 and (ROWS < SMS * c.rows_per_cta or COLS > 16384) then return false end
     if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks * c.rows_per_cta then return false end
-    if ROWS >= 1024 and c.cluster > 4 then return false end
+    local lo = cmin({cta_vecs})                                         -- the row in one cluster's registers
+    if c.cluster > math.max(4, 2 * lo) then return false end
 {extra}    return true
   end,
   shapes = {{
 {shapes}  }},
   per_shape = function(s)
-    ROWS, COLS = s.rows, s.cols
+    ROWS, COLS, L = s.rows, s.cols, LEVEL[s.rows .. "x" .. s.cols]
     return {{ max_cols = s.cols, residual = {residual} }}
   end,
 }}
 """
 
-# Pruning for the expensive shapes: a candidate of a shape over ~1 GB costs about a second of
-# the device machine (weft tune fills the whole input on the host and copies it over for each
-# candidate), so there only the neighbourhood of what the small shapes and RESULTS found is kept.
+# Pruning by what a candidate costs on the device machine: weft tune fills the whole input on the
+# host and copies it over for every candidate, so a candidate of a 2 GB shape costs 1-6 s where
+# one of a 1 MB shape costs ~0.05 s.  Each shape gets a level (LEVELS: seconds per candidate, from
+# cand_seconds); the higher the level, the narrower the space around what RESULTS and the small
+# shapes found.  Level 0 keeps the whole pruned space.
+LEVELS = [0.05, 0.15, 0.4, 1.5]
+
 EXTRA = {
-    "row_softmax": """    if ROWS * COLS * {esize} > (1 << 30) then
-      if c.threads < 256 or c.min_blocks > 1 and c.threads > 512 then return false end
-      if c.mode == "tma" and c.cluster < 4 then return false end
-      if c.prefetch then return false end
+    "row_softmax": """    if L >= 1 and (c.threads < 256 or c.prefetch and c.mode == "onchip" and COLS > 65536) then return false end
+    if L >= 2 then
+      if c.min_blocks > 1 or c.prefetch or c.cluster > 2 * lo then return false end
+      if c.mode == "tma" and not c.persistent then return false end
     end
+    if L >= 3 then
+      if c.mode ~= "onchip" or c.threads < 512 or c.cluster < lo or not c.persistent and ROWS * c.cluster > SMS then
+        return false
+      end
+      if c.cluster > 1 and c.exchange == "pull" then return false end
+    end
+    if L >= 4 and c.threads ~= 1024 then return false end
 """,
-    "row_reduce": """    if ROWS * COLS * {esize} > (1 << 30) then
-      if c.unroll < 4 or c.threads < 256 or c.cluster > 4 then return false end
+    "row_reduce": """    if L >= 1 and (c.threads < 256 or c.unroll < 4 and COLS > 65536) then return false end
+    if ROWS >= 1024 and c.cluster > 2 and COLS <= 65536 then return false end
+    local wide = COLS > 16384   -- a short row takes 256 threads x 4 vectors in a pass
+    if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) or c.min_blocks > 2) then return false end
+    if L >= 3 then
+      if c.threads ~= (wide and 512 or 256) or c.min_blocks ~= 2048 // c.threads // 2 or c.unroll ~= (wide and 8 or 4) then
+        return false
+      end
+      if c.cluster ~= 1 and c.cluster ~= (COLS > 65536 and 4 or 2) then return false end
     end
+    if L >= 4 and not c.persistent then return false end
 """,
-    "rmsnorm": """    if ROWS * COLS * {esize} > (1 << 30) then
-      if c.threads < 256 or c.rows_per_cta > 2 then return false end
+    "rmsnorm": """    if L >= 1 and c.threads < 256 and COLS > 8192 then return false end
+    if L >= 2 and (c.threads < 256 or c.rows_per_cta > 2 or c.min_blocks > 1) then return false end
+    if L >= 3 then
+      if c.threads > 512 or c.rows_per_cta > 1 or c.persistent then return false end
+      if c.cluster > 1 and c.exchange == "pull" then return false end
     end
+    if L >= 4 and c.threads ~= 512 then return false end
 """,
 }
+
+
+def level(variant, dtype, rows, cols):
+    t = cand_seconds(variant, dtype, rows, cols, 20)
+    return sum(1 for x in LEVELS if t > x)
 
 
 def sweep_name(variant, dtype):
@@ -236,7 +288,9 @@ def sweep_text(variant, dtype, shapes):
     what = {"row_softmax": "row_softmax", "row_reduce_sum": "row_reduce op = sum",
             "row_reduce_max": "row_reduce op = max", "rmsnorm": "rmsnorm",
             "rmsnorm_res": "rmsnorm residual = true"}[variant]
-    head = HEAD.format(name=sweep_name(variant, dtype), what=what, dtype=dtype, sms=SMS, vec=16 // ESIZE[dtype])
+    levels = ", ".join('["%dx%d"] = %d' % (r, c, level(variant, dtype, r, c)) for r, c in shapes)
+    head = HEAD.format(name=sweep_name(variant, dtype), what=what, dtype=dtype, sms=SMS, vec=16 // ESIZE[dtype],
+                       levels=levels)
     extra = EXTRA[fam].format(esize=ESIZE[dtype])
     if fam == "row_softmax":
         body = SOFTMAX.format(dtype=dtype, shapes=lines, extra=extra)
@@ -244,7 +298,7 @@ def sweep_text(variant, dtype, shapes):
         body = REDUCE.format(dtype=dtype, op=keys["op"], shapes=lines, extra=extra)
     else:
         body = RMSNORM.format(dtype=dtype, residual="true" if keys["residual"] else "false", shapes=lines,
-                              extra=extra)
+                              extra=extra, cta_vecs=4096 if keys["residual"] else 6656)
     return head + body
 
 
@@ -265,7 +319,7 @@ def sweeps():
 # check run fills 16 rows), and 2 x (iters + 3) launches of the kernel and of the copy baseline.
 FILL_PER_S = {"f32": 2.5e9, "bf16": 2.5e9, "f16": 0.8e9}   # elements (16 threads); f16's conversion is slow
 FIXED_S = 0.05
-COMPILE_S = 0.7          # one cold NVRTC compile on one core (measured here: 620-810 ms)
+COMPILE_S = 0.5          # one cold compile per thread: RESULTS saw 240 kernels in 7.5 s on 16 threads (here: 0.6-0.8 s on one core)
 
 
 def inputs(variant, dtype, rows, cols):
@@ -310,6 +364,8 @@ def estimate(weft, iters, jobs):
     cache = "/tmp/weft-auto-grid-count"
     os.makedirs(cache, exist_ok=True)
     tot_c = tot_run = 0
+    tsv = ["# bench/auto/grid.py --estimate: per sweep, kernels (candidates + the base per shape) and run seconds",
+           "sweep\tshapes\tkernels\trun_s"]
     print("%-22s %6s %7s %8s   shapes" % ("sweep", "shapes", "kernels", "run s"))
     for v, dt, path, shapes in sweeps():
         got = count(weft, path, cache)
@@ -317,8 +373,11 @@ def estimate(weft, iters, jobs):
         run = sum((got[(r, c)] + 1) * cand_seconds(v, dt, r, c, iters) for r, c in shapes)
         tot_c += kern
         tot_run += run
+        tsv.append("%s\t%d\t%d\t%.1f" % (os.path.basename(path), len(shapes), kern, run))
         print("%-22s %6d %7d %8.1f   %s" % (os.path.basename(path), len(shapes), kern, run,
               " ".join("%dx%d:%d" % (r, c, got[(r, c)]) for r, c in shapes)))
+    with open(os.path.join(HERE, "estimate.tsv"), "w") as f:
+        f.write("\n".join(tsv) + "\n")
     comp = tot_c * COMPILE_S / jobs
     print("total: %d kernels; compile ~%.0f s on %d threads (%.1f s each); runs ~%.0f s (iters %d); "
           "sum ~%.0f s" % (tot_c, comp, jobs, COMPILE_S, tot_run, iters, comp + tot_run))

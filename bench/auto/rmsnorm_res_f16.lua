@@ -3,9 +3,18 @@
 -- `weft tune` measures every candidate; `weft tune --export` keeps the best per shape for
 -- tune/h200.tsv.  `where` prunes what cannot win (it reads the shape through ROWS / COLS, which
 -- per_shape sets: gen/core/sweep.lua runs per_shape for a shape right before its `where` calls).
-local ROWS, COLS = 0, 0
+local ROWS, COLS, L = 0, 0, 0
 local SMS = 132
 local V = 8          -- elements per 16-byte vector
+-- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
+local LEVEL = { ["1x4096"] = 1, ["1x128256"] = 1, ["16x50257"] = 1, ["16x262144"] = 1, ["128x32000"] = 1, ["128x151936"] = 2, ["1024x4096"] = 1, ["1024x128256"] = 3, ["4096x50257"] = 3, ["4096x262144"] = 4, ["16384x32000"] = 4, ["2048x5120"] = 1, ["1000x4099"] = 1 }
+-- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
+-- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
+local function cmin(vecs)
+  local c = 1
+  while c < 16 and V * c * vecs < COLS do c = c * 2 end
+  return c
+end
 return {
   base = { family = "rmsnorm", dtype = "f16", residual = true, eps = 1e-6, nonportable = true },
   space = {
@@ -23,10 +32,15 @@ return {
     if c.cluster * group * V > COLS then return false end               -- idle threads
     if c.rows_per_cta > 1 and (ROWS < SMS * c.rows_per_cta or COLS > 16384) then return false end
     if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks * c.rows_per_cta then return false end
-    if ROWS >= 1024 and c.cluster > 4 then return false end
-    if ROWS * COLS * 2 > (1 << 30) then
-      if c.threads < 256 or c.rows_per_cta > 2 then return false end
+    local lo = cmin(4096)                                         -- the row in one cluster's registers
+    if c.cluster > math.max(4, 2 * lo) then return false end
+    if L >= 1 and c.threads < 256 and COLS > 8192 then return false end
+    if L >= 2 and (c.threads < 256 or c.rows_per_cta > 2 or c.min_blocks > 1) then return false end
+    if L >= 3 then
+      if c.threads > 512 or c.rows_per_cta > 1 or c.persistent then return false end
+      if c.cluster > 1 and c.exchange == "pull" then return false end
     end
+    if L >= 4 and c.threads ~= 512 then return false end
     return true
   end,
   shapes = {
@@ -45,7 +59,7 @@ return {
     { rows = 1000, cols = 4099 },
   },
   per_shape = function(s)
-    ROWS, COLS = s.rows, s.cols
+    ROWS, COLS, L = s.rows, s.cols, LEVEL[s.rows .. "x" .. s.cols]
     return { max_cols = s.cols, residual = true }
   end,
 }

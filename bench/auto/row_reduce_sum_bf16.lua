@@ -3,9 +3,18 @@
 -- `weft tune` measures every candidate; `weft tune --export` keeps the best per shape for
 -- tune/h200.tsv.  `where` prunes what cannot win (it reads the shape through ROWS / COLS, which
 -- per_shape sets: gen/core/sweep.lua runs per_shape for a shape right before its `where` calls).
-local ROWS, COLS = 0, 0
+local ROWS, COLS, L = 0, 0, 0
 local SMS = 132
 local V = 8          -- elements per 16-byte vector
+-- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
+local LEVEL = { ["1x32000"] = 1, ["1x151936"] = 1, ["16x4096"] = 1, ["16x128256"] = 1, ["128x50257"] = 1, ["128x262144"] = 1, ["1024x32000"] = 1, ["1024x151936"] = 2, ["4096x4096"] = 1, ["4096x128256"] = 3, ["16384x50257"] = 3, ["4096x262144"] = 3 }
+-- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
+-- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
+local function cmin(vecs)
+  local c = 1
+  while c < 16 and V * c * vecs < COLS do c = c * 2 end
+  return c
+end
 return {
   base = { family = "row_reduce", dtype = "bf16", op = "sum", nonportable = true },
   space = {
@@ -19,14 +28,30 @@ return {
   where = function(c)
     if c.cluster == 1 and c.exchange == "push" then return false end
     if c.threads * c.min_blocks > 2048 then return false end
-    if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end
+    if c.min_blocks > 1 and c.threads * c.min_blocks < 1024 then return false end   -- half an SM or more
+    if c.threads == 128 and c.min_blocks < 4 then return false end
+    if c.unroll == 1 then return false end
+    if c.persistent and ROWS * c.cluster <= 2 * SMS * c.min_blocks then return false end   -- two waves or more
     if c.cluster * c.threads * V * c.unroll > 2 * COLS then return false end   -- loads past the row
-    if ROWS * c.cluster > 64 * SMS and c.cluster > 1 then return false end    -- rows enough for every SM
-    if c.unroll == 1 and COLS > 8192 then return false end
-    if c.exchange == "push" and ROWS > SMS then return false end
-    if ROWS * COLS * 2 > (1 << 30) then
-      if c.unroll < 4 or c.threads < 256 or c.cluster > 4 then return false end
+    if c.cluster > 1 and ROWS >= 1024 and c.cluster > 4 then return false end  -- rows enough for every SM
+    -- few rows: spread them over more CTAs, while a doubled cluster still has a row to read
+    if c.cluster < 16 and ROWS * c.cluster * 4 < SMS and 2 * c.cluster * 128 * V * 2 <= COLS then return false end
+    if c.exchange == "push" and (ROWS > 16 or c.cluster < 8) then return false end   -- a wide combine, few rows
+    -- clusters up to 4x the smallest that spreads the rows over the SMs
+    local spread = 1
+    while spread < 16 and ROWS * spread * 4 < SMS do spread = spread * 2 end
+    if c.cluster > 4 * spread then return false end
+    if L >= 1 and (c.threads < 256 or c.unroll < 4 and COLS > 65536) then return false end
+    if ROWS >= 1024 and c.cluster > 2 and COLS <= 65536 then return false end
+    local wide = COLS > 16384   -- a short row takes 256 threads x 4 vectors in a pass
+    if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) or c.min_blocks > 2) then return false end
+    if L >= 3 then
+      if c.threads ~= (wide and 512 or 256) or c.min_blocks ~= 2048 // c.threads // 2 or c.unroll ~= (wide and 8 or 4) then
+        return false
+      end
+      if c.cluster ~= 1 and c.cluster ~= (COLS > 65536 and 4 or 2) then return false end
     end
+    if L >= 4 and not c.persistent then return false end
     return true
   end,
   shapes = {
@@ -44,7 +69,7 @@ return {
     { rows = 4096, cols = 262144 },
   },
   per_shape = function(s)
-    ROWS, COLS = s.rows, s.cols
+    ROWS, COLS, L = s.rows, s.cols, LEVEL[s.rows .. "x" .. s.cols]
     return { op = "sum" }
   end,
 }
