@@ -62,11 +62,10 @@ def tensor_bytes(dtype, rows, cols):
 
 def published(variant):
     """[(dtype, rows, cols)] of the grid for this variant (over MAX_TENSOR left out), then RESULTS'."""
-    off = list(VARIANTS).index(variant)
     out = []
     for ti, t in enumerate(TOKENS):
         for wi, w in enumerate(WIDTHS):
-            dt = DTYPES[(ti + wi + off) % 3]
+            dt = grid_dtype(variant, ti, wi)
             if tensor_bytes(dt, t, w) <= MAX_TENSOR:
                 out.append((dt, t, w))
     for v, dt, r, c in RESULTS_SHAPES:
@@ -75,10 +74,22 @@ def published(variant):
     return out
 
 
-def left_out(variant):
+def grid_dtype(variant, ti, wi):
+    """The dtype of grid point (ti, wi): the diagonals in turn, shifted to the next dtype where a
+    sibling variant (same family) sweeps that dtype and shape for RESULTS (see check_keys)."""
     off = list(VARIANTS).index(variant)
-    return [(DTYPES[(ti + wi + off) % 3], t, w) for ti, t in enumerate(TOKENS) for wi, w in enumerate(WIDTHS)
-            if tensor_bytes(DTYPES[(ti + wi + off) % 3], t, w) > MAX_TENSOR]
+    fam = VARIANTS[variant][0]
+    for step in range(3):
+        dt = DTYPES[(ti + wi + off + step) % 3]
+        if not any(v != variant and VARIANTS[v][0] == fam and (d, r, c) == (dt, TOKENS[ti], WIDTHS[wi])
+                   for v, d, r, c in RESULTS_SHAPES):
+            return dt
+    return dt
+
+
+def left_out(variant):
+    return [(grid_dtype(variant, ti, wi), t, w) for ti, t in enumerate(TOKENS) for wi, w in enumerate(WIDTHS)
+            if tensor_bytes(grid_dtype(variant, ti, wi), t, w) > MAX_TENSOR]
 
 
 def off_grid(variant):
@@ -302,8 +313,22 @@ def sweep_text(variant, dtype, shapes):
     return head + body
 
 
+def check_keys():
+    """The tuning DB and the table key a row by family, dtype and shape, not by op or residual:
+    two variants of one family must never sweep the same dtype and shape, or `weft tune --export`
+    would keep one variant's best for both.  The diagonal dtype order keeps them apart."""
+    seen = {}
+    for v in VARIANTS:
+        for dt, r, c in published(v):
+            k = (VARIANTS[v][0], dt, r, c)
+            if k in seen and seen[k] != v:
+                sys.exit("grid.py: %s and %s both sweep %s %s %dx%d" % (seen[k], v, *k))
+            seen[k] = v
+
+
 def sweeps():
     """[(variant, dtype, path, [(rows, cols)])]: one sweep file per variant and dtype."""
+    check_keys()
     out = []
     for v in VARIANTS:
         for dt in DTYPES:
