@@ -20,8 +20,8 @@ Why the Python package rather than `weft run --auto`: one process holds torch an
 are timed by the same code on the same tensors; the inputs are made on the GPU (torch) instead of
 weft run's host fill + copy of the whole input per run (seconds at the 2-4 GB shapes, for every
 config); and the choosing and compiling happens first in parallel worker processes on the 16
-cores, so the timing process only loads cached kernels.  The choice goes through the C API
-(weft_auto_choose_string, ctypes), the same call `weft run --auto` makes.
+cores, so the timing process only loads cached kernels.  The choice is the package's
+Context.auto (weft_auto_choose_string), the call `weft run --auto` makes.
 
   python3 bench/auto_rows.py --db DB --table TABLE [--weft-python build/python] [--jobs 16]
                              [--variant V] [--limit N] [--iters 30] [--dry-run] [--out DIR]
@@ -40,11 +40,7 @@ L2_ROTATE = 192 << 20          # measure.c's measure_rotation_sets: 3 x L2 per r
 def user_config(variant, dtype):
     """What a user writes: the family and the key fields, every other field open."""
     fam, keys = grid.VARIANTS[variant]
-    parts = ['family = "%s"' % fam, 'dtype = "%s"' % dtype]
-    for k, v in sorted(keys.items()):
-        parts.append("%s = %s" % (k, ("true" if v else "false") if isinstance(v, bool)
-                                  else '"%s"' % v if isinstance(v, str) else repr(v)))
-    return "return { %s }" % ", ".join(parts)
+    return dict(keys, family=fam, dtype=dtype)
 
 
 def cases(variants, limit):
@@ -65,55 +61,33 @@ def key(cs):
 
 # ---- choosing (worker processes: no torch, no launch) ---------------------------------------------
 
-def bind_auto(lib):
-    """The contract's C API of issue 18 (runtime/core/auto.c), by ctypes."""
-    vp, cp = ctypes.c_void_p, ctypes.c_char_p
-    protos = {
-        "weft_auto_choose_string": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(cp), ctypes.c_int, cp, ctypes.c_int,
-                                                   ctypes.c_int, cp, ctypes.POINTER(vp)]),
-        "weft_auto_source": (cp, [vp]), "weft_auto_detail": (cp, [vp]), "weft_auto_time_us": (ctypes.c_double, [vp]),
-        "weft_auto_count": (ctypes.c_int, [vp]), "weft_auto_config": (cp, [vp, ctypes.c_int]),
-        "weft_auto_name": (cp, [vp, ctypes.c_int]), "weft_auto_free": (None, [vp]),
-    }
-    for name, (res, args) in protos.items():
-        f = getattr(lib, name, None)
-        if f is None:
-            sys.exit("auto_rows: %s does not export %s: build a weft with issue 18's C API (runtime/core/auto.c)"
-                     % (getattr(lib, "_name", "libweft"), name))
-        f.restype, f.argtypes = res, args
-
-
 def choose_worker(args):
-    """--choose: the choice for each case of the slice, its config text compiled once (into the
-    kernel cache the timing process reads).  Writes JSON lines to --choose-out."""
+    """--choose: the choice for each case of the slice (Context.auto: weft_auto_choose_string, the
+    call `weft run --auto` makes), compiled once into the kernel cache the timing process reads.
+    Writes JSON lines to --choose-out."""
     import weft
-    from weft import _lib
-    lib = _lib.lib
-    bind_auto(lib)
     ctx = weft.Context()
     all_cases = cases(args.variant or list(grid.VARIANTS), args.limit)
     lo, hi = (int(x) for x in args.slice.split(":"))
     with open(args.choose_out, "w") as f:
         for cs in all_cases[lo:hi]:
-            text = user_config(cs["variant"], cs["dtype"]).encode()
-            shape = ("rows=%d cols=%d" % (cs["rows"], cs["cols"])).encode()
-            a = ctypes.c_void_p()
-            st = lib.weft_auto_choose_string(ctx._handle(), b"<auto_rows>", text, None, 0, shape, 1, 0,
-                                             args.choose_db.encode(), ctypes.byref(a))
             r = {"key": key(cs)}
-            if st:
-                r["error"] = _lib.text(lib.weft_ctx_error(ctx._handle()))
-            else:
-                r.update(source=_lib.text(lib.weft_auto_source(a)), detail=_lib.text(lib.weft_auto_detail(a)),
-                         time_us=lib.weft_auto_time_us(a), text=_lib.text(lib.weft_auto_config(a, 0)),
-                         name=_lib.text(lib.weft_auto_name(a, 0)))
-                lib.weft_auto_free(a)
-                t0 = time.time()
-                try:
-                    ctx.compile_source(r["text"], "<auto %s>" % r["source"]).close()
-                    r["compile_s"] = round(time.time() - t0, 3)
-                except Exception as e:   # the timing process reports it again, per shape
-                    r["compile_error"] = str(e)
+            try:
+                a = ctx.auto(user_config(cs["variant"], cs["dtype"]), {"rows": cs["rows"], "cols": cs["cols"]},
+                             db=args.choose_db)
+            except Exception as e:   # a shape outside every limit: the message names it
+                r["error"] = str(e)
+                f.write(json.dumps(r) + "\n")
+                continue
+            r.update(source=a.source, detail=a.detail, time_us=a.time_us, text=a.configs[0], name=a.names[0])
+            t0 = time.time()
+            try:
+                if not args.no_compile:
+                    a.compile(0).close()
+                r["compile_s"] = round(time.time() - t0, 3)
+            except Exception as e:   # the timing process reports it again, per shape
+                r["compile_error"] = str(e)
+            a.close()
             f.write(json.dumps(r) + "\n")
             f.flush()
 
@@ -170,6 +144,17 @@ def sweep_best(db, cs):
     return None
 
 
+def compile_sets(ctx, base, sets, name):
+    """A DB row's kernel: its sweep's base text with its set list, as weft tune built it."""
+    from weft import _lib
+    lib, k = _lib.lib, ctypes.c_void_p()
+    ov, n = _lib.strings(sets)
+    st = lib.weft_compile_string(ctx._handle(), name.encode(), base.encode(), ov, n, ctypes.byref(k))
+    if st:
+        raise RuntimeError(_lib.text(lib.weft_ctx_error(ctx._handle())))
+    return ctx._kernel(k)
+
+
 # ---- timing (the one GPU process) ----------------------------------------------------------------
 
 class Bench:
@@ -186,12 +171,7 @@ class Bench:
         return self.ctx.compile_source(text, name)
 
     def compile_sets(self, base, sets, name):
-        lib, k = self._lib.lib, ctypes.c_void_p()
-        ov, n = self._lib.strings(sets)
-        st = lib.weft_compile_string(self.ctx._handle(), name.encode(), base.encode(), ov, n, ctypes.byref(k))
-        if st:
-            raise RuntimeError(self._lib.text(lib.weft_ctx_error(self.ctx._handle())))
-        return self.ctx._kernel(k)
+        return compile_sets(self.ctx, base, sets, name)
 
     def inputs(self, cs):
         """nsets input sets (rotation), each a dict of tensors."""
@@ -402,6 +382,10 @@ def flags(r):
         f.append("MISS best")
     if r["bytes"] >= 8e6 and ratio(t, a) is not None and ratio(t, a) < 1.0:
         f.append("MISS torch")
+    # the rule (or auto) faster than the sweep's best by more than noise: the sweep's pruning cut
+    # out what wins there, so its "best" is not the best at this shape
+    if b is not None and min(x for x in (a, r.get("rule_us"), b) if x is not None) < 0.97 * b:
+        f.append("BEATS sweep")
     for w in ("rule", "auto", "best", "torch"):
         if r.get(w + "_error"):
             f.append("%s: %s" % (w, r[w + "_error"][:120]))
@@ -456,6 +440,7 @@ def main():
     ap.add_argument("--slice", help=argparse.SUPPRESS)
     ap.add_argument("--choose-out", help=argparse.SUPPRESS)
     ap.add_argument("--choose-db", help=argparse.SUPPRESS)
+    ap.add_argument("--no-compile", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.choose:
         return choose_worker(args)

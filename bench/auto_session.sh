@@ -4,7 +4,7 @@
 # machine with build/ carried (build/weft, build/python with libweft.so.0):
 #   sweep   the full sweeps bench/auto/*.lua (bench/auto/grid.py wrote them) into a fresh tuning DB,
 #           in the order of bench/auto/estimate.tsv, as many as fit in this call's budget;
-#   export  the best row per shape into $OUT/h200.tsv (weft tune --export), once every sweep ran;
+#   export  the best row per shape into $OUT/h200.tsv (weft export-table), once every sweep ran;
 #   rows    bench/auto_rows.py: rule / auto (with that table) / the sweep's best / torch per shape.
 # "all" (the default) does what is left of the three, so the same command is run again in the
 # second call if the first ran out of time; it says so last.
@@ -75,11 +75,12 @@ if [ "$part" = all ] || [ "$part" = export ]; then
   if [ $pending != 0 ]; then
     note "export: $pending sweep(s) not run yet; run the same command again (the next call resumes)"
   elif [ $dry = 1 ]; then
-    echo "$WEFT tune --export $TABLE --db $DB   (or: $WEFT export-table --db $DB $TABLE)"
+    echo "$WEFT export-table --db $DB $TABLE"
   else
-    "$WEFT" tune --export "$TABLE" --db "$DB" > "$OUT/export.log" 2>&1 ||
-      "$WEFT" export-table --db "$DB" "$TABLE" >> "$OUT/export.log" 2>&1
+    # (weft tune --export FILE does the same at the end of a sweep; the table wants every sweep's rows)
+    "$WEFT" export-table --db "$DB" "$TABLE" > "$OUT/export.log" 2>&1
     rc=$?
+    grep -c "skipped" "$OUT/export.log" | sed 's/^/    rows skipped by the export: /' | tee -a "$OUT/summary.txt"
     note "export: rc $rc, $(grep -vc '^#' "$TABLE" 2>/dev/null || echo 0) lines in $TABLE"
   fi
 fi

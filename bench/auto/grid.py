@@ -146,7 +146,7 @@ SOFTMAX = """return {{
     if c.mode ~= "stream" and c.unroll ~= 4 then return false end      -- unroll is stream's
     if c.mode ~= "onchip" and c.prefetch then return false end
     if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end   -- one wave anyway
-    if c.threads == 128 and (ROWS > 128 or COLS > 50257) then return false end
+    if c.threads == 128 and COLS > 65536 then return false end
     if c.min_blocks > 1 and (c.threads > 512 or c.mode == "tma") then return false end
     -- clusters from the smallest that holds the row in registers (a CTA holds at most ~13K
     -- vectors: 26 a thread at 512 threads) to 2x that; few rows may spread to 16
@@ -187,7 +187,6 @@ REDUCE = """return {{
     if c.cluster == 1 and c.exchange == "push" then return false end
     if c.threads * c.min_blocks > 2048 then return false end
     if c.min_blocks > 1 and c.threads * c.min_blocks < 1024 then return false end   -- half an SM or more
-    if c.threads == 128 and c.min_blocks < 4 then return false end
     if c.unroll == 1 then return false end
     if c.persistent and ROWS * c.cluster <= 2 * SMS * c.min_blocks then return false end   -- two waves or more
     if c.cluster * c.threads * V * c.unroll > 2 * COLS then return false end   -- loads past the row
@@ -248,7 +247,9 @@ RMSNORM = """return {{
 LEVELS = [0.05, 0.15, 0.4, 1.5]
 
 EXTRA = {
-    "row_softmax": """    if L >= 1 and (c.threads < 256 or c.prefetch and c.mode == "onchip" and COLS > 65536) then return false end
+    "row_softmax": """    if L >= 1 and (c.threads < 256 and ROWS > 4096 or c.prefetch and c.mode == "onchip" and COLS > 65536) then
+      return false
+    end
     if L >= 2 then
       if c.min_blocks > 1 or c.prefetch or c.cluster > 2 * lo then return false end
       if c.mode == "tma" and not c.persistent then return false end
@@ -261,7 +262,7 @@ EXTRA = {
     end
     if L >= 4 and c.threads ~= 1024 then return false end
 """,
-    "row_reduce": """    if L >= 1 and (c.threads < 256 or c.unroll < 4 and COLS > 65536) then return false end
+    "row_reduce": """    if L >= 1 and (c.threads < 256 and c.min_blocks == 2 or c.unroll < 4 and COLS > 65536) then return false end
     if ROWS >= 1024 and c.cluster > 2 and COLS <= 65536 then return false end
     local wide = COLS > 16384   -- a short row takes 256 threads x 4 vectors in a pass
     if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) or c.min_blocks > 2) then return false end

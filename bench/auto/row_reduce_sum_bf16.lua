@@ -29,7 +29,6 @@ return {
     if c.cluster == 1 and c.exchange == "push" then return false end
     if c.threads * c.min_blocks > 2048 then return false end
     if c.min_blocks > 1 and c.threads * c.min_blocks < 1024 then return false end   -- half an SM or more
-    if c.threads == 128 and c.min_blocks < 4 then return false end
     if c.unroll == 1 then return false end
     if c.persistent and ROWS * c.cluster <= 2 * SMS * c.min_blocks then return false end   -- two waves or more
     if c.cluster * c.threads * V * c.unroll > 2 * COLS then return false end   -- loads past the row
@@ -41,7 +40,7 @@ return {
     local spread = 1
     while spread < 16 and ROWS * spread * 4 < SMS do spread = spread * 2 end
     if c.cluster > 4 * spread then return false end
-    if L >= 1 and (c.threads < 256 or c.unroll < 4 and COLS > 65536) then return false end
+    if L >= 1 and (c.threads < 256 and c.min_blocks == 2 or c.unroll < 4 and COLS > 65536) then return false end
     if ROWS >= 1024 and c.cluster > 2 and COLS <= 65536 then return false end
     local wide = COLS > 16384   -- a short row takes 256 threads x 4 vectors in a pass
     if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) or c.min_blocks > 2) then return false end

@@ -33,7 +33,7 @@ return {
     if c.mode ~= "stream" and c.unroll ~= 4 then return false end      -- unroll is stream's
     if c.mode ~= "onchip" and c.prefetch then return false end
     if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end   -- one wave anyway
-    if c.threads == 128 and (ROWS > 128 or COLS > 50257) then return false end
+    if c.threads == 128 and COLS > 65536 then return false end
     if c.min_blocks > 1 and (c.threads > 512 or c.mode == "tma") then return false end
     -- clusters from the smallest that holds the row in registers (a CTA holds at most ~13K
     -- vectors: 26 a thread at 512 threads) to 2x that; few rows may spread to 16
@@ -49,7 +49,9 @@ return {
       if c.prefetch and (pt > 8 or ROWS * c.cluster <= SMS) then return false end
       if c.mode == "tma" and pt > 16 then return false end
     end
-    if L >= 1 and (c.threads < 256 or c.prefetch and c.mode == "onchip" and COLS > 65536) then return false end
+    if L >= 1 and (c.threads < 256 and ROWS > 4096 or c.prefetch and c.mode == "onchip" and COLS > 65536) then
+      return false
+    end
     if L >= 2 then
       if c.min_blocks > 1 or c.prefetch or c.cluster > 2 * lo then return false end
       if c.mode == "tma" and not c.persistent then return false end
