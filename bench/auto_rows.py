@@ -260,7 +260,8 @@ class Bench:
         got = out.double()
         tol = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}[cs["dtype"]]
         if v == "row_reduce_sum":
-            scale = x.abs().sum(dim=1) * 1e-5 + 1e-6     # f32 accumulation over the row
+            # f32 accumulation: each thread sums its stretch of the row in order, then a tree
+            scale = x.abs().sum(dim=1) * 4e-5 + 1e-6
         elif v == "row_softmax":
             scale = want.abs() * tol * 2 + 1e-7
         else:
@@ -280,9 +281,13 @@ class Bench:
     def time(self, fns):
         """fns: one launch per input set.  Median us of self.iters launches, each between two events."""
         torch = self.torch
-        for i in range(max(5, len(fns))):   # warm-up
-            fns[i % len(fns)]()
-        torch.cuda.synchronize()
+        # warm-up, then ~20 ms back to back (the clocks under load: every op here heats the same way)
+        t0, n = time.time(), 0
+        while n < max(5, len(fns)) or time.time() - t0 < 0.02:
+            for f in fns:   # one round of the input sets, then wait: the queue never runs ahead
+                f()
+            n += len(fns)
+            torch.cuda.synchronize()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(self.iters)]
         if hasattr(torch.cuda, "_sleep"):
             torch.cuda._sleep(3_000_000)   # ~1.5 ms: the host queues every timed launch before the GPU gets there
