@@ -49,7 +49,8 @@ def cases(variants, limit):
         pub = [(dt, r, c, "grid" if (r in grid.TOKENS and c in grid.WIDTHS) else "results")
                for dt, r, c in grid.published(v)]
         off = [(dt, r, c, "off") for dt, r, c in grid.off_grid(v)]
-        for dt, r, c, tag in (pub + off)[:limit or None]:
+        lim = [(dt, r, c, "limit") for dt, r, c in grid.limit_cases(v)]   # auto must refuse these
+        for dt, r, c, tag in (pub + off)[:limit or None] + lim:
             out.append({"variant": v, "family": grid.VARIANTS[v][0], "dtype": dt, "rows": r, "cols": c, "tag": tag,
                         "bytes": grid.inputs(v, dt, r, c)[1]})
     return out
@@ -322,6 +323,15 @@ def run(args):
     for cs in all_cases:
         k_ = key(cs)
         r = dict(cs, key=k_)
+        if cs["tag"] == "limit":   # outside every config's limits: both choices must fail, naming cols
+            for which, got in (("rule", rule.get(k_)), ("auto", auto.get(k_))):
+                err = (got or {}).get("error", "")
+                r[which + "_refused"] = "cols" in err
+                r[which + "_detail"] = err or "chose %s" % (got or {}).get("name")
+            res.append(r)
+            print("# %s: refused: rule %s, auto %s (%s)" % (k_, r["rule_refused"], r["auto_refused"],
+                                                            r["auto_detail"][:200]), flush=True)
+            continue
         try:
             sets = B.inputs(cs)
         except Exception as e:   # out of memory, say
@@ -381,6 +391,8 @@ def ratio(a, b):
 
 
 def flags(r):
+    if r["tag"] == "limit":
+        return "" if r.get("rule_refused") and r.get("auto_refused") else "NOT REFUSED: %s" % r.get("auto_detail")
     f = []
     a, b, t = r.get("auto_us"), r.get("best_us"), r.get("torch_us")
     if ratio(b, a) is not None and ratio(b, a) < 0.90:
@@ -416,7 +428,7 @@ def table(res):
     miss = {}
     for r in res:
         f = flags(r)
-        for name in ("MISS best", "MISS torch"):
+        for name in ("MISS best", "MISS torch", "BEATS sweep", "NOT REFUSED"):
             if name in f:
                 miss[name] = miss.get(name, 0) + 1
         print("| %s | %s | %dx%d | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
