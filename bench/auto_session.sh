@@ -85,6 +85,17 @@ if [ "$part" = all ] || [ "$part" = export ]; then
   fi
 fi
 
+# ---- the rule scored on the sweeps (host only: bench/auto/fit_rows.lua over the CSVs) ------------
+if [ $pending = 0 ] && { [ "$part" = all ] || [ "$part" = export ]; }; then
+  lua=build/tests/weft-lua
+  if [ $dry = 1 ]; then
+    echo "$lua . bench/auto/fit_rows.lua $STATE/csv/*/tune-*.csv"
+  elif [ -x "$lua" ]; then
+    timeout 120 "$lua" . bench/auto/fit_rows.lua "$STATE"/csv/*/tune-*.csv > "$OUT/fit_rows.log" 2>&1
+    note "fit_rows: rc $?: $(tail -1 "$OUT/fit_rows.log")"
+  fi
+fi
+
 # ---- auto against the sweep and torch ----------------------------------------------------------
 if [ "$part" = all ] || [ "$part" = rows ]; then
   if [ $pending != 0 ]; then

@@ -158,7 +158,8 @@ SOFTMAX = """return {{
     if (c.mode == "stream") ~= (COLS > 262144) then return false end   -- rows past 256K stream
     if c.mode ~= "stream" and c.unroll ~= 4 then return false end      -- unroll is stream's
     if c.mode ~= "onchip" and c.prefetch then return false end
-    if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end   -- one wave anyway
+    -- one wave: persistent or not, the same launch; keep the persistent one (the rule's pick)
+    if not c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end
     if c.threads == 128 and COLS > 65536 then return false end
     if c.min_blocks > 1 and (c.threads > 512 or c.mode == "tma") then return false end
     -- clusters from the smallest that holds the row in registers (a CTA holds at most ~13K
@@ -201,7 +202,7 @@ REDUCE = """return {{
     if c.threads * c.min_blocks > 2048 then return false end
     if c.min_blocks > 1 and c.threads * c.min_blocks < 1024 then return false end   -- half an SM or more
     if c.unroll == 1 then return false end
-    if c.persistent and ROWS * c.cluster <= 2 * SMS * c.min_blocks then return false end   -- two waves or more
+    if not c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end   -- one wave: as above
     if c.cluster * c.threads * V * c.unroll > 2 * COLS then return false end   -- loads past the row
     if c.cluster > 1 and ROWS >= 1024 and c.cluster > 4 then return false end  -- rows enough for every SM
     -- few rows: spread them over more CTAs, while a doubled cluster still has a row to read
@@ -238,7 +239,7 @@ RMSNORM = """return {{
     local group = c.threads // c.rows_per_cta
     if c.cluster * group * V > COLS then return false end               -- idle threads
     if c.rows_per_cta > 1 and (ROWS < SMS * c.rows_per_cta or COLS > 16384) then return false end
-    if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks * c.rows_per_cta then return false end
+    if not c.persistent and ROWS * c.cluster <= SMS * c.min_blocks * c.rows_per_cta then return false end
     local lo = cmin({cta_vecs})                                         -- the row in one cluster's registers
     if c.cluster > math.max(4, 2 * lo) then return false end
 {extra}    return true
@@ -275,10 +276,12 @@ EXTRA = {
     end
     if L >= 4 and c.threads ~= 1024 then return false end
 """,
-    "row_reduce": """    if L >= 1 and (c.threads < 256 and c.min_blocks == 2 or c.unroll < 4 and COLS > 65536) then return false end
+    "row_reduce": """    if L >= 1 and (c.threads < 256 and c.min_blocks == 2 or c.unroll < 4 and COLS > 16384) then return false end
+    if c.min_blocks > 1 and c.threads >= 512 and c.threads * c.min_blocks > 1024 then return false end
     if ROWS >= 1024 and c.cluster > 2 and COLS <= 65536 then return false end
     local wide = COLS > 16384   -- a short row takes 256 threads x 4 vectors in a pass
-    if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) or c.min_blocks > 2) then return false end
+    if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) and not (c.threads == 128 and c.min_blocks == 1)
+                   or c.min_blocks > 2) then return false end
     if L >= 3 then
       if c.threads ~= (wide and 512 or 256) or c.min_blocks ~= 2048 // c.threads // 2 or c.unroll ~= (wide and 8 or 4) then
         return false

@@ -31,7 +31,7 @@ return {
     local group = c.threads // c.rows_per_cta
     if c.cluster * group * V > COLS then return false end               -- idle threads
     if c.rows_per_cta > 1 and (ROWS < SMS * c.rows_per_cta or COLS > 16384) then return false end
-    if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks * c.rows_per_cta then return false end
+    if not c.persistent and ROWS * c.cluster <= SMS * c.min_blocks * c.rows_per_cta then return false end
     local lo = cmin(6656)                                         -- the row in one cluster's registers
     if c.cluster > math.max(4, 2 * lo) then return false end
     if L >= 1 and c.threads < 256 and COLS > 8192 then return false end

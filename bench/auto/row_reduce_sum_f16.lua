@@ -30,7 +30,7 @@ return {
     if c.threads * c.min_blocks > 2048 then return false end
     if c.min_blocks > 1 and c.threads * c.min_blocks < 1024 then return false end   -- half an SM or more
     if c.unroll == 1 then return false end
-    if c.persistent and ROWS * c.cluster <= 2 * SMS * c.min_blocks then return false end   -- two waves or more
+    if not c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end   -- one wave: as above
     if c.cluster * c.threads * V * c.unroll > 2 * COLS then return false end   -- loads past the row
     if c.cluster > 1 and ROWS >= 1024 and c.cluster > 4 then return false end  -- rows enough for every SM
     -- few rows: spread them over more CTAs, while a doubled cluster still has a row to read
@@ -40,10 +40,12 @@ return {
     local spread = 1
     while spread < 16 and ROWS * spread * 4 < SMS do spread = spread * 2 end
     if c.cluster > 4 * spread then return false end
-    if L >= 1 and (c.threads < 256 and c.min_blocks == 2 or c.unroll < 4 and COLS > 65536) then return false end
+    if L >= 1 and (c.threads < 256 and c.min_blocks == 2 or c.unroll < 4 and COLS > 16384) then return false end
+    if c.min_blocks > 1 and c.threads >= 512 and c.threads * c.min_blocks > 1024 then return false end
     if ROWS >= 1024 and c.cluster > 2 and COLS <= 65536 then return false end
     local wide = COLS > 16384   -- a short row takes 256 threads x 4 vectors in a pass
-    if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) or c.min_blocks > 2) then return false end
+    if L >= 2 and (c.unroll < 4 or c.threads < (wide and 512 or 256) and not (c.threads == 128 and c.min_blocks == 1)
+                   or c.min_blocks > 2) then return false end
     if L >= 3 then
       if c.threads ~= (wide and 512 or 256) or c.min_blocks ~= 2048 // c.threads // 2 or c.unroll ~= (wide and 8 or 4) then
         return false

@@ -32,7 +32,8 @@ return {
     if (c.mode == "stream") ~= (COLS > 262144) then return false end   -- rows past 256K stream
     if c.mode ~= "stream" and c.unroll ~= 4 then return false end      -- unroll is stream's
     if c.mode ~= "onchip" and c.prefetch then return false end
-    if c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end   -- one wave anyway
+    -- one wave: persistent or not, the same launch; keep the persistent one (the rule's pick)
+    if not c.persistent and ROWS * c.cluster <= SMS * c.min_blocks then return false end
     if c.threads == 128 and COLS > 65536 then return false end
     if c.min_blocks > 1 and (c.threads > 512 or c.mode == "tma") then return false end
     -- clusters from the smallest that holds the row in registers (a CTA holds at most ~13K
