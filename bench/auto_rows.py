@@ -323,6 +323,10 @@ def run(args):
     for cs in all_cases:
         k_ = key(cs)
         r = dict(cs, key=k_)
+        if args.budget and time.time() - t0 > args.budget:
+            r["error"] = "not timed: the budget (--budget %d s) ran out" % args.budget
+            res.append(r)
+            continue
         if cs["tag"] == "limit":   # outside every config's limits: both choices must fail, naming cols
             for which, got in (("rule", rule.get(k_)), ("auto", auto.get(k_))):
                 err = (got or {}).get("error", "")
@@ -403,6 +407,8 @@ def flags(r):
     # out what wins there, so its "best" is not the best at this shape
     if b is not None and min(x for x in (a, r.get("rule_us"), b) if x is not None) < 0.97 * b:
         f.append("BEATS sweep")
+    if r.get("error"):
+        f.append(r["error"])
     for w in ("rule", "auto", "best", "torch"):
         if r.get(w + "_error"):
             f.append("%s: %s" % (w, r[w + "_error"][:120]))
@@ -453,6 +459,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=16, help="worker processes per choice (rule, auto)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/auto_rows"))
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--budget", type=int, default=0, help="seconds: no shape starts past it (0: none)")
     ap.add_argument("--choose", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--slice", help=argparse.SUPPRESS)
     ap.add_argument("--choose-out", help=argparse.SUPPRESS)

@@ -48,8 +48,9 @@ if [ "$part" = all ] || [ "$part" = sweep ]; then
     case $sweep in \#*|sweep) continue ;; esac
     name=${sweep%.lua}
     if [ -e "$STATE/done/$name" ]; then continue; fi
-    # estimate: the cold compiles on JOBS threads (0.5 s each) + grid.py's run seconds, 15 % margin
-    est=$(awk -v k="$kernels" -v r="$run_s" -v j="$JOBS" 'BEGIN { printf "%d", (k * 0.5 / j + r) * 1.15 + 3 }')
+    # estimate: the cold compiles on JOBS threads (0.5 s each) + grid.py's run seconds, 5 % margin
+    # (a sweep that runs long is stopped by its --budget, keeping what it measured, and says so)
+    est=$(awk -v k="$kernels" -v r="$run_s" -v j="$JOBS" 'BEGIN { printf "%d", (k * 0.5 / j + r) * 1.05 + 3 }')
     if [ "$(left)" -lt "$est" ]; then
       note "sweep $name: needs ~${est} s, $(left) s left in this call: left for the next call"
       pending=$((pending + 1))
@@ -100,20 +101,21 @@ fi
 if [ "$part" = all ] || [ "$part" = rows ]; then
   if [ $pending != 0 ]; then
     :
-  elif [ $dry = 1 ] && [ "$(left)" -lt 150 ] && [ "$part" = all ]; then
-    echo "rows: $(left) s left in this call, ~150 s needed: the next call"
+  elif [ $dry = 1 ] && [ "$(left)" -lt 120 ] && [ "$part" = all ]; then
+    echo "rows: $(left) s left in this call, ~120 s needed: the next call"
   elif [ $dry = 1 ]; then
-    echo "$PY bench/auto_rows.py --db $DB --table $TABLE --jobs $JOBS --out $OUT"
+    echo "$PY bench/auto_rows.py --db $DB --table $TABLE --jobs $JOBS --out $OUT --budget $(( $(left) - 15 ))"
     "$PY" bench/auto_rows.py --dry-run --db "$DB" --table "$TABLE" --out "$OUT" | tail -1
-  elif [ "$(left)" -lt 150 ] && [ "$part" = all ]; then
-    note "rows: $(left) s left in this call, ~150 s needed: run the same command again (or: bash bench/auto_session.sh rows)"
+  elif [ "$(left)" -lt 120 ] && [ "$part" = all ]; then
+    note "rows: $(left) s left in this call, ~120 s needed: run the same command again (or: bash bench/auto_session.sh rows)"
     pending=1
   elif [ ! -s "$TABLE" ]; then
     note "rows: no table at $TABLE (export failed?): see $OUT/export.log"
   else
     s0=$SECONDS
-    timeout $(( $(left) > 200 ? $(left) : 200 )) "$PY" bench/auto_rows.py --db "$DB" --table "$TABLE" --jobs "$JOBS" \
-      --out "$OUT" > "$OUT/auto_rows.log" 2>&1
+    # --budget: no new shape is timed past it (the table says which were not); timeout: a hang
+    timeout $(( $(left) + 20 )) "$PY" bench/auto_rows.py --db "$DB" --table "$TABLE" --jobs "$JOBS" --out "$OUT" \
+      --budget $(( $(left) - 15 )) > "$OUT/auto_rows.log" 2>&1 < /dev/null
     note "rows: rc $? in $((SECONDS - s0)) s"
   fi
 fi
