@@ -23,7 +23,7 @@ config); and the choosing and compiling happens first in parallel worker process
 cores, so the timing process only loads cached kernels.  The choice is the package's
 Context.auto (weft_auto_choose_string), the call `weft run --auto` makes.
 
-  python3 bench/auto_rows.py --db DB --table TABLE [--weft-python build/python] [--jobs 16]
+  PYTHONPATH=build/python python3 bench/auto_rows.py --db DB --table TABLE [--jobs 16] [--budget S]
                              [--variant V] [--limit N] [--iters 30] [--dry-run] [--out DIR]
 --dry-run: no GPU, no torch, no weft: prints the shapes and what would be chosen, compiled and timed.
 """
