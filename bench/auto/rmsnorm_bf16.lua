@@ -7,7 +7,7 @@ local ROWS, COLS, L = 0, 0, 0
 local SMS = 132
 local V = 8          -- elements per 16-byte vector
 -- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
-local LEVEL = { ["1x50257"] = 1, ["1x262144"] = 1, ["16x32000"] = 1, ["16x151936"] = 1, ["128x4096"] = 1, ["128x128256"] = 1, ["1024x50257"] = 1, ["1024x262144"] = 2, ["4096x32000"] = 2, ["4096x151936"] = 3, ["16384x4096"] = 1, ["16384x128256"] = 4, ["8192x4096"] = 1, ["16384x8192"] = 2, ["4096x7168"] = 1 }
+local LEVEL = { ["1x50257"] = 1, ["1x262144"] = 1, ["16x32000"] = 1, ["16x151936"] = 1, ["128x4096"] = 1, ["128x128256"] = 1, ["1024x50257"] = 1, ["1024x262144"] = 2, ["4096x32000"] = 2, ["16384x4096"] = 1, ["8192x4096"] = 1, ["16384x8192"] = 2, ["4096x7168"] = 1 }
 -- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
 -- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
 local function cmin(vecs)
@@ -53,9 +53,7 @@ return {
     { rows = 1024, cols = 50257 },
     { rows = 1024, cols = 262144 },
     { rows = 4096, cols = 32000 },
-    { rows = 4096, cols = 151936 },
     { rows = 16384, cols = 4096 },
-    { rows = 16384, cols = 128256 },
     { rows = 8192, cols = 4096 },
     { rows = 16384, cols = 8192 },
     { rows = 4096, cols = 7168 },

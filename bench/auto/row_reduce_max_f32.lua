@@ -7,7 +7,7 @@ local ROWS, COLS, L = 0, 0, 0
 local SMS = 132
 local V = 4          -- elements per 16-byte vector
 -- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
-local LEVEL = { ["1x32000"] = 1, ["1x151936"] = 1, ["16x4096"] = 1, ["16x128256"] = 1, ["128x50257"] = 1, ["128x262144"] = 1, ["1024x32000"] = 1, ["1024x151936"] = 2, ["4096x4096"] = 1, ["4096x128256"] = 3, ["4096x262144"] = 3, ["16384x50257"] = 3 }
+local LEVEL = { ["1x32000"] = 1, ["1x151936"] = 1, ["16x4096"] = 1, ["16x128256"] = 1, ["128x50257"] = 1, ["128x262144"] = 1, ["1024x32000"] = 1, ["1024x151936"] = 2, ["4096x4096"] = 1 }
 -- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
 -- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
 local function cmin(vecs)
@@ -65,9 +65,6 @@ return {
     { rows = 1024, cols = 32000 },
     { rows = 1024, cols = 151936 },
     { rows = 4096, cols = 4096 },
-    { rows = 4096, cols = 128256 },
-    { rows = 4096, cols = 262144 },
-    { rows = 16384, cols = 50257 },
   },
   per_shape = function(s)
     ROWS, COLS, L = s.rows, s.cols, LEVEL[s.rows .. "x" .. s.cols]

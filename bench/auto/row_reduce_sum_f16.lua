@@ -7,7 +7,7 @@ local ROWS, COLS, L = 0, 0, 0
 local SMS = 132
 local V = 8          -- elements per 16-byte vector
 -- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
-local LEVEL = { ["1x4096"] = 1, ["1x128256"] = 1, ["16x50257"] = 1, ["16x262144"] = 1, ["128x32000"] = 1, ["128x151936"] = 1, ["1024x4096"] = 1, ["1024x128256"] = 3, ["4096x50257"] = 3, ["4096x262144"] = 4, ["16384x32000"] = 3 }
+local LEVEL = { ["1x4096"] = 1, ["1x128256"] = 1, ["16x50257"] = 1, ["16x262144"] = 1, ["128x32000"] = 1, ["128x151936"] = 1, ["1024x4096"] = 1, ["1024x128256"] = 3, ["4096x50257"] = 3, ["16384x32000"] = 3 }
 -- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
 -- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
 local function cmin(vecs)
@@ -65,7 +65,6 @@ return {
     { rows = 1024, cols = 4096 },
     { rows = 1024, cols = 128256 },
     { rows = 4096, cols = 50257 },
-    { rows = 4096, cols = 262144 },
     { rows = 16384, cols = 32000 },
   },
   per_shape = function(s)

@@ -7,7 +7,7 @@ local ROWS, COLS, L = 0, 0, 0
 local SMS = 132
 local V = 4          -- elements per 16-byte vector
 -- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
-local LEVEL = { ["1x50257"] = 1, ["1x262144"] = 1, ["16x32000"] = 1, ["16x151936"] = 1, ["128x4096"] = 1, ["128x128256"] = 1, ["1024x50257"] = 1, ["1024x262144"] = 3, ["4096x32000"] = 2, ["4096x151936"] = 3, ["16384x4096"] = 1, ["8192x32768"] = 2, ["2048x262144"] = 3, ["32x1048576"] = 2 }
+local LEVEL = { ["1x50257"] = 1, ["1x262144"] = 1, ["16x32000"] = 1, ["16x151936"] = 1, ["128x4096"] = 1, ["128x128256"] = 1, ["1024x50257"] = 1, ["1024x262144"] = 3, ["4096x32000"] = 2, ["16384x4096"] = 1, ["8192x32768"] = 2, ["2048x262144"] = 3, ["32x1048576"] = 2 }
 -- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
 -- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
 local function cmin(vecs)
@@ -65,7 +65,6 @@ return {
     { rows = 1024, cols = 50257 },
     { rows = 1024, cols = 262144 },
     { rows = 4096, cols = 32000 },
-    { rows = 4096, cols = 151936 },
     { rows = 16384, cols = 4096 },
     { rows = 8192, cols = 32768 },
     { rows = 2048, cols = 262144 },

@@ -7,7 +7,7 @@ local ROWS, COLS, L = 0, 0, 0
 local SMS = 132
 local V = 4          -- elements per 16-byte vector
 -- each shape's level: the higher, the narrower its space (grid.py's LEVELS: what a candidate costs)
-local LEVEL = { ["1x4096"] = 1, ["1x128256"] = 1, ["16x50257"] = 1, ["16x262144"] = 1, ["128x32000"] = 1, ["128x151936"] = 1, ["1024x4096"] = 1, ["1024x128256"] = 2, ["4096x50257"] = 2, ["4096x262144"] = 3, ["16384x32000"] = 3, ["8192x32768"] = 3, ["2048x262144"] = 3, ["32x1048576"] = 2 }
+local LEVEL = { ["1x4096"] = 1, ["1x128256"] = 1, ["16x50257"] = 1, ["16x262144"] = 1, ["128x32000"] = 1, ["128x151936"] = 1, ["1024x4096"] = 1, ["1024x128256"] = 2, ["4096x50257"] = 2, ["8192x32768"] = 3, ["2048x262144"] = 3, ["32x1048576"] = 2 }
 -- the smallest cluster (a power of two, at most 16) that holds the row when each CTA holds
 -- `vecs` 16-byte vectors (what the family's register budget allows at its best block size)
 local function cmin(vecs)
@@ -76,8 +76,6 @@ return {
     { rows = 1024, cols = 4096 },
     { rows = 1024, cols = 128256 },
     { rows = 4096, cols = 50257 },
-    { rows = 4096, cols = 262144 },
-    { rows = 16384, cols = 32000 },
     { rows = 8192, cols = 32768 },
     { rows = 2048, cols = 262144 },
     { rows = 32, cols = 1048576 },

@@ -218,12 +218,15 @@ local function attempt(fam, raw, keys, values, shape, file)
 end
 
 -- A measured row (base text + its --set lines) as raw values, refitted to the shape.
-local function row_values(fam, row, shape, file, refit)
+-- A key field the family lists in F.same_speed (rmsnorm's eps: a constant or an argument) changes
+-- the result but not the time, so a row measured with another value is used with the user's.
+local function row_values(fam, row, shape, file, refit, raw)
   local cfg, err = config.load(row.base or "", row.where or file)
   if not cfg then return nil, err end
   cfg, err = config.apply(cfg, row.sets or {}, row.where or file)
   if not cfg then return nil, err end
   if cfg.family ~= fam.name then return nil, "another family" end
+  for _, f in ipairs(fam.same_speed or {}) do cfg[f] = copy(raw[f]) end
   local fam2, ncfg = weft.check(copy(cfg), row.where or file)
   if not fam2 then return nil, ncfg end
   local measured_name = weft.kernel_name(fam, ncfg)
@@ -306,7 +309,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
   end)
   local SOURCE_OF = { [0] = "database", [1] = "database-nearest", [2] = "table", [3] = "table-nearest" }
   for _, k in ipairs(ranked) do
-    local values = row_values(fam, k.row, shape, file, k.d > 0)
+    local values = row_values(fam, k.row, shape, file, k.d > 0, raw)
     if values then
       -- the measured kernel (refitted to the shape), and nothing of it overridden by the user's
       -- fixed fields nor by its key fields: the user's config with the row's open values is the

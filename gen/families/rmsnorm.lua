@@ -165,6 +165,7 @@ end
 
 F.sizes = { "rows", "cols" }
 F.key = { "dtype", "residual", "eps" }
+F.same_speed = { "eps" }   -- gen/core/auto.lua: a row measured with another eps times this one too
 
 -- The kernel's capacity for rows of cols on this layout: whole vectors per thread, so every
 -- hidden size up to it shares the kernel.

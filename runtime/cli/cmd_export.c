@@ -56,6 +56,13 @@ static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, util_buf
     if ((kl > 8 && !strcmp(k + kl - 8, ".combine")) || (kl > 9 && !strcmp(k + kl - 9, ".identity")) ||
         (kl > 4 && !strcmp(k + kl - 4, ".ref")))
       continue;   /* a built-in operator is its name; a custom one fails the check below */
+    /* a custom field normalised to a table (rmsnorm's eps: { tag, value }) is written as its value */
+    char parent[128];
+    if (kl > 6 && !strcmp(k + kl - 6, ".value") && kl - 6 < sizeof parent) {
+      memcpy(parent, k, kl - 6);
+      parent[kl - 6] = 0;
+      k = parent;
+    }
     if (!table_value_ok(v)) {
       util_set_err(why, wlen, "%s = \"%.60s\" cannot be written as a table value ([A-Za-z0-9_.+-]+)", k, v);
       util_buf_free(&text);

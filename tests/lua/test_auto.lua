@@ -169,6 +169,19 @@ T.test("a measured row must fit the user's fixed and key fields", function()
   T.eq(r.source, "database", "op agrees")
 end)
 
+T.test("a same_speed key field (rmsnorm's eps) takes the user's value from a measured row", function()
+  local rms = { source = "table", where = "t.tsv", shape = "cols=4096 rows=64", time_us = 9,
+                base = 'return { family = "rmsnorm", dtype = "bf16" }',
+                sets = { "residual=true", "eps=1e-06", "max_cols=4096", "threads=128", "rows_per_cta=1" } }
+  local r = choose('return { family = "rmsnorm", dtype = "bf16", residual = true, eps = "arg" }', "rows=64 cols=4096",
+    { rms })
+  T.eq(r.source, "table", "eps differs, the row is used")
+  T.contains(r.choices[1].name, "_earg_", "with the user's eps")
+  T.not_contains(table.concat(r.choices[1].sets, " "), "eps=", "eps is never chosen")
+  r = choose('return { family = "rmsnorm", dtype = "bf16", residual = false, eps = "arg" }', "rows=64 cols=4096", { rms })
+  T.eq(r.source, "rule", "residual differs: not used")
+end)
+
 T.test("rows that are bad are skipped, not fatal", function()
   local shape = "rows=8192 cols=50257"
   local bad = {
