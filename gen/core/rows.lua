@@ -1,120 +1,149 @@
 -- gen/core/rows.lua: the shape rule shared by the row families (row_softmax, row_reduce,
--- rmsnorm): which launch shape (cluster, threads, min_blocks, persistent, exchange) moves a
--- rows x cols problem fastest.
+-- rmsnorm): the launch shape (cluster, threads, min_blocks, persistent, exchange) for a
+-- rows x cols problem.  A row goes to one cluster of CTAs; each CTA holds its slice of the row
+-- in registers (onchip) or streams it.
 --
--- A row goes to one cluster; each CTA holds (onchip) or streams its slice.  The estimate for a
--- candidate, in microseconds, is a small model of an H100/H200-class memory system:
---   - bandwidth needs bytes in flight: an SM reaches the copy rate with about INFLIGHT bytes of
---     loads outstanding; fewer, proportionally less (Little's law: ~4 TB/s x ~1.2 us over 132 SMs);
---   - the work comes in waves of the co-resident CTAs: a partial last wave costs a whole one;
---   - every row pays a combine: a block reduction, plus a cluster barrier round when cluster > 1
---     (push is cheaper than pull: one st.async instead of a barrier and a load round);
---   - each launch and each non-persistent CTA costs a little.
--- The constants are fitted to the sweeps of bench/auto/ (bench/RESULTS.md, "auto"); the model ranks
--- candidates, so only its ordering matters.  Its inputs are the shape, the element size, the
--- registers a thread needs (the family says) and dev.sms.
+-- The rule, read off the sweeps of bench/auto/ on the H200 (bench/RESULTS.md, "auto"):
+--   1. cluster: the fewest CTAs whose registers hold the row at most PT_MAX 16-byte vectors per
+--      thread (the family says what fits), then more while the grid is short of TARGET_WAVES
+--      CTAs per SM and each CTA keeps at least `min_slice` bytes of the row (few rows spread
+--      over clusters; a slice smaller than that costs more in the cluster combine than it saves);
+--   2. threads: the fewest whose slice is at most PT_T vectors per thread (a CTA of more threads
+--      than its slice needs waits on its own reduction);
+--   3. persistent for every grid but the long ones of single-CTA rows (there the plain grid is as
+--      fast, and a short row's loop is pure overhead); push across a cluster once the grid has a
+--      wave of rows, pull (one barrier, no mbarrier set-up) while it has less;
+--   4. min_blocks 1 for the onchip families (their registers are the budget); a streaming one
+--      keeps about 1024 threads per SM.
+-- The candidates after the first are its neighbours (cluster and threads halved and doubled,
+-- persistence and exchange flipped): what first-use tuning times beside it.
 
 local M = {}
 
-M.COPY_GBS = 4200        -- the H200's device copy rate (bench/RESULTS.md: copy baselines 4198-4261 GB/s)
-M.INFLIGHT = 40 * 1024   -- bytes of loads in flight per SM for the full rate
-M.ROW_US = 0.9           -- a block reduction round per row (two for softmax: the family says how many)
-M.CLUSTER_US = { pull = 1.6, push = 0.9 }   -- a cluster combine round
-M.CTA_US = 0.05          -- launching one CTA (spread over the SMs)
-M.LAUNCH_US = 2.5        -- one kernel launch
+M.PT_MAX = 16        -- vectors per thread that still leave the loads' latency hidden
+M.PT_T = 8           -- vectors per thread a CTA aims for when choosing its threads
+M.PT_T_FEW = 4       -- ... when rows are fewer than FEW_ROWS (latency, not bandwidth, is the cost)
+M.TARGET_WAVES = 1   -- CTAs per SM the cluster choice tries to reach when rows are few
+M.TARGET_FEW = 1     -- ... and when they are fewer than FEW_ROWS (one cluster per SM is enough)
+M.FEW_ROWS = 64
+M.PLAIN_ROWS = 4     -- single-CTA rows: a plain grid from this many rows per SM
+M.MIN_BLOCKS = 2     -- onchip: CTAs per SM the compiler must fit, where the row still fits
 
 local THREADS = { 128, 256, 512, 1024 }
 local CLUSTERS = { 1, 2, 4, 8, 16 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
 
--- CTAs of `threads` that fit on an SM with `regs` registers per thread (the 64K register file,
--- 2048 threads, 32 blocks; registers are allocated per warp in units of 256).
-function M.ctas_per_sm(threads, regs)
-  regs = math.max(24, cdiv(regs, 8) * 8)
-  local by_regs = 65536 // (cdiv(regs * 32, 256) * 256 * (threads // 32))
-  return math.max(0, math.min(2048 // threads, by_regs, 32))
-end
-
--- est(p) -> microseconds.  p: rows, bytes_row (bytes moved per row, read + written), load_row
--- (bytes read per row: what is in flight), cluster, threads, regs, inflight_thread (bytes of
--- loads a thread has outstanding), rounds (combine rounds per row), exchange, persistent, sms.
-function M.estimate(p)
-  local per_sm = M.ctas_per_sm(p.threads, p.regs)
-  if per_sm == 0 then return math.huge end
-  local ctas = p.rows * p.cluster
-  local slots = p.sms * per_sm - (p.sms * per_sm) % p.cluster   -- clusters are placed whole
-  local active = math.min(ctas, slots)
-  local waves = cdiv(ctas, slots)
-  -- in flight per SM: the resident threads' outstanding loads, at most the row slices they hold
-  local resident_per_sm = active / p.sms
-  local slice = p.load_row / p.cluster
-  local inflight = resident_per_sm * math.min(p.threads * p.inflight_thread, slice)
-  local rate = M.COPY_GBS * math.min(1, inflight / M.INFLIGHT) * 1e3   -- bytes per us
-  local bytes = p.rows * p.bytes_row
-  -- a partial last wave costs a whole one
-  local quant = waves * active / ctas
-  local t = bytes / rate * quant
-  local combine = p.rounds * M.ROW_US + (p.cluster > 1 and p.rounds * M.CLUSTER_US[p.exchange or "pull"] or 0)
-  t = t + waves * combine
-  if not p.persistent then t = t + ctas * M.CTA_US / p.sms end
-  return t + M.LAUNCH_US
-end
-
--- The candidates of a row family, best first (at most `keep`).  variants: a list of functions
--- at(cluster, threads, min_blocks) -> nil (does not fit) or { regs (per thread), inflight (bytes
--- a thread has outstanding), rows (units of work: rows, or groups of rows a CTA takes), bytes_row
--- and load_row (per unit: moved, and read), rounds (combines per unit), fields (the family's
--- own values: mode, max_cols, unroll, ...) }.  fixed: the user's config; a field it fixes is
--- not varied (cluster, threads, min_blocks, persistent, exchange).  A cluster exchanges by push
--- unless the config fixes pull: push was faster in every row loop measured (bench/RESULTS.md,
--- "Run 4: exchange = push in the row loops").
-function M.candidates(shape, dev, fixed, variants, keep)
-  local out = {}
-  local sms = dev.sms or 132
-  local function axis(name, all) return fixed[name] ~= nil and { fixed[name] } or all end
-  for _, c in ipairs(axis("cluster", CLUSTERS)) do
-    for _, t in ipairs(axis("threads", THREADS)) do
-      for _, mb in ipairs(axis("min_blocks", { 1, 2 })) do
-        for _, at in ipairs(variants) do
-          local w = math.type(c) == "integer" and math.type(t) == "integer" and math.type(mb) == "integer"
-            and t * mb <= 2048 and at(c, t, mb)
-          if w then
-            for _, x in ipairs(axis("exchange", c > 1 and { "push" } or { "pull" })) do
-              for _, pers in ipairs(axis("persistent", { false, true })) do
-                local us = M.estimate({ rows = w.rows, bytes_row = w.bytes_row, load_row = w.load_row,
-                  cluster = c, threads = t, regs = w.regs, inflight_thread = w.inflight, rounds = w.rounds,
-                  exchange = x, persistent = pers == true, sms = sms })
-                local v = {}
-                for k, f in pairs(w.fields or {}) do v[k] = f end
-                v.cluster, v.threads, v.min_blocks, v.persistent = c, t, mb, pers
-                if c > 1 then v.exchange = x end
-                if c > 8 then v.nonportable = true end
-                v.why = string.format("%scluster %d x %d threads%s%s%s: estimated %.1f us (gen/core/rows.lua's model)",
-                  w.fields and w.fields.mode and (w.fields.mode .. ", ") or "", c, t, mb > 1 and (", min_blocks " .. mb) or "",
-                  pers == true and ", persistent" or "", c > 1 and (", " .. tostring(x)) or "", us)
-                out[#out + 1] = { us = us, v = v, order = #out }
-              end
-            end
-          end
-        end
-      end
-    end
-  end
-  table.sort(out, function(a, b)
-    if a.us ~= b.us then return a.us < b.us end
-    return a.order < b.order
-  end)
-  local list = {}
-  for i = 1, math.min(keep or 8, #out) do list[i] = out[i].v end
-  return list
-end
-
 -- Registers per thread a kernel may hold its row data in: the register file shared by
 -- min_blocks CTAs, less what the kernel itself needs, at most `most` (the spill margin).
 function M.data_budget(threads, min_blocks, overhead, most)
   local cap = math.min(255, 65536 // (threads * min_blocks)) - overhead
   return math.max(0, math.min(most, cap - cap % 4))
+end
+
+local function floor_pow2(x, list)
+  local best = list[1]
+  for _, v in ipairs(list) do if v <= x then best = v end end
+  return best
+end
+
+-- choose(shape, dev, fixed, p) -> list of candidates (field tables), best first.
+-- p: { bytes_row (of one row in memory), fits(cluster, threads, min_blocks) -> vectors per thread or nil when
+--      the row does not fit (onchip; nil function: streaming, every layout fits), min_slice
+--      (bytes), stream (true: a streaming kernel: min_blocks keeps 1024 threads per SM),
+--      fields(cluster, threads) -> the family's own fields for that layout }
+-- fixed: the user's config; a field it fixes is taken as it is.
+function M.choose(shape, dev, fixed, p)
+  local sms = dev.sms or 132
+  local rows, row = shape.rows, p.bytes_row
+  local function fits(c, t, m) if not p.fits then return 1 end return p.fits(c, t, m) end
+  local function axis(name, all) return fixed[name] ~= nil and { fixed[name] } or all end
+  local clusters, threads = axis("cluster", CLUSTERS), axis("threads", THREADS)
+  local function ok(c, t)
+    return math.type(c) == "integer" and math.type(t) == "integer" and c >= 1 and c <= 16 and t >= 64 and t <= 1024
+      and fits(c, t) ~= nil
+  end
+  -- 1. cluster
+  local need
+  for _, c in ipairs(clusters) do
+    for _, t in ipairs(threads) do
+      local pt = ok(c, t) and fits(c, t)
+      if pt and pt <= M.PT_MAX and not need then need = c end
+    end
+  end
+  if not need then   -- nothing within PT_MAX: the fewest CTAs that hold the row at all
+    for _, c in ipairs(clusters) do
+      for _, t in ipairs(threads) do if not need and ok(c, t) then need = c end end
+    end
+  end
+  if not need then return {} end
+  local want = (rows < M.FEW_ROWS and M.TARGET_FEW or M.TARGET_WAVES) * sms / rows
+  local c = need
+  for _, x in ipairs(clusters) do
+    if x > c and x <= want + 1e-9 and row / x >= p.min_slice then
+      local any = false
+      for _, t in ipairs(threads) do any = any or ok(x, t) end
+      if any then c = x end
+    end
+  end
+  -- the candidates: the choice, then its neighbours
+  local out, seen = {}, {}
+  local function add(cl, t, pers, x, why)
+    if not ok(cl, t) then return end
+    local mb = fixed.min_blocks
+    if mb == nil and p.stream then mb = math.max(1, math.min(8, 1024 // t)) end
+    if mb == nil then   -- onchip: the most CTAs per SM (up to MIN_BLOCKS) that still hold the row
+      mb = 1
+      for m = 2, M.MIN_BLOCKS do if t * m <= 2048 and fits(cl, t, m) then mb = m end end
+    end
+    if math.type(mb) ~= "integer" or t * mb > 2048 then mb = 1 end
+    local key = table.concat({ cl, t, tostring(pers), x, mb }, "/")
+    if seen[key] then return end
+    seen[key] = true
+    local v = p.fields(cl, t)
+    v.cluster, v.threads, v.min_blocks, v.persistent = cl, t, mb, pers
+    if cl > 1 then v.exchange = x end
+    if cl > 8 then v.nonportable = true end
+    v.why = why or string.format("cluster %d x %d threads%s%s (gen/core/rows.lua)", cl, t,
+      pers and ", persistent" or "", cl > 1 and (", " .. x) or "")
+    out[#out + 1] = v
+  end
+  local function pick_threads(cl)
+    local best
+    for _, t in ipairs(threads) do
+      local pt = ok(cl, t) and fits(cl, t)
+      if pt and pt <= (rows < M.FEW_ROWS and M.PT_T_FEW or M.PT_T) and not best then best = t end
+    end
+    if not best then   -- none reaches PT_T: the most threads that fit
+      for _, t in ipairs(threads) do if ok(cl, t) then best = t end end
+    end
+    if p.stream and best and fixed.threads == nil then   -- a stream kernel: 256 or 512 threads, by the slice
+      local vecs = cdiv(row // cl, 16)
+      best = math.max(256, math.min(512, floor_pow2(vecs // 16, threads)))
+    end
+    return best
+  end
+  local function persistent(cl)
+    if fixed.persistent ~= nil then return fixed.persistent end
+    return not (cl == 1 and rows >= M.PLAIN_ROWS * sms)
+  end
+  local function exchange(cl)
+    if fixed.exchange ~= nil then return fixed.exchange end
+    return rows * cl > sms and "push" or "pull"
+  end
+  local t = pick_threads(c)
+  if t then add(c, t, persistent(c), exchange(c)) end
+  -- neighbours
+  for _, cl in ipairs({ c, c * 2, c // 2 }) do
+    for _, tt in ipairs({ pick_threads(cl) or 0, (t or 0) * 2, (t or 0) // 2, t or 0 }) do
+      if cl >= 1 and tt > 0 then
+        add(cl, tt, persistent(cl), exchange(cl))
+        add(cl, tt, not persistent(cl), exchange(cl))
+        if cl > 1 and fixed.exchange == nil then add(cl, tt, persistent(cl), exchange(cl) == "push" and "pull" or "push") end
+      end
+    end
+  end
+  return out
 end
 
 M.cdiv = cdiv

@@ -183,34 +183,37 @@ function F.fit(cfg, shape)
   return cfg
 end
 
--- The rule (gen/core/auto.lua): each row's slice in registers, a row per group of
--- threads / rows_per_cta threads (short rows pack several rows into a CTA) or per cluster of
--- CTAs (long rows), ranked by gen/core/rows.lua's model.  Rows too long for a cluster of 16
--- are outside the family (its max_cols limit): the message says so.
+-- The rule (gen/core/auto.lua, gen/core/rows.lua): each row's slice in registers beside w's (and
+-- r's); a row per CTA, or per cluster of CTAs for long rows; rows under 4 KB pack several per CTA
+-- (rows_per_cta = "auto").  Rows too long for a cluster of 16 are outside the family: the message
+-- says so.
 function F.auto(shape, fixed, dev)
   local dtype = fixed.dtype or "f32"
   local e = common.ESIZE[dtype] or 4
-  local residual = fixed.residual == true
-  local sets = residual and 3 or 2
-  local variants = {}
-  for _, rpc in ipairs(fixed.rows_per_cta and fixed.rows_per_cta ~= "auto" and { fixed.rows_per_cta } or ROWS_PER_CTA) do
-    variants[#variants + 1] = function(c, t, mb)
-      if rpc > 1 and c > 1 or t // rpc < 32 then return nil end
-      local max_cols, pt = capacity(dtype, shape.cols, c, t // rpc)
-      if fixed.max_cols then max_cols, pt = fixed.max_cols, rowsm.cdiv(fixed.max_cols, c * (t // rpc) * (16 // e)) end
-      if max_cols > (1 << 24) then return nil end
+  local v = 16 // e
+  local sets = fixed.residual == true and 3 or 2
+  local rpc = fixed.rows_per_cta
+  if rpc == nil then rpc = shape.cols * e < 4096 and "auto" or 1 end
+  local list = rowsm.choose(shape, dev, fixed, {
+    bytes_row = shape.cols * e, min_slice = 16384,
+    fits = function(c, t, m)
+      local r = rpc == "auto" and 1 or rpc
+      if math.type(r) ~= "integer" or (r > 1 and c > 1) or t // r < 32 then return nil end
+      local mb = m or fixed.min_blocks or 1
+      local max_cols, pt = capacity(dtype, fixed.max_cols or shape.cols, c, t // r)
+      if t * mb > 2048 or max_cols > (1 << 24) then return nil end
       if pt * 4 * sets > rowsm.data_budget(t, mb, OVERHEAD_REGS, MAX_DATA_REGS) then return nil end
-      local moved = (residual and 4 or 2) * shape.cols * e
-      return { regs = pt * 4 * sets + OVERHEAD_REGS, inflight = pt * 16 * (residual and 2 or 1),
-               rows = rowsm.cdiv(shape.rows, rpc), bytes_row = rpc * moved, load_row = rpc * moved // 2,
-               rounds = 1, fields = { max_cols = max_cols, rows_per_cta = rpc } }
-    end
-  end
-  local list = rowsm.candidates(shape, dev, fixed, variants, 12)
+      return pt
+    end,
+    fields = function(c, t)
+      local r = rpc == "auto" and 1 or rpc
+      return { max_cols = fixed.max_cols or math.min(capacity(dtype, shape.cols, c, t // r), 1 << 24),
+               rows_per_cta = c > 1 and 1 or rpc }
+    end })
   if #list == 0 then
     return nil, string.format("cols = %d: no layout holds a %s row this long in registers%s (the family keeps each " ..
       "row on chip; at most a cluster of 16 CTAs of 1024 threads, with the fields this config fixes)", shape.cols, dtype,
-      residual and " with the residual" or "")
+      sets == 3 and " with the residual" or "")
   end
   return list
 end

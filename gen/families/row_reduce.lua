@@ -51,20 +51,18 @@ end
 F.sizes = { "rows", "cols" }
 F.key = { "dtype", "op" }
 
--- The rule (gen/core/auto.lua): every CTA streams its slice of the row with `unroll` 16-byte
--- loads in flight per thread; gen/core/rows.lua's model ranks cluster, threads, min_blocks,
--- unroll, persistence and exchange.  Every candidate takes every row length; the last one is the
--- family's defaults.
+-- The rule (gen/core/auto.lua, gen/core/rows.lua): every CTA streams its slice of the row; few
+-- rows spread over clusters, threads and unroll follow the slice, about 1024 threads per SM.
+-- Every candidate takes every row length; the last one is the family's defaults.
 function F.auto(shape, fixed, dev)
   local e = common.ESIZE[fixed.dtype or "f32"] or 4
-  local variants = {}
-  for _, u in ipairs(fixed.unroll and { fixed.unroll } or { 4, 8, 2 }) do
-    variants[#variants + 1] = function()
-      return { regs = 32 + 4 * u, inflight = 16 * u, rows = shape.rows, bytes_row = shape.cols * e,
-               load_row = shape.cols * e, rounds = 1, fields = { unroll = u } }
-    end
-  end
-  local list = rows.candidates(shape, dev, fixed, variants, 12)
+  local v = 16 // e
+  local list = rows.choose(shape, dev, fixed, {
+    bytes_row = shape.cols * e, min_slice = 8192, stream = true,
+    fields = function(c, t)
+      local vpt = rows.cdiv(rows.cdiv(shape.cols, v), c * t)
+      return { unroll = fixed.unroll or (vpt >= 16 and 8 or vpt >= 4 and 4 or 2) }
+    end })
   list[#list + 1] = { cluster = 1, threads = 256, min_blocks = 1, unroll = 4, persistent = false,
                       why = "one CTA per row: takes every shape" }
   return list

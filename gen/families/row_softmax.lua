@@ -11,6 +11,7 @@ local F = {
   doc = "softmax of each row of x[rows][cols] into y (same dtype; y may be x)",
 }
 
+local MIN_SLICE = 8192   -- bytes of the row a CTA keeps at least when few rows spread over a cluster
 local MAX_DATA_REGS = 128   -- registers of row data per thread before spills become likely
 local OVERHEAD_REGS = 24    -- what the rest of the onchip kernel needs beside the row data
 
@@ -128,45 +129,44 @@ function F.fit(cfg, shape)
   return cfg
 end
 
--- The rule (gen/core/auto.lua): onchip while the row fits the registers of a cluster (one read,
--- one write), ranked by gen/core/rows.lua's model over cluster, threads, min_blocks, persistence
--- and exchange; rows too long for any cluster stream (two reads).  The last candidate, a stream
--- kernel, takes every shape the family takes.
+-- The rule (gen/core/auto.lua, gen/core/rows.lua): onchip while the row fits the registers of a
+-- cluster of 16 (one read, one write); longer rows stream (two reads) on clusters of 16.  The last
+-- candidate, a stream kernel on one CTA per row, takes every shape the family takes.
 function F.auto(shape, fixed, dev)
   local dtype = fixed.dtype or "f32"
   local e = common.ESIZE[dtype] or 4
   local v = 16 // e
+  local sets = fixed.prefetch and 2 or 1
   local mode = fixed.mode
-  local variants = {}
+  local list = {}
   if mode == nil or mode == "onchip" then
-    variants[#variants + 1] = function(c, t, mb)
-      local max_cols, pt = onchip_cols(dtype, shape.cols, c, t)
-      if fixed.max_cols then max_cols, pt = fixed.max_cols, rows.cdiv(fixed.max_cols, c * t * v) end
-      local sets = fixed.prefetch and 2 or 1
-      if pt * 4 * sets > rows.data_budget(t, mb, OVERHEAD_REGS, MAX_DATA_REGS) then return nil end
-      return { regs = pt * 4 * sets + OVERHEAD_REGS, inflight = pt * 16, rows = shape.rows,
-               bytes_row = 2 * shape.cols * e, load_row = shape.cols * e, rounds = 1,
-               fields = { mode = "onchip", max_cols = max_cols } }
+    list = rows.choose(shape, dev, fixed, {
+      bytes_row = shape.cols * e, min_slice = MIN_SLICE,
+      fits = function(c, t, m)
+        local mb = m or fixed.min_blocks or 1
+        local pt = rows.cdiv(fixed.max_cols or shape.cols, c * t * v)
+        if t * mb > 2048 or pt * 4 * sets > rows.data_budget(t, mb, OVERHEAD_REGS, MAX_DATA_REGS) then return nil end
+        return pt
+      end,
+      fields = function(c, t)
+        return { mode = "onchip", max_cols = fixed.max_cols or onchip_cols(dtype, shape.cols, c, t) }
+      end })
+  end
+  if (mode == nil and #list == 0) or mode == "stream" then
+    list = rows.choose(shape, dev, fixed, {
+      bytes_row = shape.cols * e, min_slice = 8192, stream = true,
+      fields = function(c, t)
+        local vpt = rows.cdiv(rows.cdiv(shape.cols, v), c * t)
+        return { mode = "stream", max_cols = 0, unroll = fixed.unroll or (vpt >= 16 and 8 or vpt >= 4 and 4 or 2) }
+      end })
+    -- a long streamed row wants every CTA of a cluster of 16 (measured: 32 x 1048576 f32)
+    if mode == nil and fixed.cluster == nil and #list > 0 and list[1].cluster < 16 then
+      local c16 = rows.choose(shape, dev, { cluster = 16, nonportable = true }, {
+        bytes_row = shape.cols * e, min_slice = 0, stream = true,
+        fields = function(c, t) return { mode = "stream", max_cols = 0, unroll = 8 } end })
+      if c16[1] then table.insert(list, 1, c16[1]) end
     end
   end
-  if mode == "tma" then   -- only when asked for: the bulk copy engine holds two slices of the row in shared memory
-    variants[#variants + 1] = function(c, t, mb)
-      local slice = rows.cdiv(rows.cdiv(shape.cols, v), c) * 16
-      if 2 * slice > common.SMEM_LIMIT - 8192 then return nil end
-      return { regs = 40, inflight = slice // t, rows = shape.rows, bytes_row = 2 * shape.cols * e,
-               load_row = shape.cols * e, rounds = 1, fields = { mode = "tma", max_cols = fixed.max_cols or shape.cols } }
-    end
-  end
-  if mode == nil or mode == "stream" then
-    for _, u in ipairs(fixed.unroll and { fixed.unroll } or { 4, 8, 2 }) do
-      variants[#variants + 1] = function(c, t, mb)
-        -- streaming reads the row twice (max and sum, then the output): a third of the bytes more
-        return { regs = 32 + 4 * u, inflight = 16 * u, rows = shape.rows, bytes_row = 3 * shape.cols * e,
-                 load_row = shape.cols * e, rounds = 2, fields = { mode = "stream", unroll = u, max_cols = 0 } }
-      end
-    end
-  end
-  local list = rows.candidates(shape, dev, fixed, variants, 12)
   list[#list + 1] = { mode = "stream", max_cols = 0, cluster = 1, threads = 256, min_blocks = 1, unroll = 4,
                       persistent = false, why = "stream on one CTA per row: takes every row length" }
   return list
