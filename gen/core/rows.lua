@@ -22,9 +22,9 @@ local M = {}
 
 M.PT_MAX = 16        -- vectors per thread that still leave the loads' latency hidden
 M.PT_T = 8           -- vectors per thread a CTA aims for when choosing its threads
-M.PT_T_FEW = 4       -- ... when rows are fewer than FEW_ROWS (latency, not bandwidth, is the cost)
+M.PT_T_FEW = 8       -- ... when rows are fewer than FEW_ROWS (latency, not bandwidth, is the cost)
 M.TARGET_WAVES = 1   -- CTAs per SM the cluster choice tries to reach when rows are few
-M.TARGET_FEW = 1     -- ... and when they are fewer than FEW_ROWS (one cluster per SM is enough)
+M.TARGET_FEW = 2     -- ... and when they are fewer than FEW_ROWS (one cluster per SM is enough)
 M.FEW_ROWS = 64
 M.PLAIN_ROWS = 4     -- single-CTA rows: a plain grid from this many rows per SM
 M.MIN_BLOCKS = 2     -- onchip: CTAs per SM the compiler must fit, where the row still fits

@@ -153,7 +153,12 @@ function F.auto(shape, fixed, dev)
       end })
   end
   if (mode == nil and #list == 0) or mode == "stream" then
-    list = rows.choose(shape, dev, fixed, {
+    -- a stream kernel keeps min_blocks 1 (measured: 32 x 1048576 f32 at 512 threads took 1.5x as
+    -- long with 2): its loop holds unroll vectors twice over, and a cap on registers spills them
+    local sfixed = {}
+    for k, x in pairs(fixed) do sfixed[k] = x end
+    if sfixed.min_blocks == nil then sfixed.min_blocks = 1 end
+    list = rows.choose(shape, dev, sfixed, {
       bytes_row = shape.cols * e, min_slice = 8192, stream = true,
       fields = function(c, t)
         local vpt = rows.cdiv(rows.cdiv(shape.cols, v), c * t)
@@ -161,7 +166,7 @@ function F.auto(shape, fixed, dev)
       end })
     -- a long streamed row wants every CTA of a cluster of 16 (measured: 32 x 1048576 f32)
     if mode == nil and fixed.cluster == nil and #list > 0 and list[1].cluster < 16 then
-      local c16 = rows.choose(shape, dev, { cluster = 16, nonportable = true }, {
+      local c16 = rows.choose(shape, dev, { cluster = 16, nonportable = true, min_blocks = 1 }, {
         bytes_row = shape.cols * e, min_slice = 0, stream = true,
         fields = function(c, t) return { mode = "stream", max_cols = 0, unroll = 8 } end })
       if c16[1] then table.insert(list, 1, c16[1]) end

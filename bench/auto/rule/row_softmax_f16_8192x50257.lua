@@ -1,0 +1,7 @@
+-- the rule's first 4 candidates for row_softmax f16 cols=50257 rows=8192 (bench/auto/rule_sweeps.py)
+return {
+  base = { dtype = "f16", family = "row_softmax" },
+  space = { cluster = { 1 }, max_cols = { 53248, 57344 }, min_blocks = { 1 }, mode = { "onchip" }, persistent = { false, true }, threads = { 1024, 512 } },
+  where = function(c) return (c.cluster == 1 and c.max_cols == 57344 and c.min_blocks == 1 and c.mode == "onchip" and c.persistent == false and c.threads == 1024) or (c.cluster == 1 and c.max_cols == 57344 and c.min_blocks == 1 and c.mode == "onchip" and c.persistent == true and c.threads == 1024) or (c.cluster == 1 and c.max_cols == 53248 and c.min_blocks == 1 and c.mode == "onchip" and c.persistent == false and c.threads == 512) or (c.cluster == 1 and c.max_cols == 53248 and c.min_blocks == 1 and c.mode == "onchip" and c.persistent == true and c.threads == 512) end,
+  shapes = { { rows = 8192, cols = 50257 } },
+}
