@@ -353,7 +353,8 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     end
     local hint = #fixed > 0 and string.format(" (the config fixes %s: leave a field out, or set it to \"auto\", for weft to choose it)",
       table.concat(fixed, ", ")) or ""
-    if limit_err and not last_err then return nil, limit_err .. hint end
+    -- a size over a limit says the most: the rule's choice itself failed there
+    if limit_err then return nil, limit_err .. hint end
     return nil, string.format("%s: no config of family %s takes shape %s with the fields this config fixes%s:\n%s",
       file, fam.name, M.shape_text(shape, fam.sizes), hint, last_err or limit_err or "(the rule has no candidates)")
   end

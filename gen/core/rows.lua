@@ -24,7 +24,7 @@ M.PT_MAX = 16        -- vectors per thread that still leave the loads' latency h
 M.PT_T = 8           -- vectors per thread a CTA aims for when choosing its threads
 M.PT_T_FEW = 8       -- ... when rows are fewer than FEW_ROWS (latency, not bandwidth, is the cost)
 M.TARGET_WAVES = 1   -- CTAs per SM the cluster choice tries to reach when rows are few
-M.TARGET_FEW = 2     -- ... and when they are fewer than FEW_ROWS (one cluster per SM is enough)
+M.TARGET_FEW = 2     -- ... when they are fewer than FEW_ROWS (a single row or a few: two clusters per SM)
 M.FEW_ROWS = 64
 M.PLAIN_ROWS = 4     -- single-CTA rows: a plain grid from this many rows per SM
 M.MIN_BLOCKS = 2     -- onchip: CTAs per SM the compiler must fit, where the row still fits
@@ -133,10 +133,11 @@ function M.choose(shape, dev, fixed, p)
   end
   local t = pick_threads(c)
   if t then add(c, t, persistent(c), exchange(c)) end
-  -- neighbours
+  -- neighbours (only where the config leaves cluster and threads open)
+  local function open(list, v) for _, x in ipairs(list) do if x == v then return true end end return false end
   for _, cl in ipairs({ c, c * 2, c // 2 }) do
     for _, tt in ipairs({ pick_threads(cl) or 0, (t or 0) * 2, (t or 0) // 2, t or 0 }) do
-      if cl >= 1 and tt > 0 then
+      if cl >= 1 and tt > 0 and open(clusters, cl) and open(threads, tt) then
         add(cl, tt, persistent(cl), exchange(cl))
         add(cl, tt, not persistent(cl), exchange(cl))
         if cl > 1 and fixed.exchange == nil then add(cl, tt, persistent(cl), exchange(cl) == "push" and "pull" or "push") end

@@ -1,7 +1,7 @@
 # weft gen into a folder that holds the kernel's files already, one of them a folder: nothing is
 # written and the old .cu is left as it was (a failed replace used to delete it).
 #   -DWEFT=... -DSRC=<repo> -DOUT=<folder>
-set(N weft_row_reduce_f32_sum_c4_np0_t512_mb1_p0_xpull_u4)
+set(N weft_row_reduce_f32_sum_c1_np0_t512_mb2_p0_xpull_u8)
 file(REMOVE_RECURSE "${OUT}")
 file(MAKE_DIRECTORY "${OUT}/${N}.json/x")
 file(WRITE "${OUT}/${N}.cu" "OLD\n")

@@ -45,9 +45,9 @@ typedef struct entry2 {
 
 static const entry matrix[] = {
   /* the examples as shipped */
-  {"row_reduce.lua", {0}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
-  {"row_softmax.lua", {0}, {CLUSTER_PTX, STREAM_LOAD, "ex2.approx.ftz.f32", "st.global.cs.v4.u32"}, {0}},
-  {"row_softmax_stream.lua", {0}, {CLUSTER_PTX, "ld.global.nc.v4.u32", STREAM_LOAD, "st.global.cs.v4.u32"}, {0}},
+  {"row_reduce.lua", {"cluster=4"}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
+  {"row_softmax.lua", {"cluster=2", "threads=512"}, {CLUSTER_PTX, STREAM_LOAD, "ex2.approx.ftz.f32", "st.global.cs.v4.u32"}, {0}},
+  {"row_softmax_stream.lua", {"exchange=pull"}, {CLUSTER_PTX, "ld.global.nc.v4.u32", STREAM_LOAD, "st.global.cs.v4.u32"}, {0}},
   {"cluster_reduce.lua", {0}, {CLUSTER_PTX, "max.f32"}, {0}},
   {"custom_op.lua", {0}, {CLUSTER_PTX, "abs.f32", "max.f32"}, {0}},
   /* cluster size 1 degenerates to a block broadcast: no cluster instructions at all */
@@ -55,11 +55,11 @@ static const entry matrix[] = {
   {"row_softmax.lua", {"cluster=1", "max_cols=8192"}, {STREAM_LOAD}, {"mapa", "barrier.cluster"}},
   {"cluster_reduce.lua", {"cluster=1"}, {"bar.sync"}, {"mapa", "barrier.cluster"}},
   /* every dtype: the 16-bit formats convert with cvt */
-  {"row_reduce.lua", {"dtype=f16"}, {CLUSTER_PTX, STREAM_LOAD, "cvt.f32.f16"}, {0}},
-  {"row_reduce.lua", {"dtype=bf16"}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
-  {"row_softmax.lua", {"dtype=bf16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.bf16x2.f32", "max.bf16x2", "st.global.cs.v4.u32"}, {0}},
-  {"row_softmax.lua", {"dtype=f16", "max_cols=65536"}, {CLUSTER_PTX, "cvt.rn.f16x2.f32", "max.f16x2", "cvt.f32.f16"}, {0}},
-  {"row_softmax_stream.lua", {"dtype=bf16"}, {CLUSTER_PTX, "cvt.rn.bf16x2.f32"}, {0}},
+  {"row_reduce.lua", {"dtype=f16", "cluster=4"}, {CLUSTER_PTX, STREAM_LOAD, "cvt.f32.f16"}, {0}},
+  {"row_reduce.lua", {"dtype=bf16", "cluster=4"}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
+  {"row_softmax.lua", {"dtype=bf16", "max_cols=65536", "cluster=2"}, {CLUSTER_PTX, "cvt.rn.bf16x2.f32", "max.bf16x2", "st.global.cs.v4.u32"}, {0}},
+  {"row_softmax.lua", {"dtype=f16", "max_cols=65536", "cluster=2"}, {CLUSTER_PTX, "cvt.rn.f16x2.f32", "max.f16x2", "cvt.f32.f16"}, {0}},
+  {"row_softmax_stream.lua", {"dtype=bf16", "exchange=pull"}, {CLUSTER_PTX, "cvt.rn.bf16x2.f32"}, {0}},
   /* mode tma: the bulk copy engine feeding shared memory, counted on mbarriers */
   {"row_softmax.lua", {"mode=tma", "max_cols=262144", "cluster=16", "nonportable=true"},
    {CLUSTER_PTX, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
@@ -69,15 +69,15 @@ static const entry matrix[] = {
   /* the push exchange inside the row loops */
   {"row_softmax.lua", {"exchange=push", "cluster=8", "max_cols=65536", "persistent=true"},
    {"st.async.shared::cluster.mbarrier::complete_tx::bytes.f32", "mbarrier.try_wait.parity", STREAM_LOAD}, {"ld.shared::cluster"}},
-  {"row_reduce.lua", {"exchange=push", "dtype=bf16"}, {"st.async.shared::cluster", STREAM_LOAD}, {"ld.shared::cluster"}},
+  {"row_reduce.lua", {"exchange=push", "dtype=bf16", "cluster=4"}, {"st.async.shared::cluster", STREAM_LOAD}, {"ld.shared::cluster"}},
   /* every operator */
-  {"row_reduce.lua", {"op=max"}, {CLUSTER_PTX, "max.f32"}, {0}},
-  {"row_reduce.lua", {"op=min"}, {CLUSTER_PTX, "min.f32"}, {0}},
-  {"row_reduce.lua", {"op=prod"}, {CLUSTER_PTX, "mul.f32"}, {0}},
-  {"row_reduce.lua", {"op=sum", "unroll=8"}, {CLUSTER_PTX, "add.f32"}, {0}},
+  {"row_reduce.lua", {"op=max", "cluster=4"}, {CLUSTER_PTX, "max.f32"}, {0}},
+  {"row_reduce.lua", {"op=min", "cluster=4"}, {CLUSTER_PTX, "min.f32"}, {0}},
+  {"row_reduce.lua", {"op=prod", "cluster=4"}, {CLUSTER_PTX, "mul.f32"}, {0}},
+  {"row_reduce.lua", {"op=sum", "unroll=8", "cluster=4"}, {CLUSTER_PTX, "add.f32"}, {0}},
   /* cluster sizes up to 16 (non-portable) */
   {"row_reduce.lua", {"cluster=2"}, {CLUSTER_PTX}, {0}},
-  {"row_reduce.lua", {"cluster=8", "threads=1024"}, {CLUSTER_PTX}, {0}},
+  {"row_reduce.lua", {"cluster=8", "threads=1024", "min_blocks=1"}, {CLUSTER_PTX}, {0}},
   {"row_reduce.lua", {"cluster=16", "nonportable=true"}, {CLUSTER_PTX}, {0}},
   {"row_softmax.lua", {"cluster=16", "nonportable=true", "threads=1024", "max_cols=262144"}, {CLUSTER_PTX, "ex2.approx"}, {0}},
   {"row_softmax.lua", {"cluster=8", "threads=1024", "max_cols=262144"}, {CLUSTER_PTX}, {0}},
@@ -102,7 +102,7 @@ static const entry matrix[] = {
   {"rmsnorm.lua", {"dtype=f32", "max_cols=16384", "cluster=4", "rows_per_cta=1"},
    {CLUSTER_PTX, STREAM_LOAD, "ld.global.nc.v4.u32", "st.global.cs.v4.u32", "rsqrt.approx.f32"},
    {"cvt.rn.bf16", "cvt.rn.f16", "cvt.f32.f16"}},
-  {"rmsnorm.lua", {"cluster=8", "threads=1024", "max_cols=65536", "rows_per_cta=1"}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
+  {"rmsnorm.lua", {"cluster=8", "threads=1024", "max_cols=65536", "rows_per_cta=1", "min_blocks=1"}, {CLUSTER_PTX, STREAM_LOAD}, {0}},
   {"rmsnorm.lua", {"cluster=16", "nonportable=true", "max_cols=65536", "rows_per_cta=1", "dtype=f32"}, {CLUSTER_PTX}, {0}},
   /* the residual: r read through the coherent path (it is overwritten with h), h stored; r is
    * the fourth parameter, so there are six */
