@@ -4,7 +4,7 @@ The first time an op meets a shape that the tuning database does not know exactl
 choice and the rule's next candidates are each compiled, run on the op's own inputs into a
 poisoned scratch output, checked against a float64 torch reference (a wrong kernel is never
 timed, nor chosen), then timed with CUDA events.  Within WEFT_AUTOTUNE_BUDGET_MS (default 2000 ms,
-compiles included: no candidate starts after the budget is spent) the fastest is stored in the
+compiles included: a candidate starts only while the mean cost of those before it still fits) the fastest is stored in the
 tuning database (weft_auto_record), so this process and every later one use it for the shape,
 and nearby shapes find it as the database's nearest.
 
@@ -100,9 +100,12 @@ def tune(op, auto, kernel_of, make, launch, result, reference, dtype, stream):
     budget = budget_s()
     start = time.monotonic()
     timed, wrong = [], []
-    for i in range(len(auto.names)):
-        if i > 0 and time.monotonic() - start > budget:
+    spent = []   # seconds each candidate took (compile, check, timing): the next is started only if one
+    for i in range(len(auto.names)):   # more of the mean still fits the budget
+        now = time.monotonic() - start
+        if i > 0 and now + sum(spent) / len(spent) > budget:
             break
+        c0 = time.monotonic()
         k = kernel_of(i)
         bufs = make()
         launch(k, bufs)
@@ -110,8 +113,10 @@ def tune(op, auto, kernel_of, make, launch, result, reference, dtype, stream):
         ok, err = close_enough(result(bufs), reference, dtype)
         if not ok:
             wrong.append("%s (max error %.3g)" % (auto.names[i], err))
+            spent.append(time.monotonic() - c0)
             continue
         timed.append((_time_us(lambda: launch(k, bufs), stream), i))
+        spent.append(time.monotonic() - c0)
     if wrong:
         warnings.warn("weft.torch.%s: first-use tuning found wrong results from %s; %s" % (
             op, ", ".join(wrong), "not used" if timed else "no candidate was right"), RuntimeWarning, stacklevel=3)
