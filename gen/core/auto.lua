@@ -178,6 +178,8 @@ local function set_strings(key, v, out)
     for k in pairs(v) do if k ~= "tag" then keys[#keys + 1] = k end end
     table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
     for _, k in ipairs(keys) do set_strings(key .. "." .. tostring(k), v[k], out) end
+  elseif type(v) == "function" then
+    return   -- a custom operator's Lua reference has no --set form
   elseif type(v) == "string" then
     out[#out + 1] = key .. "=" .. v
   else
@@ -282,7 +284,16 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
   local function add(r)
     if names[r.name] then return false end
     names[r.name] = true
-    choices[#choices + 1] = { sets = r.sets, text = config_text(fam, r.cfg), name = r.name }
+    -- the key fields as --set strings (dtype aside: the tune key has it), for a recorded row
+    local ks = {}
+    for _, f in ipairs(fam.fields) do
+      if keys[f.name] and f.name ~= "dtype" then
+        local v = r.cfg[f.name]
+        if v == nil then v = f.default end
+        set_strings(f.name, v, ks)
+      end
+    end
+    choices[#choices + 1] = { sets = r.sets, keys = ks, text = config_text(fam, r.cfg), name = r.name }
     return true
   end
 
@@ -290,7 +301,8 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
   local result
   local ranked = {}
   for i, row in ipairs(known or {}) do
-    if SOURCES[row.source] then
+    local t = tonumber(row.time_us)
+    if SOURCES[row.source] and t and t > 0 and t < math.huge then
       local at = M.parse_shape(row.shape or "", fam.sizes, row.where or file)
       local d = at and distance(at, shape, fam.sizes)
       if d then

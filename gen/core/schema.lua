@@ -16,6 +16,7 @@ local M = {}
 local SHOW_MAX = 160   -- bytes of a long string a message echoes (the rest is counted, not shown)
 
 local function show(v)
+  if type(v) == "function" then return "function" end   -- never its address: messages stay the same run to run
   if type(v) == "string" then
     if #v > SHOW_MAX then return string.format("%q ... (%d bytes in all)", v:sub(1, SHOW_MAX), #v) end
     return string.format("%q", v)

@@ -104,6 +104,7 @@ int cli_shape_key(const weft_run_spec *rs, const weft_shape *sh, char *buf, size
 int cli_run_auto(weft_ctx *ctx, const run_opts *o, const weft_run_spec *rs, const char *db_path);
 /* $WEFT_AUTOTUNE_BUDGET_MS in ms (2000 unset); -1 with a message naming the variable. */
 int cli_autotune_budget(double *ms);
+int cli_autotune_flag(int *on);   /* WEFT_AUTOTUNE: 0 and *on, or -1 with the message (not 0, 1 or unset) */
 /* cmd_export.c: the database's best per (family, dtype, ranks, shape) for this GPU as a tuning
  * table, written atomically to file (command: what the header says made it). */
 int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const char *gpu, int sm, int driver,

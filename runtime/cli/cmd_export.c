@@ -47,6 +47,11 @@ static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, util_buf
     util_set_err(why, wlen, "its config no longer generates: %.300s", weft_ctx_error(ctx));
     goto done;
   }
+  if (b->row.kernel && *b->row.kernel && strcmp(m->name, b->row.kernel)) {
+    util_set_err(why, wlen, "its config now makes %.200s, not the measured %.200s (weft changed since: tune again)",
+                 m->name, b->row.kernel);
+    goto done;
+  }
   int np = 0;
   util_buf text = {0};
   for (int i = 0; i < m->n_params && np < 256; i++) {

@@ -280,7 +280,8 @@ int cmd_run(int argc, char **argv) {
   if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
   if (auto_mode && tuned) { cli_err("weft run: --auto and --tuned: give one (--auto looks in the database first)\n"); goto agree; }
   double budget_ms;
-  if (auto_mode && util_env_flag("WEFT_AUTOTUNE") && cli_autotune_budget(&budget_ms)) goto agree;
+  int autotune = 0;
+  if (auto_mode && (cli_autotune_flag(&autotune) || (autotune && cli_autotune_budget(&budget_ms)))) goto agree;
   sizes_unchecked = auto_mode;
   /* the config as given, generated (not compiled) first: its run spec says what the flags mean */
   st = weft_generate_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &base);

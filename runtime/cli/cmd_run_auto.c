@@ -15,6 +15,21 @@
 #define AUTOTUNE_CANDIDATES 6   /* the rule's neighbours timed beside its choice */
 #define AUTOTUNE_ITERS 20
 
+/* WEFT_AUTOTUNE: 1, true, yes, on; 0, false, no, off, empty or unset (the spellings weft.torch
+ * takes); anything else is refused, so a typo never turns tuning (and database writes) on or off
+ * unnoticed.  0, or -1 with the message. */
+int cli_autotune_flag(int *on) {
+  static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"", "0", "false", "no", "off"};
+  const char *v = getenv("WEFT_AUTOTUNE");
+  *on = 0;
+  if (!v) return 0;
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) if (!strcmp(v, yes[i])) { *on = 1; return 0; }
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) if (!strcmp(v, no[i])) return 0;
+  cli_err("weft run: WEFT_AUTOTUNE = \"%.80s\": must be 1, true, yes or on (tune each shape the database does not "
+          "know on first use), or 0, false, no, off or unset\n", v);
+  return -1;
+}
+
 int cli_autotune_budget(double *ms) {
   const char *v = getenv("WEFT_AUTOTUNE_BUDGET_MS");
   *ms = 2000;
@@ -77,9 +92,9 @@ static int autotune(weft_ctx *ctx, const weft_auto *a, const weft_shape *sh, dou
 }
 
 int cli_run_auto(weft_ctx *ctx, const run_opts *o, const weft_run_spec *rs, const char *db_path) {
-  int tune = util_env_flag("WEFT_AUTOTUNE");
+  int tune = 0;
   double budget = 2000;
-  if (tune && cli_autotune_budget(&budget)) return CLI_USAGE;
+  if (cli_autotune_flag(&tune) || (tune && cli_autotune_budget(&budget))) return CLI_USAGE;
   /* the shapes, each once: checked (and timed where also listed to time), then only timed */
   weft_shape shapes[2 * CLI_MAX_SHAPES];
   int check[2 * CLI_MAX_SHAPES], timed[2 * CLI_MAX_SHAPES], n = 0;
@@ -102,6 +117,26 @@ int cli_run_auto(weft_ctx *ctx, const run_opts *o, const weft_run_spec *rs, cons
     if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); }
     if ((rc = ranks_agree(rc, cli_last_error(), "run")) != CLI_OK) { weft_auto_free(a); return rc; }
     printf("auto: %s: %s %s: %s\n", auto_shape(a), weft_auto_source(a), weft_auto_name(a, 0), weft_auto_detail(a));
+    /* tuning is collective: every rank must tune (or not) the same candidates, or they would meet
+     * different collectives (rank 0's database may already hold a row the others lack) */
+    {
+      hash_ctx *tc = hash_begin();
+      unsigned char td[32] = {0};
+      if (tc) {
+        hash_add_str(tc, tune && strcmp(weft_auto_source(a), "database") ? "tune" : "no");
+        for (int j = 0; j < weft_auto_count(a); j++) hash_add_str(tc, weft_auto_name(a, j));
+        hash_end(tc, td);
+      }
+      unsigned long long th = 0;
+      for (int j = 0; j < 8; j++) th = th << 8 | td[j];
+      if (!ranks_same(th)) {
+        cli_err("weft run: --auto: rank %d's choice for %s (%s, %d candidate%s%s) differs from another rank's: give "
+                "every rank the same WEFT_TUNE_DB, WEFT_AUTO_TABLE and WEFT_AUTOTUNE\n", ranks_rank(), auto_shape(a),
+                weft_auto_source(a), weft_auto_count(a), weft_auto_count(a) == 1 ? "" : "s", tune ? ", tuning" : "");
+        weft_auto_free(a);
+        return CLI_FAIL;
+      }
+    }
     if (tune && strcmp(weft_auto_source(a), "database")) {
       double us = 0;
       int b = autotune(ctx, a, &shapes[s], budget, &us);

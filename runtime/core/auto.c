@@ -20,6 +20,8 @@
 typedef struct auto_choice {
   char **sets;
   int n_sets;
+  char **keys;   /* the key fields' values (op, residual, eps, ...), as k=v: part of a recorded row */
+  int n_keys;
   char *text, *name;
 } auto_choice;
 
@@ -85,6 +87,7 @@ void weft_auto_free(weft_auto *a) {
   if (!a) return;
   for (int i = 0; i < a->n; i++) {
     free_list(a->ch[i].sets, a->ch[i].n_sets);
+    free_list(a->ch[i].keys, a->ch[i].n_keys);
     free(a->ch[i].text);
     free(a->ch[i].name);
   }
@@ -223,6 +226,7 @@ static weft_status take_result(lua_State *L, weft_auto *a, char *err, size_t err
     if (!lua_istable(L, c)) bad = 1;
     else {
       a->ch[i].sets = list_field(L, c, "sets", &a->ch[i].n_sets, &bad);
+      a->ch[i].keys = list_field(L, c, "keys", &a->ch[i].n_keys, &bad);
       a->ch[i].text = str_field(L, c, "text");
       a->ch[i].name = str_field(L, c, "name");
       if (!a->ch[i].text || !a->ch[i].name) bad = 1;
@@ -531,15 +535,19 @@ weft_status weft_auto_record(weft_ctx *c, const weft_auto *a, int i, double time
   weft_status st = api_device_info(c, gpu, sizeof gpu, &sm, &driver);
   if (st) return st;
   jit_nvrtc_version(nv, sizeof nv);
-  /* the sets sorted, one per line: the same choice always makes the same row (tunedb's key) */
+  /* the sets and the key fields, sorted, one per line: the same choice always makes the same row
+   * (tunedb's key), and choices that differ only in a key field (op = sum / max at one shape,
+   * which the tune key does not tell apart) make different rows */
   const auto_choice *ch = &a->ch[i];
-  char **sorted = calloc((size_t)ch->n_sets + 1, sizeof *sorted);
+  int n = ch->n_sets + ch->n_keys;
+  char **sorted = calloc((size_t)n + 1, sizeof *sorted);
   if (!sorted) return WEFT_ERR_NOMEM;
-  memcpy(sorted, ch->sets, (size_t)ch->n_sets * sizeof *sorted);
-  qsort(sorted, (size_t)ch->n_sets, sizeof *sorted, by_str);
+  if (ch->n_sets) memcpy(sorted, ch->sets, (size_t)ch->n_sets * sizeof *sorted);
+  if (ch->n_keys) memcpy(sorted + ch->n_sets, ch->keys, (size_t)ch->n_keys * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, by_str);
   util_buf cfg = {0};
   util_buf_printf(&cfg, "%s", "");
-  for (int j = 0; j < ch->n_sets; j++) util_buf_printf(&cfg, "%s%s", j ? "\n" : "", sorted[j]);
+  for (int j = 0; j < n; j++) util_buf_printf(&cfg, "%s%s", j ? "\n" : "", sorted[j]);
   free(sorted);
   if (cfg.oom) { util_buf_free(&cfg); return WEFT_ERR_NOMEM; }
   tune_key key = {gpu, sm, driver, nv, a->ranks, a->family, a->dtype, a->shape};

@@ -217,6 +217,18 @@ T.test("candidates for first-use tuning: distinct kernels, the choice first", fu
   T.eq(#choose(F16, "rows=4096 cols=50257", nil, { candidates = 1000 }).choices <= 1 + auto.MAX_CANDIDATES, true, "capped")
 end)
 
+T.test("each choice carries its key fields, so a recorded row tells op = sum from op = max", function()
+  local r = choose('return { family = "row_reduce", dtype = "f32", op = "max" }', "rows=64 cols=4096")
+  T.eq(table.concat(r.choices[1].keys, " "), "op=max", "the user's op")
+  r = choose('return { family = "row_reduce", dtype = "f32" }', "rows=64 cols=4096")
+  T.eq(table.concat(r.choices[1].keys, " "), "op=sum", "the default op")
+  r = choose('return { family = "rmsnorm", dtype = "bf16", residual = true, eps = "arg" }', "rows=64 cols=4096")
+  T.eq(table.concat(r.choices[1].keys, " "), "residual=true eps=arg", "residual and eps")
+  local custom = choose('return { family = "row_reduce", op = { combine = "fmaxf(a, b)", identity = "-3.0e38", ' ..
+    'ref = function(a, b) return math.max(a, b) end } }', "rows=4 cols=40")
+  T.eq(table.concat(custom.choices[1].keys, " "), "op.combine=fmaxf(a, b) op.identity=-3.0e38", "a custom op, no ref")
+end)
+
 T.test("the choice's text is a config that generates the same kernel", function()
   local r = choose('return { family = "rmsnorm", dtype = "bf16", residual = true }', "rows=2048 cols=5120")
   local m = generated(r.choices[1].text, {}, {})
