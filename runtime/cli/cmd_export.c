@@ -107,7 +107,13 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
   tunedb *db = NULL;
   tune_best *v = NULL;
   int n = 0, written = 0, skipped = 0;
-  if (tunedb_open(&db, db_path, err, sizeof err) || tunedb_best_per_shape(db, gpu, sm, driver, nv, &v, &n, err, sizeof err)) {
+  int dbst = tunedb_open_readonly(&db, db_path, err, sizeof err);
+  if (dbst == 1) {
+    cli_err("weft: --export %s: there is no tuning database at %s (--db or WEFT_TUNE_DB); nothing written\n", file,
+            db_path ? db_path : "the default path");
+    return CLI_FAIL;
+  }
+  if (dbst || tunedb_best_per_shape(db, gpu, sm, driver, nv, &v, &n, err, sizeof err)) {
     cli_err("weft: --export: %s\n", err);
     tunedb_close(db);
     return CLI_FAIL;
@@ -152,7 +158,11 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
   }
   util_buf_free(&seen);
   int rc = CLI_OK;
-  if (out.oom) { cli_err("weft: --export: out of memory\n"); rc = CLI_FAIL; }
+  if (written == 0) {   /* a mistyped --gpu or --db, or a database of another machine: say so, write nothing */
+    cli_err("weft: --export %s: %s holds no row to export for %s (sm_%d, driver %d, NVRTC %s)%s; nothing written\n",
+            file, tunedb_path(db), gpu, sm, driver, nv, skipped ? " that still makes its measured kernel" : "");
+    rc = CLI_FAIL;
+  } else if (out.oom) { cli_err("weft: --export: out of memory\n"); rc = CLI_FAIL; }
   else if (util_write_atomic(file, out.p, out.len, err, sizeof err)) { cli_err("weft: --export %s: %s\n", file, err); rc = CLI_FAIL; }
   else printf("exported %d row%s (%d skipped) for %s (sm_%d, driver %d, NVRTC %s) to %s\n", written,
               written == 1 ? "" : "s", skipped, gpu, sm, driver, nv, file);

@@ -5,6 +5,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,14 +72,17 @@ static char **split(const char *s, char sep, int *n) {
 
 /* Warnings about the table or the database: once per process on stderr (a library that prints
  * every time would fill a training log), and always in the choice's detail. */
+static pthread_mutex_t said_lock = PTHREAD_MUTEX_INITIALIZER;   /* contexts may live on several threads */
 static void warn_once(const char *text) {
   static char said[8][64];
   static int n_said;
   char head[64];
   snprintf(head, sizeof head, "%.63s", text);
+  pthread_mutex_lock(&said_lock);
   for (int i = 0; i < n_said; i++)
-    if (!strcmp(said[i], head)) return;
+    if (!strcmp(said[i], head)) { pthread_mutex_unlock(&said_lock); return; }
   if (n_said < 8) snprintf(said[n_said++], sizeof said[0], "%s", head);
+  pthread_mutex_unlock(&said_lock);
   fprintf(stderr, "weft: warning: %s", text);
   if (*text && text[strlen(text) - 1] != '\n') fputc('\n', stderr);
 }
@@ -287,8 +291,11 @@ static int gather(weft_ctx *c, const auto_device *dev, int ranks, const char *fa
   char err[2048];
   if (dev->have_gpu) {
     tunedb *db = NULL;
-    if (tunedb_open(&db, db_path, err, sizeof err) || tunedb_nearest(db, dev->gpu, dev->sm, ranks, family, dtype, &k->db,
-                                                                       &k->n_db, err, sizeof err)) {
+    /* read-only: a lookup never creates the database nor waits for a writer's lock (every rank
+     * of a job looks up each new shape) */
+    int dbst = tunedb_open_readonly(&db, db_path, err, sizeof err);
+    if (dbst < 0 || (dbst == 0 && tunedb_nearest(db, dev->gpu, dev->sm, ranks, family, dtype, &k->db, &k->n_db, err,
+                                                 sizeof err))) {
       char *w = util_strprintf("the tuning database is skipped: %s", err);
       warn_once(w ? w : err);
       free(w);

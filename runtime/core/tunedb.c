@@ -281,6 +281,70 @@ fail:
   return -1;
 }
 
+int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen) {
+  if (!out) {
+    util_set_err(err, errlen, "tunedb_open_readonly: no place for the result");
+    return -1;
+  }
+  *out = NULL;
+  tunedb *t = calloc(1, sizeof *t);
+  if (!t) {
+    util_set_err(err, errlen, "out of memory opening the tune database");
+    return -1;
+  }
+  int ret = -1;
+  if (path && !*path) {
+    util_set_err(err, errlen, "tune database path is empty");
+    goto fail;
+  }
+  t->path = path ? util_strprintf("%s", path) : default_path(err, errlen);
+  if (!t->path) {
+    if (path) util_set_err(err, errlen, "out of memory opening tune database %s", path);
+    goto fail;
+  }
+  struct stat sb;
+  if (stat(t->path, &sb) != 0 && errno == ENOENT) { ret = 1; goto fail; }   /* no database yet: no rows */
+  int rc = sqlite3_open_v2(t->path, &t->db, SQLITE_OPEN_READONLY, NULL);
+  if (rc != SQLITE_OK) {
+    if (t->db) db_err(t, rc, "cannot open it to read", err, errlen);
+    else util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
+    goto fail;
+  }
+  sqlite3_extended_result_codes(t->db, 1);
+  sqlite3_busy_timeout(t->db, BUSY_TIMEOUT_MS);
+  long long have = 0, others = 0, version = 0;
+  int isnull = 0;
+  if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'tunedb_schema'", &have, NULL,
+                "cannot read the schema", err, errlen) != 0)
+    goto fail;
+  if (!have) {
+    if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'", &others, NULL,
+                  "cannot read the schema", err, errlen) != 0)
+      goto fail;
+    if (others) {
+      util_set_err(err, errlen, "tune database %s is an SQLite database but not a weft tune database (it has no "
+                   "tunedb_schema table); point WEFT_TUNE_DB elsewhere", t->path);
+      goto fail;
+    }
+    ret = 1;   /* an empty file: no rows */
+    goto fail;
+  }
+  if (query_int(t, "SELECT max(version) FROM tunedb_schema", &version, &isnull, "cannot read the schema version", err,
+                errlen) != 0)
+    goto fail;
+  if (isnull || version > TUNEDB_SCHEMA_VERSION) {
+    util_set_err(err, errlen, isnull ? "tune database %s has no schema version: the file is damaged; move it away"
+                 : "tune database %s has a schema newer than this weft understands: use a newer weft, or point "
+                   "WEFT_TUNE_DB at another file", t->path);
+    goto fail;
+  }
+  *out = t;
+  return 0;
+fail:
+  tunedb_close(t);
+  return ret;
+}
+
 void tunedb_close(tunedb *t) {
   if (!t) return;
   sqlite3_close_v2(t->db); /* NULL is fine; every statement is finalized by now */

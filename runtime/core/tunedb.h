@@ -60,6 +60,11 @@ typedef struct tune_row {
  * Opening creates the schema when missing (so it may wait for another writer, up to 30 s) and
  * refuses a file that is not a tune database, is corrupt, or has a newer schema version. */
 int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen);
+/* For lookups only (weft_auto_choose, the export): opens an existing database read-only, never
+ * creating a file, a folder or a schema and never taking the write lock.  0 opened; 1 there is
+ * no database there (no file, or an empty one: no rows, not an error); -1 with err (not a tune
+ * database, a newer schema, damaged). */
+int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen);
 void tunedb_close(tunedb *db);            /* NULL is fine */
 const char *tunedb_path(const tunedb *db);
 /* Stores rows for key in ONE transaction (all or nothing). A row with the same key and config

@@ -704,10 +704,42 @@ static void test_nearest(void **state) {
   tunedb_close(db);
 }
 
+/* Lookups open read-only: a missing or empty file is "no rows" (1) and is never created; a file
+ * of rows opens (0) and can be read; a foreign file is refused (-1). */
+static void test_open_readonly(void **state) {
+  fixture *f = *state;
+  char err[1024] = "";
+  tunedb *ro = NULL;
+  assert_int_equal(tunedb_open_readonly(&ro, f->db, err, sizeof err), 1);
+  assert_null(ro);
+  struct stat sb;
+  assert_int_not_equal(stat(f->db, &sb), 0);   /* still not there */
+  tunedb *db = open_db(f->db);
+  tune_key k = base_key();
+  tune_row r = make_row("cluster=2", 3.0);
+  put_ok(db, &k, &r, 1);
+  tunedb_close(db);
+  assert_int_equal(tunedb_open_readonly(&ro, f->db, err, sizeof err), 0);
+  tune_best *v = NULL;
+  int n = 0;
+  assert_int_equal(tunedb_nearest(ro, k.gpu, k.sm, k.ranks, k.family, k.dtype, &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 1);
+  tunedb_best_free(v, n);
+  assert_int_equal(tunedb_put(ro, &k, &r, 1, err, sizeof err), -1);   /* read-only */
+  tunedb_close(ro);
+  FILE *g = fopen(f->db, "w");
+  assert_non_null(g);
+  fputs("not a database at all, but long enough to be read as a header by SQLite ......................", g);
+  fclose(g);
+  assert_int_equal(tunedb_open_readonly(&ro, f->db, err, sizeof err), -1);
+  assert_non_null(strstr(err, f->db));
+}
+
 int main(void) {
   test_env_save(&env);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_open_readonly, setup, teardown),
       cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
       cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
       cmocka_unit_test_setup_teardown(test_keys_isolate, setup, teardown),
