@@ -33,12 +33,7 @@ M.NEAR = 4                 -- a near row has every size within this factor
 M.MAX_CANDIDATES = 16      -- the most rule candidates a caller may ask for
 local LOG2_NEAR = math.log(M.NEAR, 2)
 
-local function copy(v)
-  if type(v) ~= "table" then return v end
-  local t = {}
-  for k, x in pairs(v) do t[k] = copy(x) end
-  return t
-end
+local copy = config.deep_copy
 
 -- ---- the user's config -------------------------------------------------------------------------
 

@@ -375,6 +375,15 @@ function M.check_tree(v, file, path)
   return nil
 end
 
+-- A config tree copied (configs are trees: config.check_tree refuses cycles), so a caller may
+-- change the copy and keep the original (sweeps, auto's candidates).
+function M.deep_copy(v)
+  if type(v) ~= "table" then return v end
+  local c = {}
+  for k, x in pairs(v) do c[k] = M.deep_copy(x) end
+  return c
+end
+
 -- load(text, file) -> table | nil, message
 function M.load(text, file)
   if text:byte(1) == 27 then

@@ -75,12 +75,7 @@ local function label_text(v)
   return set_text(v)
 end
 
-local function deep_copy(v)
-  if type(v) ~= "table" then return v end
-  local c = {}
-  for k, x in pairs(v) do c[k] = deep_copy(x) end
-  return c
-end
+local deep_copy = config.deep_copy
 
 local function sorted_keys(t)
   local keys = {}

@@ -184,57 +184,68 @@ static const char *const create_results =
 
 /* Creates the schema where missing and checks its version, in one write transaction so that
  * processes opening a new file at once cannot both create it. */
-static int ensure_schema(tunedb *t, char *err, size_t errlen) {
-  if (exec_sql(t, "BEGIN IMMEDIATE", "cannot lock it to check the schema", err, errlen) != 0)
-    return -1;
+/* The file's schema: 0 with *empty = 1 for a file without one (new, or empty), 0 with *empty = 0
+ * for a usable version; -1 with err for someone else's SQLite file (a mistyped WEFT_TUNE_DB), a
+ * damaged version, or a newer one.  Reads only. */
+static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
   long long have = 0, others = 0, version = 0;
   int isnull = 0;
+  *empty = 0;
   if (query_int(t,
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
                 "'tunedb_schema'",
                 &have, NULL, "cannot read the schema", err, errlen) != 0)
-    goto fail;
+    return -1;
   if (!have) {
-    /* A new file, or someone else's SQLite file (a mistyped WEFT_TUNE_DB): only the first is
-     * ours to fill. */
     if (query_int(t,
                   "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
                   &others, NULL, "cannot read the schema", err, errlen) != 0)
-      goto fail;
+      return -1;
     if (others) {
       util_set_err(err, errlen,
               "tune database %s is an SQLite database but not a weft tune database (it has no "
               "tunedb_schema table): refusing to change it; point WEFT_TUNE_DB elsewhere",
               t->path);
-      goto fail;
+      return -1;
     }
-    if (exec_sql(t,
-                 "CREATE TABLE tunedb_schema (version INTEGER NOT NULL);"
-                 "INSERT INTO tunedb_schema (version) VALUES (1)",
-                 "cannot create the schema", err, errlen) != 0)
-      goto fail;
+    *empty = 1;
+    return 0;
   }
   if (query_int(t, "SELECT max(version) FROM tunedb_schema", &version, &isnull,
                 "cannot read the schema version", err, errlen) != 0)
-    goto fail;
+    return -1;
   if (isnull) {
     util_set_err(err, errlen,
             "tune database %s has no schema version (its tunedb_schema table is empty): the file "
             "is damaged; move it away", t->path);
-    goto fail;
+    return -1;
   }
   if (version > TUNEDB_SCHEMA_VERSION) {
     util_set_err(err, errlen,
             "tune database %s has schema version %lld, newer than this weft understands "
             "(version %d): use a newer weft, or point WEFT_TUNE_DB at another file",
             t->path, version, TUNEDB_SCHEMA_VERSION);
-    goto fail;
+    return -1;
   }
   if (version < 1) {
     util_set_err(err, errlen, "tune database %s has an invalid schema version %lld: move it away",
             t->path, version);
-    goto fail;
+    return -1;
   }
+  return 0;
+}
+
+/* Under the write lock: the schema read, created when the file has none. */
+static int ensure_schema(tunedb *t, char *err, size_t errlen) {
+  if (exec_sql(t, "BEGIN IMMEDIATE", "cannot lock it to check the schema", err, errlen) != 0)
+    return -1;
+  int empty = 0;
+  if (read_schema(t, &empty, err, errlen) != 0) goto fail;
+  if (empty && exec_sql(t,
+                        "CREATE TABLE tunedb_schema (version INTEGER NOT NULL);"
+                        "INSERT INTO tunedb_schema (version) VALUES (1)",
+                        "cannot create the schema", err, errlen) != 0)
+    goto fail;
   if (exec_sql(t, create_results, "cannot create the results table", err, errlen) != 0) goto fail;
   if (exec_sql(t, "COMMIT", "cannot commit the schema", err, errlen) != 0) goto fail;
   return 0;
@@ -243,42 +254,53 @@ fail:
   return -1;
 }
 
-int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
-  if (!out) {
-    util_set_err(err, errlen, "tunedb_open: no place for the result");
-    return -1;
-  }
-  *out = NULL;
-  tunedb *t = calloc(1, sizeof *t);
+/* A handle with its path chosen (see tunedb.h) and the file opened with flags: 0, or -1 with err
+ * (*out holds what was made, for tunedb_close). */
+static int open_handle(tunedb **out, const char *path, int flags, int make_folder, char *err, size_t errlen) {
+  tunedb *t = *out = calloc(1, sizeof *t);
   if (!t) {
     util_set_err(err, errlen, "out of memory opening the tune database");
     return -1;
   }
   if (path && !*path) {
     util_set_err(err, errlen, "tune database path is empty");
-    goto fail;
+    return -1;
   }
   t->path = path ? util_strprintf("%s", path) : default_path(err, errlen);
   if (!t->path) {
     if (path) util_set_err(err, errlen, "out of memory opening tune database %s", path);
-    goto fail;
+    return -1;
   }
-  if (make_parent(t->path, err, errlen) != 0) goto fail;
-
-  int rc = sqlite3_open_v2(t->path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  if (make_folder && make_parent(t->path, err, errlen) != 0) return -1;
+  if (!make_folder) {   /* read-only: no file is no database, said by the caller (not an error) */
+    struct stat sb;
+    if (stat(t->path, &sb) != 0 && errno == ENOENT) return 1;
+  }
+  int rc = sqlite3_open_v2(t->path, &t->db, flags, NULL);
   if (rc != SQLITE_OK) {
     if (t->db) db_err(t, rc, "cannot open it", err, errlen);
     else util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
-    goto fail;
+    return -1;
   }
   sqlite3_extended_result_codes(t->db, 1);
   sqlite3_busy_timeout(t->db, BUSY_TIMEOUT_MS);
-  if (set_wal(t, err, errlen) != 0 || ensure_schema(t, err, errlen) != 0) goto fail;
+  return 0;
+}
+
+int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
+  if (!out) {
+    util_set_err(err, errlen, "tunedb_open: no place for the result");
+    return -1;
+  }
+  tunedb *t = NULL;
+  *out = NULL;
+  if (open_handle(&t, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 1, err, errlen) != 0 ||
+      set_wal(t, err, errlen) != 0 || ensure_schema(t, err, errlen) != 0) {
+    tunedb_close(t);
+    return -1;
+  }
   *out = t;
   return 0;
-fail:
-  tunedb_close(t);
-  return -1;
 }
 
 int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen) {
@@ -286,63 +308,16 @@ int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errle
     util_set_err(err, errlen, "tunedb_open_readonly: no place for the result");
     return -1;
   }
+  tunedb *t = NULL;
   *out = NULL;
-  tunedb *t = calloc(1, sizeof *t);
-  if (!t) {
-    util_set_err(err, errlen, "out of memory opening the tune database");
-    return -1;
-  }
-  int ret = -1;
-  if (path && !*path) {
-    util_set_err(err, errlen, "tune database path is empty");
-    goto fail;
-  }
-  t->path = path ? util_strprintf("%s", path) : default_path(err, errlen);
-  if (!t->path) {
-    if (path) util_set_err(err, errlen, "out of memory opening tune database %s", path);
-    goto fail;
-  }
-  struct stat sb;
-  if (stat(t->path, &sb) != 0 && errno == ENOENT) { ret = 1; goto fail; }   /* no database yet: no rows */
-  int rc = sqlite3_open_v2(t->path, &t->db, SQLITE_OPEN_READONLY, NULL);
-  if (rc != SQLITE_OK) {
-    if (t->db) db_err(t, rc, "cannot open it to read", err, errlen);
-    else util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
-    goto fail;
-  }
-  sqlite3_extended_result_codes(t->db, 1);
-  sqlite3_busy_timeout(t->db, BUSY_TIMEOUT_MS);
-  long long have = 0, others = 0, version = 0;
-  int isnull = 0;
-  if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'tunedb_schema'", &have, NULL,
-                "cannot read the schema", err, errlen) != 0)
-    goto fail;
-  if (!have) {
-    if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'", &others, NULL,
-                  "cannot read the schema", err, errlen) != 0)
-      goto fail;
-    if (others) {
-      util_set_err(err, errlen, "tune database %s is an SQLite database but not a weft tune database (it has no "
-                   "tunedb_schema table); point WEFT_TUNE_DB elsewhere", t->path);
-      goto fail;
-    }
-    ret = 1;   /* an empty file: no rows */
-    goto fail;
-  }
-  if (query_int(t, "SELECT max(version) FROM tunedb_schema", &version, &isnull, "cannot read the schema version", err,
-                errlen) != 0)
-    goto fail;
-  if (isnull || version > TUNEDB_SCHEMA_VERSION) {
-    util_set_err(err, errlen, isnull ? "tune database %s has no schema version: the file is damaged; move it away"
-                 : "tune database %s has a schema newer than this weft understands: use a newer weft, or point "
-                   "WEFT_TUNE_DB at another file", t->path);
-    goto fail;
+  int rc = open_handle(&t, path, SQLITE_OPEN_READONLY, 0, err, errlen), empty = 0;
+  if (rc == 0) rc = read_schema(t, &empty, err, errlen) != 0 ? -1 : empty;   /* an empty file: no rows */
+  if (rc != 0) {
+    tunedb_close(t);
+    return rc;
   }
   *out = t;
   return 0;
-fail:
-  tunedb_close(t);
-  return ret;
 }
 
 void tunedb_close(tunedb *t) {
