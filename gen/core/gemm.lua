@@ -10,6 +10,7 @@ M.WGMMA_M = { 64, 128, 256 }
 M.WGMMA_N = { 64, 128, 192, 256 }
 M.ACC_REGS = 128   -- f32 accumulators per consumer thread before the 232-register budget breaks
 M.DEFAULT_TILE = { m = 128, n = 256, k = 64 }
+M.MAX_SPLIT_K = 8   -- a cluster of up to 8 CTAs (the portable cluster size)
 
 local function has(list, v)
   for _, x in ipairs(list) do if x == v then return true end end
@@ -70,9 +71,10 @@ function M.fields(pre)
     cluster = { name = "cluster", kind = "custom", check = M.cluster_check, default = { m = 1, n = 1 }, tag = "cl",
       doc = pre .. "CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
         .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA" },
-    split_k = { name = "split_k", kind = "int", values = { 1, 2 }, default = 1, tag = "sk",
-      doc = pre .. "cooperative: 2 = a cluster of two CTAs per tile, each over half of K; the second adds its f32 "
-        .. "partial sums into the first through distributed shared memory (small shapes: twice the CTAs per tile)" },
+    split_k = { name = "split_k", kind = "int", min = 1, max = M.MAX_SPLIT_K, default = 1, tag = "sk",
+      doc = pre .. "cooperative: S > 1 = a cluster of S CTAs per tile, each over 1/S of K; their f32 partial sums "
+        .. "meet in the first through distributed shared memory, in a fixed tree (the same bits every run). For "
+        .. "few tiles or a long K (decode: S times the CTAs streaming B)" },
     epilogue = { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
       doc = pre .. "direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared "
         .. "memory, swizzled, and stored by TMA, which clips at the edges)" },
@@ -96,7 +98,8 @@ function M.check(cfg, errs)
   if cfg.split_k > 1 and cfg.mma == "pingpong" then
     errs.add("split_k", cfg.split_k, 'split-K adds partial sums of cooperative tiles; use mma = "cooperative"')
   elseif cfg.split_k > 1 and cfg.cluster.m * cfg.cluster.n > 1 then
-    errs.add("split_k", cfg.split_k, "split-K takes the cluster's two CTAs; leave cluster = { m = 1, n = 1 }")
+    errs.add("split_k", cfg.split_k, "split-K's cluster is its CTAs along K; leave cluster = { m = 1, n = 1 } "
+      .. "(no multicast with it)")
   end
   if cfg.mma ~= "pingpong" and has(M.WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
     errs.add("consumers", cfg.consumers, string.format("tile.m = %d has %d 64-row group(s); use consumers <= %d",
@@ -196,6 +199,15 @@ function M.cfg_struct(name, cfg, L, extra)
   return table.concat(lines, "\n")
 end
 
+-- The persistent grid: one cluster per work unit (cluster.m x cluster.n tiles; with split_k, its
+-- CTAs along K share one), at most as many as are co-resident, each looping over units.  So a
+-- small M still fills the GPU when N has the tiles (M = 16, N = 14336: 112 units of 64 x 128).
+function M.grid(cfg)
+  local t, cl = cfg.tile, cfg.cluster
+  return { { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = cl.m * cl.n * cfg.split_k,
+             cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } }
+end
+
 -- Threads per CTA: the producer's warpgroup and the consumers'.
 function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 
@@ -214,13 +226,13 @@ end
 function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
-    and string.format(" (split_k = 2 also holds the f32 partial tile, %d x %d x 4 bytes)", t.m, t.n) or "")
+    and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, t.m, t.n) or "")
     .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: a tile per consumer warpgroup)" or "")
 end
 
 -- ---- the shape rule (F.auto of families gemm and ag_gemm) -------------------------------------
 --
--- The kernel is persistent: its grid is min(m, co-resident) clusters of CM x CN x SPLITK CTAs
+-- The kernel is persistent: its grid is min(units, co-resident) clusters of CM x CN x SPLITK CTAs
 -- (one CTA per SM: 232 registers per consumer thread, most of the shared memory), and cluster c
 -- takes cluster units c, c + clusters, ... of the tiles (weft/gemm_sched.cuh).  So a config's
 -- time is its rounds (units over clusters, a partial last round costing a whole one: the wave
@@ -238,13 +250,13 @@ end
 --            TMA over two warpgroups (the 8192x1024x1024 fit); the direct stores cost more (the TMA
 --            epilogue was 3-14 % faster per shape, third session); pingpong hides all but the last
 --            under the other warpgroup's WGMMAs.
---   split_k  each CTA half of K, plus the hand-over of the f32 partial tile through distributed
---            shared memory, not overlapped: ~4.7 us for 128 x 128 (1024^3: 10.5 us measured).
+--   split_k  each CTA 1/S of K, plus log2(S) hand-overs of the f32 partial tile through
+--            distributed shared memory (only the rows M has), not overlapped: ~4.7 us for 128 x
+--            128 (1024^3 at S = 2: 10.5 us measured).
 --   floor    A, B and C once at the copy rate (decode reads B once: the weight stream).
--- A small M gives few clusters (the grid counts m): there a 2-CTA cluster (cluster.n = 2, two
--- column tiles per unit, or split_k = 2) doubles the CTAs that stream B, and narrow enough tiles
--- keep every pair busy.  The model ranks candidates; bench/auto/gemm_shapes.lua is the sweep
--- that checks it.
+-- The grid counts units, so a small M with a wide N still fills the GPU; where the tiles are
+-- few (N = 4096 at M <= 128: 32 units of 64 x 128) split_k multiplies the CTAs that stream B.
+-- The model ranks candidates; bench/gemm_llm.py is the sweep that checks it.
 M.MODEL = {
   US_PER_MFLOP = 0.1376,     -- 7.3 TFLOP/s per SM (the H200's dense bf16 peak is ~7.5 per SM)
   US_PER_KB = 0.0120,        -- ~85 GB/s into each SM's shared memory with all 132 loading
@@ -267,9 +279,9 @@ function M.estimate(cfg, shape, sms, shards)
   local P, t, cl = M.MODEL, cfg.tile, cfg.cluster
   shards = shards or 1
   local cs = cl.m * cl.n * cfg.split_k
-  local clusters = math.max(1, math.min(shape.m, (sms or 132) // cs))
   local rows = math.max(1, cdiv(shape.m, shards))
   local units = cdiv(cdiv(rows, t.m), cl.m) * cdiv(cdiv(shape.n, t.n), cl.n) * shards
+  local clusters = math.max(1, math.min(units, (sms or 132) // cs))
   local rounds = cdiv(units, clusters)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
   local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (t.n == 64 and P.N64 or 1)
@@ -279,7 +291,11 @@ function M.estimate(cfg, shape, sms, shards)
   local elems = t.m * t.n
   local epi = elems / (P.EPI_ELEMS_PER_US * (pingpong and 1 or cfg.consumers)) *
     (cfg.epilogue == "tma" and 1 or P.DIRECT)
-  local unit = kb * t_kb + (pingpong and 0 or epi) + (cfg.split_k > 1 and elems / P.RED_ELEMS_PER_US or 0)
+  -- split-K's tree: log2(S) hand-overs, each of the rows that exist (a warp past M sends nothing)
+  local steps = 0
+  while (1 << steps) < cfg.split_k do steps = steps + 1 end
+  local live = math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m
+  local unit = kb * t_kb + (pingpong and 0 or epi) + steps * elems * live / P.RED_ELEMS_PER_US
   local time = rounds * unit + (pingpong and epi or 0)
   local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * common.ESIZE[cfg.dtype]
   time = math.max(time, bytes / (P.COPY_GBS * 1e3)) + P.LAUNCH_US
@@ -298,7 +314,8 @@ local ENUM_TILES = {
   { 128, 128, 2, "cooperative" }, { 64, 192, 1, "cooperative" }, { 64, 64, 1, "cooperative" },
   { 128, 64, 2, "cooperative" },
 }
-local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 } }   -- cluster.m, cluster.n, split_k
+local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 }, { 1, 1, 3 }, { 1, 1, 4 }, { 1, 1, 6 },
+                     { 1, 1, 8 } }   -- cluster.m, cluster.n, split_k
 M.MAX_STAGES = 6   -- ring depth stopped mattering at 4-8 (64 x 128 at 1024^3: 6.82 / 6.83 / 6.88 us)
 
 local function errs_sink()
@@ -348,7 +365,7 @@ function M.candidates(shape, fixed, dev, opts)
         r.tile = M.tile_check(r.tile)
         r.cluster = type(r.cluster) == "table" and M.cluster_check(r.cluster) or nil
         local ok = r.tile and r.cluster and common.ESIZE[r.dtype] and math.type(r.split_k) == "integer"
-          and math.type(r.consumers) == "integer" and (r.split_k == 1 or r.split_k == 2)
+          and math.type(r.consumers) == "integer" and r.split_k >= 1 and r.split_k <= M.MAX_SPLIT_K
           -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured)
           and (r.mma ~= "pingpong" or r.tile.m == 128 or not open("mma"))
         if ok and open("stages") then

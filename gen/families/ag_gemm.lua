@@ -179,7 +179,10 @@ function F.derive(cfg)
     tmaps = tmaps,
     -- persistent: at most one CTA per co-resident slot, each looping over tiles (the comm
     -- variants wait for other ranks' CTAs, which must all be resident); coresident counts clusters
-    grid = { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
+    -- (fused: gen/core/gemm.lua's grid, counting the units of the whole M; each shard's tiles are
+    -- its own, so there may be a few more units than clusters, which loop)
+    grid = wgmma and gemm.grid(cfg)
+      or { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
     limits = limits,
     -- the data area: per half, P regions of M/P x K (elems = m * k in all)
     comm = { signals = { "ready", "pulled" }, halves = 2, elem_bytes = esize, elems = { "m", "k" },

@@ -60,8 +60,7 @@ function F.derive(cfg)
     smem_hint = gemm.smem_hint(cfg),
     args = args,
     tmaps = tmaps,
-    -- persistent: at most one cluster per co-resident slot, each looping over tiles
-    grid = { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
+    grid = gemm.grid(cfg),
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
                { arg = "n", min = 8, max = big, multiple = 8 } },
   }

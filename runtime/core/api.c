@@ -39,6 +39,7 @@ struct weft_kernel {
   CUlibrary lib;
   CUfunction fn;
   int grid_arg[3];         /* index of the size argument behind each grid dimension, or -1 */
+  int grid_by[3];          /* index of its second size argument (weft_grid_dim.by), or -1 */
   long coresident;         /* clusters (or blocks) the device holds at once; 0 until loaded */
   /* A config's kernels (manifest parts): the first holds them all, parts[0] being itself, and
    * frees them; the others point back at it and own neither their manifest nor themselves. */
@@ -141,7 +142,10 @@ static weft_status kernel_build(weft_ctx *c, weft_manifest *m, const char *nv, w
   if (!k) return fail(c->err, WEFT_ERR_NOMEM, "out of memory");
   k->ctx = c;
   k->m = m;
-  for (int i = 0; i < 3; i++) k->grid_arg[i] = m->grid[i].arg ? manifest_arg_index(m, m->grid[i].arg) : -1;
+  for (int i = 0; i < 3; i++) {
+    k->grid_arg[i] = m->grid[i].arg ? manifest_arg_index(m, m->grid[i].arg) : -1;
+    k->grid_by[i] = m->grid[i].by ? manifest_arg_index(m, m->grid[i].by) : -1;
+  }
   unsigned char key[32];
   cache_key(m, nv, key);
   build_job job = {m};
@@ -510,6 +514,11 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
     if (k->grid_arg[i] >= 0) {
       long v = arg_int(&m->args[k->grid_arg[i]], args[k->grid_arg[i]]);
       long items = (v + m->grid[i].per - 1) / m->grid[i].per;
+      if (k->grid_by[i] >= 0) {   /* sizes are checked positive (limits) before this; saturate, never overflow */
+        long w = arg_int(&m->args[k->grid_by[i]], args[k->grid_by[i]]);
+        long by = (w + m->grid[i].by_per - 1) / m->grid[i].by_per;
+        items = by > 0 && items > 2147483647L / by ? 2147483647L : items * by;
+      }
       if (m->grid[i].split) items = (items + ranks - 1) / ranks;
       if (m->grid[i].max > 0 && items > m->grid[i].max) items = m->grid[i].max;
       /* Ranks sharing a GPU (MPS) split its co-resident capacity, and a kernel that waits on other

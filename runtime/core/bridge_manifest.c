@@ -190,6 +190,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
   lua_pop(L, 1);
 
   lua_getfield(L, t, "grid");
+  int by_bad = 0;
   for (int i = 0; i < 3; i++) {
     lua_rawgeti(L, -1, i + 1);
     int g = lua_gettop(L);
@@ -199,7 +200,16 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     m->grid[i].cap = field_str(L, g, "cap", m);
     m->grid[i].split = field_str(L, g, "split", m);
     m->grid[i].max = field_int(L, g, "max", 0);
-    lua_pop(L, 1);
+    lua_getfield(L, g, "by");
+    if (lua_istable(L, -1)) {
+      int b = lua_gettop(L);
+      m->grid[i].by = field_str(L, b, "arg", m);
+      m->grid[i].by_per = field_int(L, b, "per", 1);
+      if (!m->grid[i].by) by_bad = 1;
+    } else if (!lua_isnil(L, -1)) {
+      by_bad = 1;
+    }
+    lua_pop(L, 2);
   }
   lua_pop(L, 1);
 
@@ -257,11 +267,13 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     if (!sigs || oom) { lua_pop(L, 1); return -1; }
   }
   lua_pop(L, 1);
-  if (opts_oom || !args || !lim || !par) return -1;
+  if (opts_oom || !args || !lim || !par || by_bad) return -1;
   for (int i = 0; i < 3; i++) {
     if (m->grid[i].arg && manifest_arg_index(m, m->grid[i].arg) < 0) return -1;
     if (m->grid[i].cap && strcmp(m->grid[i].cap, "coresident") != 0) return -1;
     if (m->grid[i].split && strcmp(m->grid[i].split, "ranks") != 0) return -1;
+    if (m->grid[i].per < 1) return -1;
+    if (m->grid[i].by && (!m->grid[i].arg || manifest_arg_index(m, m->grid[i].by) < 0 || m->grid[i].by_per < 1)) return -1;
   }
   if (to_run(L, t, m) != 0) { snprintf(err, errlen, "%s: out of memory reading the run spec", m->name); return -1; }
   if (to_tmaps(L, t, m, err, errlen) != 0 || manifest_check(m, err, errlen) != 0) return -1;

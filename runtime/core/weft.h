@@ -73,13 +73,17 @@ typedef struct weft_arg {
   int align;             /* bytes the pointer must be aligned to (0: its element size) */
 } weft_arg;
 
-/* grid dimension = times * ceil(value of argument `arg` / per); arg == NULL: grid = times.
- * cap = "coresident": ceil(...) is capped at the number of clusters (blocks when the cluster
- * is 1) the device holds at once, from the driver's occupancy calculator. */
+/* grid dimension = times * ceil(value of argument `arg` / per) [* ceil(value of `by` / by_per)];
+ * arg == NULL: grid = times.  by: a second size whose items multiply the first's (a GEMM's work
+ * units: row tiles x column tiles), NULL: none.  cap = "coresident": the items are capped at the
+ * number of clusters (blocks when the cluster is 1) the device holds at once, from the driver's
+ * occupancy calculator. */
 typedef struct weft_grid_dim {
   const char *arg;
   long per;
   long times;
+  const char *by;
+  long by_per;
   const char *cap;
   const char *split; /* "ranks": the items are shared out over the ranks (ceil(items / ranks)) */
   long max;          /* at most this many (0: no limit) */

@@ -27,7 +27,7 @@
 // wait could otherwise see an older phase of the same stage).  Otherwise (cooperative) both
 // split every tile by rows.
 //
-// Clusters (CM x CN CTAs, CM * CN <= 2): a cluster takes CM x CN neighbouring tiles at once --
+// Multicast clusters (CM x CN CTAs, CM * CN <= 2): a cluster takes CM x CN neighbouring tiles at once --
 // CM row blocks sharing one column block of B, or CN column blocks sharing one row block of A.
 // The shared operand is loaded once per cluster: each CTA loads its part and multicasts it to
 // every CTA, so each full[s] still receives a whole stage (its expect_tx is unchanged) from
@@ -39,7 +39,7 @@
 // exist (before any CTA writes into another) and again before exit (no CTA leaves while a
 // partner may still arrive on its barriers).
 //
-// SPLITK = 2: a cluster of two along K (weft/gemm_splitk.cuh).
+// SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed tree (weft/gemm_splitk.cuh).
 //
 // PDL: the kernel may be launched before the previous one in its stream has finished; it waits
 // (griddepcontrol.wait) after setting up its shared memory.
@@ -74,7 +74,8 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   constexpr bool PINGPONG = Cfg::PINGPONG;
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
-  static_assert(CM * CN * SPLITK <= 2, "clusters of at most two CTAs");
+  static_assert(CM * CN <= 2, "multicast clusters of at most two CTAs");
+  static_assert(SPLITK >= 1 && SPLITK <= 8 && (SPLITK == 1 || CM * CN == 1), "split-K: 2..8 CTAs along K, no multicast");
   static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
   constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
   constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
@@ -170,11 +171,11 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start
       mainloop_drain(acc, prev, release);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
-      if constexpr (SPLITK > 1) {
-        if (sk.kb0 == sk.kb1) zero_acc(acc);   // (k = one k-block: the second half is empty)
-        if (!sk.template combine<MR, BN, CONSUMERS * 128>(acc, crank, i)) continue;   // the first CTA stores
-      }
       const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
+      if constexpr (SPLITK > 1) {
+        if (sk.kb0 == sk.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)
+        if (!sk.template combine<MR, BN, CONSUMERS * 128>(acc, crank, i, ms - r0)) continue;   // rank 0 stores
+      }
       epilogue<Cfg, MR, Src::SHARDED>(c, tc, ring.base, cw, ms, n, r0, s, bn, acc);
     }
     epilogue_finish<Cfg>();

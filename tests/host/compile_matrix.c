@@ -237,6 +237,15 @@ static const entry matrix[] = {
    {GEMM_PTX, "st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster",
     "barrier.cluster.wait.acquire", "ld.shared.v4.f32"},
    {"multicast::cluster", "st.release.sys"}},
+  /* split-K over clusters of 4 and 8 CTAs along K: the same hand-over in a fixed tree (each
+   * receiver signals its sender's go barrier before reading, release at cluster scope) */
+  {"gemm.lua", {"split_k=4", "tile.m=64", "tile.n=128", "consumers=1", "b_layout=col"},
+   {GEMM_PTX, "st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster",
+    "mapa.shared::cluster", B_COL_PTX},
+   {"multicast::cluster", "st.release.sys"}},
+  {"gemm.lua", {"split_k=8", "tile.n=128", "epilogue=direct", "dtype=f16"},
+   {"st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster"},
+   {"multicast::cluster"}},
   {"ag_gemm.lua", {"split_k=2", "tile.n=128", "comm=multimem", "fallback=emulate"},
    {"st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "cp.async.bulk.tensor.4d", AG_SIGNAL_PTX,
     MM_ST_BF16},

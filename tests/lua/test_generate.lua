@@ -98,9 +98,11 @@ local function check_ag_gemm(m, cfg, where)
   T.eq(m.pdl, cfg.pdl == true, where .. " pdl")
   T.eq(m.smem, ag_smem(cfg), where .. " smem")
   T.ok(m.smem <= common.SMEM_LIMIT, where .. " smem fits")
-  -- persistent: at most the co-resident clusters, each looping over tiles
-  T.deq(m.grid, { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 },
-    { per = 1, times = 1 } }, where .. " grid")
+  -- persistent: at most the co-resident clusters, each looping over tiles; the WGMMA kernel's
+  -- grid counts its work units (cluster.m x cluster.n tiles), the scalar and gather kernels' M
+  local gx = wg and { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = csize, cap = "coresident" }
+    or { arg = "m", per = 1, times = csize, cap = "coresident" }
+  T.deq(m.grid, { gx, { per = 1, times = 1 }, { per = 1, times = 1 } }, where .. " grid")
 
   -- args: c = a . b (or ag = allgather(a)), 16-byte aligned pointers of the dtype, i64 sizes
   local want = gather and { { "ag", "out" }, { "a", "in" }, { "m" }, { "k" } }
