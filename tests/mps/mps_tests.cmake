@@ -93,6 +93,9 @@ weft_mps_test(ag_fused_pingpong 8 ${AG} --set tile.n=128 --set mma=pingpong --se
 weft_mps_test(ag_gather_then_gemm_rank_order 4 ${AG} --set variant=gather_then_gemm --set schedule=rank_order ${AG_SHAPES})
 weft_mps_test(ag_threadload_gather_rank_order 4 ${AG} --set variant=threadload_gather --set schedule=rank_order ${AG_SCALAR})
 weft_mps_test(ag_fused_split_k 4 ${AG} --set split_k=2 --set tile.n=128 ${AG_SHAPES})
+# split-K over clusters of 4 at decode sizes: 16 rows per shard, the grid counting units
+weft_mps_test(ag_fused_split_k4_decode 2 ${AG} --set split_k=4 --set tile.m=64 --set tile.n=128 --set consumers=1
+              --shapes-only --shape 32x4096x4096 --shape 1000x1000x1000)
 # the TMA-store epilogue per shard: 1000 rows over 4 ranks are 250 per shard, not a tile multiple
 weft_mps_test(ag_fused_epilogue_tma 4 ${AG} --set epilogue=tma --set stages=3 ${AG_SHAPES})
 weft_mps_test(ag_fused_cluster_n2 2 ${AG} --set cluster.n=2 ${AG_SHAPES})
