@@ -413,6 +413,22 @@ def run_shape(B, s, ch, copy_rate):
     return r
 
 
+def record(B, s, ch, r, args):
+    """Every candidate that passed its checks, at its graph time, into --record-db (the same rows
+    first-use tuning writes: key fields, shape, GPU)."""
+    try:
+        a = B.ctx.auto(user_config(s), shape_of(s), candidates=args.candidates,
+                       db=os.path.join(args.out, "no-such-dir", "empty-tune.db"))
+        try:
+            for i, name in enumerate(a.names):
+                if name in r["weft"]:
+                    a.record(i, r["weft"][name]["us"], db=args.record_db)
+        finally:
+            a.close()
+    except Exception as e:
+        r["fails"]["record"] = "record: %s" % str(e)[:200]
+
+
 # ---- the report -------------------------------------------------------------------------------------
 
 def ratio(base, t):
@@ -565,6 +581,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=0, help="no shape starts past this many seconds (0: none)")
     ap.add_argument("--no-kernel-names", dest="kernel_names", action="store_false",
                     help="skip the profiler pass naming the kernels torch ran")
+    ap.add_argument("--record-db", help="also store every checked candidate's graph time in this tuning database "
+                    "(Auto.record: `weft export-table --db PATH FILE` then writes the table rows auto reads)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gemm_llm"))
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
@@ -622,6 +640,8 @@ def main():
             r = {"key": S.key(s), "label": s["label"], "dtype": s["dtype"], "m": s["m"], "n": s["n"], "k": s["k"],
                  "b_layout": s["b_layout"], "fails": {"shape": "%s: %s" % (type(e).__name__, str(e)[:300])}}
             torch.cuda.empty_cache()
+        if args.record_db and r.get("weft"):
+            record(B, s, ch, r, args)
         took = time.time() - s0
         est_done, real_done = est_done + est, real_done + took
         res.append(r)

@@ -272,7 +272,19 @@ M.MODEL = {
 local function cdiv(a, b) return (a + b - 1) // b end
 M.cdiv = cdiv
 
--- est(cfg, shape, sms, shards) -> microseconds, and a line that says why.  cfg: resolved (tile,
+-- Clusters of CS CTAs (one per SM) the H200 holds at once, as the driver's occupancy
+-- calculator answered (`weft run`'s launch line, bench/RESULTS.md "GEMM at every shape"): a
+-- cluster must fit in one GPC, so 3, 4, 6 and 8 leave SMs idle (39 x 3 = 117, 30 x 4 = 120,
+-- 17 x 6 = 102, 15 x 8 = 120 of 132).  Other GPUs: scaled by their SM count.
+M.CORESIDENT_H200 = { 132, 66, 39, 30, 24, 17, 15, 15 }
+function M.coresident(cs, sms)
+  sms = sms or 132
+  return math.max(1, (M.CORESIDENT_H200[cs] or sms // cs) * sms // 132)
+end
+
+-- est(cfg, shape, sms, shards) -> microseconds, a line that says why, and the time without the
+-- copy-rate floor (where the floor binds, decode, it still says which schedule has the most
+-- CTAs streaming).  cfg: resolved (tile,
 -- cluster tables; consumers, mma, split_k, epilogue, stages, dtype); shards: ag_gemm's ranks
 -- (C in shards of m / ranks rows, each tiled on its own).
 function M.estimate(cfg, shape, sms, shards)
@@ -281,7 +293,7 @@ function M.estimate(cfg, shape, sms, shards)
   local cs = cl.m * cl.n * cfg.split_k
   local rows = math.max(1, cdiv(shape.m, shards))
   local units = cdiv(cdiv(rows, t.m), cl.m) * cdiv(cdiv(shape.n, t.n), cl.n) * shards
-  local clusters = math.max(1, math.min(units, (sms or 132) // cs))
+  local clusters = math.max(1, math.min(units, M.coresident(cs, sms)))
   local rounds = cdiv(units, clusters)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
   local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (t.n == 64 and P.N64 or 1)
@@ -298,11 +310,12 @@ function M.estimate(cfg, shape, sms, shards)
   local unit = kb * t_kb + (pingpong and 0 or epi) + steps * elems * live / P.RED_ELEMS_PER_US
   local time = rounds * unit + (pingpong and epi or 0)
   local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * common.ESIZE[cfg.dtype]
+  local raw = time + P.LAUNCH_US
   time = math.max(time, bytes / (P.COPY_GBS * 1e3)) + P.LAUNCH_US
   local why = string.format("%d units of %dx%d%s on %d cluster(s) of %d CTA(s): %d round(s) of %d k-blocks, ~%.1f us "
     .. "(gen/core/gemm.lua's model)", units, t.m, t.n, cl.m * cl.n > 1 and string.format(" (cluster %dx%d)", cl.m, cl.n)
     or "", clusters, cs, rounds, kb, time)
-  return time, why
+  return time, why, raw
 end
 
 -- The configurations the rule ranks, in order of preference where the model ties (the measured
@@ -376,20 +389,26 @@ function M.candidates(shape, fixed, dev, opts)
           local errs = errs_sink()
           M.check(r, errs)
           if errs.ok() then
-            local est, why = M.estimate(r, shape, sms, opts.shards)
+            local est, why, raw = M.estimate(r, shape, sms, opts.shards)
             -- pdl: a launch's set-up under the previous kernel's tail, ~0.5 us (7-8 % at 1024^3);
             -- 0.4-2 % slower at 4096^3 (fourth session), so only where the launch is a tenth
             if opts.has_pdl and open("pdl") then c.pdl = est < 20 end
-            scored[#scored + 1] = { c = c, r = r, est = est, why = why, order = (i * 8 + j) * 2 + e }
+            scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }
           end
         end
       end
     end
   end
   -- 1 % buckets, then the preference order: the model does not resolve smaller differences
-  for _, s in ipairs(scored) do s.bucket = math.floor(math.log(s.est) / math.log(1.01)) end
+  -- (then the time without the floor, in 5 % buckets: among schedules the copy rate ties, the
+  -- one with the most CTAs streaming)
+  for _, s in ipairs(scored) do
+    s.bucket = math.floor(math.log(s.est) / math.log(1.01))
+    s.raw_bucket = math.floor(math.log(s.raw) / math.log(1.05))
+  end
   table.sort(scored, function(a, b)
     if a.bucket ~= b.bucket then return a.bucket < b.bucket end
+    if a.raw_bucket ~= b.raw_bucket then return a.raw_bucket < b.raw_bucket end
     return a.order < b.order
   end)
 
@@ -415,7 +434,8 @@ function M.candidates(shape, fixed, dev, opts)
   for _, s in ipairs(scored) do
     if #out >= math.max(1, want - 3) then break end
     local r = s.r
-    local sched = string.format("%s %d %s %s %d", r.tile.tag, r.consumers, r.mma, r.cluster.tag, r.split_k)
+    -- (a multicast cluster is a neighbour below, not a schedule of its own: it changes little)
+    local sched = string.format("%s %d %s %d", r.tile.tag, r.consumers, r.mma, r.split_k)
     if not seen[sched] and try(s.c, s.why) then
       seen[sched] = true
       best = best or s
@@ -432,6 +452,9 @@ function M.candidates(shape, fixed, dev, opts)
     if b.stages and b.stages > 3 then variant({ stages = b.stages - 1 }, "the choice with one stage fewer") end
     if opts.has_pdl and open("pdl") then
       variant({ pdl = not b.pdl }, "the choice with pdl " .. (b.pdl and "off" or "on"))
+    end
+    if best.r.split_k == 1 and best.r.cluster.m * best.r.cluster.n == 1 and open("cluster") then
+      variant({ cluster = { m = 2, n = 1 } }, "the choice with B multicast to a cluster of two along M")
     end
     variant({ group = 8 }, "the choice with raster groups of 8 row blocks")
     if b.epilogue == "tma" and open("stages") then

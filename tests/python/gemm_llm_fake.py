@@ -1,6 +1,6 @@
 """bench/gemm_llm.py's GPU path without a GPU: the real weft rule and compiles, torch replaced by
 tests/python/fake_torch (on PYTHONPATH) and each weft launch computed in Python.  One candidate
-kind is made wrong (cluster 2x1: one output off by 1) and one nondeterministic (pdl = true: the
+kind is made wrong (a 5-stage ring: one output off by 1) and one nondeterministic (pdl = true: the
 first output moves between launches); the report must FAIL exactly those, count no failed kernel
 as the best, sample rows at M > 256 and write its TSVs.  Exit 0 or 1."""
 import os
@@ -22,7 +22,7 @@ def fake_launch(self, vals, stream):
     d = dict(zip([a.name for a in self.manifest.args], vals))
     a, b, c = torch._reg[d["a"]], torch._reg[d["b"]], torch._reg[d["c"]]
     r = a @ (b.t() if "_bcol_" in self.manifest.name else b)
-    if "_cl2x1_" in self.manifest.name:
+    if "_s5_" in self.manifest.name:
         r.data[5] += 1.0
     if "_pdl1" in self.manifest.name:
         calls["n"] += 1
@@ -43,17 +43,17 @@ def main():
     bad = []
     for r in res:
         for name, why in r["fails"].items():
-            want = "sampled outputs off" if "_cl2x1_" in name else "NOT DETERMINISTIC" if "_pdl1" in name else None
+            want = "sampled outputs off" if "_s5_" in name else "NOT DETERMINISTIC" if "_pdl1" in name else None
             if not want or want not in why:
                 bad.append("%s %s: %s" % (r["key"], name, why))
         names = set(r["weft"]) | set(r["fails"])
         for name in names:
-            if ("_cl2x1_" in name or "_pdl1" in name) and name not in r["fails"]:
+            if ("_s5_" in name or "_pdl1" in name) and name not in r["fails"]:
                 bad.append("%s %s: should have FAILED" % (r["key"], name))
         if not r.get("best_name") or r["best_name"] in r["fails"] or r.get("lt_us") is None:
             bad.append("%s: best %s, cuBLASLt %s" % (r["key"], r.get("best_name"), r.get("lt_us")))
-    if not any("_cl2x1_" in n for r in res for n in r["fails"]):
-        bad.append("no cluster 2x1 candidate at these shapes: the test checks nothing")
+    if not any("_s5_" in n for r in res for n in r["fails"]):
+        bad.append("no 5-stage candidate at these shapes: the test checks nothing")
     for f in ("gemm_llm.tsv", "gemm_llm_kernels.tsv"):
         if not os.path.getsize(os.path.join(out, f)):
             bad.append(f + " empty")
