@@ -61,7 +61,7 @@ function M.fields(pre)
   return {
     b_layout = { name = "b_layout", kind = "enum", values = { "row", "col" }, default = "row", tag = "b",
       doc = "row: B is K x N row-major; col: B is stored N x K (a linear layer's weight), C = A . B^T of that" },
-    stages = { name = "stages", kind = "int", min = 2, max = 8, default = 4, tag = "s",
+    stages = { name = "stages", kind = "int", min = 2, max = 16, default = 4, tag = "s",
       doc = pre .. "depth of the shared-memory ring TMA fills ahead of the tensor cores" },
     consumers = { name = "consumers", kind = "int", values = { 1, 2 }, default = 2, tag = "c",
       doc = pre .. "consumer warpgroups (each owns tile.m / consumers rows); one more warpgroup loads" },
