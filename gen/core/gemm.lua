@@ -329,7 +329,7 @@ local ENUM_TILES = {
 }
 local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 }, { 1, 1, 3 }, { 1, 1, 4 }, { 1, 1, 6 },
                      { 1, 1, 8 } }   -- cluster.m, cluster.n, split_k
-M.MAX_STAGES = 6   -- ring depth stopped mattering at 4-8 (64 x 128 at 1024^3: 6.82 / 6.83 / 6.88 us)
+M.MAX_STAGES = 8   -- 8 over 6 stages: 2-7 % at decode and M = 128 (64 x 128; bench/RESULTS.md "GEMM at every shape"); 12 of 64 x 64 did not help
 
 local function errs_sink()
   local e = { n = 0 }

@@ -70,7 +70,7 @@ F.sizes = gemm.SIZES
 F.key = gemm.KEY
 
 -- The rule (gen/core/auto.lua): gen/core/gemm.lua's wave-count model ranks tile, consumers, mma,
--- cluster, split_k and epilogue (stages: the deepest ring that fits, up to 6; pdl for launches
+-- cluster, split_k and epilogue (stages: the deepest ring that fits, up to 8; pdl for launches
 -- of under ~20 us), around whatever the user fixed.
 function F.auto(shape, fixed, dev)
   return gemm.candidates(shape, fixed, dev, { family = "gemm", has_pdl = true })
