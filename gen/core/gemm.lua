@@ -75,6 +75,10 @@ function M.fields(pre)
       doc = pre .. "cooperative: S > 1 = a cluster of S CTAs per tile, each over 1/S of K; their f32 partial sums "
         .. "meet in the first through distributed shared memory, in a fixed tree (the same bits every run). For "
         .. "few tiles or a long K (decode: S times the CTAs streaming B)" },
+    split_k_tail = { name = "split_k_tail", kind = "bool", default = false, tag = "skt",
+      doc = pre .. "split_k > 1: the CTAs take whole tiles of their own over all of K for every full wave, and "
+        .. "split K only over the last, partial wave (data-parallel, then split-K: the tail costs 1/split_k of a "
+        .. "wave instead of a whole one); with fewer tiles than clusters it is plain split-K" },
     epilogue = { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
       doc = pre .. "direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared "
         .. "memory, swizzled, and stored by TMA, which clips at the edges)" },
@@ -94,6 +98,9 @@ function M.check(cfg, errs)
   end
   if t.k ~= 64 then
     errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
+  end
+  if cfg.split_k_tail and cfg.split_k == 1 then
+    errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
   end
   if cfg.split_k > 1 and cfg.mma == "pingpong" then
     errs.add("split_k", cfg.split_k, 'split-K adds partial sums of cooperative tiles; use mma = "cooperative"')
@@ -186,6 +193,7 @@ function M.cfg_struct(name, cfg, L, extra)
       cfg.consumers),
     "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ";",
     string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k),
+    "  static constexpr bool SPLIT_TAIL = " .. b(cfg.split_k_tail == true) .. ";",
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
     string.format("  static constexpr int GROUP = %d;", cfg.group),
     "  static constexpr bool PDL = " .. b(cfg.pdl == true) .. ";",
@@ -309,12 +317,22 @@ function M.estimate(cfg, shape, sms, shards)
   local live = math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m
   local unit = kb * t_kb + (pingpong and 0 or epi) + steps * elems * live / P.RED_ELEMS_PER_US
   local time = rounds * unit + (pingpong and epi or 0)
+  local how = string.format("%d round(s) of %d k-blocks", rounds, kb)
+  if cfg.split_k_tail then   -- whole tiles on every CTA for the full waves, then the tail split (gemm_sched.cuh)
+    local ctas = clusters * cfg.split_k
+    local full, left = units // ctas, units % ctas
+    local kb_all = cdiv(shape.k, 64)
+    if left > clusters then full, left = full + 1, 0 end
+    time = full * (kb_all * t_kb + epi) + (left > 0 and unit or 0)
+    how = string.format("%d whole round(s) of %d k-blocks%s", full, kb_all,
+      left > 0 and string.format(", then %d tile(s) split %d ways", left, cfg.split_k) or "")
+  end
   local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * common.ESIZE[cfg.dtype]
   local raw = time + P.LAUNCH_US
   time = math.max(time, bytes / (P.COPY_GBS * 1e3)) + P.LAUNCH_US
-  local why = string.format("%d units of %dx%d%s on %d cluster(s) of %d CTA(s): %d round(s) of %d k-blocks, ~%.1f us "
+  local why = string.format("%d units of %dx%d%s on %d cluster(s) of %d CTA(s): %s, ~%.1f us "
     .. "(gen/core/gemm.lua's model)", units, t.m, t.n, cl.m * cl.n > 1 and string.format(" (cluster %dx%d)", cl.m, cl.n)
-    or "", clusters, cs, rounds, kb, time)
+    or "", clusters, cs, how, time)
   return time, why, raw
 end
 
@@ -328,7 +346,7 @@ local ENUM_TILES = {
   { 128, 64, 2, "cooperative" },
 }
 local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 }, { 1, 1, 3 }, { 1, 1, 4 }, { 1, 1, 6 },
-                     { 1, 1, 8 } }   -- cluster.m, cluster.n, split_k
+                     { 1, 1, 8 }, { 1, 1, 2, true }, { 1, 1, 4, true } }   -- cluster.m, cluster.n, split_k, tail
 M.MAX_STAGES = 8   -- 8 over 6 stages: 2-7 % at decode and M = 128 (64 x 128; bench/RESULTS.md "GEMM at every shape"); 12 of 64 x 64 did not help
 
 local function errs_sink()
@@ -370,7 +388,8 @@ function M.candidates(shape, fixed, dev, opts)
     for j, sp in ipairs(ENUM_SPLIT) do
       for e, epi in ipairs({ "tma", "direct" }) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
-                    cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16 }
+                    cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,
+                    split_k_tail = opts.has_tail and sp[4] or nil }
         -- the config as it will be: fixed fields over the candidate's
         local r = { dtype = open("dtype") and "bf16" or fixed.dtype, stages = 4 }
         for k, v in pairs(c) do r[k] = copy(v) end
@@ -435,7 +454,7 @@ function M.candidates(shape, fixed, dev, opts)
     if #out >= math.max(1, want - 3) then break end
     local r = s.r
     -- (a multicast cluster is a neighbour below, not a schedule of its own: it changes little)
-    local sched = string.format("%s %d %s %d", r.tile.tag, r.consumers, r.mma, r.split_k)
+    local sched = string.format("%s %d %s %d %s", r.tile.tag, r.consumers, r.mma, r.split_k, tostring(r.split_k_tail))
     if not seen[sched] and try(s.c, s.why) then
       seen[sched] = true
       best = best or s

@@ -19,7 +19,7 @@ F.fields = {
   G.b_layout,
   { name = "tile", kind = "custom", check = gemm.tile_check, default = "auto", tag = "",
     doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256}, k = 64" },
-  G.stages, G.consumers, G.mma, G.cluster, G.split_k, G.epilogue, G.group,
+  G.stages, G.consumers, G.mma, G.cluster, G.split_k, G.split_k_tail, G.epilogue, G.group,
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
       .. "sets up its shared memory, then waits for it before touching global memory)" },
@@ -73,7 +73,7 @@ F.key = gemm.KEY
 -- cluster, split_k and epilogue (stages: the deepest ring that fits, up to 8; pdl for launches
 -- of under ~20 us), around whatever the user fixed.
 function F.auto(shape, fixed, dev)
-  return gemm.candidates(shape, fixed, dev, { family = "gemm", has_pdl = true })
+  return gemm.candidates(shape, fixed, dev, { family = "gemm", has_pdl = true, has_tail = true })
 end
 
 -- What the tools need (gen/core/weft.lua's run_spec): the GEMM's shapes (gen/core/gemm.lua).

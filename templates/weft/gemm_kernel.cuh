@@ -92,11 +92,11 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   Ring<Cfg> ring;
   ring.carve(smem_raw);
   const int crank = CS > 1 ? (int)cluster_ctarank() : 0;   // this CTA within its cluster
-  const TileSched<Cfg, Src> sched(m, n, src.shards(), crank);
-  const long ms = sched.rows;
   const int kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
+  const GemmWalk<Cfg, Src> walk(m, n, src.shards(), crank, kblocks);
+  const long ms = walk.t.rows;
   const int wg = threadIdx.x / 128;
-  SplitK<Cfg> sk(ring.base, kblocks, crank);
+  SplitK<Cfg> sk(ring.base);
   if (threadIdx.x == 0) {
     ring.init(STAGE_WARPS * SHARE);   // one arrival per reading warp of each CTA
     sk.init();
@@ -125,18 +125,18 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       Pipe<STAGES> p;
       constexpr u16 ALL = (u16)((1u << SHARE) - 1);
       constexpr int AROWS = BM / CN;    // rows of A this CTA loads (CN > 1: its part, multicast)
-      for (int u = sched.cid; u < sched.units; u += sched.clusters) {
-        int s, bm, bn;
-        sched.at(src, u, s, bm, bn);
-        src.producer_wait(s, lane);
+      const int items = walk.count();
+      for (int i = 0; i < items; ++i) {
+        const GemmWork w = walk.item(src, i);
+        src.producer_wait(w.s, lane);
         if (lane == 0) {
           const int a_off = CN > 1 ? crank * AROWS : 0;
-          for (int kb = sk.kb0; kb < sk.kb1; ++kb) {
+          for (int kb = w.kb0; kb < w.kb1; ++kb) {
             mbar_wait(&ring.empty[p.s], p.phase ^ 1);
             u64 *full = &ring.full[p.s];
             mbar_arrive_expect(full, Ring<Cfg>::STAGE_BYTES);
-            src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, bm * BM + a_off, s, full, ALL);
-            load_b<BN, Cfg::B_ROW, CM>(ring.b(p.s), tb, kb, bn * BN, full, crank);
+            src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, w.bm * BM + a_off, w.s, full, ALL);
+            load_b<BN, Cfg::B_ROW, CM>(ring.b(p.s), tb, kb, w.bn * BN, full, crank);
             p.next();
           }
         }
@@ -162,21 +162,23 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
     Pipe<STAGES> p;
     const int step = PINGPONG ? 2 : 1;                  // this warpgroup's share of the CTA's tiles
     if (PINGPONG && cw == 1) p.skip(kblocks);           // the first tile's stages are the other's
-    const int mine = sched.mine();
+    const int mine = walk.count();
+    int splits = 0;                                     // split tiles so far (their hand-overs' phase)
     for (int i = PINGPONG ? cw : 0; i < mine; i += step) {   // i: the CTA's i-th tile
-      int s, bm, bn;
-      sched.at(src, sched.cid + i * sched.clusters, s, bm, bn);
+      const GemmWork w = walk.item(src, i);
       if (PINGPONG && i > 0) bar_sync(BAR_PINGPONG_WG0 + cw, 256);   // the other's main loop of tile i-1 was issued
-      const int prev = mainloop<Cfg, MR>(acc, ring, p, sk.kb0, sk.kb1, PINGPONG ? 0 : cw * MR * 64, release);
+      const int prev = mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, PINGPONG ? 0 : cw * MR * 64, release);
       if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start
       mainloop_drain(acc, prev, release);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
-      const long r0 = (long)bm * BM + (PINGPONG ? 0 : cw * MR * 64);
+      const long r0 = (long)w.bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       if constexpr (SPLITK > 1) {
-        if (sk.kb0 == sk.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)
-        if (!sk.template combine<MR, BN, CONSUMERS * 128>(acc, crank, i, ms - r0)) continue;   // rank 0 stores
+        if (w.split) {
+          if (w.kb0 == w.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)
+          if (!sk.template combine<MR, BN, CONSUMERS * 128>(acc, crank, splits++, ms - r0)) continue;   // rank 0 stores
+        }
       }
-      epilogue<Cfg, MR, Src::SHARDED>(c, tc, ring.base, cw, ms, n, r0, s, bn, acc);
+      epilogue<Cfg, MR, Src::SHARDED>(c, tc, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
     }
     epilogue_finish<Cfg>();
   }

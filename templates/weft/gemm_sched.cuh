@@ -52,4 +52,62 @@ template <class Cfg, class Src> struct TileSched {
   __device__ __forceinline__ int mine() const { return units > cid ? (units - cid + clusters - 1) / clusters : 0; }
 };
 
+// CTA `crank` of a split-K cluster of S: k-blocks [crank KB / S, (crank + 1) KB / S) of KB.
+template <int S> __device__ __forceinline__ void split_range(int kblocks, int crank, int &kb0, int &kb1) {
+  kb0 = S > 1 ? (int)((long)crank * kblocks / S) : 0;
+  kb1 = S > 1 ? (int)((long)(crank + 1) * kblocks / S) : kblocks;
+}
+
+// One piece of work of a CTA: shard s, row and column block, its k-blocks [kb0, kb1), and
+// whether its cluster splits that tile along K (then its partial sums are combined).
+struct GemmWork {
+  int s, bm, bn, kb0, kb1;
+  bool split;
+};
+
+// What a CTA computes, in order, for every schedule: the producer and the consumers both walk
+// it, so their rings stay in step.
+//   plain / split_k       unit cid + i * clusters (TileSched), all of K, or this CTA's share of it
+//   SPLIT_TAIL (split_k)  data-parallel, then split: the P = clusters * S CTAs take whole tiles of
+//                         their own (tile i * P + CTA), over all of K, for as many full waves as
+//                         the T tiles have; the last, partial wave's t tiles (t <= clusters) are
+//                         split along K, tile D + c to cluster c.  With more than a cluster's worth
+//                         left over, splitting would not shorten the wave: the tiles stay whole.
+template <class Cfg, class Src> struct GemmWalk {
+  static constexpr int S = Cfg::SPLITK;
+  TileSched<Cfg, Src> t;
+  int kblocks, crank;
+  int dp = 0, tail = 0, P = 1, D = 0, cta = 0;   // SPLIT_TAIL: whole tiles, the split tile, ...
+  __device__ __forceinline__ GemmWalk(long m, long n, int shards, int crank_, int kblocks_)
+      : t(m, n, shards, crank_), kblocks(kblocks_), crank(crank_) {
+    if constexpr (Cfg::SPLIT_TAIL) {
+      static_assert(!Src::SHARDED && Cfg::CM * Cfg::CN == 1 && S > 1, "the split tail: family gemm's split-K only");
+      P = t.clusters * S;
+      cta = t.cid * S + crank;
+      const int T = t.units;
+      D = T / P * P;
+      if (T - D > t.clusters) D = T;   // (the leftover would take as long split as whole)
+      dp = D / P + (cta < D - D / P * P ? 1 : 0);
+      tail = D < T && t.cid < T - D ? 1 : 0;
+    }
+  }
+  __device__ __forceinline__ int count() const { return Cfg::SPLIT_TAIL ? dp + tail : t.mine(); }
+  __device__ __forceinline__ GemmWork item(const Src &src, int i) const {
+    GemmWork w;
+    if constexpr (Cfg::SPLIT_TAIL) {
+      const bool split = i >= dp;
+      w.s = 0;
+      raster(split ? D + t.cid : i * P + cta, t.mu, t.nu, Cfg::GROUP, w.bm, w.bn);
+      w.split = split;
+      if (split) split_range<S>(kblocks, crank, w.kb0, w.kb1);
+      else { w.kb0 = 0; w.kb1 = kblocks; }
+    } else {
+      t.at(src, t.cid + i * t.clusters, w.s, w.bm, w.bn);
+      w.split = S > 1;
+      split_range<S>(kblocks, crank, w.kb0, w.kb1);
+    }
+    return w;
+  }
+};
+
 }  // namespace weft

@@ -5,7 +5,8 @@
 // receives the partial of rank + l (if it exists) and adds it to its own; a CTA whose lowest set
 // bit is l sends its sum (its own and its subtree's) to rank - l and is done.  Rank 0 ends with
 // ((p0 + p1) + (p2 + p3)) + ... and stores the tile.  log2(S) steps, each moving one partial
-// tile per receiving CTA, all pairs of a step at once.
+// tile per receiving CTA, all pairs of a step at once.  (With SPLIT_TAIL only the last, partial
+// wave's tiles are split: weft/gemm_sched.cuh's GemmWalk.)
 //
 // One receive buffer per CTA (red: the f32 tile) and two mbarriers (SMEM_RED_BAR):
 //   full  this CTA's buffer holds a partial: completes once per reception (one arrival, the
@@ -32,13 +33,10 @@ template <class Cfg> struct SplitK {
   static constexpr int S = Cfg::SPLITK;
   u64 *bar;       // [0] full, [1] go
   float *red;     // CONSUMERS * 128 threads x (MR * BN / 2) floats
-  int kb0, kb1;   // this CTA's k-blocks [kb0, kb1)
   u32 got = 0;    // receptions so far (full's phase)
-  __device__ __forceinline__ SplitK(char *base, int kblocks, int crank) {
+  __device__ __forceinline__ explicit SplitK(char *base) {
     bar = (u64 *)(base + Cfg::SMEM_RED_BAR);
     red = (float *)(base + Cfg::SMEM_RED);
-    kb0 = S > 1 ? (int)((long)crank * kblocks / S) : 0;
-    kb1 = S > 1 ? (int)((long)(crank + 1) * kblocks / S) : kblocks;
   }
   // one thread, beside the ring's barriers
   __device__ __forceinline__ void init() {
@@ -47,7 +45,7 @@ template <class Cfg> struct SplitK {
       mbar_init(&bar[1], 1);
     }
   }
-  // The reduction of the CTA's i-th tile.  The NT consumer threads of each CTA call it with their
+  // The reduction of the CTA's i-th split tile (its k-blocks: split_range).  The NT consumer threads of each CTA call it with their
   // accumulators; rows_left: rows of the matrix from this consumer's first row on.  Returns true
   // in rank 0, which holds the sum and stores it.  red: thread ct's v-th quad at (v * NT + ct) * 4
   // (16-byte accesses, no bank conflicts).

@@ -243,6 +243,10 @@ static const entry matrix[] = {
    {GEMM_PTX, "st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster",
     "mapa.shared::cluster", B_COL_PTX},
    {"multicast::cluster", "st.release.sys"}},
+  /* the split tail: whole tiles for the full waves, the hand-over only for the last one's */
+  {"gemm.lua", {"split_k=2", "split_k_tail=true", "tile.n=128", "stages=4"},
+   {GEMM_PTX, "st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster"},
+   {"multicast::cluster"}},
   {"gemm.lua", {"split_k=8", "tile.n=128", "epilogue=direct", "dtype=f16"},
    {"st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster"},
    {"multicast::cluster"}},

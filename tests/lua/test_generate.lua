@@ -712,6 +712,7 @@ local function fixup(cfg, field)
     if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end
     if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "split_k" and cfg.split_k > 1 then cfg.tile = { m = 128, n = 128, k = 64 } end
+    if field == "split_k_tail" and cfg.split_k_tail then cfg.split_k = 2; cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end
     if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
     if cfg.tile == "auto" then cfg.tile = { m = 128, n = 256, k = 64 } end
@@ -991,7 +992,7 @@ T.test("gemm, ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params
   T.eq(param(m, "tile.m"), "128"); T.eq(param(m, "tile.n"), "256"); T.eq(param(m, "tile.k"), "64")
   T.eq(param(m, "tile"), nil, "no tile key"); T.eq(param(m, "tile.tag"), nil, "the name tag is not a param")
   T.eq(param(m, "family"), "gemm"); T.eq(param(m, "variant"), nil); T.eq(param(m, "comm"), nil)
-  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_pdl0", "auto tile")
+  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0", "auto tile")
   T.contains(m.json, '"key": "tile.m",\n      "value": "128"')
   m = assert(ag('variant = "naive_remote"'))
   T.eq(param(m, "tile.m"), "32"); T.eq(param(m, "tile.n"), "32"); T.eq(param(m, "tile.k"), "16")
@@ -1117,10 +1118,11 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
     local gen1 = fam == "gemm" and gm or ag
     local file = fam == "gemm" and "gemm.lua" or "ag.lua"
     local tail = fam == "gemm" and "_g16_pdl0" or "_g16_ring"
+    local skt = fam == "gemm" and "_skt0" or ""   -- (the split tail is family gemm's)
     local fields = v .. 'tile = { m = 128, n = 128, k = 64 }, mma = "pingpong"'
     local m, e = gen1(fields)
     T.ok(m, fields .. ": " .. tostring(e))
-    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1_epdirect" .. tail, fields .. " name")
+    T.contains(m.name, "_128x128x64_s4_c2_pingpong_cl1x1_sk1" .. skt .. "_epdirect" .. tail, fields .. " name")
     T.contains(m.source, "static constexpr bool PINGPONG = true;", fields .. " PINGPONG")
     T.contains(m.source, "wgmma.mma_async.sync.aligned.m64n128k16", fields .. " wgmma shape")
     T.eq(param(m, "mma"), "pingpong", fields .. " param")
@@ -1128,7 +1130,7 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
       file, fields)
     -- the launch is cooperative's: same block and ring, another kernel
     local c = assert(gen1(v .. 'tile = { m = 128, n = 128, k = 64 }'))
-    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1_epdirect" .. tail, fam .. " cooperative name")
+    T.contains(c.name, "_128x128x64_s4_c2_cooperative_cl1x1_sk1" .. skt .. "_epdirect" .. tail, fam .. " cooperative name")
     T.contains(c.source, "static constexpr bool PINGPONG = false;", fam .. " cooperative PINGPONG false")
     T.ne(c.name, m.name, fam .. " names differ")
     T.deq(c.block, m.block, fam .. " block"); T.eq(c.smem, m.smem, fam .. " smem")
@@ -1182,13 +1184,13 @@ end)
 T.test("gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_eptma_g16_pdl0")
+  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "family=ag_gemm" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_eptma_g16_pdl0")
+  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0")
   m = assert(gen(text, "examples/gemm.lua", { "pdl=true" }))   -- launched early; the kernel waits itself
   T.eq(m.pdl, true)
   T.contains(m.name, "_g16_pdl1")
