@@ -583,21 +583,41 @@ def main():
                     help="skip the profiler pass naming the kernels torch ran")
     ap.add_argument("--record-db", help="also store every checked candidate's graph time in this tuning database "
                     "(Auto.record: `weft export-table --db PATH FILE` then writes the table rows auto reads)")
+    ap.add_argument("--shapes", help="comma list of MxNxK (B column-major) in place of the set: shapes off it, "
+                    "in each --dtype (default bf16)")
+    ap.add_argument("--auto-table", default="none", help="the table auto reads: none (default: the rule alone, "
+                    "as without tuning), shipped (tune/h200.tsv, as a user gets it) or a path")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gemm_llm"))
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     split = lambda v: [x for x in v.split(",") if x] if v else None  # noqa: E731
     try:
-        shapes = S.select(quick=args.quick, dtypes=split(args.dtype), ms=[int(x) for x in split(args.m) or []] or None,
-                          models=split(args.models), limit=args.limit)
+        if args.shapes:
+            shapes = []
+            for dt in split(args.dtype) or ["bf16"]:
+                if dt not in S.DTYPES:
+                    raise ValueError("--dtype %s: allowed are %s" % (dt, ", ".join(S.DTYPES)))
+                for t in split(args.shapes):
+                    mnk = t.split("x")
+                    if len(mnk) != 3 or not all(x.isdigit() and int(x) > 0 for x in mnk):
+                        raise ValueError("--shapes %s: expected MxNxK, three positive integers" % t)
+                    shapes.append(S.shape(dt, int(mnk[0]), int(mnk[1]), int(mnk[2]), "col", [("off-set", "-")]))
+        else:
+            shapes = S.select(quick=args.quick, dtypes=split(args.dtype),
+                              ms=[int(x) for x in split(args.m) or []] or None, models=split(args.models),
+                              limit=args.limit)
     except ValueError as e:
         ap.error(str(e))
     if not shapes:
         ap.error("no shape left after the filters")
     args.out = os.path.abspath(args.out)
     os.makedirs(args.out, exist_ok=True)
-    # auto with no table and no database: the rule's choice, as a user without tuning gets it
-    os.environ["WEFT_AUTO_TABLE"] = "none"
+    # auto with no database, and by default no table: the rule's choice, as a user without tuning
+    # gets it (--auto-table shipped: the table weft ships, whose rows came from this bench)
+    if args.auto_table == "shipped":
+        os.environ.pop("WEFT_AUTO_TABLE", None)
+    else:
+        os.environ["WEFT_AUTO_TABLE"] = args.auto_table
     os.environ.pop("WEFT_AUTOTUNE", None)
     db = os.path.join(args.out, "no-such-dir", "empty-tune.db")   # never created: lookups open it read-only
     t0 = time.time()

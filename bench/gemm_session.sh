@@ -3,7 +3,8 @@
 # the CLI, its ctest files, and build/python).  1. the GEMM's GPU tests and the fused kernel's
 # MPS tests; 2. bench/gemm_llm.sh on the published set, bf16 then f16, every checked candidate
 # stored in one tuning database ($OUT/llm.db: `weft export-table --db` makes the table rows).
-#   PHASES  "tests bf16 f16" (default: all three); GEMM_BUDGET per dtype (default 200 s)
+#   PHASES  "tests bf16 f16" (default), and: offset (shapes off the set, auto with the shipped
+#           table), ag (ag_gemm at P = 1 beside the GEMM, same schedule); GEMM_BUDGET per run (200 s)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 out=${OUT:-/tmp/out}
@@ -26,5 +27,22 @@ for ph in $phases; do
       OUT=$out/$ph GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --dtype "$ph" --candidates "${CANDIDATES:-10}" \
         --record-db "$out/llm.db" > "$out/$ph.txt" 2>&1
       echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200 ;;
+    offset)   # shapes off the published set, auto reading the shipped table (as a user gets it)
+      OUT=$out/offset GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --auto-table shipped --candidates \
+        "${CANDIDATES:-10}" --shapes "${OFFSET_SHAPES:-3x11008x4096,48x4096x11008,200x5120x5120,777x14336x4096,3000x11008x4096,1x5120x13824,33x13824x5120,96x2560x2560,512x12288x4096,7x8192x1024,130x1536x8960,1500x8960x1536,24x7168x2048,640x2048x7168,5000x5000x5000,2304x2304x2304}" \
+        > "$out/offset.txt" 2>&1
+      echo "== offset: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/offset.txt" | cut -c1-300 ;;
+    ag)   # the fused all-gather + GEMM at P = 1 against the GEMM, same schedule, same process each
+      . "$here/env.sh"
+      : > "$out/ag.txt"
+      for sc in "16x4096x14336 tile.m=64 tile.n=128 consumers=1 stages=8 split_k=2" \
+                "1024x14336x4096 tile.m=128 tile.n=192 stages=4" "4096x4096x4096 tile.m=128 tile.n=256 stages=3"; do
+        set -- $sc; shp=$1; shift
+        for ex in gemm ag_gemm; do
+          row=$(build/weft run examples/$ex.lua $(set_args "b_layout=col $*") --no-check --shapes-only --time-shape "$shp" \
+                --iters 50 2>&1 | grep "^ag_gemm " | tail -1)
+          echo "$ex $shp $* | $row" | tee -a "$out/ag.txt"
+        done
+      done ;;
   esac
 done
