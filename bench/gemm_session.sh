@@ -35,11 +35,13 @@ for ph in $phases; do
     ag)   # the fused all-gather + GEMM at P = 1 against the GEMM, same schedule, same process each
       . "$here/env.sh"
       : > "$out/ag.txt"
-      for sc in "16x4096x14336 tile.m=64 tile.n=128 consumers=1 stages=8 split_k=2" \
-                "1024x14336x4096 tile.m=128 tile.n=192 stages=4" "4096x4096x4096 tile.m=128 tile.n=256 stages=3"; do
+      # (every field of the schedule set: the two examples differ in their epilogue)
+      for sc in "16x4096x14336 tile.m=64 tile.n=128 consumers=1 stages=6 split_k=2" \
+                "1024x14336x4096 tile.m=128 tile.n=192 consumers=2 stages=4" \
+                "4096x4096x4096 tile.m=128 tile.n=256 consumers=2 stages=3"; do
         set -- $sc; shp=$1; shift
         for ex in gemm ag_gemm; do
-          row=$(build/weft run examples/$ex.lua $(set_args "b_layout=col $*") --no-check --shapes-only --time-shape "$shp" \
+          row=$(build/weft run examples/$ex.lua $(set_args "b_layout=col epilogue=tma group=16 $*") --no-check --shapes-only --time-shape "$shp" \
                 --iters 50 2>&1 | grep "^ag_gemm " | tail -1)
           echo "$ex $shp $* | $row" | tee -a "$out/ag.txt"
         done

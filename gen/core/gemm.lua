@@ -378,10 +378,8 @@ end
 -- comm), has_pdl, max (candidates returned, default 8).  Every candidate is validated here with
 -- the user's fixed fields (gen/core/weft.lua check), so the list ends in one that takes every
 -- shape the kernel takes (the GEMM's limits do not depend on its knobs).
-function M.candidates(shape, fixed, dev, opts)
-  local weft = require("gen.core.weft")
-  local sms = dev and dev.sms or 132
-  local want = opts.max or 8
+-- Every enumerated schedule that validates with the fixed fields, with its estimate.
+local function score_all(shape, fixed, sms, opts)
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
   local scored = {}
   for i, tl in ipairs(ENUM_TILES) do
@@ -418,6 +416,37 @@ function M.candidates(shape, fixed, dev, opts)
       end
     end
   end
+  return scored
+end
+
+-- A measured config at another shape (auto's nearest row, F.fit): kept only if the model puts it
+-- within NEAREST_SLACK of the rule's best at this shape.  The tile count can change a lot
+-- between shapes a factor of 4 apart (640 x 2048 x 7168 has 40 tiles of 128 x 256 where its
+-- nearest row, 1024 x 4096 x 8192, had 128: a third of the GPU), which a row cannot know.
+M.NEAREST_SLACK = 1.25
+local best_memo = {}
+function M.fit_row(cfg, shape, opts)
+  local weft = require("gen.core.weft")
+  local fam, ncfg = weft.check(copy(cfg), "gen/core/gemm.lua (a nearest row)")
+  if not fam then return nil end
+  local key = string.format("%s %s %d %d %d %s", fam.name, ncfg.dtype, shape.m, shape.n, shape.k, tostring(opts.shards))
+  local best = best_memo[key]
+  if not best then
+    best = math.huge
+    for _, sc in ipairs(score_all(shape, { dtype = ncfg.dtype }, 132, opts)) do best = math.min(best, sc.est) end
+    best_memo[key] = best
+  end
+  local est = M.estimate(ncfg, shape, 132, opts.shards)
+  if est > M.NEAREST_SLACK * best then return nil end
+  return cfg
+end
+
+function M.candidates(shape, fixed, dev, opts)
+  local weft = require("gen.core.weft")
+  local sms = dev and dev.sms or 132
+  local want = opts.max or 8
+  local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
+  local scored = score_all(shape, fixed, sms, opts)
   -- 1 % buckets, then the preference order: the model does not resolve smaller differences
   -- (then the time without the floor, in 5 % buckets: among schedules the copy rate ties, the
   -- one with the most CTAs streaming)

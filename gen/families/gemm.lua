@@ -76,6 +76,10 @@ function F.auto(shape, fixed, dev)
   return gemm.candidates(shape, fixed, dev, { family = "gemm", has_pdl = true, has_tail = true })
 end
 
+-- A measured row from another shape (auto's nearest): used only where the wave model does not
+-- put it well behind the rule's best at this shape (gen/core/gemm.lua's fit_row).
+function F.fit(cfg, shape) return gemm.fit_row(cfg, shape, { family = "gemm", has_pdl = true, has_tail = true }) end
+
 -- What the tools need (gen/core/weft.lua's run_spec): the GEMM's shapes (gen/core/gemm.lua).
 function F.run() return gemm.run_spec() end
 
