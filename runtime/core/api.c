@@ -505,6 +505,17 @@ static weft_status check_args(weft_kernel *k, void **args) {
   return WEFT_OK;
 }
 
+long api_grid_items(const weft_grid_dim *g, long v, long w, int ranks) {
+  long items = (v + g->per - 1) / g->per;
+  if (g->by) {   /* sizes are checked positive (limits) before this; saturate, never overflow */
+    long by = (w + g->by_per - 1) / g->by_per;
+    items = by > 0 && items > 2147483647L / by ? 2147483647L : items * by;
+  }
+  if (g->split) items = (items + ranks - 1) / ranks;
+  if (g->max > 0 && items > g->max) items = g->max;
+  return items;
+}
+
 /* The grid from the size arguments, as the manifest says.  ranks: the world size (split =
  * "ranks"); share: processes sharing this GPU, which divide its co-resident capacity. */
 static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share, unsigned grid[3]) {
@@ -513,14 +524,8 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
     long g = m->grid[i].times;
     if (k->grid_arg[i] >= 0) {
       long v = arg_int(&m->args[k->grid_arg[i]], args[k->grid_arg[i]]);
-      long items = (v + m->grid[i].per - 1) / m->grid[i].per;
-      if (k->grid_by[i] >= 0) {   /* sizes are checked positive (limits) before this; saturate, never overflow */
-        long w = arg_int(&m->args[k->grid_by[i]], args[k->grid_by[i]]);
-        long by = (w + m->grid[i].by_per - 1) / m->grid[i].by_per;
-        items = by > 0 && items > 2147483647L / by ? 2147483647L : items * by;
-      }
-      if (m->grid[i].split) items = (items + ranks - 1) / ranks;
-      if (m->grid[i].max > 0 && items > m->grid[i].max) items = m->grid[i].max;
+      long w = k->grid_by[i] >= 0 ? arg_int(&m->args[k->grid_by[i]], args[k->grid_by[i]]) : 1;
+      long items = api_grid_items(&m->grid[i], v, w, ranks);
       /* Ranks sharing a GPU (MPS) split its co-resident capacity, and a kernel that waits on other
        * ranks gets half of its share: room for two grids per rank.  A pdl kernel needs it, as the
        * next launch's blocks may park beside it (scheduled early, waiting in griddepcontrol.wait)

@@ -68,6 +68,31 @@ static void test_generate(void **state) {
   weft_ctx_destroy(ctx);
 }
 
+/* The GEMM's grid counts work units, row tiles x column tiles (a `by` factor), not M: M = 16 on
+ * 64 x 128 tiles with N = 14336 is 112 units, and the items saturate instead of overflowing. */
+static void test_gemm_grid_counts_units(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  const char *set[] = {"tile.m=64", "tile.n=128", "consumers=1", "split_k=4", "stages=6", "b_layout=col"};
+  assert_int_equal(weft_generate_string(ctx, "gemm.lua", "return { family = \"gemm\", tile = { m = 128, n = 256, k = 64 } }", set, 6, &m), WEFT_OK);
+  const weft_grid_dim *g = &m->grid[0];
+  assert_string_equal(g->arg, "m");
+  assert_int_equal(g->per, 64);
+  assert_string_equal(g->by, "n");
+  assert_int_equal(g->by_per, 128);
+  assert_int_equal(g->times, 4);   /* the split-K cluster's CTAs */
+  assert_string_equal(g->cap, "coresident");
+  assert_int_equal(api_grid_items(g, 16, 14336, 1), 112);
+  assert_int_equal(api_grid_items(g, 1, 4096, 1), 32);
+  assert_int_equal(api_grid_items(g, 1000, 1000, 1), 16 * 8);
+  assert_int_equal(api_grid_items(g, 1L << 40, 1L << 40, 1), 2147483647L);
+  assert_null(m->grid[1].by);
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
 static void test_config_error(void **state) {
   (void)state;
   weft_ctx *ctx;
@@ -673,6 +698,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_run_spec),
     cmocka_unit_test(test_generate),
+    cmocka_unit_test(test_gemm_grid_counts_units),
     cmocka_unit_test(test_config_error),
     cmocka_unit_test(test_compile_and_cache),
     cmocka_unit_test(test_nvrtc_error_points_at_template),
