@@ -210,10 +210,11 @@ end
 -- The persistent grid: one cluster per work unit (cluster.m x cluster.n tiles; with split_k, its
 -- CTAs along K share one), at most as many as are co-resident, each looping over units.  So a
 -- small M still fills the GPU when N has the tiles (M = 16, N = 14336: 112 units of 64 x 128).
-function M.grid(cfg)
+-- sharded: M is cut into one shard per rank, each tiled on its own (the fused all-gather + GEMM).
+function M.grid(cfg, sharded)
   local t, cl = cfg.tile, cfg.cluster
   return { { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = cl.m * cl.n * cfg.split_k,
-             cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } }
+             cap = "coresident", shards = sharded and "ranks" or nil }, { per = 1, times = 1 }, { per = 1, times = 1 } }
 end
 
 -- Threads per CTA: the producer's warpgroup and the consumers'.

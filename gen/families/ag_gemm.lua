@@ -179,9 +179,8 @@ function F.derive(cfg)
     tmaps = tmaps,
     -- persistent: at most one CTA per co-resident slot, each looping over tiles (the comm
     -- variants wait for other ranks' CTAs, which must all be resident); coresident counts clusters
-    -- (fused: gen/core/gemm.lua's grid, counting the units of the whole M; each shard's tiles are
-    -- its own, so there may be a few more units than clusters, which loop)
-    grid = wgmma and gemm.grid(cfg)
+    -- (fused: gen/core/gemm.lua's grid over M's shards, one per rank, each tiled on its own)
+    grid = wgmma and gemm.grid(cfg, true)
       or { { arg = "m", per = 1, times = csize, cap = "coresident" }, { per = 1, times = 1 }, { per = 1, times = 1 } },
     limits = limits,
     -- the data area: per half, P regions of M/P x K (elems = m * k in all)

@@ -506,7 +506,13 @@ static weft_status check_args(weft_kernel *k, void **args) {
 }
 
 long api_grid_items(const weft_grid_dim *g, long v, long w, int ranks) {
+  if (ranks < 1) ranks = 1;
   long items = (v + g->per - 1) / g->per;
+  if (g->shards) {   /* one shard of ceil(v / ranks) per rank, each tiled on its own */
+    long shard = (v + ranks - 1) / ranks;
+    items = (shard + g->per - 1) / g->per;
+    items = items > 2147483647L / ranks ? 2147483647L : items * ranks;
+  }
   if (g->by) {   /* sizes are checked positive (limits) before this; saturate, never overflow */
     long by = (w + g->by_per - 1) / g->by_per;
     items = by > 0 && items > 2147483647L / by ? 2147483647L : items * by;

@@ -199,6 +199,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     m->grid[i].times = field_int(L, g, "times", 1);
     m->grid[i].cap = field_str(L, g, "cap", m);
     m->grid[i].split = field_str(L, g, "split", m);
+    m->grid[i].shards = field_str(L, g, "shards", m);
     m->grid[i].max = field_int(L, g, "max", 0);
     lua_getfield(L, g, "by");
     if (lua_istable(L, -1)) {
@@ -272,8 +273,13 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     if (m->grid[i].arg && manifest_arg_index(m, m->grid[i].arg) < 0) return -1;
     if (m->grid[i].cap && strcmp(m->grid[i].cap, "coresident") != 0) return -1;
     if (m->grid[i].split && strcmp(m->grid[i].split, "ranks") != 0) return -1;
+    if (m->grid[i].shards && (strcmp(m->grid[i].shards, "ranks") != 0 || !m->grid[i].arg)) return -1;
     if (m->grid[i].per < 1) return -1;
-    if (m->grid[i].by && (!m->grid[i].arg || manifest_arg_index(m, m->grid[i].by) < 0 || m->grid[i].by_per < 1)) return -1;
+    if (m->grid[i].by) {   /* a second size argument (an integer the launch reads as one) */
+      int b = manifest_arg_index(m, m->grid[i].by);
+      if (!m->grid[i].arg || b < 0 || m->grid[i].by_per < 1 || !m->args[b].role || strcmp(m->args[b].role, "size") != 0)
+        return -1;
+    }
   }
   if (to_run(L, t, m) != 0) { snprintf(err, errlen, "%s: out of memory reading the run spec", m->name); return -1; }
   if (to_tmaps(L, t, m, err, errlen) != 0 || manifest_check(m, err, errlen) != 0) return -1;

@@ -13,8 +13,9 @@ weft_status api_device_info(weft_ctx *c, char *name, size_t len, int *sm, int *d
 weft_status api_device(weft_ctx *c, const drv_table **d, CUdevice *dev);
 char *api_ctx_err(weft_ctx *c);             /* the context's error buffer (16 KB) */
 weft_status api_kernel_load(weft_kernel *k, long *coresident);
-/* A grid dimension's items before the co-resident cap: ceil(v / per) [* ceil(w / by_per)],
- * shared over the ranks (split), at most max; saturates at INT_MAX. */
+/* A grid dimension's items before the co-resident cap: ceil(v / per) (shards: ranks *
+ * ceil(ceil(v / ranks) / per)) [* ceil(w / by_per)], shared over the ranks (split), at most max;
+ * saturates at INT_MAX. */
 long api_grid_items(const weft_grid_dim *g, long v, long w, int ranks);
 weft_ctx *api_kernel_ctx(weft_kernel *k);
 char *api_kernel_err(weft_kernel *k);       /* the kernel's error buffer (16 KB) */

@@ -86,6 +86,8 @@ typedef struct weft_grid_dim {
   long by_per;
   const char *cap;
   const char *split; /* "ranks": the items are shared out over the ranks (ceil(items / ranks)) */
+  const char *shards; /* "ranks": `arg` is cut into one shard per rank, each tiled on its own:
+                        ranks * ceil(ceil(arg / ranks) / per) (the fused all-gather + GEMM's rows) */
   long max;          /* at most this many (0: no limit) */
 } weft_grid_dim;
 

@@ -89,6 +89,18 @@ static void test_gemm_grid_counts_units(void **state) {
   assert_int_equal(api_grid_items(g, 1000, 1000, 1), 16 * 8);
   assert_int_equal(api_grid_items(g, 1L << 40, 1L << 40, 1), 2147483647L);
   assert_null(m->grid[1].by);
+  assert_null(g->shards);
+  weft_manifest_free(m);
+  /* the fused all-gather + GEMM tiles each rank's shard of M on its own: P = 8, M = 128 is 8
+   * shards of 16 rows, one 64-row tile each (32 tiles of the whole M would be 2 x 32) */
+  const char *ag[] = {"variant=fused", "tile.m=64", "tile.n=128", "consumers=1", "stages=6"};
+  assert_int_equal(weft_generate_string(ctx, "ag.lua", "return { family = \"ag_gemm\", tile = { m = 128, n = 256, k = 64 } }",
+                                        ag, 5, &m), WEFT_OK);
+  g = &m->grid[0];
+  assert_string_equal(g->shards, "ranks");
+  assert_int_equal(api_grid_items(g, 128, 4096, 8), 8 * 32);
+  assert_int_equal(api_grid_items(g, 128, 4096, 1), 2 * 32);
+  assert_int_equal(api_grid_items(g, 1024, 4096, 4), 4 * 4 * 32);
   weft_manifest_free(m);
   weft_ctx_destroy(ctx);
 }

@@ -115,10 +115,36 @@ T.test("gemm: the choices agree with the measured best configs", function()
     if s[1] <= 64 then T.eq(d.tile.m, 64, "64-row tiles at " .. where) end
     local cs = d.cluster.m * d.cluster.n * d.split_k
     local units = gemm.cdiv(s[1], d.tile.m * d.cluster.m) * gemm.cdiv(s[2], d.tile.n * d.cluster.n)
-    local ctas = math.min(units, 132 // cs) * cs
+    local ctas = math.min(units, gemm.coresident(cs, 132)) * cs
     T.ok(ctas >= 88, string.format("%s: %d CTAs stream B (tile %s, split_k %d)", where, ctas, d.tile.tag, d.split_k))
   end
   T.ok(choice(64, 4096, 14336).split_k > 1, "split-K where N = 4096 has 32 tiles of 64 x 128")
+end)
+
+-- A nearest table row is a measured config for another shape: kept only where the model puts it
+-- near the rule's best at this one (gemm's F.fit).
+T.test("gemm: a nearest row that leaves most of the GPU idle is not reused", function()
+  local F = weft.family_module("gemm")
+  local row = { family = "gemm", dtype = "bf16", b_layout = "col", tile = { m = 128, n = 256, k = 64 }, stages = 3,
+                consumers = 2, mma = "cooperative", cluster = { m = 1, n = 1 }, split_k = 1, epilogue = "tma", group = 16 }
+  -- 640 x 2048 x 7168: 40 tiles of 128 x 256 for 132 SMs (0.36 of cuBLASLt, measured)
+  T.eq(F.fit(row, { m = 640, n = 2048, k = 7168 }), nil, "128 x 256 at 640 x 2048 x 7168")
+  T.ok(F.fit(row, { m = 4096, n = 4096, k = 4096 }) ~= nil, "128 x 256 at 4096^3 (its own best)")
+  local decode = { family = "gemm", dtype = "bf16", b_layout = "col", tile = { m = 64, n = 128, k = 64 }, stages = 8,
+                   consumers = 1, mma = "cooperative", cluster = { m = 1, n = 1 }, split_k = 1, epilogue = "tma", group = 16 }
+  T.ok(F.fit(decode, { m = 16, n = 14336, k = 4096 }) ~= nil, "64 x 128 at a decode shape with 112 tiles")
+  T.eq(F.fit(decode, { m = 16, n = 4096, k = 14336 }), nil, "64 x 128 unsplit where N has 32 tiles")
+end)
+
+T.test("gemm: the split tail costs the full waves whole and a split last one", function()
+  local cfg = { tile = gemm.tile_check({ m = 128, n = 128, k = 64 }), cluster = gemm.cluster_check({ m = 1, n = 1 }),
+                consumers = 2, mma = "cooperative", split_k = 2, epilogue = "tma", stages = 4, dtype = "bf16" }
+  local shape = { m = 2048, n = 2304, k = 4096 }   -- 288 tiles on 132 CTAs: 2 whole waves, 24 left
+  local plain = gemm.estimate(cfg, shape, 132)
+  cfg.split_k_tail = true
+  local tail, why = gemm.estimate(cfg, shape, 132)
+  T.contains(why, "2 whole round(s) of 64 k-blocks, then 24 tile(s) split 2 ways", "the tail's rounds")
+  T.ok(tail < plain, string.format("the split tail (%.1f us) beats split-K over every tile (%.1f us)", tail, plain))
 end)
 
 T.test("gemm: the estimate counts waves (a partial last round costs a whole one)", function()

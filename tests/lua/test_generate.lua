@@ -100,7 +100,8 @@ local function check_ag_gemm(m, cfg, where)
   T.ok(m.smem <= common.SMEM_LIMIT, where .. " smem fits")
   -- persistent: at most the co-resident clusters, each looping over tiles; the WGMMA kernel's
   -- grid counts its work units (cluster.m x cluster.n tiles), the scalar and gather kernels' M
-  local gx = wg and { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = csize, cap = "coresident" }
+  local gx = wg and { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = csize, cap = "coresident",
+                      shards = cfg.family == "ag_gemm" and "ranks" or nil }
     or { arg = "m", per = 1, times = csize, cap = "coresident" }
   T.deq(m.grid, { gx, { per = 1, times = 1 }, { per = 1, times = 1 } }, where .. " grid")
 
@@ -1191,6 +1192,10 @@ T.test("gemm: --set reaches into the tile", function()
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
   T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0")
+  m = assert(gen(text, "examples/gemm.lua", { "split_k=2", "split_k_tail=true", "tile.n=128", "stages=4" }))
+  T.contains(m.name, "_sk2_skt1_")
+  T.contains(m.source, "static constexpr bool SPLIT_TAIL = true;")
+  T.deq(m.cluster, { 2, 1, 1 })
   m = assert(gen(text, "examples/gemm.lua", { "pdl=true" }))   -- launched early; the kernel waits itself
   T.eq(m.pdl, true)
   T.contains(m.name, "_g16_pdl1")
