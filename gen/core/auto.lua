@@ -14,8 +14,9 @@
 --
 -- Distance between two shapes of one family: the sum over its sizes of |log2(a / b)|; a row
 -- counts as near only when every size is within a factor of NEAR (4) of the asked one.  Ties go
--- to the faster row.  A row measured at another shape is refitted (F.fit: the onchip kernels'
--- max_cols follows the row length) and must then take the shape.
+-- to the faster row.  A row measured at another shape is refitted, F.fit(cfg, shape, raw, dev)
+-- (the onchip kernels' max_cols follows the row length; the GEMM drops a row the wave model puts
+-- well behind its best), and must then take the shape.
 --
 -- F.auto(shape, fixed, dev) returns candidates, best first: tables of field values (nested
 -- tables for the GEMM's tile and cluster) and an optional `why`.  Each is merged under the fixed
@@ -217,7 +218,7 @@ end
 -- A measured row (base text + its --set lines) as raw values, refitted to the shape.
 -- A key field the family lists in F.same_speed (rmsnorm's eps: a constant or an argument) changes
 -- the result but not the time, so a row measured with another value is used with the user's.
-local function row_values(fam, row, shape, file, refit, raw)
+local function row_values(fam, row, shape, file, refit, raw, dev)
   local cfg, err = config.load(row.base or "", row.where or file)
   if not cfg then return nil, err end
   cfg, err = config.apply(cfg, row.sets or {}, row.where or file)
@@ -228,7 +229,7 @@ local function row_values(fam, row, shape, file, refit, raw)
   if not fam2 then return nil, ncfg end
   local measured_name = weft.kernel_name(fam, ncfg)
   if refit and fam.fit then
-    cfg = fam.fit(cfg, shape)
+    cfg = fam.fit(cfg, shape, raw, dev)
     if not cfg then return nil, "does not refit to this shape" end
   end
   return cfg, measured_name, ncfg
@@ -316,7 +317,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
   end)
   local SOURCE_OF = { [0] = "database", [1] = "database-nearest", [2] = "table", [3] = "table-nearest" }
   for _, k in ipairs(ranked) do
-    local values = row_values(fam, k.row, shape, file, k.d > 0, raw)
+    local values = row_values(fam, k.row, shape, file, k.d > 0, raw, dev)
     if values then
       -- the measured kernel (refitted to the shape), and nothing of it overridden by the user's
       -- fixed fields nor by its key fields: the user's config with the row's open values is the

@@ -424,20 +424,38 @@ end
 -- within NEAREST_SLACK of the rule's best at this shape.  The tile count can change a lot
 -- between shapes a factor of 4 apart (640 x 2048 x 7168 has 40 tiles of 128 x 256 where its
 -- nearest row, 1024 x 4096 x 8192, had 128: a third of the GPU), which a row cannot know.
+-- The best is the rule's under the user's fixed fields (fixed: the raw config, "auto" = open), on
+-- this device (dev.sms); the last few answers are kept (auto asks once per nearest row).
 M.NEAREST_SLACK = 1.25
-local best_memo = {}
-function M.fit_row(cfg, shape, opts)
+local function flat(v)
+  if type(v) ~= "table" then return tostring(v) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  local out = {}
+  for _, k in ipairs(keys) do out[#out + 1] = k .. "=" .. flat(v[k]) end
+  return "{" .. table.concat(out, ",") .. "}"
+end
+local best_memo, best_keys = {}, {}
+function M.fit_row(cfg, shape, opts, fixed, dev)
   local weft = require("gen.core.weft")
   local fam, ncfg = weft.check(copy(cfg), "gen/core/gemm.lua (a nearest row)")
   if not fam then return nil end
-  local key = string.format("%s %s %d %d %d %s", fam.name, ncfg.dtype, shape.m, shape.n, shape.k, tostring(opts.shards))
+  local sms = dev and dev.sms or 132
+  local open = {}
+  for k, v in pairs(fixed or {}) do if k ~= "family" then open[k] = v end end
+  open.dtype = ncfg.dtype
+  local key = string.format("%s %d %d %d %d %s %s", fam.name, sms, shape.m, shape.n, shape.k, tostring(opts.shards),
+    flat(open))
   local best = best_memo[key]
   if not best then
     best = math.huge
-    for _, sc in ipairs(score_all(shape, { dtype = ncfg.dtype }, 132, opts)) do best = math.min(best, sc.est) end
+    for _, sc in ipairs(score_all(shape, open, sms, opts)) do best = math.min(best, sc.est) end
+    if #best_keys >= 64 then best_memo[table.remove(best_keys, 1)] = nil end
     best_memo[key] = best
+    best_keys[#best_keys + 1] = key
   end
-  local est = M.estimate(ncfg, shape, 132, opts.shards)
+  local est = M.estimate(ncfg, shape, sms, opts.shards)
   if est > M.NEAREST_SLACK * best then return nil end
   return cfg
 end

@@ -78,7 +78,9 @@ end
 
 -- A measured row from another shape (auto's nearest): used only where the wave model does not
 -- put it well behind the rule's best at this shape (gen/core/gemm.lua's fit_row).
-function F.fit(cfg, shape) return gemm.fit_row(cfg, shape, { family = "gemm", has_pdl = true, has_tail = true }) end
+function F.fit(cfg, shape, fixed, dev)
+  return gemm.fit_row(cfg, shape, { family = "gemm", has_pdl = true, has_tail = true }, fixed, dev)
+end
 
 -- What the tools need (gen/core/weft.lua's run_spec): the GEMM's shapes (gen/core/gemm.lua).
 function F.run() return gemm.run_spec() end

@@ -134,6 +134,10 @@ T.test("gemm: a nearest row that leaves most of the GPU idle is not reused", fun
                    consumers = 1, mma = "cooperative", cluster = { m = 1, n = 1 }, split_k = 1, epilogue = "tma", group = 16 }
   T.ok(F.fit(decode, { m = 16, n = 14336, k = 4096 }) ~= nil, "64 x 128 at a decode shape with 112 tiles")
   T.eq(F.fit(decode, { m = 16, n = 4096, k = 14336 }), nil, "64 x 128 unsplit where N has 32 tiles")
+  -- a user who fixed the tile and split_k = 1 gets the row: it is compared with the best under
+  -- those fields, not with a split the user ruled out
+  T.ok(F.fit(decode, { m = 16, n = 4096, k = 14336 }, { family = "gemm", split_k = 1, consumers = 1,
+    tile = { m = 64, n = 128, k = 64 } }) ~= nil, "64 x 128 unsplit, against the best 64 x 128 unsplit schedule")
 end)
 
 T.test("gemm: the split tail costs the full waves whole and a split last one", function()
