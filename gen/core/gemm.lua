@@ -379,13 +379,29 @@ end
 -- comm), has_pdl, max (candidates returned, default 8).  Every candidate is validated here with
 -- the user's fixed fields (gen/core/weft.lua check), so the list ends in one that takes every
 -- shape the kernel takes (the GEMM's limits do not depend on its knobs).
+-- The split tail of tiles tl = { m, n } over sp[3] CTAs (gemm_sched.cuh's GemmWalk): its whole
+-- waves and the tiles it splits after them.
+function M.tail_split(shape, tl, sp, sms, shards)
+  shards = shards or 1
+  local units = cdiv(math.max(1, cdiv(shape.m, shards)), tl[1]) * cdiv(shape.n, tl[2]) * shards
+  local clusters = math.max(1, math.min(units, M.coresident(sp[3], sms)))
+  local full, left = units // (clusters * sp[3]), units % (clusters * sp[3])
+  if left > clusters then full, left = full + 1, 0 end
+  return full, left
+end
+
 -- Every enumerated schedule that validates with the fixed fields, with its estimate.
 local function score_all(shape, fixed, sms, opts)
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
   local scored = {}
   for i, tl in ipairs(ENUM_TILES) do
     for j, sp in ipairs(ENUM_SPLIT) do
-      for e, epi in ipairs({ "tma", "direct" }) do
+      -- (the split tail only where the family has it, and only where it has both whole waves and
+      -- split tiles: otherwise it is plain split-K or plain tiles, candidates of their own)
+      local full, split = 0, 0
+      if sp[4] and opts.has_tail then full, split = M.tail_split(shape, tl, sp, sms, opts.shards) end
+      local tail_ok = not sp[4] or (full > 0 and split > 0)
+      for e, epi in ipairs(tail_ok and { "tma", "direct" } or {}) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
                     cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,
                     split_k_tail = opts.has_tail and sp[4] or nil }

@@ -149,6 +149,17 @@ T.test("gemm: the split tail costs the full waves whole and a split last one", f
   local tail, why = gemm.estimate(cfg, shape, 132)
   T.contains(why, "2 whole round(s) of 64 k-blocks, then 24 tile(s) split 2 ways", "the tail's rounds")
   T.ok(tail < plain, string.format("the split tail (%.1f us) beats split-K over every tile (%.1f us)", tail, plain))
+  -- the rule offers the split tail only where it has whole waves and split tiles both
+  local F = weft.family_module("gemm")
+  for _, s in ipairs({ { 1, 4096, 4096 }, { 1024, 14336, 4096 }, { 3072, 3072, 3072 } }) do
+    for _, c in ipairs(F.auto({ m = s[1], n = s[2], k = s[3] }, { family = "gemm" }, H200)) do
+      if c.split_k_tail then
+        local full, split = gemm.tail_split({ m = s[1], n = s[2], k = s[3] }, { c.tile.m, c.tile.n }, { 1, 1, c.split_k }, 132)
+        T.ok(full > 0 and split > 0, string.format("%s: a split tail with %d whole wave(s), %d split tile(s)",
+          table.concat(s, "x"), full, split))
+      end
+    end
+  end
 end)
 
 T.test("gemm: the estimate counts waves (a partial last round costs a whole one)", function()
