@@ -281,6 +281,15 @@ M.MODEL = {
 local function cdiv(a, b) return (a + b - 1) // b end
 M.cdiv = cdiv
 
+-- The split tail over `clusters` clusters of S CTAs (gemm_sched.cuh's GemmWalk, the same rule):
+-- the whole waves of `units` tiles, then the tiles it splits; a leftover of more tiles than
+-- clusters stays whole (one more wave, nothing split).
+local function tail_waves(units, clusters, S)
+  local full, left = units // (clusters * S), units % (clusters * S)
+  if left > clusters then return full + 1, 0 end
+  return full, left
+end
+
 -- Clusters of CS CTAs (one per SM) the H200 holds at once, as the driver's occupancy
 -- calculator answered (`weft run`'s launch line, bench/RESULTS.md "GEMM at every shape"): a
 -- cluster must fit in one GPC, so 3, 4, 6 and 8 leave SMs idle (39 x 3 = 117, 30 x 4 = 120,
@@ -320,10 +329,8 @@ function M.estimate(cfg, shape, sms, shards)
   local time = rounds * unit + (pingpong and epi or 0)
   local how = string.format("%d round(s) of %d k-blocks", rounds, kb)
   if cfg.split_k_tail then   -- whole tiles on every CTA for the full waves, then the tail split (gemm_sched.cuh)
-    local ctas = clusters * cfg.split_k
-    local full, left = units // ctas, units % ctas
+    local full, left = tail_waves(units, clusters, cfg.split_k)
     local kb_all = cdiv(shape.k, 64)
-    if left > clusters then full, left = full + 1, 0 end
     time = full * (kb_all * t_kb + epi) + (left > 0 and unit or 0)
     how = string.format("%d whole round(s) of %d k-blocks%s", full, kb_all,
       left > 0 and string.format(", then %d tile(s) split %d ways", left, cfg.split_k) or "")
@@ -384,10 +391,7 @@ end
 function M.tail_split(shape, tl, sp, sms, shards)
   shards = shards or 1
   local units = cdiv(math.max(1, cdiv(shape.m, shards)), tl[1]) * cdiv(shape.n, tl[2]) * shards
-  local clusters = math.max(1, math.min(units, M.coresident(sp[3], sms)))
-  local full, left = units // (clusters * sp[3]), units % (clusters * sp[3])
-  if left > clusters then full, left = full + 1, 0 end
-  return full, left
+  return tail_waves(units, math.max(1, math.min(units, M.coresident(sp[3], sms))), sp[3])
 end
 
 -- Every enumerated schedule that validates with the fixed fields, with its estimate.
@@ -400,8 +404,8 @@ local function score_all(shape, fixed, sms, opts)
       -- split tiles: otherwise it is plain split-K or plain tiles, candidates of their own)
       local full, split = 0, 0
       if sp[4] and opts.has_tail then full, split = M.tail_split(shape, tl, sp, sms, opts.shards) end
-      local tail_ok = not sp[4] or (full > 0 and split > 0)
-      for e, epi in ipairs(tail_ok and { "tma", "direct" } or {}) do
+      if sp[4] and not (full > 0 and split > 0) then goto next_split end
+      for e, epi in ipairs({ "tma", "direct" }) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
                     cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,
                     split_k_tail = opts.has_tail and sp[4] or nil }
@@ -431,6 +435,7 @@ local function score_all(shape, fixed, sms, opts)
           end
         end
       end
+      ::next_split::
     end
   end
   return scored
@@ -441,35 +446,28 @@ end
 -- between shapes a factor of 4 apart (640 x 2048 x 7168 has 40 tiles of 128 x 256 where its
 -- nearest row, 1024 x 4096 x 8192, had 128: a third of the GPU), which a row cannot know.
 -- The best is the rule's under the user's fixed fields (fixed: the raw config, "auto" = open), on
--- this device (dev.sms); the last few answers are kept (auto asks once per nearest row).
+-- this device (dev.sms).  Auto asks once per nearest row with the same `fixed` table, so the best
+-- is kept per that table (weakly: it goes with the choice).
 M.NEAREST_SLACK = 1.25
-local function flat(v)
-  if type(v) ~= "table" then return tostring(v) end
-  local keys = {}
-  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-  table.sort(keys)
-  local out = {}
-  for _, k in ipairs(keys) do out[#out + 1] = k .. "=" .. flat(v[k]) end
-  return "{" .. table.concat(out, ",") .. "}"
-end
-local best_memo, best_keys = {}, {}
+local best_memo = setmetatable({}, { __mode = "k" })
+local NO_FIXED = {}
 function M.fit_row(cfg, shape, opts, fixed, dev)
   local weft = require("gen.core.weft")
   local fam, ncfg = weft.check(copy(cfg), "gen/core/gemm.lua (a nearest row)")
   if not fam then return nil end
   local sms = dev and dev.sms or 132
-  local open = {}
-  for k, v in pairs(fixed or {}) do if k ~= "family" then open[k] = v end end
-  open.dtype = ncfg.dtype
-  local key = string.format("%s %d %d %d %d %s %s", fam.name, sms, shape.m, shape.n, shape.k, tostring(opts.shards),
-    flat(open))
-  local best = best_memo[key]
+  fixed = fixed or NO_FIXED
+  local memo = best_memo[fixed] or {}
+  best_memo[fixed] = memo
+  local key = string.format("%s %s %d %d %d %d %s", fam.name, ncfg.dtype, sms, shape.m, shape.n, shape.k,
+    tostring(opts.shards))
+  local best = memo[key]
   if not best then
+    local open = { dtype = ncfg.dtype }
+    for k, v in pairs(fixed) do if k ~= "family" and k ~= "dtype" then open[k] = v end end
     best = math.huge
     for _, sc in ipairs(score_all(shape, open, sms, opts)) do best = math.min(best, sc.est) end
-    if #best_keys >= 64 then best_memo[table.remove(best_keys, 1)] = nil end
-    best_memo[key] = best
-    best_keys[#best_keys + 1] = key
+    memo[key] = best
   end
   local est = M.estimate(ncfg, shape, sms, opts.shards)
   if est > M.NEAREST_SLACK * best then return nil end
