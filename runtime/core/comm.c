@@ -149,7 +149,8 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
 
   /* the symmetric buffer: pads for every (signal, sender, block), then the data halves */
   c->share = 1;
-  long long vecs = (max_elems * m->comm.elem_bytes + 15) / 16 + P;   /* + P: chunks round up */
+  /* + P: chunks round up; + 4: a family may cut a half into up to 4 regions, each starting on a vector */
+  long long vecs = (max_elems * m->comm.elem_bytes + 15) / 16 + P + 4;
   c->p.max_blocks = (int)(coresident < 1 ? 1 : coresident);
   c->p.data_offset = round_up((long long)m->comm.n_signals * MAX_RANKS * c->p.max_blocks * 8, 256);
   c->p.half_bytes = round_up(vecs * 16, 256);

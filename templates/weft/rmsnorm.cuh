@@ -103,6 +103,103 @@ __device__ __forceinline__ float group_sum(float v, float (*part)[THREADS / 32],
 
 template <int CLUSTER, bool PUSH> using RmsExchange = Exchange<CLUSTER, 1, PUSH>;
 
+// This thread's part of `row` of x[][cols] at `base` (rows at or past `end` are not live): the
+// vectors first + i * G (i * G < n) of the row's vector part, cut into CLUSTER contiguous
+// chunks (this CTA's is chunk `rank`), and, for a thread of the last CTA, one of the row's
+// unaligned end scalars.  Every kernel that handles a row in parts uses this one cut, so a
+// thread touches the same elements of every array whose rows line up with x's.
+template <class T, int CLUSTER, int G> struct RowPart {
+  long off;        // the row's first element
+  RowSplit<T> s;
+  long first, n;
+  bool live, scalar_owner;
+  long si;         // the scalar's index within the row
+  __device__ __forceinline__ RowPart(const T *base, long row, long end, long cols, u32 rank, int t)
+      : off((row < end ? row : 0) * cols), s(base + off, cols) {
+    live = row < end;
+    const long chunk = (s.nvec + CLUSTER - 1) / CLUSTER;
+    const long vbeg = (long)rank * chunk;
+    const long vend = !live ? vbeg : vbeg + chunk < s.nvec ? vbeg + chunk : s.nvec;
+    first = vbeg + t;
+    n = vend - first;
+    scalar_owner = live && rank == CLUSTER - 1 && t < s.head + s.tail;
+    si = s.scalar_index(t);
+  }
+  // the array element where this thread's vector i starts
+  __device__ __forceinline__ long vec_elem(int i) const { return off + s.head + (first + (long)i * G) * VecOf<T>::N; }
+  __device__ __forceinline__ long scalar_elem() const { return off + si; }
+};
+
+// h = x + r, rounded once: the residual add every norm of these families does.
+template <class T> __device__ __forceinline__ U4 add_rounded(const U4 &x, const U4 &r) {
+  constexpr int V = VecOf<T>::N;
+  float f[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(x, e) + lane_f32<T>(r, e);
+  return pack_f32<T>(f);
+}
+
+// The norm of this thread's part p of a row: h (its vectors, rounded to T) and hs (its scalar)
+// are what gets normalised; y = h * rstd * w goes to store(i, vector) and store_scalar(value).
+// Every thread of the CTA (and of its cluster) calls it alike, live row or not: the sums have
+// barriers.  k: the row loop's count (the partial sums' and the exchange's slot parity).
+template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool PUSH, bool WVEC, class Store, class StoreScalar>
+__device__ __forceinline__ float rms_scale(U4 (&h)[PT], float hs, const RowPart<T, CLUSTER, THREADS / ROWS> &p,
+                                           const T *w, long cols, float eps, float (*part)[THREADS / 32],
+                                           typename RmsExchange<CLUSTER, PUSH>::Slots &ex, u32 k, Store &&store,
+                                           StoreScalar &&store_scalar) {
+  constexpr int V = VecOf<T>::N;
+  constexpr int G = THREADS / ROWS;
+  // two accumulators: half the dependent chain, and a shorter rounding path
+  float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+    if (i * G < p.n) {
+#pragma unroll
+      for (int e = 0; e < V; e += 2) {
+        const float u = lane_f32<T>(h[i], e), v = lane_f32<T>(h[i], e + 1);
+        s0 = fmaf(u, u, s0);
+        s1 = fmaf(v, v, s1);
+      }
+    }
+  float ss = fmaf(hs, hs, s0 + s1);
+  if constexpr (V > 4) {
+#pragma unroll
+    for (int i = 0; i < PT; ++i) keep_packed(h[i]);
+  }
+  const T *wt = w + p.s.head + p.first * V;
+  [[maybe_unused]] U4 wv[PT];
+  if constexpr (WVEC) {
+    const U4 *vw = reinterpret_cast<const U4 *>(wt);
+#pragma unroll
+    for (int i = 0; i < PT; ++i)
+      if (i * G < p.n) wv[i] = load_keep(vw + i * G);
+  }
+  const float ws = p.scalar_owner ? to_f32(w[p.si]) : 0.0f;
+
+  ss = group_sum<THREADS, ROWS>(ss, part, k);
+  if constexpr (CLUSTER > 1) {
+    Vals<1> cv;
+    cv.v[0] = ss;
+    ss = RmsExchange<CLUSTER, PUSH>::template combine<RmsSum>(ex, k, cv).v[0];
+  }
+  const float rstd = rsqrt_approx(ss / (float)cols + eps);
+
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+    if (i * G < p.n) {
+      U4 wi;
+      if constexpr (WVEC) wi = wv[i];
+      else wi = load_w_scalars<T>(wt + i * G * V);
+      float f[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) * rstd * lane_f32<T>(wi, e);
+      store(i, pack_f32<T>(f));
+    }
+  if (p.scalar_owner) store_scalar(hs * rstd * ws);
+  return rstd;
+}
+
 // The row loop.  WVEC: every row's vectors line up with w's (cols a multiple of V, x and w
 // 16-byte aligned), so w is read in vectors, issued before the combine; otherwise in scalars,
 // after it.  The two are separate copies of the loop, chosen by a grid-uniform test: one loop
@@ -110,7 +207,6 @@ template <int CLUSTER, bool PUSH> using RmsExchange = Exchange<CLUSTER, 1, PUSH>
 template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool CTA_RSTD, bool PUSH, bool WVEC>
 __device__ __forceinline__ void rmsnorm_rows(const RmsArgs<T> &a, u32 rank, float (*part)[THREADS / 32],
                                              typename RmsExchange<CLUSTER, PUSH>::Slots &ex) {
-  constexpr int V = VecOf<T>::N;
   constexpr int G = THREADS / ROWS;
   const int t = threadIdx.x % G;
   const long nclusters = gridDim.x / CLUSTER;
@@ -119,101 +215,42 @@ __device__ __forceinline__ void rmsnorm_rows(const RmsArgs<T> &a, u32 rank, floa
   // whose row is past the end still takes part in the barriers.
   for (long base = (long)(blockIdx.x / CLUSTER) * ROWS; base < a.rows; base += nclusters * ROWS, ++k) {
     const long row = base + threadIdx.x / G;
-    const bool live = row < a.rows;
-    const long off = (live ? row : 0) * a.cols;
-    const T *p = a.x + off;
-    const RowSplit<T> s(p, a.cols);
-    const long chunk = (s.nvec + CLUSTER - 1) / CLUSTER;
-    const long vbeg = (long)rank * chunk;
-    const long vend = !live ? vbeg : vbeg + chunk < s.nvec ? vbeg + chunk : s.nvec;
-    // this thread's vectors are first + i * G for i * G < n: constant offsets from one address
-    const long first = vbeg + t;
-    const long n = vend - first;
-    const U4 *vx = reinterpret_cast<const U4 *>(p + s.head) + first;
-    U4 *vy = reinterpret_cast<U4 *>(a.y + off + s.head) + first;
-    U4 *vr = reinterpret_cast<U4 *>(a.r + off + s.head) + first;   // never dereferenced without RESIDUAL
-    const T *wt = a.w + s.head + first * V;
+    const RowPart<T, CLUSTER, G> p(a.x, row, a.rows, a.cols, rank, t);
+    const U4 *vx = reinterpret_cast<const U4 *>(a.x + p.vec_elem(0));
+    U4 *vy = reinterpret_cast<U4 *>(a.y + p.vec_elem(0));
+    U4 *vr = reinterpret_cast<U4 *>(a.r + p.vec_elem(0));   // never dereferenced without RESIDUAL
 
     U4 h[PT];
     [[maybe_unused]] U4 rv[PT];
 #pragma unroll
     for (int i = 0; i < PT; ++i)
-      if (i * G < n) {
+      if (i * G < p.n) {
         h[i] = load_stream(vx + i * G);
         if constexpr (RESIDUAL) rv[i] = load_once(vr + i * G);
       }
-    // the unaligned scalars at the row's ends, one per thread of the last CTA
-    const bool scalar_owner = live && rank == CLUSTER - 1 && t < s.head + s.tail;
-    const long si = s.scalar_index(t);
     float hs = 0.0f;
-    if (scalar_owner) {
-      hs = to_f32(p[si]);
+    if (p.scalar_owner) {
+      hs = to_f32(a.x[p.scalar_elem()]);
       if constexpr (RESIDUAL) {
-        const T hv = from_f32<T>(hs + to_f32(a.r[off + si]));
-        a.r[off + si] = hv;
+        const T hv = from_f32<T>(hs + to_f32(a.r[p.scalar_elem()]));
+        a.r[p.scalar_elem()] = hv;
         hs = to_f32(hv);
       }
     }
     if constexpr (RESIDUAL) {
 #pragma unroll
       for (int i = 0; i < PT; ++i)
-        if (i * G < n) {
-          float f[V];
-#pragma unroll
-          for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) + lane_f32<T>(rv[i], e);
-          h[i] = pack_f32<T>(f);
+        if (i * G < p.n) {
+          h[i] = add_rounded<T>(h[i], rv[i]);
           store_stream(vr + i * G, h[i]);
         }
     }
-    // two accumulators: half the dependent chain, and a shorter rounding path
-    float s0 = 0.0f, s1 = 0.0f;
-#pragma unroll
-    for (int i = 0; i < PT; ++i)
-      if (i * G < n) {
-#pragma unroll
-        for (int e = 0; e < V; e += 2) {
-          const float u = lane_f32<T>(h[i], e), v = lane_f32<T>(h[i], e + 1);
-          s0 = fmaf(u, u, s0);
-          s1 = fmaf(v, v, s1);
-        }
-      }
-    float ss = fmaf(hs, hs, s0 + s1);
-    if constexpr (V > 4) {
-#pragma unroll
-      for (int i = 0; i < PT; ++i) keep_packed(h[i]);
-    }
-    [[maybe_unused]] U4 wv[PT];
-    if constexpr (WVEC) {
-      const U4 *vw = reinterpret_cast<const U4 *>(wt);
-#pragma unroll
-      for (int i = 0; i < PT; ++i)
-        if (i * G < n) wv[i] = load_keep(vw + i * G);
-    }
-    const float ws = scalar_owner ? to_f32(a.w[si]) : 0.0f;
-
-    ss = group_sum<THREADS, ROWS>(ss, part, k);
-    if constexpr (CLUSTER > 1) {
-      Vals<1> cv;
-      cv.v[0] = ss;
-      ss = RmsExchange<CLUSTER, PUSH>::template combine<RmsSum>(ex, k, cv).v[0];
-    }
-    const float rstd = rsqrt_approx(ss / (float)a.cols + a.eps);
+    const float rstd = rms_scale<T, CLUSTER, THREADS, ROWS, PT, PUSH, WVEC>(
+        h, hs, p, a.w, a.cols, a.eps, part, ex, k, [&](int i, const U4 &v) { store_stream(vy + i * G, v); },
+        [&](float v) { a.y[p.scalar_elem()] = from_f32<T>(v); });
     if constexpr (CTA_RSTD) {
-      if (live && t == 0) a.rstd[row * CLUSTER + rank] = rstd;
+      if (p.live && t == 0) a.rstd[row * CLUSTER + rank] = rstd;
     }
-
-#pragma unroll
-    for (int i = 0; i < PT; ++i)
-      if (i * G < n) {
-        U4 wi;
-        if constexpr (WVEC) wi = wv[i];
-        else wi = load_w_scalars<T>(wt + i * G * V);
-        float f[V];
-#pragma unroll
-        for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) * rstd * lane_f32<T>(wi, e);
-        store_stream(vy + i * G, pack_f32<T>(f));
-      }
-    if (scalar_owner) a.y[off + si] = from_f32<T>(hs * rstd * ws);
   }
 }
 

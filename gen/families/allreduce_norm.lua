@@ -1,0 +1,185 @@
+-- gen/families/allreduce_norm.lua: allreduce + residual + RMS norm in one launch, the op every
+-- tensor-parallel decoder layer runs after its row-parallel linears.  Each rank holds a partial
+-- x[rows][cols]; every rank ends with
+--   s = sum over ranks of x (rank-order fold in f32, rounded once),  h = s + r (written back to r),
+--   y = h * rsqrt(mean(h^2) + eps) * w,
+-- the same bits on every rank.  Device side: templates/weft/allreduce_norm.cuh (the protocol and
+-- the data path), the norm of weft/rmsnorm.cuh, the signals of weft/signal.cuh.  The layout
+-- (rows per CTA, a cluster per row, vectors per thread) is the rmsnorm family's (gen/core/norm.lua).
+local common = require("gen.core.common")
+local norm = require("gen.core.norm")
+
+local F = {
+  name = "allreduce_norm",
+  template = "templates/allreduce_norm.cu",
+  doc = "y = rmsnorm(sum over ranks of x + r) * w, h = sum + r written back to r; launched with weft_comm_launch",
+}
+
+-- What the switch reduces (multimem.ld_reduce): add on every type
+local SWITCH_ADD = 0
+
+F.fields = {
+  common.dtype(),
+  { name = "algo", kind = "enum", values = { "one_shot", "two_shot", "one_shot_ll" }, default = "one_shot", tag = "",
+    doc = "one_shot: every rank reads every rank's rows and normalises all of them; two_shot: each rank reduces and "
+      .. "normalises 1/P of the rows, then gathers the others' y and h; one_shot_ll: small messages, each word sent "
+      .. "with its epoch, no signal round" },
+  { name = "comm", kind = "enum", values = { "threadload", "multimem" }, default = "threadload", tag = "",
+    doc = "threadload: 16-byte loads from peers' memory; multimem: multimem.ld_reduce + multimem.st (two_shot)" },
+  { name = "fallback", kind = "enum", values = { "none", "emulate" }, default = "none", tag = "fb",
+    doc = "comm = multimem where multicast is unavailable: none (fail) or emulate (unicast fan-out twin)" },
+  { name = "residual", kind = "bool", default = true, tag = "res",
+    doc = "h = s + r, written back to r, is what gets normalised (a kernel argument r, the same on every rank)" },
+  norm.eps(),
+  norm.max_cols(),
+  common.cluster(1),
+  common.nonportable(),
+  common.threads(512),
+  norm.rows_per_cta(),
+  common.min_blocks(),
+  common.exchange(),
+  { name = "pdl", kind = "bool", default = false, tag = "pdl",
+    doc = "programmatic dependent launch: scheduled while the previous kernel in the stream finishes; it waits for "
+      .. "it before touching memory (as the allreduce family)" },
+}
+
+-- registers the kernel needs beside the row's vectors: the norm's 40 and the fold's loads in
+-- flight (8 ranks' 16-byte vectors, or one_shot_ll's 2 slots x 8 ranks of 8 bytes: 32 either way)
+F.OVERHEAD_REGS = norm.OVERHEAD_REGS + 32
+
+function F.check(cfg, errs)
+  if cfg.comm == "multimem" then
+    if cfg.algo ~= "two_shot" then
+      errs.add("algo", cfg.algo, 'comm = "multimem" needs algo = "two_shot": the switch reduces in its own order, ' ..
+        "so only one rank may reduce each row (then multimem.st gives every rank those bits)")
+    end
+  elseif cfg.fallback ~= "none" then
+    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
+  end
+  norm.check(cfg, errs, cfg.residual and 3 or 2, F.OVERHEAD_REGS,
+             cfg.residual and "the row, w, and r while h is formed" or "the row and w")
+end
+
+-- The symmetric buffer's bytes per element of a data half: one_shot, x's copy; two_shot, x's
+-- copy and the owner's y (and h); one_shot_ll, an 8-byte slot per element from each of 8 ranks
+-- (a 16-bit row of odd length takes a slot per element, so that is the most it needs).
+local function elem_bytes(cfg)
+  local es = common.ESIZE[cfg.dtype]
+  if cfg.algo == "one_shot_ll" then return 8 * 8 end
+  if cfg.algo == "two_shot" then return es * (cfg.residual and 3 or 2) end
+  return es
+end
+
+function F.derive(cfg)
+  local L = norm.layout(cfg)
+  local args = {
+    { name = "y", type = "ptr", dtype = cfg.dtype, role = "out", align = 16 },   -- 16-byte vectors, rows at the
+    { name = "x", type = "ptr", dtype = cfg.dtype, role = "in", align = 16 },    -- same offsets as the buffer's
+    { name = "w", type = "ptr", dtype = cfg.dtype, role = "in" },
+  }
+  if cfg.residual then
+    args[#args + 1] = { name = "r", type = "ptr", dtype = cfg.dtype, role = "inout", align = 16 }
+  end
+  if cfg.eps.value == "arg" then args[#args + 1] = { name = "eps", type = "f32", role = "scalar" } end
+  args[#args + 1] = { name = "rows", type = "i32", role = "size" }
+  args[#args + 1] = { name = "cols", type = "i32", role = "size" }
+  local mm = cfg.comm == "multimem"
+  return {
+    values = { ctype = common.CTYPE[cfg.dtype], cluster = cfg.cluster, threads = cfg.threads, rows_per_cta = L.rows,
+               pt = L.pt, residual = cfg.residual, push = cfg.exchange == "push", min_blocks = cfg.min_blocks,
+               algo = ({ one_shot = 1, two_shot = 2, one_shot_ll = 3 })[cfg.algo], multimem = mm,
+               mop = mm and SWITCH_ADD or -1, pdl = cfg.pdl,
+               residual_text = cfg.residual and " + r" or "",
+               r = cfg.residual and "r" or "nullptr",
+               eps = cfg.eps.value == "arg" and "eps" or (cfg.eps.value .. "f") },
+    block = { cfg.threads, 1, 1 },
+    cluster = { cfg.cluster, 1, 1 },
+    smem = 0,
+    pdl = cfg.pdl,
+    -- the warps' partial sums (two sets) and the cluster exchange's slots, as rmsnorm's
+    static_smem = 4 * 2 * (cfg.threads // 32) + 4 * (2 * cfg.cluster + 2) * 2 + 16 + 16,
+    args = args,
+    -- a row group (or a cluster per row) per block, two_shot: of one rank's share; capped so that
+    -- every block of every rank is resident at once (they wait on each other)
+    grid = { { arg = "rows", per = L.rows, times = cfg.cluster, cap = "coresident",
+               split = cfg.algo == "two_shot" and "ranks" or nil },
+             { per = 1, times = 1 }, { per = 1, times = 1 } },
+    limits = { { arg = "rows", min = 1, max = common.INT_MAX // cfg.cluster },
+               { arg = "cols", min = 1, max = L.cols_max } },
+    comm = { signals = { "ready", "reduced", "data" }, halves = 2, elem_bytes = elem_bytes(cfg),
+             elems = { "rows", "cols" }, multimem = mm, emulate = cfg.fallback == "emulate" },
+  }
+end
+
+F.sizes = { "rows", "cols" }
+F.key = { "dtype", "residual", "eps" }
+F.same_speed = { "eps" }   -- gen/core/auto.lua: a row measured with another eps times this one too
+
+F.fit = norm.fit   -- a config measured at another shape: max_cols follows the row length
+
+-- The rule: the algorithm by the bytes one rank sends, the layout by the row (gen/core/norm.lua,
+-- as rmsnorm's).  Thresholds (bench/RESULTS.md, "Allreduce + RMS norm"):
+--   one_shot_ll up to LL_BYTES: no signal round, and its slots cost 4x (f32) or 8x (16-bit) the
+--     bytes, which small messages do not feel;
+--   two_shot from TWO_SHOT_RANKS ranks and TWO_SHOT_BYTES, as the allreduce's (one_shot reads
+--     P times the rows; two_shot normalises 1/P of them and gathers the rest).
+F.LL_BYTES = 256 << 10
+F.TWO_SHOT_RANKS = 7
+F.TWO_SHOT_BYTES = 2 << 20
+function F.auto(shape, fixed, dev)
+  local dtype = fixed.dtype or "f32"
+  local bytes = shape.rows * shape.cols * (common.ESIZE[dtype] or 4)
+  local ranks = math.max(1, dev and dev.ranks or 1)
+  local sets = fixed.residual == false and 2 or 3
+  local layouts = norm.choose(shape, fixed, dev, sets, F.OVERHEAD_REGS)
+  if #layouts == 0 then
+    return nil, string.format("cols = %d: no layout holds a %s row this long in registers beside the fold (at most a " ..
+      "cluster of 16 CTAs of 1024 threads, with the fields this config fixes)", shape.cols, dtype)
+  end
+  local algo, why
+  if fixed.comm == "multimem" then
+    algo, why = "two_shot", "comm = multimem reduces on the switch: two_shot"
+  elseif bytes <= F.LL_BYTES then
+    algo, why = "one_shot_ll", string.format("%d bytes <= %d: one_shot_ll (no signal round)", bytes, F.LL_BYTES)
+  elseif ranks >= F.TWO_SHOT_RANKS and bytes >= F.TWO_SHOT_BYTES then
+    algo, why = "two_shot", string.format("%d ranks, %d bytes: two_shot (each rank normalises 1/P of the rows)", ranks, bytes)
+  else
+    algo, why = "one_shot", string.format("%d ranks, %d bytes: one_shot (one signal round fewer than two_shot)", ranks, bytes)
+  end
+  local list, seen = {}, {}
+  local function add(layout, t)
+    local c = {}
+    for k, v in pairs(layout) do if k ~= "persistent" then c[k] = v end end   -- the grid is always co-resident
+    for k, v in pairs(t) do c[k] = v end
+    c.why = (layout.why and layout.why .. "; " or "") .. t.why
+    local key = table.concat({ c.algo, c.cluster, c.threads, c.min_blocks or 1, tostring(c.exchange),
+                               tostring(c.rows_per_cta), c.max_cols }, "/")
+    if not seen[key] then
+      seen[key] = true
+      list[#list + 1] = c
+    end
+  end
+  add(layouts[1], { algo = algo, why = why })
+  for _, other in ipairs({ "one_shot_ll", "one_shot", "two_shot" }) do
+    if other ~= algo and fixed.comm ~= "multimem" then add(layouts[1], { algo = other, why = "the neighbour algorithm " .. other }) end
+  end
+  for i = 2, #layouts do add(layouts[i], { algo = algo, why = "another layout" }) end
+  -- last: one_shot takes every size the layout takes (multimem needs two_shot)
+  local last = { algo = fixed.comm == "multimem" and "two_shot" or "one_shot", why = "takes every size" }
+  for k, v in pairs(layouts[#layouts]) do if k ~= "persistent" and k ~= "why" then last[k] = v end end
+  list[#list + 1] = last
+  return list
+end
+
+-- What the tools need (gen/core/weft.lua's run_spec): token counts at the row length the
+-- config was built for (1 .. 16384 tokens timed, odd counts checked).
+function F.run(cfg)
+  local cols = cfg.max_cols
+  local check, time = {}, {}
+  for _, rows in ipairs({ 1, 3, 17, 128, 1000 }) do check[#check + 1] = { rows = rows, cols = cols } end
+  for _, rows in ipairs({ 1, 16, 128, 1024, 8192 }) do time[#time + 1] = { rows = rows, cols = cols } end
+  return { sizes = F.sizes, check = check, time = time, metric = "latency", baseline = "none", ranks = true, key = F.key,
+           check_cap = { rows = 128 } }
+end
+
+return F
