@@ -63,12 +63,13 @@ function M.per_thread(cfg, group)
   return math.max(1, (cfg.max_cols + per - 1) // per), v
 end
 
-function M.resolve_rows(cfg)
+-- most: the vectors per thread that fit in registers (auto never picks more)
+function M.resolve_rows(cfg, most)
   if cfg.rows_per_cta ~= "auto" then return cfg.rows_per_cta end
   if cfg.cluster > 1 then return 1 end
-  local best = 1
+  local best, limit = 1, math.min(M.AUTO_VECTORS, most or M.AUTO_VECTORS)
   for _, r in ipairs(M.ROWS_PER_CTA) do
-    if cfg.threads // r >= 32 and M.per_thread(cfg, cfg.threads // r) <= M.AUTO_VECTORS then best = r end
+    if cfg.threads // r >= 32 and M.per_thread(cfg, cfg.threads // r) <= limit then best = r end
   end
   return best
 end
@@ -97,11 +98,13 @@ function M.check(cfg, errs, sets, overhead, what)
       "at most %d with threads = %d: every row needs a warp or more", cfg.threads // 32, cfg.threads))
   end
   if not errs.ok() then return end
-  local rows = M.resolve_rows(cfg)
-  local pt = M.per_thread(cfg, cfg.threads // rows)
   local budget = M.data_budget(cfg.threads, cfg.min_blocks, overhead)
+  local rows = M.resolve_rows(cfg, budget // (4 * sets))
+  local pt = M.per_thread(cfg, cfg.threads // rows)
   if budget < 4 * sets then
-    errs.add("min_blocks", cfg.min_blocks, string.format(
+    -- the field that caps the registers: min_blocks if the user raised it, else threads
+    local f = cfg.min_blocks > 1 and "min_blocks" or "threads"
+    errs.add(f, cfg[f], string.format(
       "leaves no registers for the row with threads = %d (%d per thread, %d for the kernel itself): lower min_blocks or threads",
       cfg.threads, 65536 // (cfg.threads * cfg.min_blocks), overhead or M.OVERHEAD_REGS))
   elseif pt * 4 * sets > budget then

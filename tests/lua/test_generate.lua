@@ -280,6 +280,25 @@ local function rms_resolve(cfg)
   return c
 end
 
+-- allreduce_norm: the same "auto", but never more vectors per thread than fit beside the fold:
+-- registers min(255, 65536 / (threads * min_blocks)) less 96, at most 128, in whole 4s, for 3 sets
+-- of vectors (2 without the residual) of 4 registers each
+local function arn_resolve(cfg)
+  local c = copy(cfg)
+  if c.rows_per_cta == "auto" then
+    local cap = math.min(255, 65536 // (c.threads * c.min_blocks)) - 96
+    local budget = math.max(0, math.min(128, cap - cap % 4))
+    local most = math.min(4, budget // (4 * (c.residual and 3 or 2)))
+    c.rows_per_cta = 1
+    if c.cluster == 1 then
+      for _, r in ipairs({ 1, 2, 4, 8, 16, 32 }) do
+        if c.threads // r >= 32 and rms_vectors(c, r) <= most then c.rows_per_cta = r end
+      end
+    end
+  end
+  return c
+end
+
 local function check_rmsnorm(m, cfg, where)
   local rows = cfg.rows_per_cta
   T.deq(m.block, { cfg.threads, 1, 1 }, where .. " block")
@@ -333,6 +352,7 @@ local function check_manifest(m, cfg, file, where)
   where = where or m.name
   if cfg.family == "ag_gemm" or cfg.family == "gemm" then cfg = ag_resolve(cfg) end   -- the name has what auto chose
   if cfg.family == "rmsnorm" then cfg = rms_resolve(cfg) end
+  if cfg.family == "allreduce_norm" then cfg = arn_resolve(cfg) end
   -- name: weft_<family>_<tag><value>_... in schema order
   T.eq(m.family, fam.name, where .. " family")
   T.eq(m.entry, m.name, where .. " entry")
@@ -359,6 +379,32 @@ local function check_manifest(m, cfg, file, where)
   end
   if cfg.family == "rmsnorm" then
     check_rmsnorm(m, cfg, where)
+    check_json_source(m, cfg, fam, where)
+    return
+  end
+  if cfg.family == "allreduce_norm" then
+    -- rmsnorm's layout, a comm section, a co-resident grid of row groups (two_shot: of a rank's share)
+    T.deq(m.block, { cfg.threads, 1, 1 }, where .. " block")
+    T.deq(m.cluster, { cfg.cluster, 1, 1 }, where .. " cluster")
+    T.deq(m.comm.signals, { "ready", "reduced", "data" }, where .. " signals")
+    T.eq(m.comm.halves, 2, where .. " two halves")
+    T.deq(m.comm.elems, { "rows", "cols" }, where .. " the buffer holds rows x cols")
+    T.eq(m.grid[1].arg, "rows", where .. " grid from rows")
+    T.eq(m.grid[1].per, cfg.rows_per_cta, where .. " grid per rows_per_cta")
+    T.eq(m.grid[1].times, cfg.cluster, where .. " grid times cluster")
+    T.eq(m.grid[1].cap, "coresident", where .. " every block resident")
+    T.eq(m.grid[1].split, cfg.algo == "two_shot" and "ranks" or nil, where .. " two_shot splits the rows")
+    local want = { "y", "x", "w" }
+    if cfg.residual then want[#want + 1] = "r" end
+    if cfg.eps == "arg" then want[#want + 1] = "eps" end
+    want[#want + 1] = "rows"; want[#want + 1] = "cols"
+    local names = {}
+    for i, a in ipairs(m.args) do names[i] = a.name end
+    T.deq(names, want, where .. " args")
+    for _, a in ipairs(m.args) do
+      if a.name == "y" or a.name == "x" or a.name == "r" then T.eq(a.align, 16, where .. " " .. a.name .. " 16-byte aligned") end
+    end
+    T.contains(m.source, "const __grid_constant__ weft::Comm comm", where .. " a Comm parameter")
     check_json_source(m, cfg, fam, where)
     return
   end
@@ -606,6 +652,9 @@ local BASE = {
                      need_tail_sync = true, iters = 1 },
   rmsnorm = { dtype = "bf16", residual = false, eps = 1e-6, max_cols = 1024, cluster = 1, nonportable = false,
               threads = 256, rows_per_cta = 2, min_blocks = 1, cta_rstd = false },
+  allreduce_norm = { dtype = "bf16", algo = "one_shot", comm = "threadload", fallback = "none", residual = true,
+                     eps = 1e-6, max_cols = 1024, cluster = 1, nonportable = false, threads = 256, rows_per_cta = 2,
+                     min_blocks = 1, exchange = "pull", pdl = false },
   -- every auto spelled out, so that a varied field never resolves to the base by accident
   ag_gemm = { dtype = "bf16", variant = "fused", comm = "tma", fallback = "none", compute = "wgmma", b_layout = "row",
               tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, mma = "cooperative", group = 16,
@@ -727,6 +776,12 @@ local function fixup(cfg, field)
       if cfg.threads // cfg.rows_per_cta < 32 then cfg.rows_per_cta = 1 end
     end
   end
+  if cfg.family == "allreduce_norm" then
+    if field == "comm" and cfg.comm == "multimem" then cfg.algo = "two_shot" end
+    if field == "fallback" and cfg.fallback == "emulate" then cfg.comm = "multimem"; cfg.algo = "two_shot" end
+    if field == "cluster" and cfg.cluster > 1 then cfg.rows_per_cta = 1 end
+    if field == "threads" and cfg.threads // cfg.rows_per_cta < 32 then cfg.rows_per_cta = 1 end
+  end
   if cfg.family == "row_softmax" then
     if field == "mode" and cfg.mode == "stream" then cfg.max_cols = 0 end
     if field == "unroll" then cfg.mode = "stream"; cfg.max_cols = 0 end
@@ -813,6 +868,7 @@ T.test("a config with only family (plus required companions) generates", functio
     cluster_reduce = 'return { family = "cluster_reduce" }',
     row_softmax = 'return { family = "row_softmax", max_cols = 1024 }',
     rmsnorm = 'return { family = "rmsnorm", max_cols = 4096 }',
+    allreduce_norm = 'return { family = "allreduce_norm", max_cols = 4096 }',
   }
   local bad = {}
   for _, fname in ipairs(weft.families()) do
@@ -893,7 +949,7 @@ T.test("family errors name the file, the value and the families", function()
   local names = {}
   for _, f in ipairs(weft.families()) do names[#names + 1] = '"' .. f .. '"' end
   local all = table.concat(names, ", ")
-  T.ok(all:find('"ag_gemm", "allreduce", "cluster_reduce"', 1, true), "the families, sorted: " .. all)
+  T.ok(all:find('"ag_gemm", "allreduce", "allreduce_norm", "cluster_reduce"', 1, true), "the families, sorted: " .. all)
   local _, e = gen('return { threads = 256 }', "x.lua")
   T.eq(e, "x.lua: family = nil: must be one of " .. all)
   _, e = gen('return { family = "row_reduc" }', "x.lua")

@@ -1,0 +1,404 @@
+/* runners/allreduce_norm.c: `weft run` for family allreduce_norm, on every rank of an MPI job (one
+ * process is a world of one).
+ *   check: for each shape (tokens x hidden, odd ones included), random x on every rank, the same r and w
+ *          on all of them, y poisoned; against runtime/check/ref_allreduce_norm (h to the bit, y within
+ *          one rounding); in place (y = x) to the same bits; 100 back-to-back launches (epochs and
+ *          halves reused, r restored before each) to the same bits; with pdl, ten chained pairs; and
+ *          every rank holding the same y and h (SHA-256 compared).
+ *   time:  the fused launch beside the unfused sequence it replaces (weft's allreduce, then weft's
+ *          rmsnorm with the residual, the same layout), and each of those alone: CUDA events around
+ *          back-to-back launches, the slowest rank, the median of 5 rounds. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "hostref.h"
+#include "measure.h"
+#include "ranks.h"
+#include "ref_allreduce_norm.h"
+#include "runner.h"
+
+/* eps = "arg": large beside mean(h^2), so a kernel that ignored it would fail (as rmsnorm's runner) */
+#define ARN_ARG_EPS 0.3125f
+
+static const drv_table *D;
+static int RANK, SIZE;
+
+static int cu_ok(CUresult r, const char *what) { return cli_cu_ok(D, RANK, r, what); }
+
+typedef struct arn_run {
+  const run_opts *o;
+  weft_kernel *k;
+  weft_comm *c;
+  const weft_manifest *m;
+  hr_dtype dt;
+  size_t es;
+  int residual, pdl;
+  float eps;
+  int32_t rows, cols;
+  size_t n;
+  CUdeviceptr x, y, z, r, r0, r2, w;
+} arn_run;
+
+static uint64_t data_seed(const arn_run *a, int rank) {
+  return a->o->seed + 7919ull * (uint64_t)(rank + 1) + (uint64_t)a->n * 104729ull + (uint64_t)a->cols;
+}
+static void fill_rank(void *ud, int rank, size_t n, void *dst) {
+  hr_fill_uniform(((arn_run *)ud)->dt, dst, n, data_seed(ud, rank), -1.0, 1.0);
+}
+/* the pdl chain's second launch reduces the y every rank holds */
+typedef struct same_input { const void *y; size_t bytes; } same_input;
+static void fill_same(void *ud, int rank, size_t n, void *dst) {
+  (void)rank;
+  (void)n;
+  memcpy(dst, ((same_input *)ud)->y, ((same_input *)ud)->bytes);
+}
+
+static int launch(arn_run *a, CUdeviceptr y, CUdeviceptr x, CUdeviceptr r) {
+  const char *names[] = {"y", "x", "w", "r", "eps", "rows", "cols"};
+  void *vals[] = {&y, &x, &a->w, &r, &a->eps, &a->rows, &a->cols};
+  void *args[16];
+  if (a->m->n_args > 16 || cli_bind_args(a->m, args, names, vals, 7)) return -1;
+  if (weft_comm_launch(a->c, args, NULL)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(a->c));
+    return -1;
+  }
+  return 0;
+}
+
+/* wait for the device; a timed-out signal becomes this rank's error */
+static int finish(weft_comm *c) {
+  if (!cu_ok(D->cuCtxSynchronize(), "the allreduce_norm kernel")) return -1;
+  if (weft_comm_check(c)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(c));
+    return -1;
+  }
+  return 0;
+}
+
+static int restore_r(arn_run *a, CUdeviceptr r) {
+  return a->residual ? !cu_ok(D->cuMemcpyDtoDAsync(r, a->r0, a->n * a->es, NULL), "cuMemcpyDtoDAsync") : 0;
+}
+
+/* y (device) against the reference, and h (device, written over r) to the bit; one line on a failure */
+static int compare(const arn_run *a, const char *what, CUdeviceptr y, CUdeviceptr r, const double *want,
+                   const void *wanth, void *got, void *goth) {
+  size_t bytes = a->n * a->es;
+  if (!cu_ok(D->cuMemcpyDtoH(got, y, bytes), "cuMemcpyDtoH")) return -1;
+  if (a->residual && !cu_ok(D->cuMemcpyDtoH(goth, r, bytes), "cuMemcpyDtoH")) return -1;
+  hr_report rep;
+  double atol = ref_rmsnorm_atol(a->dt);
+  int bad = hr_compare(a->dt, got, want, a->n, &atol, 1, ref_rmsnorm_rtol(a->dt), &rep);
+  size_t hbad = 0, first = 0;
+  for (size_t i = 0; a->residual && i < a->n; i++)
+    if (memcmp((const char *)goth + i * a->es, (const char *)wanth + i * a->es, a->es)) {
+      if (!hbad) first = i;
+      hbad++;
+    }
+  if (bad || hbad) {
+    char line[512];
+    hr_report_format(&rep, line, sizeof line);
+    fprintf(stderr, "check: rank %d: %s rows=%d cols=%d %s: FAIL (y: %s; h: %zu of %zu differ from the reference%s",
+            RANK, a->m->name, a->rows, a->cols, what, line, hbad, a->n, hbad ? ", first at " : ")\n");
+    if (hbad)
+      fprintf(stderr, "[%zu]: got %.9g want %.9g)\n", first, hr_load(a->dt, goth, first), hr_load(a->dt, wanth, first));
+  }
+  return bad || hbad ? -1 : 0;
+}
+
+/* pdl: z = f(y) launched right behind y = f(x), y and z poisoned before each pair; a launch that read
+ * its input before its griddepcontrol.wait would reduce the first's unfinished y */
+static int check_chain(arn_run *a, const void *hr0, const void *hw) {
+  size_t bytes = a->n * a->es;
+  void *hy = malloc(bytes), *s = malloc(bytes), *h = malloc(bytes), *got = malloc(bytes), *goth = malloc(bytes);
+  double *want = malloc(a->n * sizeof *want);
+  int ok = hy && s && h && got && goth && want;
+  if (!ok) fprintf(stderr, "weft run: rank %d: out of host memory for the pdl chain\n", RANK);
+  for (int pair = 0; pair < 10 && ok; pair++) {
+    ok = cu_ok(D->cuMemsetD8(a->y, 0xff, bytes), "cuMemsetD8") && cu_ok(D->cuMemsetD8(a->z, 0xff, bytes), "cuMemsetD8") &&
+         !restore_r(a, a->r) && !restore_r(a, a->r2) && !launch(a, a->y, a->x, a->r) && !launch(a, a->z, a->y, a->r2) &&
+         !finish(a->c) && cu_ok(D->cuMemcpyDtoH(hy, a->y, bytes), "cuMemcpyDtoH");
+    if (!ok) break;
+    same_input si = {hy, bytes};
+    ok = !ref_allreduce_norm(a->dt, SIZE, a->rows, a->cols, fill_same, &si, a->residual ? hr0 : NULL, hw, a->eps, s,
+                             a->residual ? h : NULL, want) &&
+         !compare(a, "pdl chain (z = f(y) right behind y = f(x))", a->z, a->r2, want, h, got, goth);
+  }
+  free(hy); free(s); free(h); free(got); free(goth); free(want);
+  return ok;
+}
+
+/* One shape.  Each step ends with every rank's verdict, so a rank that fails never leaves the others
+ * waiting for its signals in the next launch. */
+static int check_shape(arn_run *a) {
+  size_t bytes = a->n * a->es, wbytes = (size_t)a->cols * a->es;
+  void *hx = malloc(bytes), *hr0 = malloc(bytes), *hw = malloc(wbytes), *s = malloc(bytes), *wanth = malloc(bytes);
+  void *got = malloc(bytes), *goth = malloc(bytes), *first = malloc(bytes), *firsth = malloc(bytes);
+  double *want = malloc(a->n * sizeof *want);
+  int ok = hx && hr0 && hw && s && wanth && got && goth && first && firsth && want;
+  char who[256];
+  if (ok) {
+    fill_rank(a, RANK, a->n, hx);
+    hr_fill_uniform(a->dt, hr0, a->n, hr_mix64(a->o->seed ^ 0x72 ^ a->n), -1.0, 1.0);   /* the same on every rank */
+    hr_fill_uniform(a->dt, hw, (size_t)a->cols, hr_mix64(a->o->seed ^ 0x77), -2.0, 2.0);
+    ok = !ref_allreduce_norm(a->dt, SIZE, a->rows, a->cols, fill_rank, a, a->residual ? hr0 : NULL, hw, a->eps, s,
+                             a->residual ? wanth : NULL, want) &&
+         cu_ok(D->cuMemcpyHtoD(a->x, hx, bytes), "cuMemcpyHtoD") && cu_ok(D->cuMemcpyHtoD(a->r0, hr0, bytes), "cuMemcpyHtoD") &&
+         cu_ok(D->cuMemcpyHtoD(a->w, hw, wbytes), "cuMemcpyHtoD") && cu_ok(D->cuMemsetD8(a->y, 0xff, bytes), "cuMemsetD8") &&
+         !restore_r(a, a->r);
+    if (!ok) fprintf(stderr, "weft run: rank %d: cannot set up rows=%d cols=%d\n", RANK, a->rows, a->cols);
+  }
+  if (!ranks_all(ok)) goto out;
+  ok = !launch(a, a->y, a->x, a->r) && !finish(a->c) && !compare(a, "out of place", a->y, a->r, want, wanth, first, firsth);
+  if (!ranks_all(ok)) goto out;
+  /* in place: z holds x, then z = f(z) */
+  ok = cu_ok(D->cuMemcpyHtoD(a->z, hx, bytes), "cuMemcpyHtoD") && !restore_r(a, a->r) && !launch(a, a->z, a->z, a->r) &&
+       !finish(a->c) && !compare(a, "in place (y = x)", a->z, a->r, want, wanth, got, goth);
+  if (ok && (memcmp(first, got, bytes) || (a->residual && memcmp(firsth, goth, bytes)))) {
+    fprintf(stderr, "check: rank %d: rows=%d cols=%d: in place and out of place differ in bits\n", RANK, a->rows, a->cols);
+    ok = 0;
+  }
+  if (!ranks_all(ok)) goto out;
+  /* back to back: the epochs advance and the halves alternate; the bits must not move */
+  ok = cu_ok(D->cuMemsetD8(a->y, 0xff, bytes), "cuMemsetD8");
+  for (int i = 0; i < 100 && ok; i++) ok = !restore_r(a, a->r) && !launch(a, a->y, a->x, a->r);
+  ok = ok && !finish(a->c) && cu_ok(D->cuMemcpyDtoH(got, a->y, bytes), "cuMemcpyDtoH") &&
+       (!a->residual || cu_ok(D->cuMemcpyDtoH(goth, a->r, bytes), "cuMemcpyDtoH"));
+  if (ok && (memcmp(first, got, bytes) || (a->residual && memcmp(firsth, goth, bytes)))) {
+    fprintf(stderr, "check: rank %d: rows=%d cols=%d: 100 back-to-back launches changed the result\n", RANK, a->rows, a->cols);
+    ok = 0;
+  }
+  if (!ranks_all(ok)) goto out;
+  if (a->pdl) {
+    ok = check_chain(a, hr0, hw);
+    if (!ranks_all(ok)) goto out;
+  }
+  /* bit-identity across ranks: y and h */
+  if (!ranks_same_bytes(first, bytes, who, sizeof who) || (a->residual && !ranks_same_bytes(firsth, bytes, who, sizeof who))) {
+    if (RANK == 0) fprintf(stderr, "check: rows=%d cols=%d: ranks %s hold different bits from rank 0\n", a->rows, a->cols, who);
+    ok = 0;
+  }
+out:
+  free(hx); free(hr0); free(hw); free(s); free(wanth); free(got); free(goth); free(first); free(firsth); free(want);
+  return ok;
+}
+
+/* ---- timing: the fused kernel beside the unfused sequence ------------------------------------- */
+
+/* The unfused pieces, compiled from configs built from this kernel's params (not user text: the
+ * manifest's own values, each checked against its allowed set by the generator that made it). */
+typedef struct unfused {
+  weft_kernel *ar, *rms;
+  weft_comm *arc;
+  void *rms_args[10];
+  int32_t n32;
+  long long n;
+} unfused;
+
+static int param_copy(const weft_manifest *m, const char *key, char *out, size_t len) {
+  const char *v = weft_manifest_param(m, key);
+  int n = v ? snprintf(out, len, "%s", v) : -1;
+  return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int unfused_open(arn_run *a, weft_world *w, unfused *u) {
+  const weft_manifest *m = a->m;
+  char dt[16], algo[16], th[16], rpc[16], cl[16], mb[16], ex[16], eps[64], mc[32], np[16], text[1024];
+  if (param_copy(m, "dtype", dt, sizeof dt) || param_copy(m, "algo", algo, sizeof algo) ||
+      param_copy(m, "threads", th, sizeof th) || param_copy(m, "rows_per_cta", rpc, sizeof rpc) ||
+      param_copy(m, "cluster", cl, sizeof cl) || param_copy(m, "min_blocks", mb, sizeof mb) ||
+      param_copy(m, "exchange", ex, sizeof ex) || param_copy(m, "eps.value", eps, sizeof eps) ||
+      param_copy(m, "max_cols", mc, sizeof mc) || param_copy(m, "nonportable", np, sizeof np)) {
+    fprintf(stderr, "weft run: %s: the manifest lacks allreduce_norm's params\n", m->name);
+    return -1;
+  }
+  int n = snprintf(text, sizeof text, "return { family = \"allreduce\", dtype = \"%s\", algo = \"%s\", threads = 512 }",
+                   dt, algo);
+  if (n < 0 || (size_t)n >= sizeof text || weft_compile_string(a->o->ctx, "unfused allreduce", text, NULL, 0, &u->ar)) {
+    fprintf(stderr, "weft run: rank %d: the unfused allreduce: %s\n", RANK, weft_ctx_error(a->o->ctx));
+    return -1;
+  }
+  int eps_arg = !strcmp(eps, "arg");
+  n = snprintf(text, sizeof text,
+               "return { family = \"rmsnorm\", dtype = \"%s\", residual = %s, eps = %s, max_cols = %s, cluster = %s, "
+               "nonportable = %s, threads = %s, rows_per_cta = %s, min_blocks = %s, exchange = \"%s\" }",
+               dt, a->residual ? "true" : "false", eps_arg ? "\"arg\"" : eps, mc, cl, np, th, rpc, mb, ex);
+  if (n < 0 || (size_t)n >= sizeof text || weft_compile_string(a->o->ctx, "unfused rmsnorm", text, NULL, 0, &u->rms)) {
+    fprintf(stderr, "weft run: rank %d: the unfused rmsnorm: %s\n", RANK, weft_ctx_error(a->o->ctx));
+    return -1;
+  }
+  if (weft_comm_create(u->ar, w, (long long)a->n, &u->arc)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(u->ar));
+    return -1;
+  }
+  return 0;
+}
+
+typedef struct arn_timed { arn_run *a; unfused *u; int which; } arn_timed;
+enum { T_FUSED, T_UNFUSED, T_ALLREDUCE, T_RMSNORM, T_N };
+
+static int ar_only(arn_timed *t) {
+  arn_run *a = t->a;
+  const weft_manifest *m = weft_kernel_manifest(t->u->ar);
+  const char *names[] = {"y", "x", "n"};
+  void *vals[] = {&a->z, &a->x, &t->u->n};
+  void *args[4];
+  if (cli_bind_args(m, args, names, vals, 3) || weft_comm_launch(t->u->arc, args, NULL)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(t->u->arc));
+    return -1;
+  }
+  return 0;
+}
+static int rms_only(arn_timed *t) {
+  if (weft_launch(t->u->rms, t->u->rms_args, NULL) == WEFT_OK) return 0;
+  fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(t->u->rms));
+  return -1;
+}
+
+static int arn_launch(void *ud, int set, CUstream s, char *err, size_t len) {
+  (void)set;
+  (void)s;
+  (void)len;
+  arn_timed *t = ud;
+  err[0] = 0;   /* the launches say why on stderr themselves */
+  switch (t->which) {
+  case T_FUSED: return launch(t->a, t->a->y, t->a->x, t->a->r);
+  case T_UNFUSED: return ar_only(t) || rms_only(t) ? -1 : 0;
+  case T_ALLREDUCE: return ar_only(t);
+  default: return rms_only(t);
+  }
+}
+static int arn_finish(void *ud, CUstream s, char *err, size_t len) {
+  (void)s;
+  (void)len;
+  arn_timed *t = ud;
+  err[0] = 0;
+  return finish(t->a->c) || finish(t->u->arc) ? -1 : 0;
+}
+
+#define TIME_ROUNDS 5
+static int time_shape(arn_run *a, unfused *u) {
+  const weft_manifest *rm = weft_kernel_manifest(u->rms);
+  const char *names[] = {"y", "x", "w", "r", "eps", "rows", "cols"};
+  void *vals[] = {&a->y, &a->z, &a->w, &a->r2, &a->eps, &a->rows, &a->cols};
+  u->n = (long long)a->n;
+  if (cli_bind_args(rm, u->rms_args, names, vals, 7)) return -1;
+  arn_timed t[T_N];
+  measure_op ops[T_N];
+  for (int i = 0; i < T_N; i++) {
+    t[i] = (arn_timed){a, u, i};
+    ops[i] = (measure_op){arn_launch, &t[i], 1, arn_finish};
+  }
+  measure_plan plan = {.warmup = 3, .warm_once = 1, .settle = 1, .rounds = TIME_ROUNDS, .ranks = measure_ranks_mpi()};
+  plan.iters = a->n * a->es <= (1u << 20) ? a->o->iters * 4 : a->o->iters;
+  measure_result res[T_N];
+  char err[512];
+  if (measure_run(D, &plan, ops, T_N, res, err, sizeof err)) {
+    if (err[0]) fprintf(stderr, "weft run: rank %d: %s\n", RANK, err);
+    return -1;
+  }
+  double f = res[T_FUSED].ev_us, un = res[T_UNFUSED].ev_us;
+  if (RANK == 0)
+    printf("%8d %7d %12zu %10.2f %12.2f %10.2f %10.2f %9.3f %11.2f\n", a->rows, a->cols, a->n * a->es, f, un,
+           res[T_ALLREDUCE].ev_us, res[T_RMSNORM].ev_us, f / un, f - res[T_RMSNORM].ev_us);
+  fflush(stdout);
+  if (a->o->result) { a->o->result->timed = 1; a->o->result->us = f; a->o->result->metric = f; }
+  return 0;
+}
+
+static int alloc_all(arn_run *a, size_t bytes, size_t wbytes) {
+  CUdeviceptr *bufs[] = {&a->x, &a->y, &a->z, &a->r, &a->r0, &a->r2};
+  for (int i = 0; i < 6; i++)
+    if (!cu_ok(D->cuMemAlloc(bufs[i], bytes), "cuMemAlloc")) return 0;
+  return cu_ok(D->cuMemAlloc(&a->w, wbytes), "cuMemAlloc");
+}
+
+static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
+  ranks_ensure();   /* MPI stays up until exit: `weft tune` runs many kernels in one process */
+  MPI_Comm_rank(MPI_COMM_WORLD, &RANK);
+  MPI_Comm_size(MPI_COMM_WORLD, &SIZE);
+  D = drv_get(NULL, 0);
+  arn_run a = {.o = o, .k = k, .m = weft_kernel_manifest(k)};
+  const char *res = weft_manifest_param(a.m, "residual"), *ev = weft_manifest_param(a.m, "eps.value");
+  const char *pdl = weft_manifest_param(a.m, "pdl");
+  if (hr_dtype_parse(weft_manifest_param(a.m, "dtype"), &a.dt) || !res || !ev || !pdl) {
+    fprintf(stderr, "weft run: %s: the manifest lacks allreduce_norm's params (dtype, residual, eps, pdl)\n", a.m->name);
+    return CLI_FAIL;
+  }
+  a.es = hr_dtype_size(a.dt);
+  a.residual = !strcmp(res, "true");
+  a.pdl = !strcmp(pdl, "true");
+  a.eps = !strcmp(ev, "arg") ? ARN_ARG_EPS : strtof(ev, NULL);
+  int rc = CLI_FAIL;
+  weft_world *w = NULL;
+  unfused u = {0};
+  long long max_n = 1, max_cols = 1;
+  for (int pass = 0; pass < 2; pass++) {
+    int cnt = pass ? (o->timing ? o->n_time : 0) : (o->check ? o->n_check : 0);
+    const weft_shape *sh = pass ? o->time_shapes : o->check_shapes;
+    for (int i = 0; i < cnt; i++) {
+      long long rows = cli_size(a.m, &sh[i], "rows"), cols = cli_size(a.m, &sh[i], "cols");
+      if (rows * cols > max_n) max_n = rows * cols;
+      if (cols > max_cols) max_cols = cols;
+    }
+  }
+  if (weft_world_create(NULL, &w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
+  if (weft_comm_create(k, w, max_n, &a.c)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
+    goto out;
+  }
+  if (!ranks_all(alloc_all(&a, (size_t)max_n * a.es, (size_t)max_cols * a.es))) goto out;
+  if (RANK == 0)
+    printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", a.m->name, SIZE, SIZE == 1 ? "" : "s",
+           weft_symm_gpu_share(weft_comm_symm(a.c)), weft_symm_method(weft_comm_symm(a.c)),
+           a.m->comm.multimem ? (weft_comm_multicast(a.c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
+  if (o->check && o->n_check) {
+    for (int i = 0; i < o->n_check; i++) {
+      a.rows = (int32_t)cli_size(a.m, &o->check_shapes[i], "rows");
+      a.cols = (int32_t)cli_size(a.m, &o->check_shapes[i], "cols");
+      a.n = (size_t)a.rows * (size_t)a.cols;
+      if (!ranks_all(check_shape(&a))) {
+        if (RANK == 0) printf("check: %s: FAIL at rows=%d cols=%d (rank messages above)\n", a.m->name, a.rows, a.cols);
+        goto out;
+      }
+    }
+    if (RANK == 0)
+      printf("check: %s: PASS (%d shape%s; y within one rounding, h to the bit; out of place and in place, 100 "
+             "back-to-back launches, %sbit-identical on all %d ranks)\n", a.m->name, o->n_check,
+             o->n_check == 1 ? "" : "s", a.pdl ? "10 chained pdl pairs, " : "", SIZE);
+    if (o->result) { o->result->checked = 1; o->result->passed = 1; }
+  }
+  if (o->timing && o->n_time) {
+    if (!ranks_all(!unfused_open(&a, w, &u))) goto out;
+    if (RANK == 0)
+      printf("time: %s, %d ranks; CUDA events around back-to-back launches, the slowest rank, median of %d rounds; "
+             "unfused = weft allreduce then weft rmsnorm (same layout)\n"
+             "%8s %7s %12s %10s %12s %10s %10s %9s %11s\n", a.m->name, SIZE, TIME_ROUNDS, "tokens", "hidden", "bytes",
+             "fused_us", "unfused_us", "ar_us", "rms_us", "fused/un", "fused-rms");
+    for (int i = 0; i < o->n_time; i++) {
+      a.rows = (int32_t)cli_size(a.m, &o->time_shapes[i], "rows");
+      a.cols = (int32_t)cli_size(a.m, &o->time_shapes[i], "cols");
+      a.n = (size_t)a.rows * (size_t)a.cols;
+      if (!ranks_all(!restore_r(&a, a.r) && !restore_r(&a, a.r2) && cu_ok(D->cuCtxSynchronize(), "sync"))) goto out;
+      if (time_shape(&a, &u)) goto out;
+    }
+  }
+  rc = CLI_OK;
+out:
+  {
+    CUdeviceptr bufs[] = {a.x, a.y, a.z, a.r, a.r0, a.r2, a.w};
+    for (int i = 0; i < 7; i++)
+      if (bufs[i]) D->cuMemFree(bufs[i]);
+  }
+  if (u.arc) weft_comm_destroy(u.arc);
+  if (u.ar) weft_kernel_destroy(u.ar);
+  if (u.rms) weft_kernel_destroy(u.rms);
+  if (a.c) weft_comm_destroy(a.c);
+  weft_world_destroy(w);
+  return ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
+}
+
+WEFT_RUNNER(allreduce_norm, run_allreduce_norm)
