@@ -120,15 +120,14 @@ F.same_speed = { "eps" }   -- gen/core/auto.lua: a row measured with another eps
 
 F.fit = norm.fit   -- a config measured at another shape: max_cols follows the row length
 
--- The rule: the algorithm by the bytes one rank sends, the layout by the row (gen/core/norm.lua,
--- as rmsnorm's).  Thresholds (bench/RESULTS.md, "Allreduce + RMS norm"):
---   one_shot_ll up to LL_BYTES: no signal round, and its slots cost 4x (f32) or 8x (16-bit) the
---     bytes, which small messages do not feel;
---   two_shot from TWO_SHOT_RANKS ranks and TWO_SHOT_BYTES, as the allreduce's (one_shot reads
---     P times the rows; two_shot normalises 1/P of them and gathers the rest).
-F.LL_BYTES = 256 << 10
-F.TWO_SHOT_RANKS = 7
-F.TWO_SHOT_BYTES = 2 << 20
+-- The rule: the algorithm by the bytes one rank sends and the rank count, the layout by the row
+-- (gen/core/norm.lua, as rmsnorm's).  From bench/RESULTS.md ("Allreduce + residual + RMS norm", bf16,
+-- hidden 4096 and 8192, 1..8 ranks under MPS):
+--   one_shot_ll is never the choice: it was the slowest algorithm at every size measured (9.4 us at
+--     one token on one rank against one_shot's 5.8; its polls wait a round trip per pair of slots);
+--   two_shot from 4 ranks and 2 MB (P = 4, 128 x 8192: 35.6 us against one_shot's 40.5; 1 MB:
+--     23.5 against 22.6), and from 2 ranks and 8 MB (P = 2, 1024 x 4096: 60.3 against 65.9).
+F.TWO_SHOT = { { ranks = 4, bytes = 2 << 20 }, { ranks = 2, bytes = 8 << 20 } }
 function F.auto(shape, fixed, dev)
   local dtype = fixed.dtype or "f32"
   local bytes = shape.rows * shape.cols * (common.ESIZE[dtype] or 4)
@@ -142,12 +141,16 @@ function F.auto(shape, fixed, dev)
   local algo, why
   if fixed.comm == "multimem" then
     algo, why = "two_shot", "comm = multimem reduces on the switch: two_shot"
-  elseif bytes <= F.LL_BYTES then
-    algo, why = "one_shot_ll", string.format("%d bytes <= %d: one_shot_ll (no signal round)", bytes, F.LL_BYTES)
-  elseif ranks >= F.TWO_SHOT_RANKS and bytes >= F.TWO_SHOT_BYTES then
-    algo, why = "two_shot", string.format("%d ranks, %d bytes: two_shot (each rank normalises 1/P of the rows)", ranks, bytes)
   else
     algo, why = "one_shot", string.format("%d ranks, %d bytes: one_shot (one signal round fewer than two_shot)", ranks, bytes)
+    for _, t in ipairs(F.TWO_SHOT) do
+      if ranks >= t.ranks and bytes >= t.bytes then
+        algo = "two_shot"
+        why = string.format("%d ranks, %d bytes: two_shot (each rank normalises 1/P of the rows; from %d ranks and %d bytes)",
+                            ranks, bytes, t.ranks, t.bytes)
+        break
+      end
+    end
   end
   local list, seen = {}, {}
   local function add(layout, t)
@@ -163,7 +166,7 @@ function F.auto(shape, fixed, dev)
     end
   end
   add(layouts[1], { algo = algo, why = why })
-  for _, other in ipairs({ "one_shot_ll", "one_shot", "two_shot" }) do
+  for _, other in ipairs({ "one_shot", "two_shot", "one_shot_ll" }) do
     if other ~= algo and fixed.comm ~= "multimem" then add(layouts[1], { algo = other, why = "the neighbour algorithm " .. other }) end
   end
   for i = 2, #layouts do add(layouts[i], { algo = algo, why = "another layout" }) end

@@ -85,8 +85,13 @@ void weft_comm_set_timeout(weft_comm *c, double seconds) {
   } while (0)
 
 weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems, weft_comm **out) {
-  if (!k || !w || !out || max_elems < 1) return WEFT_ERR_INVALID;
+  if (!k || !w || !out) return WEFT_ERR_INVALID;
   *out = NULL;
+  if (max_elems < 1) {
+    snprintf(api_kernel_err(k), API_ERRLEN, "weft_comm_create: max_elems = %lld: must be at least 1 (the most "
+             "elements a launch on this communicator moves)", max_elems);
+    return WEFT_ERR_INVALID;
+  }
   const weft_manifest *m = weft_kernel_manifest(k);
   char *kerr = api_kernel_err(k);
   if (!m->comm.signals) {

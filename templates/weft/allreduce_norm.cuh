@@ -25,6 +25,7 @@
 //              2. each rank polls its own slots until the epoch matches, and folds as one_shot.
 //              16-bit rows of odd length start mid-word, so there every element takes a slot of
 //              its own (twice the traffic, rare hidden sizes).
+//   One rank (every algorithm): y and h from x alone, as weft's rmsnorm with the residual.
 // Pairing (one_shot, two_shot): block b of every rank handles the same rows, so it waits only
 // for block b of the others.  Reuse of a half: as the allreduce's (a rank rewrites hf at epoch
 // e + 2 only after its launch e + 1 saw every rank's READY, or every rank's words, of e + 1,
@@ -234,17 +235,18 @@ struct AllreduceNorm {
     publish.scalar(e, v);
   }
 
-  // 2 (one_shot, two_shot): the fold, the residual and the norm of rows [lo, hi)
-  template <bool WVEC, class Publish>
+  // 2 (one_shot, two_shot): the fold, the residual and the norm of rows [lo, hi).  LOCAL: one rank,
+  // whose sum is its own x (the fold of one value rounds back to it): read x, no buffer, no signal.
+  template <bool WVEC, bool LOCAL, class Publish>
   __device__ __forceinline__ void reduce_rows(long lo, long hi, float (*part)[THREADS / 32], typename Ex::Slots &ex,
                                               Publish &&publish) const {
     for_parts(lo, hi, [&](const Part &p, u32 k) {
       U4 h[PT];
 #pragma unroll
       for (int i = 0; i < PT; ++i)
-        if (i * G < p.n) h[i] = reduce_vec(p.vec_elem(i));
+        if (i * G < p.n) h[i] = LOCAL ? load_once((const U4 *)(a.x + p.vec_elem(i))) : reduce_vec(p.vec_elem(i));
       float hs = 0.0f;
-      if (p.scalar_owner) hs = fold_scalar<T, ArnSum>(c, half, reg.x + p.scalar_elem());
+      if (p.scalar_owner) hs = LOCAL ? to_f32(a.x[p.scalar_elem()]) : fold_scalar<T, ArnSum>(c, half, reg.x + p.scalar_elem());
       finish<WVEC>(h, hs, p, k, part, ex, publish);
     });
   }
@@ -377,6 +379,10 @@ struct AllreduceNorm {
   };
 
   template <bool WVEC> __device__ __forceinline__ bool run(float (*part)[THREADS / 32], typename Ex::Slots &ex) const {
+    if (c.size == 1) {   // every algorithm: the norm of x, as weft's rmsnorm with the residual
+      reduce_rows<WVEC, true>(0, a.rows, part, ex, NoPublish{});
+      return true;
+    }
     if constexpr (ALGO == 3) {
       const long stride = c.half_bytes / (8 * MAX_RANKS);   // slots per sender
       int stop = 0;
@@ -391,13 +397,13 @@ struct AllreduceNorm {
       copy_in(0, a.rows);
       signal_peers(c, SIG_READY, e);
       const bool ok = wait_peers(c, SIG_READY, e);
-      reduce_rows<WVEC>(0, a.rows, part, ex, NoPublish{});
+      reduce_rows<WVEC, false>(0, a.rows, part, ex, NoPublish{});
       return ok;
     } else {
       for (int q = 0; q < c.size; ++q) copy_in(share_lo(q), share_hi(q));
       signal_peers(c, SIG_READY, e);
       bool ok = wait_peers(c, SIG_READY, e);
-      reduce_rows<WVEC>(share_lo(c.rank), share_hi(c.rank), part, ex, Publish{c, half});
+      reduce_rows<WVEC, false>(share_lo(c.rank), share_hi(c.rank), part, ex, Publish{c, half});
       if (MULTIMEM && c.mc) __threadfence_system();   // order multimem.st before the signal
       signal_peers(c, SIG_REDUCED, e);
       ok = wait_peers(c, SIG_REDUCED, e) && ok;

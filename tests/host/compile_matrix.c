@@ -29,6 +29,8 @@ typedef struct entry2 {
 /* what every signal between ranks compiles to: release stores, acquire polls, a bounded wait;
  * and the communicator parameter has the size runtime/core/comm.c fills (weft::Comm, 136 bytes) */
 #define SIGNAL_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "%globaltimer", "_param_3[136]"
+/* allreduce_norm: y, x, w, r (or eps), rows, cols, then the communicator */
+#define ARN_SIGNAL_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "%globaltimer", "_param_6[136]"
 #define MM_F32 "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "multimem.st.relaxed.sys.global.v4.f32"
 /* ag_gemm.  Its signals: release stores, relaxed polls closed by one fence.acq_rel.sys, a bounded
  * wait; weft::Comm (136 bytes) is the last parameter: _param_9 after c, a, b, m, n, k, ta, tb,
@@ -142,6 +144,19 @@ static const entry matrix[] = {
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2", "multimem.st.relaxed.sys.global.v4.f16x2"}, {0}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=bf16", "op=min", "fallback=emulate"},
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2"}, {0}},
+  /* allreduce_norm: the allreduce's protocol around rmsnorm's norm; one_shot_ll sends its words with
+   * their epochs (no release/acquire); the multimem twin and the cluster exchange where asked */
+  {"allreduce_norm.lua", {0}, {ARN_SIGNAL_PTX, "rsqrt.approx.f32", "cvt.rn.bf16x2.f32", "ld.global.L1::no_allocate.v4.u32"},
+   {"multimem", "griddepcontrol"}},
+  {"allreduce_norm.lua", {"algo=two_shot", "dtype=f16"}, {ARN_SIGNAL_PTX, "rsqrt.approx.f32", "cvt.rn.f16x2.f32"}, {"multimem"}},
+  {"allreduce_norm.lua", {"algo=one_shot_ll", "dtype=f32", "max_cols=1024"},
+   {"st.relaxed.sys.global.u64", "ld.relaxed.sys.global.u64", "%globaltimer", "_param_6[136]", "rsqrt.approx.f32"},
+   {"st.release.sys", "multimem"}},
+  {"allreduce_norm.lua", {"algo=two_shot", "comm=multimem", "fallback=emulate"},
+   {ARN_SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2", "multimem.st.relaxed.sys.global.v4.bf16x2"}, {0}},
+  {"allreduce_norm.lua", {"cluster=4", "max_cols=8192", "rows_per_cta=1"}, {ARN_SIGNAL_PTX, CLUSTER_PTX}, {"multimem"}},
+  {"allreduce_norm.lua", {"pdl=true", "residual=false", "eps=arg", "dtype=f32", "max_cols=2048"},
+   {ARN_SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, {"multimem"}},
   /* family gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
    * registers from the producer (setmaxnreg), one consumer keeps the launch-bound share */
   {"gemm.lua", {0},

@@ -40,6 +40,7 @@ typedef struct arn_run {
   float eps;
   int32_t rows, cols;
   size_t n;
+  long long max_n;   /* the most rows * cols of any shape this run checks or times */
   CUdeviceptr x, y, z, r, r0, r2, w;
 } arn_run;
 
@@ -215,6 +216,8 @@ static int unfused_open(arn_run *a, weft_world *w, unfused *u) {
     fprintf(stderr, "weft run: %s: the manifest lacks allreduce_norm's params\n", m->name);
     return -1;
   }
+  /* one_shot_ll's allreduce stops at 2M elements (gen/families/allreduce.lua LL_MAX): one_shot beyond */
+  if (!strcmp(algo, "one_shot_ll") && a->max_n > (1 << 21)) snprintf(algo, sizeof algo, "one_shot");
   int n = snprintf(text, sizeof text, "return { family = \"allreduce\", dtype = \"%s\", algo = \"%s\", threads = 512 }",
                    dt, algo);
   if (n < 0 || (size_t)n >= sizeof text || weft_compile_string(a->o->ctx, "unfused allreduce", text, NULL, 0, &u->ar)) {
@@ -230,7 +233,7 @@ static int unfused_open(arn_run *a, weft_world *w, unfused *u) {
     fprintf(stderr, "weft run: rank %d: the unfused rmsnorm: %s\n", RANK, weft_ctx_error(a->o->ctx));
     return -1;
   }
-  if (weft_comm_create(u->ar, w, (long long)a->n, &u->arc)) {
+  if (weft_comm_create(u->ar, w, a->max_n, &u->arc)) {
     fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(u->ar));
     return -1;
   }
@@ -346,6 +349,7 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
     }
   }
   if (weft_world_create(NULL, &w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
+  a.max_n = max_n;
   if (weft_comm_create(k, w, max_n, &a.c)) {
     fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
     goto out;
