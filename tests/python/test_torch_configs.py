@@ -107,3 +107,86 @@ def test_rows_beyond_the_32_bit_count_are_refused(ctx):
 def test_tuned_shape_key_matches_the_cli():
     assert C.tuned_shape(rows=4, cols=8) == "cols=8 rows=4"
     assert weft.shape_text({"rows": 4, "cols": 8}) == "cols=8 rows=4"
+
+
+# ---- all_reduce_rms_norm (python/weft/torch/dist.py; the config and the checks live in configs.py) ----
+
+ARN = "weft.torch.all_reduce_rms_norm: "
+
+
+def arn(x=("bf16", (16, 4096)), residual="same", weight=None, eps=1e-6):
+    residual = x if residual == "same" else residual
+    weight = (x[0], (x[1][-1],)) if weight is None else weight
+    return C.all_reduce_rms_norm(x, residual, weight, eps)
+
+
+@pytest.mark.parametrize("kw, err, msg", [
+    ({"x": ("torch.float64", (4, 8))}, TypeError,
+     "x has dtype torch.float64; allowed: torch.float32, torch.float16, torch.bfloat16"),
+    ({"x": ("f32", (4096,))}, ValueError, r"x has 1 dimension\(s\) \(shape \(4096,\)\); it needs 2 or more"),
+    ({"residual": ("f16", (16, 4096))}, ValueError,
+     r"residual is torch.float16 \(16, 4096\) but x is torch.bfloat16 \(16, 4096\); they must match"),
+    ({"residual": ("bf16", (17, 4096))}, ValueError, r"residual is torch.bfloat16 \(17, 4096\) but x is"),
+    ({"weight": ("bf16", (4095,))}, ValueError,
+     r"weight has shape \(4095,\); it must be 1-D with x's last dim \(hidden = 4096\) elements"),
+    ({"weight": ("bf16", (1, 4096))}, ValueError, r"weight has shape \(1, 4096\); it must be 1-D"),
+    ({"weight": ("f32", (4096,))}, TypeError, "weight has dtype torch.float32 but x has torch.bfloat16; they must match"),
+    ({"eps": -1e-6}, ValueError, r"eps = -1e-06; allowed: a number in \[0, 1\]"),
+    ({"eps": 2}, ValueError, r"eps = 2; allowed: a number in \[0, 1\]"),
+    ({"eps": float("nan")}, ValueError, r"eps = nan; allowed"),
+    ({"eps": "1e-6"}, TypeError, r"eps = '1e-6' \(str\); eps is a number in \[0, 1\]"),
+    ({"eps": True}, TypeError, r"eps = True \(bool\)"),
+])
+def test_all_reduce_rms_norm_refuses_bad_arguments_naming_them(kw, err, msg):
+    with pytest.raises(err, match="^" + ARN + msg):
+        arn(**kw)
+
+
+def test_all_reduce_rms_norm_config_fixes_what_the_op_means():
+    cfg, shape, eps = arn(x=("f16", (2, 3, 5120)), eps=0)
+    assert cfg == {"family": "allreduce_norm", "dtype": "f16", "residual": True, "eps": "arg", "comm": "threadload"}
+    assert shape == {"rows": 6, "cols": 5120} and eps == 0.0 and type(eps) is float
+    cfg, shape, eps = arn(x=("f32", (1, 1001)), residual=None, eps=1)
+    assert cfg["residual"] is False and shape == {"rows": 1, "cols": 1001} and eps == 1.0
+    assert arn(x=("bf16", (0, 4096)))[1] == {"rows": 0, "cols": 4096}   # no tokens: the op launches nothing
+
+
+def arn_expected_algo(dtype, rows, cols, ranks):
+    """The brief's rule (gen/families/allreduce_norm.lua's F.auto), restated so that auto's answer is checked."""
+    nbytes = rows * cols * C.ESIZE[dtype]
+    if nbytes <= 256 << 10:
+        return "one_shot_ll"
+    return "two_shot" if ranks >= 7 and nbytes >= 2 << 20 else "one_shot"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("residual", [True, False])
+def test_all_reduce_rms_norm_asks_auto_with_the_rank_count(ctx, dtype, residual):
+    seen = set()
+    for ranks in (1, 2, 4, 7, 8):
+        for rows, cols in ((1, 4096), (17, 4096), (32, 4096), (1000, 4096), (1000, 1001), (1000, 1003), (256, 4096),
+                           (3, 8192), (4096, 16384)):
+            x = (dtype, (rows, cols))
+            cfg, shape, _ = arn(x=x, residual=x if residual else None)
+            a = ctx.auto(cfg, shape, ranks=ranks)
+            try:
+                assert a.source == "rule", a.detail
+                m = ctx.generate_source(a.configs[0], name=a.names[0])   # no NVRTC: the manifest only
+            finally:
+                a.close()
+            want = arn_expected_algo(dtype, rows, cols, ranks)
+            assert m.params["algo"] == want, (ranks, rows, cols, m.params["algo"], want)
+            assert m.params["residual"] == ("true" if residual else "false") and m.params["eps.value"] == "arg"
+            assert m.params["comm"] == "threadload" and int(m.params["max_cols"]) >= cols
+            names = [g.name for g in m.args]
+            assert names == ["y", "x", "w"] + (["r"] if residual else []) + ["eps", "rows", "cols"], names
+            for k, v in shape.items():
+                assert m.check_size(k, v) is None, (k, v, m.check_size(k, v))
+            seen.add(want)
+    assert seen == {"one_shot_ll", "one_shot", "two_shot"}
+
+
+def test_all_reduce_rms_norm_rows_too_long_are_refused_with_the_family_message(ctx):
+    cfg, shape, _ = arn(x=("f32", (1, 4_000_000)))
+    with pytest.raises(weft.ConfigError, match="cols = 4000000: no layout holds a f32 row this long in registers"):
+        ctx.auto(cfg, shape, ranks=2)

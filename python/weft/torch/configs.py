@@ -7,6 +7,7 @@ open; weft.auto chooses it for the shape (gen/core/auto.lua: the tuning database
 shipped with weft, or the family's rule).  A shape no kernel takes is refused there, by the
 family's own limits, and weft.torch raises SizeError with that message.
 """
+import numbers
 
 ESIZE = {"f32": 4, "f16": 2, "bf16": 2}
 ROW_REDUCE_OPS = ("sum", "max", "min", "prod")
@@ -56,3 +57,54 @@ def gemm(op, dtype, b_layout, m, n, k, a="a", b="b"):
     if m < 1:
         raise SizeError("weft.torch.%s: M = %d: at least 1 row of %s" % (op, m, a))
     return {"family": "gemm", "dtype": dtype, "b_layout": b_layout}, {"m": m, "n": n, "k": k}
+
+
+NORM_DTYPES = ("f32", "f16", "bf16")
+_TORCH_DTYPE = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16"}
+
+
+def eps_value(op, eps):
+    """eps as the float the kernel takes (its f32 argument); a number in [0, 1]."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError("weft.torch.%s: eps = %r (%s); eps is a number in [0, 1]" % (op, eps, type(eps).__name__))
+    e = float(eps)
+    if not 0.0 <= e <= 1.0:   # NaN fails too
+        raise ValueError("weft.torch.%s: eps = %r; allowed: a number in [0, 1]" % (op, eps))
+    return e
+
+
+def all_reduce_rms_norm(x, residual, weight, eps):
+    """allreduce + residual + RMS norm (gen/families/allreduce_norm.lua) of x [..., hidden].  Each
+    tensor is described as (dtype, shape): dtype weft's name (f32, f16, bf16) or, for any other,
+    the tensor's dtype as text; residual None for none.  Returns (config, shape, eps): the config
+    fixes what the op means (dtype, residual, eps as a kernel argument, comm = threadload) and
+    leaves the algorithm and the layout to weft.auto, which takes the rank count (the family's
+    rule: one_shot_ll for small messages, two_shot for large ones on many ranks, else one_shot)."""
+    op = "all_reduce_rms_norm"
+    xd, xs = x[0], tuple(x[1])
+    allowed = ", ".join(_TORCH_DTYPE[d] for d in NORM_DTYPES)
+    if xd not in NORM_DTYPES:
+        raise TypeError("weft.torch.%s: x has dtype %s; allowed: %s" % (op, _TORCH_DTYPE.get(xd, xd), allowed))
+    if len(xs) < 2:
+        raise ValueError("weft.torch.%s: x has %d dimension(s) (shape %s); it needs 2 or more, [..., tokens, hidden]"
+                         % (op, len(xs), xs))
+    hidden = xs[-1]
+    if residual is not None:
+        rd, rs = residual[0], tuple(residual[1])
+        if rd != xd or rs != xs:
+            raise ValueError("weft.torch.%s: residual is %s %s but x is %s %s; they must match (or pass residual=None)"
+                             % (op, _TORCH_DTYPE.get(rd, rd), rs, _TORCH_DTYPE[xd], xs))
+    wd, ws = weight[0], tuple(weight[1])
+    if len(ws) != 1 or ws[0] != hidden:
+        raise ValueError("weft.torch.%s: weight has shape %s; it must be 1-D with x's last dim (hidden = %d) elements"
+                         % (op, ws, hidden))
+    if wd != xd:
+        raise TypeError("weft.torch.%s: weight has dtype %s but x has %s; they must match"
+                        % (op, _TORCH_DTYPE.get(wd, wd), _TORCH_DTYPE[xd]))
+    e = eps_value(op, eps)
+    rows = 1
+    for d in xs[:-1]:
+        rows *= d
+    cfg = {"family": "allreduce_norm", "dtype": xd, "residual": residual is not None, "eps": "arg",
+           "comm": "threadload"}
+    return cfg, {"rows": rows, "cols": hidden}, e

@@ -1,8 +1,10 @@
-"""weft.torch's collectives over torch.distributed process groups: all_reduce and all_gather_matmul.
+"""weft.torch's collectives over torch.distributed process groups: all_reduce, all_reduce_rms_norm
+and all_gather_matmul.
 
     import weft.torch as wt
     y = wt.all_reduce(x)                       # out of place, sum over the default group
     wt.all_reduce_(x, "max", group=tp)         # in place
+    x, r = wt.all_reduce_rms_norm(x, r, w)     # r = allreduce(x) + r, x = rms_norm(r) * w (in place)
     a, c = wt.all_gather_matmul(a_shard, b, group=tp, return_a=True)
 
 The symmetric buffers are weft's (runtime/core/symm.c), not torch's: a weft World per process
@@ -34,13 +36,14 @@ import datetime
 import os
 import socket
 import threading
+from typing import Optional
 
 import torch
 import torch.distributed as dist
 
 from .. import core
 from ..dist import Comm, World
-from . import _common
+from . import _common, configs
 
 SELF = "weft:self"   # the group name of a one-rank world, where torch.distributed is not initialised
 
@@ -362,6 +365,128 @@ def all_reduce_(t, op="sum", group=None):
     return t
 
 
+# ---- all_reduce_rms_norm -------------------------------------------------------------------------
+
+_arn_plans = {}
+_ARN_PLAN_CAP = 4096   # exact shapes remembered (as ops.py's plans); a kernel stays cached beyond it
+
+
+def _arn_desc(t):
+    return _common.DTYPES.get(t.dtype, str(t.dtype)), tuple(t.shape)
+
+
+def _arn_plan(device, cfg, shape, ranks):
+    """(kernel name, kernel): weft.auto's choice for the shape at this rank count (the tuning
+    database, the shipped table, or the family's rule: gen/families/allreduce_norm.lua's F.auto
+    picks the algorithm from the bytes and the ranks, the layout from the row), compiled once."""
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    pk = (idx, cfg["dtype"], cfg["residual"], shape["rows"], shape["cols"], ranks)
+    hit = _arn_plans.get(pk)
+    if hit is not None:
+        return hit
+    a = core.context(idx).auto(cfg, shape, ranks=ranks)
+    try:
+        name = a.names[0]
+        kern = _common.kernels.get(device, name, lambda ctx: a.compile(0))
+    finally:
+        a.close()
+    for arg, v in shape.items():
+        why = kern.manifest.check_size(arg, v)
+        if why:
+            raise configs.SizeError("%s = %d is outside what %s takes (%s)" % (arg, v, name, why))
+    if len(_arn_plans) >= _ARN_PLAN_CAP:
+        _arn_plans.clear()
+    _arn_plans[pk] = (name, kern)
+    return name, kern
+
+
+def _arn_run(x, residual, weight, eps, name):
+    op = "all_reduce_rms_norm"
+    problems = []
+    p = _problem(_common.check_tensor, x, op, "x")
+    if p:
+        problems.append(p)
+    cfg = shape = None
+    if not p:
+        ok = True
+        # w is read with vectors only where it is 16-byte aligned (the kernel tests it), so any
+        # weight view will do; x and r are the symmetric buffer's rows and must be aligned
+        for t, arg, align in ((residual, "residual", 16), (weight, "weight", 0)):
+            if t is None:
+                continue
+            p = _problem(_common.check_tensor, t, op, arg, device=x.device, align=align)
+            if p:
+                problems.append(p)
+                ok = False
+        if ok and residual is not None and residual.numel() and residual.data_ptr() == x.data_ptr():
+            problems.append("weft.torch.%s: residual is x (the same memory); y is written into x and h into "
+                            "residual, so they must be separate tensors" % op)
+            ok = False
+        if ok:
+            try:
+                cfg, shape, eps = configs.all_reduce_rms_norm(
+                    _arn_desc(x), None if residual is None else _arn_desc(residual), _arn_desc(weight), eps)
+            except (TypeError, ValueError) as e:
+                problems.append(str(e))
+    device = _device_of(x)
+    g, p = _group(name, device, op, "x")
+    if p:
+        problems.append(p)
+    kname = kern = None
+    if not problems and shape["rows"] * shape["cols"]:
+        # The choice is made on each rank (its own database may answer); its name is in the
+        # signature, so ranks that chose differently fail together instead of mixing protocols.
+        try:
+            kname, kern = _arn_plan(device, cfg, shape, g.size)
+        except (core.WeftError, ValueError) as e:
+            problems.append("weft.torch.%s: x %s: %s" % (op, tuple(x.shape), e))
+    desc = [_arn_desc(t) if isinstance(t, torch.Tensor) else ("?", "?") for t in (x, residual, weight)]
+    sig = "%s x=%s %s residual=%s weight=%s %s eps=%r kernel=%s" % (
+        op, desc[0][0], list(desc[0][1]), "none" if residual is None else "%s %s" % (desc[1][0], list(desc[1][1])),
+        desc[2][0], list(desc[2][1]), eps, kname)
+    g.agree(op, sig, "; ".join(problems) or None)
+    if kern is None:   # nothing to do: no tokens, or a hidden size of 0
+        return
+    rows, cols = shape["rows"], shape["cols"]
+    with g.lock:
+        c = g.comm(op, kname, lambda ctx: kern, rows * cols)
+        try:
+            c.launch(*_bind(c.kernel, y=x, x=x, w=weight, r=residual, eps=eps, rows=rows, cols=cols),
+                     stream=_common.stream(device))
+        except core.WeftError as e:
+            raise core.error(e.status, "weft.torch.%s: rank %d of group %s: %s" % (op, g.rank, name, e)) from None
+
+
+@torch.library.custom_op("weft::all_reduce_rms_norm", mutates_args=("x", "residual"))
+def _arn_op(x: torch.Tensor, residual: Optional[torch.Tensor], weight: torch.Tensor, eps: float,
+            group_name: str) -> None:
+    _arn_run(x, residual, weight, eps, group_name)
+
+
+@_arn_op.register_fake
+def _(x, residual, weight, eps, group_name):
+    return None
+
+
+def all_reduce_rms_norm(x, residual, weight, eps=1e-6, group=None):
+    """vLLM's fused_add_rms_norm after an allreduce, in place, in one launch: with s the sum over
+    the group's ranks of x [..., hidden] (folded in rank order in float32, rounded once),
+    residual becomes h = s + residual (rounded once) and x becomes h * rsqrt(mean(h^2) + eps) *
+    weight; returns (x, residual).  residual=None: x becomes rms_norm(s) * weight.  The same bits
+    on every rank.  x and residual: float32, float16 or bfloat16, the same shape and dtype,
+    contiguous, 16-byte aligned, on this rank's device; weight [hidden] of x's dtype, the same on
+    every rank; eps in [0, 1] (a kernel argument: one kernel serves every eps).  The kernel is
+    weft.auto's for (tokens, hidden) at the group's size (the family's rule: one_shot_ll up to 256
+    KB, two_shot from 7 ranks and 2 MB, else one_shot); every rank calls with the same shapes in
+    the same order (all_reduce's docstring says why)."""
+    name = group_name(group)
+    if torch.compiler.is_compiling():
+        torch.ops.weft.all_reduce_rms_norm(x, residual, weight, configs.eps_value("all_reduce_rms_norm", eps), name)
+    else:
+        _arn_run(x, residual, weight, eps, name)
+    return x, residual
+
+
 # ---- all_gather_matmul -------------------------------------------------------------------------
 
 def _ag_shapes(opname, a, b, b_layout, ranks):
@@ -496,5 +621,6 @@ def all_gather_linear(a_shard, weight, group=None, return_a=False):
     return _ag_call(a_shard, weight, 0, group, return_a, "col")
 
 
-__all__ = ["all_reduce", "all_reduce_", "all_gather_matmul", "all_gather_linear", "check", "close", "group_name",
+__all__ = ["all_reduce", "all_reduce_", "all_reduce_rms_norm", "all_gather_matmul", "all_gather_linear", "check",
+           "close", "group_name",
            "SELF"]
