@@ -65,7 +65,8 @@ _TORCH_DTYPE = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.b
 
 def eps_value(op, eps):
     """eps as the float the kernel takes (its f32 argument); a number in [0, 1]."""
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+    # int and float first: what torch.compile traces (a numpy scalar is a numbers.Real too)
+    if isinstance(eps, bool) or not (isinstance(eps, (int, float)) or isinstance(eps, numbers.Real)):
         raise TypeError("weft.torch.%s: eps = %r (%s); eps is a number in [0, 1]" % (op, eps, type(eps).__name__))
     e = float(eps)
     if not 0.0 <= e <= 1.0:   # NaN fails too

@@ -375,29 +375,35 @@ def _arn_desc(t):
     return _common.DTYPES.get(t.dtype, str(t.dtype)), tuple(t.shape)
 
 
-def _arn_plan(device, cfg, shape, ranks):
-    """(kernel name, kernel): weft.auto's choice for the shape at this rank count (the tuning
-    database, the shipped table, or the family's rule: gen/families/allreduce_norm.lua's F.auto
-    picks the algorithm from the bytes and the ranks, the layout from the row), compiled once."""
+def _arn_key(device, cfg, shape, ranks):
     idx = device.index if device.index is not None else torch.cuda.current_device()
-    pk = (idx, cfg["dtype"], cfg["residual"], shape["rows"], shape["cols"], ranks)
-    hit = _arn_plans.get(pk)
+    return idx, cfg["dtype"], cfg["residual"], shape["rows"], shape["cols"], ranks
+
+
+def _arn_choose(device, cfg, shape, ranks):
+    """(kernel name, kernel, None) for a shape seen before, else (name, None, the Auto to compile it
+    from): weft.auto's choice at this rank count (the tuning database, the shipped table, or the
+    family's rule: gen/families/allreduce_norm.lua's F.auto picks the algorithm from the bytes and
+    the ranks, the layout from the row).  Nothing is compiled before the ranks agree on the name."""
+    hit = _arn_plans.get(_arn_key(device, cfg, shape, ranks))
     if hit is not None:
-        return hit
+        return hit[0], hit[1], None
+    idx = device.index if device.index is not None else torch.cuda.current_device()
     a = core.context(idx).auto(cfg, shape, ranks=ranks)
-    try:
-        name = a.names[0]
-        kern = _common.kernels.get(device, name, lambda ctx: a.compile(0))
-    finally:
-        a.close()
+    return a.names[0], None, a
+
+
+def _arn_compile(device, cfg, shape, ranks, name, a):
+    kern = _common.kernels.get(device, name, lambda ctx: a.compile(0))
     for arg, v in shape.items():
         why = kern.manifest.check_size(arg, v)
-        if why:
-            raise configs.SizeError("%s = %d is outside what %s takes (%s)" % (arg, v, name, why))
+        if why:   # auto checked its choice against the shape: this is a bug there
+            raise configs.SizeError("weft.torch.all_reduce_rms_norm: %s = %d is outside what %s takes (%s)"
+                                    % (arg, v, name, why))
     if len(_arn_plans) >= _ARN_PLAN_CAP:
         _arn_plans.clear()
-    _arn_plans[pk] = (name, kern)
-    return name, kern
+    _arn_plans[_arn_key(device, cfg, shape, ranks)] = (name, kern)
+    return kern
 
 
 def _arn_run(x, residual, weight, eps, name):
@@ -432,21 +438,27 @@ def _arn_run(x, residual, weight, eps, name):
     g, p = _group(name, device, op, "x")
     if p:
         problems.append(p)
-    kname = kern = None
-    if not problems and shape["rows"] * shape["cols"]:
-        # The choice is made on each rank (its own database may answer); its name is in the
-        # signature, so ranks that chose differently fail together instead of mixing protocols.
-        try:
-            kname, kern = _arn_plan(device, cfg, shape, g.size)
-        except (core.WeftError, ValueError) as e:
-            problems.append("weft.torch.%s: x %s: %s" % (op, tuple(x.shape), e))
-    desc = [_arn_desc(t) if isinstance(t, torch.Tensor) else ("?", "?") for t in (x, residual, weight)]
-    sig = "%s x=%s %s residual=%s weight=%s %s eps=%r kernel=%s" % (
-        op, desc[0][0], list(desc[0][1]), "none" if residual is None else "%s %s" % (desc[1][0], list(desc[1][1])),
-        desc[2][0], list(desc[2][1]), eps, kname)
-    g.agree(op, sig, "; ".join(problems) or None)
-    if kern is None:   # nothing to do: no tokens, or a hidden size of 0
-        return
+    kname = kern = a = None
+    try:
+        if not problems and shape["rows"] * shape["cols"]:
+            # The choice is made on each rank (its own database may answer); its name is in the
+            # signature, so ranks that chose differently fail together instead of mixing protocols.
+            try:
+                kname, kern, a = _arn_choose(device, cfg, shape, g.size)
+            except (core.WeftError, ValueError) as e:
+                problems.append("weft.torch.%s: x %s: %s" % (op, tuple(x.shape), e))
+        desc = [_arn_desc(t) if isinstance(t, torch.Tensor) else ("?", "?") for t in (x, residual, weight)]
+        sig = "%s x=%s %s residual=%s weight=%s %s eps=%r kernel=%s" % (
+            op, desc[0][0], list(desc[0][1]), "none" if residual is None else "%s %s" % (desc[1][0], list(desc[1][1])),
+            desc[2][0], list(desc[2][1]), eps, kname)
+        g.agree(op, sig, "; ".join(problems) or None)
+        if kname is None:   # nothing to do: no tokens, or a hidden size of 0
+            return
+        if kern is None:
+            kern = _arn_compile(device, cfg, shape, g.size, kname, a)
+    finally:
+        if a is not None:
+            a.close()
     rows, cols = shape["rows"], shape["cols"]
     with g.lock:
         c = g.comm(op, kname, lambda ctx: kern, rows * cols)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""weft.torch's comm ops under torchrun: all_reduce / all_reduce_ and all_gather_matmul / all_gather_linear.
+"""weft.torch's comm ops under torchrun: all_reduce / all_reduce_, all_reduce_rms_norm and all_gather_matmul /
+all_gather_linear.
 
     torchrun --standalone --nproc-per-node N tests/python/dist/test_comm.py     (tests/python/dist/run.sh)
 
@@ -8,6 +9,9 @@ allocator's block the op's output reuses; the log says how many were), a float64
 every rank's inputs (gathered over gloo), and every rank's result hashed and compared (bit-identical).
 Then a CUDA graph of 10 calls replayed 100 times, torch.compile(fullgraph=True), opcheck (one rank),
 the MISMATCH error for differing shapes and for one rank's bad argument, and a muted signal's timeout.
+all_reduce_rms_norm works in place: its outputs are the inputs themselves (an element it missed keeps the
+rank's own x or residual), with NaN guards after them; h must match the reference to the bit, y within one
+rounding.  WEFT_TEST_ONLY=arn runs its cases alone; WEFT_TEST_QUICK=1 fewer sizes and replays.
 Exit 0: all passed on every rank; 1: something failed (every failure printed with its rank); 77: no
 CUDA GPU here.
 """
@@ -202,6 +206,234 @@ def all_gather_matmul_case(dtype, ms, k, n, layout, return_a):
         raise AssertionError("%s: return_a=False returned an A" % what)
     close(what, c, want_c, 4 * k * 2.0 ** -24 * scale, 2 * EPS[dtype])
     same_bits(what, c)
+
+
+# ---- all_reduce_rms_norm ----------------------------------------------------------------------------
+
+# y is computed in f32 and rounded once: within one rounding of the dtype (f32: the f32 math's own error)
+ARN_RTOL = {torch.float32: 4e-6, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
+ARN_BITS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+ARN_GUARD = 256          # NaN elements after x and residual: a write past the end shows there
+ARN_ALGOS = set()        # the algorithms the cases ran (logged: which ones this rank count covers)
+ARN_ODD = {torch.float32: 1001, torch.bfloat16: 1003, torch.float16: 1003}   # rows off the 16-byte grid
+
+
+def arn_inputs(rank, seed, shape, dtype, residual=True):
+    """rank's x (its own), the residual and the weight (the same on every rank)."""
+    x = gen(100003 * rank + seed, shape, dtype)
+    r = gen(7777 + seed, shape, dtype) if residual else None
+    w = gen(31337 + seed, (shape[-1],), dtype, 0.5, 1.5)
+    return x, r, w
+
+
+def arn_reference(xs, r, w, eps, dtype):
+    """h (the exact bits: the rank-order f32 fold rounded to dtype, plus r in f32, rounded) and y in float64."""
+    acc = xs[0].float()
+    for t in xs[1:]:
+        acc = acc + t.float()
+    s = acc.to(dtype)
+    h = (s.float() + r.float()).to(dtype) if r is not None else s
+    hd = h.double()
+    return h, hd * torch.rsqrt(hd.pow(2).mean(-1, keepdim=True) + eps) * w.double()
+
+
+def arn_check(what, x_out, r_out, xs, r, w, eps, dtype):
+    h, want_y = arn_reference(xs, r, w, eps, dtype)
+    if r is not None:
+        got = r_out.detach().cpu().contiguous().view(ARN_BITS[dtype])
+        bad = got != h.contiguous().view(ARN_BITS[dtype])
+        COUNTS["checks"] += 1
+        if bad.any():
+            i = int(bad.flatten().nonzero()[0])
+            raise AssertionError("%s: h (residual) differs in %d of %d elements' bits; first at flat index %d: got %r, "
+                                 "want %r" % (what, int(bad.sum()), bad.numel(), i, float(r_out.flatten()[i]),
+                                              float(h.flatten()[i])))
+    close(what + " y", x_out, want_y, 0.0, ARN_RTOL[dtype])
+
+
+def arn_guarded(t):
+    """t on the device as the head of a NaN-filled buffer (16-byte aligned: a fresh allocation)."""
+    n = t.numel()
+    buf = torch.full((n + ARN_GUARD,), float("nan"), dtype=t.dtype, device=DEV)
+    buf[:n].copy_(t.flatten())
+    return buf, buf[:n].view(t.shape)
+
+
+def arn_guard_check(what, buf, n):
+    tail = buf[n:].cpu()
+    if not torch.isnan(tail).all():
+        raise AssertionError("%s: %d of the %d elements after the tensor were written" % (
+            what, int((~torch.isnan(tail)).sum()), ARN_GUARD))
+
+
+def arn_algo(dtype, shape, residual):
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    hit = wd._arn_plans.get((DEV.index, wd._common.DTYPES[dtype], residual, rows, shape[-1], P))
+    algo = hit[1].manifest.params["algo"] if hit else "?"
+    ARN_ALGOS.add(algo)
+    return algo
+
+
+@case
+def arn_case(dtype, shape, residual=True, eps=1e-6):
+    seed = 13 * shape[-1] + 7 * len(shape) + shape[0] + 3 * list(EPS).index(dtype) + (1 if residual else 0)
+    x_cpu, r_cpu, w_cpu = arn_inputs(RANK, seed, shape, dtype, residual)
+    xs = gather(x_cpu)
+    bx, x = arn_guarded(x_cpu)
+    br, r = arn_guarded(r_cpu) if residual else (None, None)
+    w = w_cpu.to(DEV)
+    xo, ro = wd.all_reduce_rms_norm(x, r, w, eps)
+    torch.cuda.synchronize()
+    wd.check()
+    what = "all_reduce_rms_norm %s %s residual=%s eps=%g (%s)" % (dtype, shape, residual, eps,
+                                                                  arn_algo(dtype, shape, residual))
+    if xo is not x or ro is not r:
+        raise AssertionError("%s: did not return (x, residual) themselves" % what)
+    arn_guard_check(what + " x", bx, x.numel())
+    if residual:
+        arn_guard_check(what + " residual", br, r.numel())
+    arn_check(what, x, r, xs, r_cpu, w_cpu, eps, dtype)
+    if not torch.equal(w.cpu(), w_cpu):
+        raise AssertionError("%s: weight was changed" % what)
+    same_bits(what + " y", x)
+    if residual:
+        same_bits(what + " h", r)
+
+
+ARN_GRAPH = [(torch.bfloat16, (17, 4096), True), (torch.float32, (1000, 1001), True),
+             (torch.bfloat16, (1, 1003), False), (torch.float16, (1000, 4096), True), (torch.bfloat16, (3, 1003), True)]
+
+
+@case
+def arn_graph_case(replays):
+    """One eager call of each, then all of them captured in one graph and replayed with new inputs."""
+    eps = 1e-5
+    ws = [arn_inputs(RANK, 900 + i, s, d)[2] for i, (d, s, _) in enumerate(ARN_GRAPH)]
+    xs_dev = [torch.empty(s, dtype=d, device=DEV) for d, s, _ in ARN_GRAPH]
+    rs_dev = [torch.empty(s, dtype=d, device=DEV) if res else None for d, s, res in ARN_GRAPH]
+    w_dev = [w.to(DEV) for w in ws]
+
+    def inputs(rank, rep):
+        return [arn_inputs(rank, 5000 * (rep + 2) + i, s, d, res)[:2] for i, (d, s, res) in enumerate(ARN_GRAPH)]
+
+    def fill(rep):
+        for (x, r), xd, rd in zip(inputs(RANK, rep), xs_dev, rs_dev):
+            xd.copy_(x)
+            if rd is not None:
+                rd.copy_(r)
+
+    def calls():
+        for x, r, w in zip(xs_dev, rs_dev, w_dev):
+            wd.all_reduce_rms_norm(x, r, w, eps)
+
+    fill(-1)
+    calls()                       # eager first: the plans, the kernels, the communicators
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        calls()
+    for rep in range(replays):
+        fill(rep)
+        g.replay()
+        torch.cuda.synchronize()
+        wd.check()
+        alls = [inputs(q, rep) for q in range(P)]
+        for i, (d, s, res) in enumerate(ARN_GRAPH):
+            arn_check("graph replay %d all_reduce_rms_norm %s %s residual=%s" % (rep, d, s, res), xs_dev[i], rs_dev[i],
+                      [alls[q][i][0] for q in range(P)], alls[RANK][i][1], ws[i], eps, d)
+    for i in range(len(ARN_GRAPH)):
+        same_bits("graph all_reduce_rms_norm %d y" % i, xs_dev[i])
+        if rs_dev[i] is not None:
+            same_bits("graph all_reduce_rms_norm %d h" % i, rs_dev[i])
+
+
+@case
+def arn_compile_case():
+    x_cpu, r_cpu, w_cpu = arn_inputs(RANK, 55, (8, 1003), torch.bfloat16)
+    x, r, w = x_cpu.to(DEV), r_cpu.to(DEV), w_cpu.to(DEV)
+
+    def f(x, r, w):
+        a, b, c = x * 1, r + 0, x * 2
+        wd.all_reduce_rms_norm(a, b, w, 1e-5, group=NAME)
+        wd.all_reduce_rms_norm(c, None, w, group=NAME)
+        return a + 0, b * 1, c
+
+    want = f(x, r, w)
+    got = torch.compile(f, fullgraph=True)(x, r, w)
+    torch.cuda.synchronize()
+    for i, (a, b) in enumerate(zip(want, got)):
+        if digest(a) != digest(b):
+            raise AssertionError("all_reduce_rms_norm under torch.compile(fullgraph=True): output %d differs from eager" % i)
+
+
+@case
+def arn_opcheck_case():
+    x, r, w = (t.to(DEV) for t in arn_inputs(RANK, 77, (3, 1001), torch.float32))
+    op = torch.ops.weft.all_reduce_rms_norm.default
+    torch.library.opcheck(op, (x.clone(), r.clone(), w, 1e-6, NAME))
+    torch.library.opcheck(op, (x.clone(), None, w, 0.5, NAME))
+
+
+@case
+def arn_errors_case():
+    bf = dict(device=DEV, dtype=torch.bfloat16)
+    x, r = torch.ones((4, 256), **bf), torch.ones((4, 256), **bf)
+    for what, call, needle in [
+            ("weight dtype", lambda: wd.all_reduce_rms_norm(x, r, torch.ones(256, device=DEV)), "weight has dtype"),
+            ("weight size", lambda: wd.all_reduce_rms_norm(x, r, torch.ones(255, **bf)), "weight has shape (255,)"),
+            ("residual shape", lambda: wd.all_reduce_rms_norm(x, torch.ones((4, 128), **bf), torch.ones(256, **bf)),
+             "residual is"),
+            ("residual is x", lambda: wd.all_reduce_rms_norm(x, x, torch.ones(256, **bf)), "residual is x"),
+            ("1-D x", lambda: wd.all_reduce_rms_norm(torch.ones(256, **bf), None, torch.ones(256, **bf)),
+             "x has 1 dimension"),
+            ("eps", lambda: wd.all_reduce_rms_norm(x, r, torch.ones(256, **bf), eps=2.0), "eps = 2.0; allowed"),
+            ("float64", lambda: wd.all_reduce_rms_norm(x.double(), None, torch.ones(256, device=DEV).double()),
+             "x has dtype torch.float64"),
+            ("a view at an offset", lambda: wd.all_reduce_rms_norm(torch.ones(1025, **bf)[1:].view(4, 256), None,
+                                                                   torch.ones(256, **bf)), "aligned")]:
+        try:
+            call()
+        except (ValueError, TypeError) as e:
+            if needle not in str(e) or "weft.torch.all_reduce_rms_norm" not in str(e):
+                raise AssertionError("%s: the message does not name it (%r): %s" % (what, needle, e))
+            continue
+        raise AssertionError("%s: no error" % what)
+    if P > 1:
+        xm = torch.ones((4, 256 + 8 * RANK), **bf)
+        expect_mismatch("all_reduce_rms_norm with a hidden size per rank",
+                        lambda: wd.all_reduce_rms_norm(xm, None, torch.ones(xm.shape[1], **bf)))
+        expect_mismatch("all_reduce_rms_norm with a bad eps on the last rank",
+                        lambda: wd.all_reduce_rms_norm(x, r, torch.ones(256, **bf), eps=-1.0 if RANK == P - 1 else 1e-6),
+                        own="eps = -1.0" if RANK == P - 1 else None)
+    # the world still works: every rank's x = 1, so s = P, h = P + 1 and y = w (a row of equal values)
+    x1, r1 = torch.ones((2, 4096), device=DEV), torch.ones((2, 4096), device=DEV)
+    wd.all_reduce_rms_norm(x1, r1, torch.full((4096,), 3.0, device=DEV), eps=0.0)
+    torch.cuda.synchronize()
+    close("all_reduce_rms_norm after the errors: h", r1, torch.full((2, 4096), float(P + 1), dtype=torch.float64), 0, 0)
+    close("all_reduce_rms_norm after the errors: y", x1, torch.full((2, 4096), 3.0, dtype=torch.float64), 0, 4e-6)
+
+
+def arn_cases(quick):
+    """What main runs: tokens 1, 17 and 1000 at hidden 4096 and at an odd hidden, every dtype; without the
+    residual at one small and one large shape per dtype; a 3-D x; an eps large enough to move y.  The
+    shapes of the graph, compile, opcheck and error cases reuse these kernels: a one_shot_ll kernel
+    takes NVRTC 25 to 45 s (measured on a 2-core host), and the test has 900 s at a cold cache."""
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for hidden in (4096, ARN_ODD[dtype]):
+            for tokens in ((1, 1000) if quick else (1, 17, 1000)):
+                arn_case(dtype, (tokens, hidden))
+                if (tokens, hidden) in ((1, ARN_ODD[dtype]), (1000, 4096)):
+                    arn_case(dtype, (tokens, hidden), residual=False)
+    arn_case(torch.bfloat16, (2, 500, 4096))
+    arn_case(torch.float32, (17, 4096), eps=0.5)
+    arn_graph_case(5 if quick else 20)
+    arn_compile_case()
+    if P == 1:
+        arn_opcheck_case()
+    arn_errors_case()
+    log("all_reduce_rms_norm: algorithms run at P=%d: %s" % (P, sorted(ARN_ALGOS)))
 
 
 # ---- CUDA graphs ----------------------------------------------------------------------------------
@@ -403,11 +635,7 @@ def timeout_case():
         wd.close(sub)
 
 
-def main():
-    log("torch %s, weft %s, device %s (%s), group %s, LOCAL_RANK=%s LOCAL_WORLD_SIZE=%s" % (
-        torch.__version__, weft.version(), DEV, torch.cuda.get_device_name(DEV), NAME,
-        os.environ.get("LOCAL_RANK"), os.environ.get("LOCAL_WORLD_SIZE")))
-    quick = os.environ.get("WEFT_TEST_QUICK") == "1"
+def main_cases(quick):
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         for op in ("sum", "max", "min", "prod"):
             for n in ((1, 7, 4097) if quick else (1, 7, 4097, 65537, 1000003)):
@@ -421,6 +649,7 @@ def main():
             for ms, k, n in ((200, 328, 264), (128, 64, 256), (1, 8, 8), (512, 1024, 1024)):
                 for return_a in (False, True):
                     all_gather_matmul_case(dtype, ms, k, n, layout, return_a)
+    arn_cases(quick)
     cuda_graph_case(10 if quick else 100)
     compile_case()
     if P == 1:
@@ -431,6 +660,18 @@ def main():
         timeout_case()
     if COUNTS["poisoned"] == 0:
         fail("poison", "no output reused a poisoned block: the checks never saw NaN-filled outputs")
+
+
+def main():
+    log("torch %s, weft %s, device %s (%s), group %s, LOCAL_RANK=%s LOCAL_WORLD_SIZE=%s" % (
+        torch.__version__, weft.version(), DEV, torch.cuda.get_device_name(DEV), NAME,
+        os.environ.get("LOCAL_RANK"), os.environ.get("LOCAL_WORLD_SIZE")))
+    quick = os.environ.get("WEFT_TEST_QUICK") == "1"
+    # WEFT_TEST_ONLY=arn: all_reduce_rms_norm's cases alone (its outputs are in place: no poisoned blocks)
+    if os.environ.get("WEFT_TEST_ONLY") == "arn":
+        arn_cases(quick)
+    else:
+        main_cases(quick)
     fails = [None] * P
     dist.all_gather_object(fails, (len(FAILS), COUNTS))
     if RANK == 0:
