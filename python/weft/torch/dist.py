@@ -461,7 +461,8 @@ def _arn_run(x, residual, weight, eps, name):
             a.close()
     rows, cols = shape["rows"], shape["cols"]
     with g.lock:
-        c = g.comm(op, kname, lambda ctx: kern, rows * cols)
+        # keyed as the other ops' communicators are (check() names a communicator by key[0])
+        c = g.comm(op, ("allreduce_norm", kname), lambda ctx: kern, rows * cols)
         try:
             c.launch(*_bind(c.kernel, y=x, x=x, w=weight, r=residual, eps=eps, rows=rows, cols=cols),
                      stream=_common.stream(device))
