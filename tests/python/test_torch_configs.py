@@ -152,20 +152,21 @@ def test_all_reduce_rms_norm_config_fixes_what_the_op_means():
 
 
 def arn_expected_algo(dtype, rows, cols, ranks):
-    """The brief's rule (gen/families/allreduce_norm.lua's F.auto), restated so that auto's answer is checked."""
+    """gen/families/allreduce_norm.lua's F.auto (F.TWO_SHOT), restated so that auto's answer is checked:
+    two_shot from 4 ranks and 2 MB or from 2 ranks and 8 MB, else one_shot (one_shot_ll is never chosen)."""
     nbytes = rows * cols * C.ESIZE[dtype]
-    if nbytes <= 256 << 10:
-        return "one_shot_ll"
-    return "two_shot" if ranks >= 7 and nbytes >= 2 << 20 else "one_shot"
+    if (ranks >= 4 and nbytes >= 2 << 20) or (ranks >= 2 and nbytes >= 8 << 20):
+        return "two_shot"
+    return "one_shot"
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 @pytest.mark.parametrize("residual", [True, False])
 def test_all_reduce_rms_norm_asks_auto_with_the_rank_count(ctx, dtype, residual):
     seen = set()
-    for ranks in (1, 2, 4, 7, 8):
+    for ranks in (1, 2, 3, 4, 8):
         for rows, cols in ((1, 4096), (17, 4096), (32, 4096), (1000, 4096), (1000, 1001), (1000, 1003), (256, 4096),
-                           (3, 8192), (4096, 16384)):
+                           (3, 8192), (1024, 4096), (4096, 16384)):
             x = (dtype, (rows, cols))
             cfg, shape, _ = arn(x=x, residual=x if residual else None)
             a = ctx.auto(cfg, shape, ranks=ranks)
@@ -183,7 +184,7 @@ def test_all_reduce_rms_norm_asks_auto_with_the_rank_count(ctx, dtype, residual)
             for k, v in shape.items():
                 assert m.check_size(k, v) is None, (k, v, m.check_size(k, v))
             seen.add(want)
-    assert seen == {"one_shot_ll", "one_shot", "two_shot"}
+    assert seen == {"one_shot", "two_shot"}
 
 
 def test_all_reduce_rms_norm_rows_too_long_are_refused_with_the_family_message(ctx):

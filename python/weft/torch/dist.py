@@ -489,9 +489,9 @@ def all_reduce_rms_norm(x, residual, weight, eps=1e-6, group=None):
     on every rank.  x and residual: float32, float16 or bfloat16, the same shape and dtype,
     contiguous, 16-byte aligned, on this rank's device; weight [hidden] of x's dtype, the same on
     every rank; eps in [0, 1] (a kernel argument: one kernel serves every eps).  The kernel is
-    weft.auto's for (tokens, hidden) at the group's size (the family's rule: one_shot_ll up to 256
-    KB, two_shot from 7 ranks and 2 MB, else one_shot); every rank calls with the same shapes in
-    the same order (all_reduce's docstring says why)."""
+    weft.auto's for (tokens, hidden) at the group's size (the family's rule, F.auto in
+    gen/families/allreduce_norm.lua: two_shot for large messages on several ranks, else one_shot);
+    every rank calls with the same shapes in the same order (all_reduce's docstring says why)."""
     name = group_name(group)
     if torch.compiler.is_compiling():
         torch.ops.weft.all_reduce_rms_norm(x, residual, weight, configs.eps_value("all_reduce_rms_norm", eps), name)

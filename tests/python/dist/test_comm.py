@@ -418,8 +418,8 @@ def arn_errors_case():
 def arn_cases(quick):
     """What main runs: tokens 1, 17 and 1000 at hidden 4096 and at an odd hidden, every dtype; without the
     residual at one small and one large shape per dtype; a 3-D x; an eps large enough to move y.  The
-    shapes of the graph, compile, opcheck and error cases reuse these kernels: a one_shot_ll kernel
-    takes NVRTC 25 to 45 s (measured on a 2-core host), and the test has 900 s at a cold cache."""
+    shapes of the graph, compile, opcheck and error cases reuse these kernels (fewer compiles at a
+    cold cache).  Which algorithms ran is logged: two_shot at P >= 2 for the large shapes."""
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         for hidden in (4096, ARN_ODD[dtype]):
             for tokens in ((1, 1000) if quick else (1, 17, 1000)):
