@@ -73,6 +73,19 @@ function M.persistent()
            doc = "launch only co-resident clusters, each looping over rows (fewer launches of CTAs)" }
 end
 
+-- comm = "multimem" reduces on the switch, in its own order: only two_shot, where one rank
+-- reduces each `unit` and multimem.st hands every rank those bits; fallback only with multimem.
+function M.check_multimem(cfg, errs, unit)
+  if cfg.comm == "multimem" then
+    if cfg.algo ~= "two_shot" then
+      errs.add("algo", cfg.algo, 'comm = "multimem" needs algo = "two_shot": the switch reduces in its own order, ' ..
+        "so only one rank may reduce each " .. unit .. " (then multimem.st gives every rank those bits)")
+    end
+  elseif cfg.fallback ~= "none" then
+    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
+  end
+end
+
 M.INT_MAX = 2147483647
 
 return M

@@ -41,11 +41,8 @@ F.fields = {
 }
 
 function F.check(cfg, errs)
+  common.check_multimem(cfg, errs, "element")
   if cfg.comm == "multimem" then
-    if cfg.algo ~= "two_shot" then
-      errs.add("algo", cfg.algo, 'comm = "multimem" needs algo = "two_shot": the switch reduces in its own order, ' ..
-        "so only one rank may reduce each element (then multimem.st gives every rank those bits)")
-    end
     local ok = SWITCH_OPS[cfg.dtype][cfg.op.name]
     if ok == nil then
       local names = {}
@@ -55,8 +52,6 @@ function F.check(cfg, errs)
         .. "it reduces %s (use comm = \"threadload\" for this operator)", cfg.dtype,
         cfg.op.name == "custom" and "custom operator" or cfg.op.name, table.concat(names, ", ")))
     end
-  elseif cfg.fallback ~= "none" then
-    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
   end
 end
 

@@ -51,14 +51,7 @@ F.fields = {
 F.OVERHEAD_REGS = 96
 
 function F.check(cfg, errs)
-  if cfg.comm == "multimem" then
-    if cfg.algo ~= "two_shot" then
-      errs.add("algo", cfg.algo, 'comm = "multimem" needs algo = "two_shot": the switch reduces in its own order, ' ..
-        "so only one rank may reduce each row (then multimem.st gives every rank those bits)")
-    end
-  elseif cfg.fallback ~= "none" then
-    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
-  end
+  common.check_multimem(cfg, errs, "row")
   norm.check(cfg, errs, cfg.residual and 3 or 2, F.OVERHEAD_REGS,
              cfg.residual and "the row, w, and r while h is formed" or "the row and w")
 end

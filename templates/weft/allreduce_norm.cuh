@@ -64,8 +64,9 @@ template <class T> struct ArnRegions {
   }
 };
 
+// a rank's data half as elements (weft/allreduce.cuh's data_at is the same address as vectors)
 template <class T> __device__ __forceinline__ T *half_elems(const Comm &c, char *base, int half) {
-  return (T *)(base + c.data_offset + half * c.half_bytes);
+  return (T *)data_at(c, base, half);
 }
 
 // The fold of element e over every rank's half (rank order, f32), rounded to T once.
@@ -215,7 +216,7 @@ struct AllreduceNorm {
         const T hv = from_f32<T>(hs + to_f32(a.r[p.scalar_elem()]));
         a.r[p.scalar_elem()] = hv;
         hs = to_f32(hv);
-        publish_scalar(reg.h + p.scalar_elem(), hv, publish);
+        publish.scalar(reg.h + p.scalar_elem(), hv);
       }
     }
     rms_scale<T, CLUSTER, THREADS, ROWS, PT, PUSH, WVEC>(
@@ -227,12 +228,8 @@ struct AllreduceNorm {
         [&](float v) {
           const T yv = from_f32<T>(v);
           a.y[p.scalar_elem()] = yv;
-          publish_scalar(reg.y + p.scalar_elem(), yv, publish);
+          publish.scalar(reg.y + p.scalar_elem(), yv);
         });
-  }
-  // a scalar goes out through the vector publisher's targets, one element
-  template <class Publish> __device__ __forceinline__ void publish_scalar(long e, T v, Publish &publish) const {
-    publish.scalar(e, v);
   }
 
   // 2 (one_shot, two_shot): the fold, the residual and the norm of rows [lo, hi).  LOCAL: one rank,

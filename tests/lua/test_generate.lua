@@ -265,15 +265,15 @@ local function rms_vectors(cfg, rows)   -- 16-byte vectors per thread for max_co
   return math.max(1, (cfg.max_cols + per - 1) // per)
 end
 
--- "auto": the most rows per CTA (1, 2, 4, ... 32, a warp or more each) that keep 4 vectors per
--- thread or fewer; 1 with cluster > 1
-local function rms_resolve(cfg)
+-- "auto": the most rows per CTA (1, 2, 4, ... 32, a warp or more each) that keep `most` (4 unless
+-- given) vectors per thread or fewer; 1 with cluster > 1
+local function rms_resolve(cfg, most)
   local c = copy(cfg)
   if c.rows_per_cta == "auto" then
     c.rows_per_cta = 1
     if c.cluster == 1 then
       for _, r in ipairs({ 1, 2, 4, 8, 16, 32 }) do
-        if c.threads // r >= 32 and rms_vectors(c, r) <= 4 then c.rows_per_cta = r end
+        if c.threads // r >= 32 and rms_vectors(c, r) <= (most or 4) then c.rows_per_cta = r end
       end
     end
   end
@@ -284,19 +284,9 @@ end
 -- registers min(255, 65536 / (threads * min_blocks)) less 96, at most 128, in whole 4s, for 3 sets
 -- of vectors (2 without the residual) of 4 registers each
 local function arn_resolve(cfg)
-  local c = copy(cfg)
-  if c.rows_per_cta == "auto" then
-    local cap = math.min(255, 65536 // (c.threads * c.min_blocks)) - 96
-    local budget = math.max(0, math.min(128, cap - cap % 4))
-    local most = math.min(4, budget // (4 * (c.residual and 3 or 2)))
-    c.rows_per_cta = 1
-    if c.cluster == 1 then
-      for _, r in ipairs({ 1, 2, 4, 8, 16, 32 }) do
-        if c.threads // r >= 32 and rms_vectors(c, r) <= most then c.rows_per_cta = r end
-      end
-    end
-  end
-  return c
+  local cap = math.min(255, 65536 // (cfg.threads * cfg.min_blocks)) - 96
+  local budget = math.max(0, math.min(128, cap - cap % 4))
+  return rms_resolve(cfg, math.min(4, budget // (4 * (cfg.residual and 3 or 2))))
 end
 
 local function check_rmsnorm(m, cfg, where)

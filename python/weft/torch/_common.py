@@ -56,6 +56,31 @@ except AttributeError:
     stream = _stream_slow
 
 
+def device_index(device):
+    """The CUDA device index of a torch.device (the current one for a bare "cuda")."""
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+class PlanTable:
+    """An op's plans by exact shape: at most `cap` of them, and beyond that the table starts again
+    (the kernels themselves stay in KernelCache)."""
+
+    def __init__(self, cap=4096):
+        self._d, self.cap = {}, cap
+
+    def get(self, key):
+        return self._d.get(key)
+
+    def put(self, key, value):
+        if len(self._d) >= self.cap:
+            self._d.clear()
+        self._d[key] = value
+        return value
+
+    def clear(self):
+        self._d.clear()
+
+
 class KernelCache:
     """Compiled kernels by (device index, config key); compiling happens once per key per process
     (never while a CUDA graph is being captured: the first call of a shape class must be eager)."""
@@ -66,7 +91,7 @@ class KernelCache:
 
     def get(self, device, key, build):
         """The kernel for key on device; build(ctx) compiles it on a miss."""
-        full = (device.index if device.index is not None else torch.cuda.current_device(), key)
+        full = (device_index(device), key)
         k = self._k.get(full)
         if k is None:
             with self._lock:

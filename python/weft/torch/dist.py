@@ -367,8 +367,7 @@ def all_reduce_(t, op="sum", group=None):
 
 # ---- all_reduce_rms_norm -------------------------------------------------------------------------
 
-_arn_plans = {}
-_ARN_PLAN_CAP = 4096   # exact shapes remembered (as ops.py's plans); a kernel stays cached beyond it
+_arn_plans = _common.PlanTable()   # exact shapes -> (kernel name, kernel)
 
 
 def _arn_desc(t):
@@ -376,8 +375,7 @@ def _arn_desc(t):
 
 
 def _arn_key(device, cfg, shape, ranks):
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    return idx, cfg["dtype"], cfg["residual"], shape["rows"], shape["cols"], ranks
+    return _common.device_index(device), cfg["dtype"], cfg["residual"], shape["rows"], shape["cols"], ranks
 
 
 def _arn_choose(device, cfg, shape, ranks):
@@ -388,8 +386,7 @@ def _arn_choose(device, cfg, shape, ranks):
     hit = _arn_plans.get(_arn_key(device, cfg, shape, ranks))
     if hit is not None:
         return hit[0], hit[1], None
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    a = core.context(idx).auto(cfg, shape, ranks=ranks)
+    a = core.context(_common.device_index(device)).auto(cfg, shape, ranks=ranks)
     return a.names[0], None, a
 
 
@@ -400,9 +397,7 @@ def _arn_compile(device, cfg, shape, ranks, name, a):
         if why:   # auto checked its choice against the shape: this is a bug there
             raise configs.SizeError("weft.torch.all_reduce_rms_norm: %s = %d is outside what %s takes (%s)"
                                     % (arg, v, name, why))
-    if len(_arn_plans) >= _ARN_PLAN_CAP:
-        _arn_plans.clear()
-    _arn_plans[_arn_key(device, cfg, shape, ranks)] = (name, kern)
+    _arn_plans.put(_arn_key(device, cfg, shape, ranks), (name, kern))
     return kern
 
 

@@ -30,8 +30,7 @@ from . import _common as C
 from . import _tune
 from . import configs
 
-_plans = {}
-_PLAN_CAP = 4096   # exact shapes remembered; beyond it the table starts again (a kernel stays cached)
+_plans = C.PlanTable()   # exact shapes -> their kernel
 
 
 def _plan(op, device, cfg, shape, tuning=None):
@@ -39,7 +38,7 @@ def _plan(op, device, cfg, shape, tuning=None):
     and the op gave tuning: a function returning (make, launch, result, reference, dtype, stream)),
     checked once against its limits (the C check, weft_manifest_check_size) before any launch.
     Kernels are cached by name, so shapes with the same choice share one."""
-    idx = device.index if device.index is not None else torch.cuda.current_device()
+    idx = C.device_index(device)
     tune = tuning is not None and _tune.enabled()
     try:
         a = core.context(idx).auto(cfg, shape, candidates=_tune.CANDIDATES - 1 if tune else 0)
@@ -59,11 +58,7 @@ def _plan(op, device, cfg, shape, tuning=None):
     return kern
 
 
-def _remember(pk, value):
-    if len(_plans) >= _PLAN_CAP:
-        _plans.clear()
-    _plans[pk] = value
-    return value
+_remember = _plans.put
 
 
 def _rows_cols(x, op, name="x"):
