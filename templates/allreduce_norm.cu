@@ -6,11 +6,12 @@
 #include "weft/allreduce_norm.cuh"
 
 extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(${params}) {
-  weft::ArnArgs<weft::${ctype}> a;
+  weft::RmsArgs<weft::${ctype}> a;
   a.y = y;
   a.x = x;
   a.w = w;
   a.r = ${r};
+  a.rstd = nullptr;
   a.eps = ${eps};
   a.rows = rows;
   a.cols = cols;

@@ -39,14 +39,7 @@
 
 namespace weft {
 
-template <class T> struct ArnArgs {
-  T *y;
-  const T *x, *w;
-  T *r;          // RESIDUAL: read as the residual, overwritten with h
-  float eps;
-  long rows, cols;
-};
-
+// The arguments are rmsnorm's (RmsArgs, weft/rmsnorm.cuh; rstd unused): x is this rank's partial.
 struct ArnSum {
   __device__ __forceinline__ static float combine(float a, float b) { return a + b; }
 };
@@ -163,7 +156,7 @@ struct AllreduceNorm {
   using Part = RowPart<T, CLUSTER, G>;
   using Ex = RmsExchange<CLUSTER, PUSH>;
 
-  const ArnArgs<T> &a;
+  const RmsArgs<T> &a;
   const Comm &c;
   u32 rank;   // in the cluster
   int half;
@@ -412,7 +405,7 @@ struct AllreduceNorm {
 
 template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool PUSH, int ALGO, bool MULTIMEM,
           int MOP, bool PDL>
-__device__ __forceinline__ void allreduce_norm(const ArnArgs<T> &a, const Comm &c) {
+__device__ __forceinline__ void allreduce_norm(const RmsArgs<T> &a, const Comm &c) {
   static_assert((THREADS / ROWS) % 32 == 0, "every row needs whole warps");
   static_assert(CLUSTER == 1 || ROWS == 1, "a row split across a cluster takes its CTAs whole");
   static_assert(THREADS >= MAX_RANKS, "a block's first threads signal and wait for one rank each");
