@@ -16,5 +16,5 @@ extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(
   a.rows = rows;
   a.cols = cols;
   weft::allreduce_norm<weft::${ctype}, ${cluster}, ${threads}, ${rows_per_cta}, ${pt}, ${residual}, ${push}, ${algo},
-                       ${multimem}, ${mop}, ${pdl}>(a, comm);
+                       ${multimem}, ${mop}, ${pdl}, ${ranks}>(a, comm);
 }

@@ -73,6 +73,24 @@ function M.persistent()
            doc = "launch only co-resident clusters, each looping over rows (fewer launches of CTAs)" }
 end
 
+-- The world size a communicating kernel is generated for: "any" (its folds keep room for 8 ranks'
+-- vectors) or 1..8, which the runtime then requires of the world (weft_comm_create).  A known
+-- count keeps only that many peers' loads in flight (fewer registers, more co-resident blocks),
+-- and one rank compiles no exchange at all.
+M.MAX_RANKS = 8
+local function ranks_check(v)
+  if v == "any" then return v end
+  local iv = math.type(v) == "integer" and v or (type(v) == "number" and math.tointeger(v))
+  if iv and iv >= 1 and iv <= M.MAX_RANKS then return iv end
+  return nil, string.format('must be "any" or an integer in 1..%d (the world size the kernel is generated for)', M.MAX_RANKS)
+end
+function M.ranks()
+  return { name = "ranks", kind = "custom", check = ranks_check, default = "any", tag = "rk",
+           doc = '"any", or the world size 1..8 the kernel is generated for (the runtime refuses another): '
+             .. "its folds then keep only that many ranks' vectors in registers" }
+end
+function M.ranks_value(cfg) return cfg.ranks == "any" and 0 or cfg.ranks end
+
 -- comm = "multimem" reduces on the switch, in its own order: only two_shot, where one rank
 -- reduces each `unit` and multimem.st hands every rank those bits; fallback only with multimem.
 function M.check_multimem(cfg, errs, unit)

@@ -38,6 +38,7 @@ F.fields = {
   norm.rows_per_cta(),
   common.min_blocks(),
   common.exchange(),
+  common.ranks(),
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch: scheduled while the previous kernel in the stream finishes; it waits for "
       .. "it before touching memory (as the allreduce family)" },
@@ -45,14 +46,24 @@ F.fields = {
 
 -- Registers the kernel needs beside the row's vectors: the norm's, the fold's loads in flight (8
 -- ranks' 16-byte vectors, or one_shot_ll's 2 slots x 8 ranks of 8 bytes) and the peers' addresses.
--- From ptxas (sm_90a, 512 threads, so 128 registers): bf16 with 2 vectors per thread and the
--- residual fits with no spill, 4 spill 20 bytes; f32 with 2 spills 20 bytes.  96 keeps the
--- first and turns the others away.
+-- From ptxas (sm_90a, bf16, 4096 columns, 2 rows of 2 vectors per thread, residual: 24 registers
+-- of row data):
+--   ranks = "any" (room for 8 ranks, and the one-rank path beside the exchange), 512 threads, so
+--     128 registers: one_shot and two_shot fit with no spill; one_shot_ll spills 40 bytes;
+--   ranks known, min_blocks = 2 (64 registers): one_shot and two_shot fit at 1, 4 and 8 ranks with
+--     no spill (ptxas issues fewer of the fold's loads at once) and two_shot at 2 ranks spills 12
+--     bytes; one_shot_ll spills 32 to 848 bytes.
+-- So 96 for one_shot_ll and for any world size, 40 (rmsnorm's) for the others at a known one.
 F.OVERHEAD_REGS = 96
+F.OVERHEAD_REGS_KNOWN = 40
+local function overhead(algo, ranks)
+  if algo ~= "one_shot_ll" and ranks ~= nil and ranks ~= "any" then return F.OVERHEAD_REGS_KNOWN end
+  return F.OVERHEAD_REGS
+end
 
 function F.check(cfg, errs)
   common.check_multimem(cfg, errs, "row")
-  norm.check(cfg, errs, cfg.residual and 3 or 2, F.OVERHEAD_REGS,
+  norm.check(cfg, errs, cfg.residual and 3 or 2, overhead(cfg.algo, cfg.ranks),
              cfg.residual and "the row, w, and r while h is formed" or "the row and w")
 end
 
@@ -84,7 +95,7 @@ function F.derive(cfg)
     values = { ctype = common.CTYPE[cfg.dtype], cluster = cfg.cluster, threads = cfg.threads, rows_per_cta = L.rows,
                pt = L.pt, residual = cfg.residual, push = cfg.exchange == "push", min_blocks = cfg.min_blocks,
                algo = ({ one_shot = 1, two_shot = 2, one_shot_ll = 3 })[cfg.algo], multimem = mm,
-               mop = mm and SWITCH_ADD or -1, pdl = cfg.pdl,
+               mop = mm and SWITCH_ADD or -1, pdl = cfg.pdl, ranks = common.ranks_value(cfg),
                residual_text = cfg.residual and " + r" or "",
                r = cfg.residual and "r" or "nullptr",
                eps = cfg.eps.value == "arg" and "eps" or (cfg.eps.value .. "f") },
@@ -96,14 +107,16 @@ function F.derive(cfg)
     static_smem = 4 * 2 * (cfg.threads // 32) + 4 * (2 * cfg.cluster + 2) * 2 + 16 + 16,
     args = args,
     -- a row group (or a cluster per row) per block, two_shot: of one rank's share; capped so that
-    -- every block of every rank is resident at once (they wait on each other)
-    grid = { { arg = "rows", per = L.rows, times = cfg.cluster, cap = "coresident",
+    -- every block of every rank is resident at once (they wait on each other).  A kernel for one
+    -- rank waits on nobody: its grid is every row group, as rmsnorm's.
+    grid = { { arg = "rows", per = L.rows, times = cfg.cluster, cap = cfg.ranks ~= 1 and "coresident" or nil,
                split = cfg.algo == "two_shot" and "ranks" or nil },
              { per = 1, times = 1 }, { per = 1, times = 1 } },
     limits = { { arg = "rows", min = 1, max = common.INT_MAX // cfg.cluster },
                { arg = "cols", min = 1, max = L.cols_max } },
     comm = { signals = { "ready", "reduced", "data" }, halves = 2, elem_bytes = elem_bytes(cfg),
-             elems = { "rows", "cols" }, multimem = mm, emulate = cfg.fallback == "emulate" },
+             elems = { "rows", "cols" }, multimem = mm, emulate = cfg.fallback == "emulate",
+             ranks = common.ranks_value(cfg) },
   }
 end
 
@@ -111,7 +124,13 @@ F.sizes = { "rows", "cols" }
 F.key = { "dtype", "residual", "eps" }
 F.same_speed = { "eps" }   -- gen/core/auto.lua: a row measured with another eps times this one too
 
-F.fit = norm.fit   -- a config measured at another shape: max_cols follows the row length
+-- a config measured at another shape: max_cols follows the row length, a kernel generated for a
+-- world size takes this one's
+function F.fit(cfg, shape, raw, dev)
+  cfg = norm.fit(cfg, shape)
+  if cfg.ranks ~= nil and cfg.ranks ~= "any" and dev and dev.ranks then cfg.ranks = dev.ranks end
+  return cfg
+end
 
 -- The rule: the algorithm by the bytes one rank sends and the rank count, the layout by the row
 -- (gen/core/norm.lua, as rmsnorm's).  From bench/RESULTS.md ("Allreduce + residual + RMS norm", bf16,
@@ -145,9 +164,12 @@ function F.auto(shape, fixed, dev)
       end
     end
   end
+  -- the world size, where it is known to be several ranks (a caller that passed no count gets
+  -- 1, and a kernel for one rank refuses a larger world): the folds keep only its vectors
+  local np = fixed.ranks == nil and ranks > 1 and ranks <= common.MAX_RANKS and ranks or nil
   local list, seen = {}, {}
   local function add(layout, t)
-    local c = {}
+    local c = { ranks = np }
     for k, v in pairs(layout) do if k ~= "persistent" then c[k] = v end end   -- the grid is always co-resident
     for k, v in pairs(t) do c[k] = v end
     c.why = (layout.why and layout.why .. "; " or "") .. t.why
@@ -166,6 +188,7 @@ function F.auto(shape, fixed, dev)
   -- last: one_shot takes every size the layout takes (multimem needs two_shot)
   local last = { algo = fixed.comm == "multimem" and "two_shot" or "one_shot", why = "takes every size" }
   for k, v in pairs(layouts[#layouts]) do if k ~= "persistent" and k ~= "why" then last[k] = v end end
+  last.ranks = np
   list[#list + 1] = last
   return list
 end

@@ -117,6 +117,11 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   st = api_kernel_load(k, &coresident);
   if (!st) st = api_device(api_kernel_ctx(k), &c->d, &dev);
   if (st) snprintf(msg, sizeof msg, "%s", kerr);
+  else if (m->comm.ranks > 0 && m->comm.ranks != P) {   /* agreed below, so no rank waits for one that left */
+    st = WEFT_ERR_MISMATCH;
+    snprintf(msg, sizeof msg, "%s: generated for ranks = %d (its config's field `ranks`), but the world has %d rank%s: "
+             "generate it with ranks = %d, or \"any\"", m->name, m->comm.ranks, P, P == 1 ? "" : "s", P);
+  }
   if (!world_all_ok(w, !st, msg, kerr, API_ERRLEN)) { free(c); return st ? st : WEFT_ERR_CUDA; }
   long long fit = coresident;
   if (world_reduce_i64(w, WORLD_ALL, &fit, WORLD_MIN)) {

@@ -104,6 +104,7 @@ typedef struct weft_comm_spec {
   int n_elems;
   const char **elems;
   const char *divide;   /* a size argument that must be a multiple of the world size, or NULL */
+  int ranks;            /* the world size the kernel was generated for (its config's `ranks`), 0: any */
 } weft_comm_spec;
 
 typedef struct weft_limit {

@@ -71,19 +71,19 @@ __device__ __forceinline__ U4 *data_at(const Comm &c, char *base, int half) {
   return (U4 *)(base + c.data_offset + half * c.half_bytes);
 }
 
-// Rank-order fold of vector i over every rank's half h.
-template <class T, class Op> __device__ __forceinline__ U4 fold_ranks(const Comm &c, int half, long i) {
+// Rank-order fold of vector i over every rank's half h (NP: weft/signal.cuh's rank_slots).
+template <class T, class Op, int NP = 0> __device__ __forceinline__ U4 fold_ranks(const Comm &c, int half, long i) {
   constexpr int V = VecOf<T>::N;
-  U4 v[MAX_RANKS];
+  U4 v[rank_slots<NP>()];
 #pragma unroll
-  for (int p = 0; p < MAX_RANKS; ++p)   // every load in flight before the first combine
-    if (p < c.size) v[p] = data_at(c, c.peers[p], half)[i];
+  for (int p = 0; p < rank_slots<NP>(); ++p)   // every load in flight before the first combine
+    if (p < c.ranks<NP>()) v[p] = data_at(c, c.peers[p], half)[i];
   float acc[V];
 #pragma unroll
   for (int k = 0; k < V; ++k) acc[k] = lane_f32<T>(v[0], k);
 #pragma unroll
-  for (int p = 1; p < MAX_RANKS; ++p)
-    if (p < c.size) {
+  for (int p = 1; p < rank_slots<NP>(); ++p)
+    if (p < c.ranks<NP>()) {
 #pragma unroll
       for (int k = 0; k < V; ++k) acc[k] = Op::combine(acc[k], lane_f32<T>(v[p], k));
     }

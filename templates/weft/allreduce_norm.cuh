@@ -63,9 +63,9 @@ template <class T> __device__ __forceinline__ T *half_elems(const Comm &c, char 
 }
 
 // The fold of element e over every rank's half (rank order, f32), rounded to T once.
-template <class T, class Op> __device__ __forceinline__ float fold_scalar(const Comm &c, int half, long e) {
+template <class T, class Op, int NP> __device__ __forceinline__ float fold_scalar(const Comm &c, int half, long e) {
   float acc = 0.0f;
-  for (int p = 0; p < c.size; ++p) {
+  for (int p = 0; p < c.ranks<NP>(); ++p) {
     const float f = to_f32(half_elems<T>(c, c.peers[p], half)[e]);
     acc = p == 0 ? f : Op::combine(acc, f);
   }
@@ -87,20 +87,20 @@ template <class T> __device__ __forceinline__ float slot_lane(u64 v, int l) {
 // All the loads are issued before any is tested; a slot whose epoch is not there yet is polled
 // (bounded).  After a timeout (stop) the rest are read once, as they are.
 // lane0: the first lane read (a scalar in the high half of a word slot: 1).
-template <class T, class Op, int NS, int LANES>
+template <class T, class Op, int NS, int LANES, int NP>
 __device__ __forceinline__ void ll_fold(const Comm &c, const u64 *mine, long stride, long slot, u64 e,
                                         float (&acc)[NS * LANES], int &stop, Timeout &to, int lane0 = 0) {
   const u32 want = (u32)e;
-  u64 v[MAX_RANKS][NS];
+  u64 v[rank_slots<NP>()][NS];
 #pragma unroll
-  for (int p = 0; p < MAX_RANKS; ++p)
-    if (p < c.size) {
+  for (int p = 0; p < rank_slots<NP>(); ++p)
+    if (p < c.ranks<NP>()) {
 #pragma unroll
       for (int j = 0; j < NS; ++j) v[p][j] = ld_relaxed_sys(mine + p * stride + slot + j);
     }
 #pragma unroll
-  for (int p = 0; p < MAX_RANKS; ++p)
-    if (p < c.size) {
+  for (int p = 0; p < rank_slots<NP>(); ++p)
+    if (p < c.ranks<NP>()) {
 #pragma unroll
       for (int j = 0; j < NS; ++j)
         if ((u32)(v[p][j] >> 32) != want && !stop)
@@ -118,7 +118,7 @@ __device__ __forceinline__ void ll_fold(const Comm &c, const u64 *mine, long str
 }
 
 // Send vector v (elements e .. e + V) of x, or one scalar, into every rank's slots.
-template <class T, int LANES>
+template <class T, int LANES, int NP>
 __device__ __forceinline__ void ll_send_vec(const Comm &c, int half, long stride, long e, const U4 &v, u64 tag) {
   constexpr int V = VecOf<T>::N;
   u32 wd[4] = {v.x, v.y, v.z, v.w};
@@ -132,24 +132,25 @@ __device__ __forceinline__ void ll_send_vec(const Comm &c, int half, long stride
   }
   const long slot = e / LANES;
 #pragma unroll
-  for (int p = 0; p < MAX_RANKS; ++p)
-    if (p < c.size && !(c.rank == c.mute_rank && c.mute_signal == SIG_DATA)) {
+  for (int p = 0; p < rank_slots<NP>(); ++p)
+    if (p < c.ranks<NP>() && !(c.rank == c.mute_rank && c.mute_signal == SIG_DATA)) {
       u64 *dst = (u64 *)half_elems<char>(c, c.peers[p], half) + (long)c.rank * stride + slot;
 #pragma unroll
       for (int k = 0; k < V / LANES; ++k) st_relaxed_sys(dst + k, s[k]);
     }
 }
-__device__ __forceinline__ void ll_send_slot(const Comm &c, int half, long stride, long slot, u64 s) {
+template <int NP> __device__ __forceinline__ void ll_send_slot(const Comm &c, int half, long stride, long slot, u64 s) {
 #pragma unroll
-  for (int p = 0; p < MAX_RANKS; ++p)
-    if (p < c.size && !(c.rank == c.mute_rank && c.mute_signal == SIG_DATA))
+  for (int p = 0; p < rank_slots<NP>(); ++p)
+    if (p < c.ranks<NP>() && !(c.rank == c.mute_rank && c.mute_signal == SIG_DATA))
       st_relaxed_sys((u64 *)half_elems<char>(c, c.peers[p], half) + (long)c.rank * stride + slot, s);
 }
 
 // ---- the kernel -------------------------------------------------------------------------------
-// ALGO: 1 one_shot, 2 two_shot, 3 one_shot_ll.  MULTIMEM, MOP: as weft::allreduce.
+// ALGO: 1 one_shot, 2 two_shot, 3 one_shot_ll.  MULTIMEM, MOP: as weft::allreduce.  NP: the world
+// size it was generated for, 0 for any (weft/signal.cuh's rank_slots).
 template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool PUSH, int ALGO, bool MULTIMEM,
-          int MOP, bool PDL>
+          int MOP, bool PDL, int NP>
 struct AllreduceNorm {
   static constexpr int V = VecOf<T>::N;
   static constexpr int G = THREADS / ROWS;
@@ -175,7 +176,7 @@ struct AllreduceNorm {
   // two_shot's shares: rank p owns rows [p * per, min(rows, (p + 1) * per))
   __device__ __forceinline__ long share_lo(int p) const { return min(a.rows, p * share_rows()); }
   __device__ __forceinline__ long share_hi(int p) const { return min(a.rows, (p + 1) * share_rows()); }
-  __device__ __forceinline__ long share_rows() const { return (a.rows + c.size - 1) / c.size; }
+  __device__ __forceinline__ long share_rows() const { return (a.rows + c.ranks<NP>() - 1) / c.ranks<NP>(); }
 
   // 1 (one_shot, two_shot): this thread's part of x into S_mine.X
   __device__ __forceinline__ void copy_in(long lo, long hi) const {
@@ -236,7 +237,7 @@ struct AllreduceNorm {
       for (int i = 0; i < PT; ++i)
         if (i * G < p.n) h[i] = LOCAL ? load_once((const U4 *)(a.x + p.vec_elem(i))) : reduce_vec(p.vec_elem(i));
       float hs = 0.0f;
-      if (p.scalar_owner) hs = LOCAL ? to_f32(a.x[p.scalar_elem()]) : fold_scalar<T, ArnSum>(c, half, reg.x + p.scalar_elem());
+      if (p.scalar_owner) hs = LOCAL ? to_f32(a.x[p.scalar_elem()]) : fold_scalar<T, ArnSum, NP>(c, half, reg.x + p.scalar_elem());
       finish<WVEC>(h, hs, p, k, part, ex, publish);
     });
   }
@@ -244,12 +245,12 @@ struct AllreduceNorm {
     if constexpr (MULTIMEM && MOP >= 0) {
       if (c.mc) return multimem_ld_reduce<T, MOP>((U4 *)(half_elems<T>(c, c.mc, half) + reg.x + e));
     }
-    return fold_ranks<T, ArnSum>(c, half, (reg.x + e) / V);
+    return fold_ranks<T, ArnSum, NP>(c, half, (reg.x + e) / V);
   }
 
   // 3 (two_shot): the other shares' y and h, from their owners (threadload) or from S_mine (multimem)
   __device__ __forceinline__ void copy_out() const {
-    for (int q = 0; q < c.size; ++q) {
+    for (int q = 0; q < c.ranks<NP>(); ++q) {
       if (q == c.rank) continue;
       const T *src = half_elems<T>(c, MULTIMEM ? c.peers[c.rank] : c.peers[q], half);
       for_parts(share_lo(q), share_hi(q), [&](const Part &p, u32) {
@@ -282,15 +283,15 @@ struct AllreduceNorm {
       for (int i = 0; i < PT; ++i)
         if (i * G < p.n) {
           const U4 v = load_once((const U4 *)(a.x + p.vec_elem(i)));
-          if (LANES == 1 || !emode) ll_send_vec<T, LANES>(c, half, stride, p.vec_elem(i), v, tag);
-          else ll_send_vec<T, 1>(c, half, stride, p.vec_elem(i), v, tag);
+          if (LANES == 1 || !emode) ll_send_vec<T, LANES, NP>(c, half, stride, p.vec_elem(i), v, tag);
+          else ll_send_vec<T, 1, NP>(c, half, stride, p.vec_elem(i), v, tag);
         }
       if (p.scalar_owner) {
         const long el = p.scalar_elem();
-        if constexpr (sizeof(T) == 4) ll_send_slot(c, half, stride, el, tag | __float_as_uint(to_f32(a.x[el])));
-        else if (emode) ll_send_slot(c, half, stride, el, tag | a.x[el].bits);
+        if constexpr (sizeof(T) == 4) ll_send_slot<NP>(c, half, stride, el, tag | __float_as_uint(to_f32(a.x[el])));
+        else if (emode) ll_send_slot<NP>(c, half, stride, el, tag | a.x[el].bits);
         else if (el % 2 == 0)   // the pair (el, el + 1) is this row's and the next scalar thread's
-          ll_send_slot(c, half, stride, el / 2, tag | a.x[el].bits | (u32)a.x[el + 1].bits << 16);
+          ll_send_slot<NP>(c, half, stride, el / 2, tag | a.x[el].bits | (u32)a.x[el + 1].bits << 16);
       }
     });
   }
@@ -313,7 +314,7 @@ struct AllreduceNorm {
 #pragma unroll
             for (int b = 0; b < V / LANES; b += 2) {   // two slots a batch: 16 loads in flight at 8 ranks
               float g[2 * LANES];
-              ll_fold<T, ArnSum, 2, LANES>(c, mine, stride, el / LANES + b, e, g, stop, to);
+              ll_fold<T, ArnSum, 2, LANES, NP>(c, mine, stride, el / LANES + b, e, g, stop, to);
 #pragma unroll
               for (int l = 0; l < 2 * LANES; ++l) f[b * LANES + l] = g[l];
             }
@@ -321,7 +322,7 @@ struct AllreduceNorm {
 #pragma unroll
             for (int b = 0; b < V; b += 2) {
               float g[2];
-              ll_fold<T, ArnSum, 2, 1>(c, mine, stride, el + b, e, g, stop, to);
+              ll_fold<T, ArnSum, 2, 1, NP>(c, mine, stride, el + b, e, g, stop, to);
               f[b] = g[0];
               f[b + 1] = g[1];
             }
@@ -332,7 +333,7 @@ struct AllreduceNorm {
       if (p.scalar_owner) {
         const long el = p.scalar_elem();
         float g[1];
-        ll_fold<T, ArnSum, 1, 1>(c, mine, stride, emode ? el : el / LANES, e, g, stop, to, emode ? 0 : (int)(el % LANES));
+        ll_fold<T, ArnSum, 1, 1, NP>(c, mine, stride, emode ? el : el / LANES, e, g, stop, to, emode ? 0 : (int)(el % LANES));
         hs = to_f32(from_f32<T>(g[0]));
       }
       finish<WVEC>(h, hs, p, k, part, ex, NoPublish{});
@@ -353,15 +354,15 @@ struct AllreduceNorm {
       }
       if constexpr (MULTIMEM) {   // the emulated twin: unicast fan-out
 #pragma unroll
-        for (int p = 0; p < MAX_RANKS; ++p)
-          if (p < c.size) *(U4 *)(half_elems<T>(c, c.peers[p], half) + el) = v;
+        for (int p = 0; p < rank_slots<NP>(); ++p)
+          if (p < c.ranks<NP>()) *(U4 *)(half_elems<T>(c, c.peers[p], half) + el) = v;
       } else {
         *(U4 *)(half_elems<T>(c, c.peers[c.rank], half) + el) = v;
       }
     }
     __device__ __forceinline__ void scalar(long el, T v) const {
       if constexpr (MULTIMEM) {
-        for (int p = 0; p < c.size; ++p) half_elems<T>(c, c.peers[p], half)[el] = v;   // no multimem.st of 2 bytes
+        for (int p = 0; p < c.ranks<NP>(); ++p) half_elems<T>(c, c.peers[p], half)[el] = v;   // no multimem.st of 2 bytes
       } else {
         half_elems<T>(c, c.peers[c.rank], half)[el] = v;
       }
@@ -369,11 +370,13 @@ struct AllreduceNorm {
   };
 
   template <bool WVEC> __device__ __forceinline__ bool run(float (*part)[THREADS / 32], typename Ex::Slots &ex) const {
-    if (c.size == 1) {   // every algorithm: the norm of x, as weft's rmsnorm with the residual
+    if (c.ranks<NP>() == 1) {   // every algorithm: the norm of x, as weft's rmsnorm with the residual
       reduce_rows<WVEC, true>(0, a.rows, part, ex, NoPublish{});
       return true;
     }
-    if constexpr (ALGO == 3) {
+    if constexpr (NP == 1) {
+      return true;   // never reached: the exchange below is not compiled for one rank
+    } else if constexpr (ALGO == 3) {
       const long stride = c.half_bytes / (8 * MAX_RANKS);   // slots per sender
       int stop = 0;
       Timeout to;
@@ -390,7 +393,7 @@ struct AllreduceNorm {
       reduce_rows<WVEC, false>(0, a.rows, part, ex, NoPublish{});
       return ok;
     } else {
-      for (int q = 0; q < c.size; ++q) copy_in(share_lo(q), share_hi(q));
+      for (int q = 0; q < c.ranks<NP>(); ++q) copy_in(share_lo(q), share_hi(q));
       signal_peers(c, SIG_READY, e);
       bool ok = wait_peers(c, SIG_READY, e);
       reduce_rows<WVEC, false>(share_lo(c.rank), share_hi(c.rank), part, ex, Publish{c, half});
@@ -404,12 +407,12 @@ struct AllreduceNorm {
 };
 
 template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool PUSH, int ALGO, bool MULTIMEM,
-          int MOP, bool PDL>
+          int MOP, bool PDL, int NP>
 __device__ __forceinline__ void allreduce_norm(const RmsArgs<T> &a, const Comm &c) {
   static_assert((THREADS / ROWS) % 32 == 0, "every row needs whole warps");
   static_assert(CLUSTER == 1 || ROWS == 1, "a row split across a cluster takes its CTAs whole");
   static_assert(THREADS >= MAX_RANKS, "a block's first threads signal and wait for one rank each");
-  using K = AllreduceNorm<T, CLUSTER, THREADS, ROWS, PT, RESIDUAL, PUSH, ALGO, MULTIMEM, MOP, PDL>;
+  using K = AllreduceNorm<T, CLUSTER, THREADS, ROWS, PT, RESIDUAL, PUSH, ALGO, MULTIMEM, MOP, PDL, NP>;
   __shared__ float part[2][THREADS / 32];
   __shared__ typename K::Ex::Slots ex;
   K::Ex::init(ex);

@@ -21,6 +21,11 @@ namespace weft {
 
 constexpr int MAX_RANKS = 8;
 
+// The world size a kernel was generated for: NP (a family's `ranks` field; the host refuses any
+// other world) or, with NP = 0, the communicator's.  A known count lets the folds keep only that
+// many peers' vectors in flight, and a kernel for one rank drop the exchange altogether.
+template <int NP> __host__ __device__ constexpr int rank_slots() { return NP ? NP : MAX_RANKS; }
+
 // Local to each rank, in device memory (runtime: comm.c keeps the same layout).
 struct CommState {
   u64 epoch;     // the epoch of the last launch that finished
@@ -48,6 +53,7 @@ struct Comm {
   int rank, size;
   int max_blocks;           // slots per (signal, sender) in a pad
   int mute_rank, mute_signal; // fault injection for tests: that rank never sends that signal
+  template <int NP> __device__ __forceinline__ int ranks() const { return NP ? NP : size; }
 };
 
 __device__ __forceinline__ void st_release_sys(u64 *p, u64 v) {

@@ -157,6 +157,12 @@ static const entry matrix[] = {
   {"allreduce_norm.lua", {"cluster=4", "max_cols=8192", "rows_per_cta=1"}, {ARN_SIGNAL_PTX, CLUSTER_PTX}, {"multimem"}},
   {"allreduce_norm.lua", {"pdl=true", "residual=false", "eps=arg", "dtype=f32", "max_cols=2048"},
    {ARN_SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, {"multimem"}},
+  /* generated for one rank: the norm of x alone, no signal, no poll, no timer (the epoch is still read
+   * and published); for a known larger world, the protocol as for any */
+  {"allreduce_norm.lua", {"ranks=1", "algo=two_shot"}, {"rsqrt.approx.f32", "_param_6[136]", "cvt.rn.bf16x2.f32"},
+   {"st.release.sys", "ld.acquire.sys", "%globaltimer", "ld.relaxed.sys", "multimem"}},
+  {"allreduce_norm.lua", {"ranks=4", "algo=two_shot", "min_blocks=2"}, {ARN_SIGNAL_PTX, ".minnctapersm 2", "rsqrt.approx.f32"},
+   {"multimem"}},
   /* family gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
    * registers from the producer (setmaxnreg), one consumer keeps the launch-bound share */
   {"gemm.lua", {0},

@@ -307,6 +307,38 @@ T.test("allreduce: the algorithm by bytes and ranks; never multimem unless fixed
   end
 end)
 
+T.test("allreduce_norm: the algorithm by bytes and ranks, generated for the world size where it is several ranks", function()
+  local F = weft.family_module("allreduce_norm")
+  local function choose(rows, cols, ranks, fixed)
+    fixed = fixed or { family = "allreduce_norm", dtype = "bf16" }
+    local dev = { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = ranks }
+    local ncfg, list = all_take(F, { rows = rows, cols = cols }, fixed, dev, string.format("%dx%d P=%d", rows, cols, ranks))
+    for i, c in ipairs(list) do
+      if fixed.ranks == nil then
+        T.eq(c.ranks, ranks > 1 and ranks or nil, string.format("candidate %d: ranks at P = %d", i, ranks))
+      end
+    end
+    return ncfg
+  end
+  T.eq(choose(16, 4096, 1).ranks, "any", "one rank (also what a caller with no count passes): any world size")
+  T.eq(choose(16, 4096, 2).ranks, 2, "2 ranks")
+  T.eq(choose(8192, 8192, 8).ranks, 8, "8 ranks")
+  T.eq(choose(16, 4096, 4).algo, "one_shot", "128 KB at P = 4")
+  T.eq(choose(1024, 4096, 4).algo, "two_shot", "8 MB at P = 4")
+  T.eq(choose(128, 4096, 2).algo, "one_shot", "1 MB at P = 2")
+  T.eq(choose(1024, 4096, 2).algo, "two_shot", "8 MB at P = 2")
+  local fixed = { family = "allreduce_norm", dtype = "bf16", ranks = "any" }
+  T.eq(choose(16, 4096, 4, fixed).ranks, "any", "a fixed ranks stays")
+  -- a row measured at other ranks and another shape is refitted to this world size
+  local c = F.fit({ family = "allreduce_norm", dtype = "bf16", ranks = 2, threads = 512, max_cols = 4096 },
+                  { rows = 16, cols = 8192 }, {}, { ranks = 4 })
+  T.eq(c.ranks, 4, "refit: ranks follows the world")
+  T.eq(c.max_cols, 8192, "refit: max_cols follows the row")
+  c = F.fit({ family = "allreduce_norm", dtype = "bf16", ranks = "any", threads = 512 }, { rows = 16, cols = 4096 }, {},
+            { ranks = 4 })
+  T.eq(c.ranks, "any", "refit: any stays any")
+end)
+
 -- ---- cluster_reduce -------------------------------------------------------------------------
 
 T.test("cluster_reduce: push first at every cluster size; key fields and fixed fields stay", function()

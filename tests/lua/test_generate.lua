@@ -283,8 +283,10 @@ end
 -- allreduce_norm: the same "auto", but never more vectors per thread than fit beside the fold:
 -- registers min(255, 65536 / (threads * min_blocks)) less 96, at most 128, in whole 4s, for 3 sets
 -- of vectors (2 without the residual) of 4 registers each
+-- (40 for one_shot and two_shot generated for a known world size)
 local function arn_resolve(cfg)
-  local cap = math.min(255, 65536 // (cfg.threads * cfg.min_blocks)) - 96
+  local known = cfg.ranks ~= nil and cfg.ranks ~= "any" and cfg.algo ~= "one_shot_ll"
+  local cap = math.min(255, 65536 // (cfg.threads * cfg.min_blocks)) - (known and 40 or 96)
   local budget = math.max(0, math.min(128, cap - cap % 4))
   return rms_resolve(cfg, math.min(4, budget // (4 * (cfg.residual and 3 or 2))))
 end
@@ -382,7 +384,9 @@ local function check_manifest(m, cfg, file, where)
     T.eq(m.grid[1].arg, "rows", where .. " grid from rows")
     T.eq(m.grid[1].per, cfg.rows_per_cta, where .. " grid per rows_per_cta")
     T.eq(m.grid[1].times, cfg.cluster, where .. " grid times cluster")
-    T.eq(m.grid[1].cap, "coresident", where .. " every block resident")
+    -- every block resident, as they wait on each other; a kernel for one rank waits on nobody
+    T.eq(m.grid[1].cap, cfg.ranks ~= 1 and "coresident" or nil, where .. " every block resident")
+    T.eq(m.comm.ranks, (cfg.ranks == nil or cfg.ranks == "any") and 0 or cfg.ranks, where .. " the world size it is generated for")
     T.eq(m.grid[1].split, cfg.algo == "two_shot" and "ranks" or nil, where .. " two_shot splits the rows")
     local want = { "y", "x", "w" }
     if cfg.residual then want[#want + 1] = "r" end
@@ -644,7 +648,7 @@ local BASE = {
               threads = 256, rows_per_cta = 2, min_blocks = 1, cta_rstd = false },
   allreduce_norm = { dtype = "bf16", algo = "one_shot", comm = "threadload", fallback = "none", residual = true,
                      eps = 1e-6, max_cols = 1024, cluster = 1, nonportable = false, threads = 256, rows_per_cta = 2,
-                     min_blocks = 1, exchange = "pull", pdl = false },
+                     min_blocks = 1, exchange = "pull", ranks = "any", pdl = false },
   -- every auto spelled out, so that a varied field never resolves to the base by accident
   ag_gemm = { dtype = "bf16", variant = "fused", comm = "tma", fallback = "none", compute = "wgmma", b_layout = "row",
               tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2, mma = "cooperative", group = 16,
@@ -704,6 +708,8 @@ local function candidates(f, base)
     for _, c in ipairs({ { m = 2, n = 1 }, { m = 1, n = 2 }, { m = 2, n = 2 }, { m = 4, n = 1 } }) do add(c) end
   elseif f.kind == "custom" and f.name == "eps" then   -- rmsnorm (0 and 1 are the range's ends)
     for _, e in ipairs({ 1e-5, 0, 1, 0.5, "arg", -1e-6, 2, "config" }) do add(e) end
+  elseif f.kind == "custom" and f.name == "ranks" then   -- 0, 9 and a string are refused
+    for _, r in ipairs({ 1, 2, 3, 8, 0, 9, "two", 2.5 }) do add(r) end
   elseif f.kind == "custom" and f.name == "rows_per_cta" then   -- "auto": its own test
     for _, r in ipairs({ 1, 2, 4, 8, 16, 32, 3 }) do add(r) end
   elseif f.kind == "string" then add(base .. "x")

@@ -153,6 +153,23 @@ foreach(np 1 2 4 8)
 endforeach()
 # 16384 tokens
 weft_mps_test(arn_tokens16384 2 ${ARN} --shapes-only --shape 16384x4096 --shape 1x4096)
+# kernels generated for the world size (ranks = P): one rank's grid is not capped and has no exchange
+weft_mps_test(arn_ranks1_tokens16384 1 ${ARN} --set ranks=1 --shapes-only --shape 16384x4096 --shape 1x4096 --shape 17x4096)
+foreach(np 2 3 4 8)
+  foreach(algo one_shot two_shot one_shot_ll)
+    weft_mps_test(arn_ranks_${algo} ${np} ${ARN} --set ranks=${np} --set algo=${algo})
+  endforeach()
+endforeach()
+weft_mps_test(arn_ranks4_min_blocks2_f32_odd 4 ${ARN} --set ranks=4 --set min_blocks=2 --set dtype=f32 --set max_cols=1001)
+weft_mps_test(arn_ranks2_min_blocks2_pdl 2 ${ARN} --set ranks=2 --set min_blocks=2 --set pdl=true)
+weft_mps_test(arn_ranks8_min_blocks2_two_shot 8 ${ARN} --set ranks=8 --set min_blocks=2 --set algo=two_shot)
+weft_mps_test(arn_ranks8_multimem_emulated 8 ${ARN} --set ranks=8 --set algo=two_shot --set comm=multimem --set fallback=emulate)
+# ... and refused, on every rank, by a world of another size
+add_test(NAME mps.arn_ranks_mismatch.np3
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/expect_fail.sh 3 $<TARGET_FILE:weft_cli>
+                 "generated for ranks = 2 \\(its config's field `ranks`\\), but the world has 3 ranks" ${ARN} --set ranks=2)
+set_tests_properties(mps.arn_ranks_mismatch.np3 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                     RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 function(weft_mps_timeout_arn name np mute sig)
   add_test(NAME mps.timeout.${name}.np${np}
            COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${ARN} ${mute} ${sig} ${ARGN})
@@ -163,3 +180,4 @@ weft_mps_timeout_arn(arn_ready 2 1 ready --shapes-only --shape 1000x4096)
 weft_mps_timeout_arn(arn_reduced 4 2 reduced --set algo=two_shot --shapes-only --shape 1000x4096)
 weft_mps_timeout_arn(arn_data 3 0 data --set algo=one_shot_ll --shapes-only --shape 100x4096)
 weft_mps_timeout_arn(arn_ready_cluster 2 0 ready --set cluster=4 --set max_cols=8192 --shapes-only --shape 64x8192)
+weft_mps_timeout_arn(arn_reduced_ranks4 4 3 reduced --set algo=two_shot --set ranks=4 --shapes-only --shape 1000x4096)

@@ -386,7 +386,8 @@ def _arn_choose(device, cfg, shape, ranks):
     hit = _arn_plans.get(_arn_key(device, cfg, shape, ranks))
     if hit is not None:
         return hit[0], hit[1], None
-    a = core.context(_common.device_index(device)).auto(cfg, shape, ranks=ranks)
+    # generated for this group's size: the folds keep only its ranks' vectors, one rank has no exchange
+    a = core.context(_common.device_index(device)).auto(dict(cfg, ranks=ranks), shape, ranks=ranks)
     return a.names[0], None, a
 
 
