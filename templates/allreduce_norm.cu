@@ -7,7 +7,7 @@
 
 extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(${params}) {
   weft::RmsArgs<weft::${ctype}> a;
-  a.y = y;
+  a.y = ${rms_y};
   a.x = x;
   a.w = w;
   a.r = ${r};
@@ -15,6 +15,7 @@ extern "C" __global__ void __launch_bounds__(${threads}, ${min_blocks}) ${name}(
   a.eps = ${eps};
   a.rows = rows;
   a.cols = cols;
+  const weft::ArnFp8 q{${fp8_y}, ${fp8_scale}};
   weft::allreduce_norm<weft::${ctype}, ${cluster}, ${threads}, ${rows_per_cta}, ${pt}, ${residual}, ${push}, ${algo},
-                       ${multimem}, ${mop}, ${pdl}, ${ranks}>(a, comm);
+                       ${multimem}, ${mop}, ${pdl}, ${ranks}, ${fp8}>(a, q, comm);
 }

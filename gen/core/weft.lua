@@ -169,7 +169,7 @@ end
 -- has a comm section.  Templates write ${params} instead of a signature of their own, so the
 -- signature and the manifest cannot disagree.  Nil and a message for a type it has no C for (a
 -- bug in a family's derive).
-local PTR_CTYPE = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16" }
+local PTR_CTYPE = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16", fp8_e4m3 = "weft::fp8e4m3" }
 local SCALAR_CTYPE = { i32 = "int", i64 = "long long", f32 = "float" }
 function M.render_params(args, tmaps, comm)
   local out = {}
@@ -178,7 +178,7 @@ function M.render_params(args, tmaps, comm)
     if a.type == "ptr" then
       local ct = PTR_CTYPE[a.dtype]
       if not ct or (a.role ~= "in" and a.role ~= "out" and a.role ~= "inout") then
-        return nil, string.format("args[%d] (%s): a pointer needs dtype f32, f16 or bf16 and role in, out or inout, not %s, %s",
+        return nil, string.format("args[%d] (%s): a pointer needs dtype f32, f16, bf16 or fp8_e4m3 and role in, out or inout, not %s, %s",
           i, tostring(a.name), tostring(a.dtype), tostring(a.role))
       end
       decl = (a.role == "in" and "const " or "") .. ct .. " *" .. a.name

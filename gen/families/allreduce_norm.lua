@@ -30,6 +30,9 @@ F.fields = {
     doc = "comm = multimem where multicast is unavailable: none (fail) or emulate (unicast fan-out twin)" },
   { name = "residual", kind = "bool", default = true, tag = "res",
     doc = "h = s + r, written back to r, is what gets normalised (a kernel argument r, the same on every rank)" },
+  { name = "quant", kind = "enum", values = { "none", "fp8_e4m3" }, default = "none", tag = "q",
+    doc = "y's format: none (dtype) or fp8_e4m3, E4M3 codes with a scale per token in the argument scale "
+      .. "(y = q * scale; scale = max(max |y| over the row, 1/512) / 448); one_shot and one_shot_ll" },
   norm.eps(),
   norm.max_cols(),
   common.cluster(1),
@@ -63,6 +66,10 @@ end
 
 function F.check(cfg, errs)
   common.check_multimem(cfg, errs, "row")
+  if cfg.quant ~= "none" and cfg.algo == "two_shot" then
+    errs.add("quant", cfg.quant, 'is built for algo = "one_shot" and "one_shot_ll" (two_shot gathers the other ranks\' '
+      .. 'rows of y in dtype): use one of those, or quant = "none"')
+  end
   norm.check(cfg, errs, cfg.residual and 3 or 2, overhead(cfg.algo, cfg.ranks),
              cfg.residual and "the row, w, and r while h is formed" or "the row and w")
 end
@@ -79,11 +86,14 @@ end
 
 function F.derive(cfg)
   local L = norm.layout(cfg)
-  local args = {
-    { name = "y", type = "ptr", dtype = cfg.dtype, role = "out", align = 16 },   -- 16-byte vectors, rows at the
-    { name = "x", type = "ptr", dtype = cfg.dtype, role = "in", align = 16 },    -- same offsets as the buffer's
-    { name = "w", type = "ptr", dtype = cfg.dtype, role = "in" },
+  local fp8 = cfg.quant == "fp8_e4m3"
+  local args = {   -- y, x and r: 16-byte vectors (y: their codes, 16 / esize bytes), rows at the buffer's offsets
+    { name = "y", type = "ptr", dtype = fp8 and "fp8_e4m3" or cfg.dtype, role = "out",
+      align = fp8 and 16 // common.ESIZE[cfg.dtype] or 16 },
   }
+  if fp8 then args[#args + 1] = { name = "scale", type = "ptr", dtype = "f32", role = "out" } end
+  args[#args + 1] = { name = "x", type = "ptr", dtype = cfg.dtype, role = "in", align = 16 }
+  args[#args + 1] = { name = "w", type = "ptr", dtype = cfg.dtype, role = "in" }
   if cfg.residual then
     args[#args + 1] = { name = "r", type = "ptr", dtype = cfg.dtype, role = "inout", align = 16 }
   end
@@ -98,13 +108,16 @@ function F.derive(cfg)
                mop = mm and SWITCH_ADD or -1, pdl = cfg.pdl, ranks = common.ranks_value(cfg),
                residual_text = cfg.residual and " + r" or "",
                r = cfg.residual and "r" or "nullptr",
-               eps = cfg.eps.value == "arg" and "eps" or (cfg.eps.value .. "f") },
+               eps = cfg.eps.value == "arg" and "eps" or (cfg.eps.value .. "f"),
+               fp8 = fp8, rms_y = fp8 and "nullptr" or "y", fp8_y = fp8 and "y" or "nullptr",
+               fp8_scale = fp8 and "scale" or "nullptr" },
     block = { cfg.threads, 1, 1 },
     cluster = { cfg.cluster, 1, 1 },
     smem = 0,
     pdl = cfg.pdl,
-    -- the warps' partial sums (two sets) and the cluster exchange's slots, as rmsnorm's
-    static_smem = 4 * 2 * (cfg.threads // 32) + 4 * (2 * cfg.cluster + 2) * 2 + 16 + 16,
+    -- the warps' partial sums (two sets; fp8: two more for the maxima) and the cluster exchange's
+    -- slots (fp8: two values each), as rmsnorm's
+    static_smem = 4 * (fp8 and 4 or 2) * (cfg.threads // 32) + 4 * (2 * cfg.cluster + 2) * 2 * (fp8 and 2 or 1) + 16 + 16,
     args = args,
     -- a row group (or a cluster per row) per block, two_shot: of one rank's share; capped so that
     -- every block of every rank is resident at once (they wait on each other).  A kernel for one
@@ -150,9 +163,12 @@ function F.auto(shape, fixed, dev)
     return nil, string.format("cols = %d: no layout holds a %s row this long in registers beside the fold (at most a " ..
       "cluster of 16 CTAs of 1024 threads, with the fields this config fixes)", shape.cols, dtype)
   end
+  local fp8 = fixed.quant ~= nil and fixed.quant ~= "none"
   local algo, why
   if fixed.comm == "multimem" then
     algo, why = "two_shot", "comm = multimem reduces on the switch: two_shot"
+  elseif fp8 then
+    algo, why = "one_shot", "quant = " .. tostring(fixed.quant) .. ": one_shot (two_shot gathers y in dtype)"
   else
     algo, why = "one_shot", string.format("%d ranks, %d bytes: one_shot (one signal round fewer than two_shot)", ranks, bytes)
     for _, t in ipairs(F.TWO_SHOT) do
@@ -182,7 +198,9 @@ function F.auto(shape, fixed, dev)
   end
   add(layouts[1], { algo = algo, why = why })
   for _, other in ipairs({ "one_shot", "two_shot", "one_shot_ll" }) do
-    if other ~= algo and fixed.comm ~= "multimem" then add(layouts[1], { algo = other, why = "the neighbour algorithm " .. other }) end
+    if other ~= algo and fixed.comm ~= "multimem" and not (fp8 and other == "two_shot") then
+      add(layouts[1], { algo = other, why = "the neighbour algorithm " .. other })
+    end
   end
   for i = 2, #layouts do add(layouts[i], { algo = algo, why = "another layout" }) end
   -- last: one_shot takes every size the layout takes (multimem needs two_shot)

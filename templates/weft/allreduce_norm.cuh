@@ -40,6 +40,12 @@
 namespace weft {
 
 // The arguments are rmsnorm's (RmsArgs, weft/rmsnorm.cuh; rstd unused): x is this rank's partial.
+// With an FP8 output, RmsArgs::y is unused and y, scale are these: y[rows][cols] as E4M3 codes,
+// scale[rows] (weft/rmsnorm.cuh's rms_scale_fp8 says how they are formed).
+struct ArnFp8 {
+  fp8e4m3 *y;
+  float *scale;
+};
 struct ArnSum {
   __device__ __forceinline__ static float combine(float a, float b) { return a + b; }
 };
@@ -148,16 +154,20 @@ template <int NP> __device__ __forceinline__ void ll_send_slot(const Comm &c, in
 
 // ---- the kernel -------------------------------------------------------------------------------
 // ALGO: 1 one_shot, 2 two_shot, 3 one_shot_ll.  MULTIMEM, MOP: as weft::allreduce.  NP: the world
-// size it was generated for, 0 for any (weft/signal.cuh's rank_slots).
+// size it was generated for, 0 for any (weft/signal.cuh's rank_slots).  FP8: y is E4M3 with a
+// scale per row (ArnFp8; one_shot and one_shot_ll: two_shot's regions hold y in T).
 template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool PUSH, int ALGO, bool MULTIMEM,
-          int MOP, bool PDL, int NP>
+          int MOP, bool PDL, int NP, bool FP8>
 struct AllreduceNorm {
   static constexpr int V = VecOf<T>::N;
   static constexpr int G = THREADS / ROWS;
+  static constexpr int PART_SETS = FP8 ? 4 : 2;   // the sums' two sets, then the maxima's
   using Part = RowPart<T, CLUSTER, G>;
-  using Ex = RmsExchange<CLUSTER, PUSH>;
+  using Ex = Exchange<CLUSTER, FP8 ? 2 : 1, PUSH>;
+  static_assert(!FP8 || ALGO != 2, "two_shot gathers y in T");
 
   const RmsArgs<T> &a;
+  const ArnFp8 &q;
   const Comm &c;
   u32 rank;   // in the cluster
   int half;
@@ -213,17 +223,28 @@ struct AllreduceNorm {
         publish.scalar(reg.h + p.scalar_elem(), hv);
       }
     }
-    rms_scale<T, CLUSTER, THREADS, ROWS, PT, PUSH, WVEC>(
-        h, hs, p, a.w, a.cols, a.eps, part, ex, k,
-        [&](int i, const U4 &v) {
-          store_stream((U4 *)(a.y + p.vec_elem(i)), v);
-          publish(reg.y + p.vec_elem(i), v);
-        },
-        [&](float v) {
-          const T yv = from_f32<T>(v);
-          a.y[p.scalar_elem()] = yv;
-          publish.scalar(reg.y + p.scalar_elem(), yv);
-        });
+    if constexpr (FP8) {
+      const float scale = rms_scale_fp8<T, CLUSTER, THREADS, ROWS, PT, PUSH, WVEC>(
+          h, hs, p, a.w, a.cols, a.eps, part, part + 2, ex, k,
+          [&](int i, u64 codes) {   // V codes: 8 bytes (16-bit T) or 4 (f32), on their own alignment
+            if constexpr (V == 8) *(u64 *)(q.y + p.vec_elem(i)) = codes;
+            else *(u32 *)(q.y + p.vec_elem(i)) = (u32)codes;
+          },
+          [&](unsigned char code) { q.y[p.scalar_elem()].bits = code; });
+      if (p.live && threadIdx.x % G == 0 && rank == 0) q.scale[p.off / a.cols] = scale;
+    } else {
+      rms_scale<T, CLUSTER, THREADS, ROWS, PT, PUSH, WVEC>(
+          h, hs, p, a.w, a.cols, a.eps, part, ex, k,
+          [&](int i, const U4 &v) {
+            store_stream((U4 *)(a.y + p.vec_elem(i)), v);
+            publish(reg.y + p.vec_elem(i), v);
+          },
+          [&](float v) {
+            const T yv = from_f32<T>(v);
+            a.y[p.scalar_elem()] = yv;
+            publish.scalar(reg.y + p.scalar_elem(), yv);
+          });
+    }
   }
 
   // 2 (one_shot, two_shot): the fold, the residual and the norm of rows [lo, hi).  LOCAL: one rank,
@@ -407,13 +428,13 @@ struct AllreduceNorm {
 };
 
 template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool RESIDUAL, bool PUSH, int ALGO, bool MULTIMEM,
-          int MOP, bool PDL, int NP>
-__device__ __forceinline__ void allreduce_norm(const RmsArgs<T> &a, const Comm &c) {
+          int MOP, bool PDL, int NP, bool FP8>
+__device__ __forceinline__ void allreduce_norm(const RmsArgs<T> &a, const ArnFp8 &q, const Comm &c) {
   static_assert((THREADS / ROWS) % 32 == 0, "every row needs whole warps");
   static_assert(CLUSTER == 1 || ROWS == 1, "a row split across a cluster takes its CTAs whole");
   static_assert(THREADS >= MAX_RANKS, "a block's first threads signal and wait for one rank each");
-  using K = AllreduceNorm<T, CLUSTER, THREADS, ROWS, PT, RESIDUAL, PUSH, ALGO, MULTIMEM, MOP, PDL, NP>;
-  __shared__ float part[2][THREADS / 32];
+  using K = AllreduceNorm<T, CLUSTER, THREADS, ROWS, PT, RESIDUAL, PUSH, ALGO, MULTIMEM, MOP, PDL, NP, FP8>;
+  __shared__ float part[K::PART_SETS][THREADS / 32];
   __shared__ typename K::Ex::Slots ex;
   K::Ex::init(ex);
   if constexpr (PDL) {
@@ -422,7 +443,7 @@ __device__ __forceinline__ void allreduce_norm(const RmsArgs<T> &a, const Comm &
   }
   bool aborted;   // a timeout earlier: every wait returns at once and the host reports it
   const u64 e = launch_epoch(c, aborted);
-  const K k{a, c, CLUSTER > 1 ? cluster_ctarank() : 0u, (int)(e & 1), e, ArnRegions<T>(a.rows * a.cols)};
+  const K k{a, q, c, CLUSTER > 1 ? cluster_ctarank() : 0u, (int)(e & 1), e, ArnRegions<T>(a.rows * a.cols)};
   constexpr int V = VecOf<T>::N;
   const bool ok = a.cols % V == 0 && ((u64)a.w & 15) == 0 ? k.template run<true>(part, ex) : k.template run<false>(part, ex);
   cluster_retire<CLUSTER>();

@@ -81,22 +81,23 @@ __device__ __forceinline__ U4 load_w_scalars16(const void *w) {
 template <> __device__ __forceinline__ U4 load_w_scalars<bf16>(const bf16 *w) { return load_w_scalars16(w); }
 template <> __device__ __forceinline__ U4 load_w_scalars<f16>(const f16 *w) { return load_w_scalars16(w); }
 
-// Sum over the G threads of a row group: every thread of the group gets the same bits.
-// part: [2][ROWS * (G / 32)] floats, set k & 1 for the row loop's k-th row (a thread reaches
-// set k & 1 again only after the barrier of row k + 1, which every thread passes after reading
-// row k's set).
-template <int THREADS, int ROWS>
+// Sum (MAX: maximum) over the G threads of a row group: every thread of the group gets the same
+// bits.  part: [2][ROWS * (G / 32)] floats, set k & 1 for the row loop's k-th row (a thread
+// reaches set k & 1 again only after the barrier of row k + 1, which every thread passes after
+// reading row k's set).
+template <int THREADS, int ROWS, bool MAX = false>
 __device__ __forceinline__ float group_sum(float v, float (*part)[THREADS / 32], u32 k) {
   constexpr int G = THREADS / ROWS, WARPS = G / 32;
+  auto fold = [](float a, float b) { return MAX ? fmaxf(a, b) : a + b; };
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  for (int off = 16; off > 0; off >>= 1) v = fold(v, __shfl_xor_sync(0xffffffffu, v, off));
   if constexpr (WARPS > 1) {
     const int warp = threadIdx.x >> 5, first = (threadIdx.x / G) * WARPS;
     if ((threadIdx.x & 31) == 0) part[k & 1][warp] = v;
     __syncthreads();
     v = part[k & 1][first];
 #pragma unroll
-    for (int i = 1; i < WARPS; ++i) v += part[k & 1][first + i];
+    for (int i = 1; i < WARPS; ++i) v = fold(v, part[k & 1][first + i]);
   }
   return v;
 }
@@ -139,18 +140,11 @@ template <class T> __device__ __forceinline__ U4 add_rounded(const U4 &x, const 
   return pack_f32<T>(f);
 }
 
-// The norm of this thread's part p of a row: h (its vectors, rounded to T) and hs (its scalar)
-// are what gets normalised; y = h * rstd * w goes to store(i, vector) and store_scalar(value).
-// Every thread of the CTA (and of its cluster) calls it alike, live row or not: the sums have
-// barriers.  k: the row loop's count (the partial sums' and the exchange's slot parity).
-template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool PUSH, bool WVEC, class Store, class StoreScalar>
-__device__ __forceinline__ float rms_scale(U4 (&h)[PT], float hs, const RowPart<T, CLUSTER, THREADS / ROWS> &p,
-                                           const T *w, long cols, float eps, float (*part)[THREADS / 32],
-                                           typename RmsExchange<CLUSTER, PUSH>::Slots &ex, u32 k, Store &&store,
-                                           StoreScalar &&store_scalar) {
+// The sum of squares of this thread's part p of a row (h: its vectors, hs: its scalar).  Two
+// accumulators: half the dependent chain, and a shorter rounding path.
+template <class T, int CLUSTER, int G, int PT>
+__device__ __forceinline__ float part_sumsq(U4 (&h)[PT], float hs, const RowPart<T, CLUSTER, G> &p) {
   constexpr int V = VecOf<T>::N;
-  constexpr int G = THREADS / ROWS;
-  // two accumulators: half the dependent chain, and a shorter rounding path
   float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
   for (int i = 0; i < PT; ++i)
@@ -162,11 +156,25 @@ __device__ __forceinline__ float rms_scale(U4 (&h)[PT], float hs, const RowPart<
         s1 = fmaf(v, v, s1);
       }
     }
-  float ss = fmaf(hs, hs, s0 + s1);
   if constexpr (V > 4) {
 #pragma unroll
     for (int i = 0; i < PT; ++i) keep_packed(h[i]);
   }
+  return fmaf(hs, hs, s0 + s1);
+}
+
+// The norm of this thread's part p of a row: h (its vectors, rounded to T) and hs (its scalar)
+// are what gets normalised; y = h * rstd * w goes to store(i, vector) and store_scalar(value).
+// Every thread of the CTA (and of its cluster) calls it alike, live row or not: the sums have
+// barriers.  k: the row loop's count (the partial sums' and the exchange's slot parity).
+template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool PUSH, bool WVEC, class Store, class StoreScalar>
+__device__ __forceinline__ float rms_scale(U4 (&h)[PT], float hs, const RowPart<T, CLUSTER, THREADS / ROWS> &p,
+                                           const T *w, long cols, float eps, float (*part)[THREADS / 32],
+                                           typename RmsExchange<CLUSTER, PUSH>::Slots &ex, u32 k, Store &&store,
+                                           StoreScalar &&store_scalar) {
+  constexpr int V = VecOf<T>::N;
+  constexpr int G = THREADS / ROWS;
+  float ss = part_sumsq<T, CLUSTER, G, PT>(h, hs, p);
   const T *wt = w + p.s.head + p.first * V;
   [[maybe_unused]] U4 wv[PT];
   if constexpr (WVEC) {
@@ -198,6 +206,90 @@ __device__ __forceinline__ float rms_scale(U4 (&h)[PT], float hs, const RowPart<
     }
   if (p.scalar_owner) store_scalar(hs * rstd * ws);
   return rstd;
+}
+
+// The norm of part p quantised to FP8 E4M3 with a scale per row (the dynamic per-token scheme):
+// y = h * rstd * w in f32 as rms_scale has it, amax = max(max |y| over the row, 1/512),
+// scale = amax / 448 (f32 division, rounded once), q = e4m3(y * (448 / amax)) (one rounding for
+// the reciprocal, one for the product, then the saturated E4M3 rounding).  max |y| is rstd times
+// max |h * w|, taken beside the sum of squares, so the row needs one exchange (cluster: both values
+// in one combine) and h stays in registers.  store(i, codes): vector i's V codes, element 0 in the
+// low byte; store_scalar(code); the scale is returned (the same bits in every thread of the row).
+// part2: a second [2][THREADS / 32] set for the maxima.
+struct RmsSumMax {
+  __device__ __forceinline__ static Vals<2> combine(const Vals<2> &a, const Vals<2> &b) {
+    Vals<2> r;
+    r.v[0] = a.v[0] + b.v[0];
+    r.v[1] = fmaxf(a.v[1], b.v[1]);
+    return r;
+  }
+};
+constexpr float E4M3_MAX = 448.0f;
+constexpr float E4M3_MIN_AMAX = 1.0f / 512.0f;   // the smallest amax: scale >= 1 / (448 * 512)
+
+template <class T> __device__ __forceinline__ u64 e4m3_vec(const float (&f)[VecOf<T>::N]) {
+  constexpr int V = VecOf<T>::N;
+  u64 codes = 0;
+#pragma unroll
+  for (int e = 0; e < V; e += 2) codes |= (u64)e4m3x2(f[e], f[e + 1]) << (8 * e);
+  return codes;
+}
+
+template <class T, int CLUSTER, int THREADS, int ROWS, int PT, bool PUSH, bool WVEC, class Store, class StoreScalar>
+__device__ __forceinline__ float rms_scale_fp8(U4 (&h)[PT], float hs, const RowPart<T, CLUSTER, THREADS / ROWS> &p,
+                                               const T *w, long cols, float eps, float (*part)[THREADS / 32],
+                                               float (*part2)[THREADS / 32],
+                                               typename Exchange<CLUSTER, 2, PUSH>::Slots &ex, u32 k, Store &&store,
+                                               StoreScalar &&store_scalar) {
+  constexpr int V = VecOf<T>::N;
+  constexpr int G = THREADS / ROWS;
+  float ss = part_sumsq<T, CLUSTER, G, PT>(h, hs, p);
+  const T *wt = w + p.s.head + p.first * V;
+  [[maybe_unused]] U4 wv[PT];
+  if constexpr (WVEC) {
+    const U4 *vw = reinterpret_cast<const U4 *>(wt);
+#pragma unroll
+    for (int i = 0; i < PT; ++i)
+      if (i * G < p.n) wv[i] = load_keep(vw + i * G);
+  }
+  const float ws = p.scalar_owner ? to_f32(w[p.si]) : 0.0f;
+  float m = fabsf(hs * ws);
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+    if (i * G < p.n) {
+      U4 wi;
+      if constexpr (WVEC) wi = wv[i];
+      else wi = load_w_scalars<T>(wt + i * G * V);
+#pragma unroll
+      for (int e = 0; e < V; ++e) m = fmaxf(m, fabsf(lane_f32<T>(h[i], e) * lane_f32<T>(wi, e)));
+    }
+  ss = group_sum<THREADS, ROWS>(ss, part, k);
+  m = group_sum<THREADS, ROWS, true>(m, part2, k);
+  if constexpr (CLUSTER > 1) {
+    Vals<2> cv;
+    cv.v[0] = ss;
+    cv.v[1] = m;
+    cv = Exchange<CLUSTER, 2, PUSH>::template combine<RmsSumMax>(ex, k, cv);
+    ss = cv.v[0];
+    m = cv.v[1];
+  }
+  const float rstd = rsqrt_approx(ss / (float)cols + eps);
+  const float amax = fmaxf(m * rstd, E4M3_MIN_AMAX);
+  const float inv = __fdiv_rn(E4M3_MAX, amax);
+
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+    if (i * G < p.n) {
+      U4 wi;
+      if constexpr (WVEC) wi = wv[i];
+      else wi = load_w_scalars<T>(wt + i * G * V);
+      float f[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) * rstd * lane_f32<T>(wi, e) * inv;
+      store(i, e4m3_vec<T>(f));
+    }
+  if (p.scalar_owner) store_scalar((unsigned char)e4m3x2(hs * rstd * ws * inv, 0.0f));
+  return __fdiv_rn(amax, E4M3_MAX);
 }
 
 // The row loop.  WVEC: every row's vectors line up with w's (cols a multiple of V, x and w

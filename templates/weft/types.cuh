@@ -12,6 +12,16 @@ typedef float f32;
 // Storage types for the 16-bit formats; arithmetic is always in f32.
 struct f16 { u16 bits; };
 struct bf16 { u16 bits; };
+// OCP FP8 E4M3 (e4m3fn: no infinities, +-448 the largest finite, 0x7f / 0xff NaN): an output format only
+struct fp8e4m3 { unsigned char bits; };
+
+// Two f32 values as E4M3 codes, rounded to nearest even and saturated to +-448 (NaN stays NaN):
+// lo in the low byte.
+__device__ __forceinline__ u32 e4m3x2(float lo, float hi) {
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 
 struct __align__(16) U4 { u32 x, y, z, w; };   // one 16-byte access
 

@@ -31,6 +31,10 @@ typedef struct entry2 {
 #define SIGNAL_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "%globaltimer", "_param_3[136]"
 /* allreduce_norm: y, x, w, r (or eps), rows, cols, then the communicator */
 #define ARN_SIGNAL_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "%globaltimer", "_param_6[136]"
+/* ... with quant = "fp8_e4m3" (y's scale is an argument more): E4M3 codes, saturated, and the IEEE
+ * divisions of 448 / amax and amax / 448 */
+#define ARN_FP8_PTX "st.release.sys.global.u64", "ld.acquire.sys.global.u64", "_param_7[136]", \
+  "cvt.rn.satfinite.e4m3x2.f32", "div.rn.f32", "max.f32"
 #define MM_F32 "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "multimem.st.relaxed.sys.global.v4.f32"
 /* ag_gemm.  Its signals: release stores, relaxed polls closed by one fence.acq_rel.sys, a bounded
  * wait; weft::Comm (136 bytes) is the last parameter: _param_9 after c, a, b, m, n, k, ta, tb,
@@ -163,6 +167,12 @@ static const entry matrix[] = {
    {"st.release.sys", "ld.acquire.sys", "%globaltimer", "ld.relaxed.sys", "multimem"}},
   {"allreduce_norm.lua", {"ranks=4", "algo=two_shot", "min_blocks=2"}, {ARN_SIGNAL_PTX, ".minnctapersm 2", "rsqrt.approx.f32"},
    {"multimem"}},
+  {"allreduce_norm.lua", {"quant=fp8_e4m3"}, {ARN_FP8_PTX, "st.global.u64"}, {"multimem"}},
+  {"allreduce_norm.lua", {"quant=fp8_e4m3", "dtype=f32", "max_cols=1001", "cluster=4", "rows_per_cta=1"},
+   {ARN_FP8_PTX, CLUSTER_PTX, "st.global.u32"}, {"multimem"}},
+  {"allreduce_norm.lua", {"quant=fp8_e4m3", "algo=one_shot_ll", "dtype=f16", "ranks=4"},
+   {"st.relaxed.sys.global.u64", "ld.relaxed.sys.global.u64", "_param_7[136]", "cvt.rn.satfinite.e4m3x2.f32"},
+   {"st.release.sys", "multimem"}},
   /* family gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
    * registers from the producer (setmaxnreg), one consumer keeps the launch-bound share */
   {"gemm.lua", {0},

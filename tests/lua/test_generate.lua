@@ -388,7 +388,10 @@ local function check_manifest(m, cfg, file, where)
     T.eq(m.grid[1].cap, cfg.ranks ~= 1 and "coresident" or nil, where .. " every block resident")
     T.eq(m.comm.ranks, (cfg.ranks == nil or cfg.ranks == "any") and 0 or cfg.ranks, where .. " the world size it is generated for")
     T.eq(m.grid[1].split, cfg.algo == "two_shot" and "ranks" or nil, where .. " two_shot splits the rows")
+    -- fp8: y holds E4M3 codes (aligned as x's vectors' codes), its scales beside it
+    local fp8 = cfg.quant == "fp8_e4m3"
     local want = { "y", "x", "w" }
+    if fp8 then want = { "y", "scale", "x", "w" } end
     if cfg.residual then want[#want + 1] = "r" end
     if cfg.eps == "arg" then want[#want + 1] = "eps" end
     want[#want + 1] = "rows"; want[#want + 1] = "cols"
@@ -396,7 +399,14 @@ local function check_manifest(m, cfg, file, where)
     for i, a in ipairs(m.args) do names[i] = a.name end
     T.deq(names, want, where .. " args")
     for _, a in ipairs(m.args) do
-      if a.name == "y" or a.name == "x" or a.name == "r" then T.eq(a.align, 16, where .. " " .. a.name .. " 16-byte aligned") end
+      if a.name == "x" or a.name == "r" or (a.name == "y" and not fp8) then
+        T.eq(a.align, 16, where .. " " .. a.name .. " 16-byte aligned")
+      end
+      if a.name == "y" and fp8 then
+        T.eq(a.dtype, "fp8_e4m3", where .. " y's codes")
+        T.eq(a.align, 16 // common.ESIZE[cfg.dtype], where .. " y's codes of a vector aligned")
+      end
+      if a.name == "scale" then T.ok(a.dtype == "f32" and a.role == "out", where .. " scale: f32, out") end
     end
     T.contains(m.source, "const __grid_constant__ weft::Comm comm", where .. " a Comm parameter")
     check_json_source(m, cfg, fam, where)
@@ -521,7 +531,7 @@ end
 -- type, dtype and role), a tensor map per tmap, the communicator last -- written out here, not
 -- taken from gen/core/weft.lua.
 local function signature(m)
-  local ptr = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16" }
+  local ptr = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16", fp8_e4m3 = "weft::fp8e4m3" }
   local scalar = { i32 = "int", i64 = "long long", f32 = "float" }
   local out = {}
   for _, a in ipairs(m.args) do
@@ -1423,7 +1433,7 @@ T.test("render_params: C types from type, dtype and role; tensor maps, then the 
   T.eq(weft.render_params({ { name = "out", type = "ptr", dtype = "f32", role = "out" } }), "float *out")
   T.eq(weft.render_params({}), "")
   local _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f64", role = "in" } })
-  T.contains(e, "args[1] (p): a pointer needs dtype f32, f16 or bf16 and role in, out or inout, not f64, in")
+  T.contains(e, "args[1] (p): a pointer needs dtype f32, f16, bf16 or fp8_e4m3 and role in, out or inout, not f64, in")
   -- inout (read, then written): a pointer to non-const
   T.eq(weft.render_params({ { name = "r", type = "ptr", dtype = "bf16", role = "inout" } }), "weft::bf16 *r")
   _, e = weft.render_params({ { name = "p", type = "ptr", dtype = "f32", role = "size" } })

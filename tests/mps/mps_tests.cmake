@@ -164,6 +164,22 @@ weft_mps_test(arn_ranks4_min_blocks2_f32_odd 4 ${ARN} --set ranks=4 --set min_bl
 weft_mps_test(arn_ranks2_min_blocks2_pdl 2 ${ARN} --set ranks=2 --set min_blocks=2 --set pdl=true)
 weft_mps_test(arn_ranks8_min_blocks2_two_shot 8 ${ARN} --set ranks=8 --set min_blocks=2 --set algo=two_shot)
 weft_mps_test(arn_ranks8_multimem_emulated 8 ${ARN} --set ranks=8 --set algo=two_shot --set comm=multimem --set fallback=emulate)
+# y as FP8 E4M3 with a scale per token (one_shot, one_shot_ll; the local path at one rank)
+set(FP8 --set quant=fp8_e4m3)
+foreach(np 1 2 3 4 8)
+  foreach(algo one_shot one_shot_ll)
+    weft_mps_test(arn_fp8_bf16_${algo} ${np} ${ARN} ${FP8} --set algo=${algo})
+  endforeach()
+endforeach()
+foreach(algo one_shot one_shot_ll)
+  weft_mps_test(arn_fp8_f32_odd1001_${algo} 4 ${ARN} ${FP8} --set algo=${algo} --set dtype=f32 --set max_cols=1001)
+  weft_mps_test(arn_fp8_f16_odd1003_${algo} 3 ${ARN} ${FP8} --set algo=${algo} --set dtype=f16 --set max_cols=1003)
+  weft_mps_test(arn_fp8_pdl_${algo} 2 ${ARN} ${FP8} --set algo=${algo} --set pdl=true)
+endforeach()
+weft_mps_test(arn_fp8_cluster4_8192 4 ${ARN} ${FP8} --set cluster=4 --set max_cols=8192 --set ranks=4)
+weft_mps_test(arn_fp8_no_residual_pdl 2 ${ARN} ${FP8} --set residual=false --set pdl=true)
+weft_mps_test(arn_fp8_ranks8_rows_per_cta8 8 ${ARN} ${FP8} --set ranks=8 --set rows_per_cta=8 --set threads=256 --set max_cols=1024)
+weft_mps_test(arn_fp8_ranks1_tokens16384 1 ${ARN} ${FP8} --set ranks=1 --shapes-only --shape 16384x4096 --shape 3x4096)
 # ... and refused, on every rank, by a world of another size
 add_test(NAME mps.arn_ranks_mismatch.np3
          COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/expect_fail.sh 3 $<TARGET_FILE:weft_cli>

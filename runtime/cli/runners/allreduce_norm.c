@@ -4,7 +4,10 @@
  *          on all of them, y poisoned; against runtime/check/ref_allreduce_norm (h to the bit, y within
  *          one rounding); in place (y = x) to the same bits; 100 back-to-back launches (epochs and
  *          halves reused, r restored before each) to the same bits; with pdl, ten chained pairs; and
- *          every rank holding the same y and h (SHA-256 compared).
+ *          every rank holding the same y and h (SHA-256 compared).  quant = "fp8_e4m3": y's codes and the
+ *          scales against runtime/check/ref_fp8 (a correct rounding of the reference's y / scale); no in
+ *          place (y is not x's type), and the pdl chain runs through r (the second launch's residual is
+ *          the first's h).
  *   time:  the fused launch beside the unfused sequence it replaces (weft's allreduce, then weft's
  *          rmsnorm with the residual, the same layout), and each of those alone: CUDA events around
  *          back-to-back launches, the slowest rank, the median of 5 rounds. */
@@ -19,6 +22,7 @@
 #include "measure.h"
 #include "ranks.h"
 #include "ref_allreduce_norm.h"
+#include "ref_fp8.h"
 #include "runner.h"
 
 /* eps = "arg": large beside mean(h^2), so a kernel that ignored it would fail (as rmsnorm's runner) */
@@ -36,13 +40,16 @@ typedef struct arn_run {
   const weft_manifest *m;
   hr_dtype dt;
   size_t es;
-  int residual, pdl;
+  int residual, pdl, fp8;
   float eps;
   int32_t rows, cols;
   size_t n;
   long long max_n;   /* the most rows * cols of any shape this run checks or times */
-  CUdeviceptr x, y, z, r, r0, r2, w;
+  CUdeviceptr x, y, z, r, r0, r2, w, sc, sc2;   /* sc, sc2: fp8's scales for y and z */
 } arn_run;
+
+/* y's bytes: the codes (fp8) or dtype's */
+static size_t y_bytes(const arn_run *a) { return a->n * (a->fp8 ? 1 : a->es); }
 
 static uint64_t data_seed(const arn_run *a, int rank) {
   return a->o->seed + 7919ull * (uint64_t)(rank + 1) + (uint64_t)a->n * 104729ull + (uint64_t)a->cols;
@@ -59,10 +66,11 @@ static void fill_same(void *ud, int rank, size_t n, void *dst) {
 }
 
 static int launch(arn_run *a, CUdeviceptr y, CUdeviceptr x, CUdeviceptr r) {
-  const char *names[] = {"y", "x", "w", "r", "eps", "rows", "cols"};
-  void *vals[] = {&y, &x, &a->w, &r, &a->eps, &a->rows, &a->cols};
+  CUdeviceptr sc = y == a->z ? a->sc2 : a->sc;
+  const char *names[] = {"y", "x", "w", "r", "eps", "rows", "cols", "scale"};
+  void *vals[] = {&y, &x, &a->w, &r, &a->eps, &a->rows, &a->cols, &sc};
   void *args[16];
-  if (a->m->n_args > 16 || cli_bind_args(a->m, args, names, vals, 7)) return -1;
+  if (a->m->n_args > 16 || cli_bind_args(a->m, args, names, vals, 8)) return -1;
   if (weft_comm_launch(a->c, args, NULL)) {
     fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(a->c));
     return -1;
@@ -84,15 +92,37 @@ static int restore_r(arn_run *a, CUdeviceptr r) {
   return a->residual ? !cu_ok(D->cuMemcpyDtoDAsync(r, a->r0, a->n * a->es, NULL), "cuMemcpyDtoDAsync") : 0;
 }
 
+/* y (device; fp8: its codes, then the rows' scales after them in got) */
+static int fetch_y(const arn_run *a, CUdeviceptr y, void *got) {
+  if (!cu_ok(D->cuMemcpyDtoH(got, y, y_bytes(a)), "cuMemcpyDtoH")) return -1;
+  if (a->fp8 && !cu_ok(D->cuMemcpyDtoH((char *)got + y_bytes(a), y == a->z ? a->sc2 : a->sc, (size_t)a->rows * 4),
+                       "cuMemcpyDtoH"))
+    return -1;
+  return 0;
+}
+/* what fetch_y fetches, in bytes */
+static size_t got_bytes(const arn_run *a) { return y_bytes(a) + (a->fp8 ? (size_t)a->rows * 4 : 0); }
+
 /* y (device) against the reference, and h (device, written over r) to the bit; one line on a failure */
 static int compare(const arn_run *a, const char *what, CUdeviceptr y, CUdeviceptr r, const double *want,
                    const void *wanth, void *got, void *goth) {
   size_t bytes = a->n * a->es;
-  if (!cu_ok(D->cuMemcpyDtoH(got, y, bytes), "cuMemcpyDtoH")) return -1;
+  if (fetch_y(a, y, got)) return -1;
   if (a->residual && !cu_ok(D->cuMemcpyDtoH(goth, r, bytes), "cuMemcpyDtoH")) return -1;
   hr_report rep;
-  double atol = ref_rmsnorm_atol(a->dt);
-  int bad = hr_compare(a->dt, got, want, a->n, &atol, 1, ref_rmsnorm_rtol(a->dt), &rep);
+  char line[512];
+  int bad;
+  if (a->fp8) {
+    float *sc = malloc((size_t)a->rows * sizeof *sc);
+    if (!sc) { fprintf(stderr, "weft run: rank %d: out of host memory\n", RANK); return -1; }
+    memcpy(sc, (const char *)got + y_bytes(a), (size_t)a->rows * sizeof *sc);   /* after the codes: unaligned */
+    bad = ref_fp8_check(want, a->rows, a->cols, got, sc, line, sizeof line) != 0;
+    free(sc);
+  } else {
+    double atol = ref_rmsnorm_atol(a->dt);
+    bad = hr_compare(a->dt, got, want, a->n, &atol, 1, ref_rmsnorm_rtol(a->dt), &rep);
+    if (bad) hr_report_format(&rep, line, sizeof line);
+  }
   size_t hbad = 0, first = 0;
   for (size_t i = 0; a->residual && i < a->n; i++)
     if (memcmp((const char *)goth + i * a->es, (const char *)wanth + i * a->es, a->es)) {
@@ -100,8 +130,7 @@ static int compare(const arn_run *a, const char *what, CUdeviceptr y, CUdevicept
       hbad++;
     }
   if (bad || hbad) {
-    char line[512];
-    hr_report_format(&rep, line, sizeof line);
+    if (!bad) snprintf(line, sizeof line, "%s", a->fp8 ? "codes and scales pass" : "passes");
     fprintf(stderr, "check: rank %d: %s rows=%d cols=%d %s: FAIL (y: %s; h: %zu of %zu differ from the reference%s",
             RANK, a->m->name, a->rows, a->cols, what, line, hbad, a->n, hbad ? ", first at " : ")\n");
     if (hbad)
@@ -111,18 +140,32 @@ static int compare(const arn_run *a, const char *what, CUdeviceptr y, CUdevicept
 }
 
 /* pdl: z = f(y) launched right behind y = f(x), y and z poisoned before each pair; a launch that read
- * its input before its griddepcontrol.wait would reduce the first's unfinished y */
+ * its input before its griddepcontrol.wait would reduce the first's unfinished y.  fp8 (y is codes,
+ * not an input): z = f(x) with the first's h as its residual, r poisoned-free but rewritten by the
+ * first, so a launch that read r early would add the old residual. */
 static int check_chain(arn_run *a, const void *hr0, const void *hw) {
   size_t bytes = a->n * a->es;
-  void *hy = malloc(bytes), *s = malloc(bytes), *h = malloc(bytes), *got = malloc(bytes), *goth = malloc(bytes);
+  void *hy = malloc(bytes), *s = malloc(bytes), *h = malloc(bytes), *got = malloc(got_bytes(a) > bytes ? got_bytes(a) : bytes);
+  void *goth = malloc(bytes);
   double *want = malloc(a->n * sizeof *want);
   int ok = hy && s && h && got && goth && want;
   if (!ok) fprintf(stderr, "weft run: rank %d: out of host memory for the pdl chain\n", RANK);
   for (int pair = 0; pair < 10 && ok; pair++) {
-    ok = cu_ok(D->cuMemsetD8(a->y, 0xff, bytes), "cuMemsetD8") && cu_ok(D->cuMemsetD8(a->z, 0xff, bytes), "cuMemsetD8") &&
-         !restore_r(a, a->r) && !restore_r(a, a->r2) && !launch(a, a->y, a->x, a->r) && !launch(a, a->z, a->y, a->r2) &&
-         !finish(a->c) && cu_ok(D->cuMemcpyDtoH(hy, a->y, bytes), "cuMemcpyDtoH");
+    ok = cu_ok(D->cuMemsetD8(a->y, 0xff, y_bytes(a)), "cuMemsetD8") &&
+         cu_ok(D->cuMemsetD8(a->z, 0xff, y_bytes(a)), "cuMemsetD8") && !restore_r(a, a->r) && !restore_r(a, a->r2);
+    if (ok && a->fp8)
+      ok = !launch(a, a->y, a->x, a->r) && !launch(a, a->z, a->x, a->r) && !finish(a->c);
+    else if (ok)
+      ok = !launch(a, a->y, a->x, a->r) && !launch(a, a->z, a->y, a->r2) && !finish(a->c) &&
+           cu_ok(D->cuMemcpyDtoH(hy, a->y, bytes), "cuMemcpyDtoH");
     if (!ok) break;
+    if (a->fp8) {   /* the second's residual: the first's h (without a residual the two are independent) */
+      ok = !ref_allreduce_norm(a->dt, SIZE, a->rows, a->cols, fill_rank, a, a->residual ? hr0 : NULL, hw, a->eps, s,
+                               a->residual ? h : NULL, want) &&
+           (!a->residual || !ref_allreduce_norm(a->dt, SIZE, a->rows, a->cols, fill_rank, a, h, hw, a->eps, s, hy, want)) &&
+           !compare(a, "pdl chain (the second's residual the first's h)", a->z, a->r, want, hy, got, goth);
+      continue;
+    }
     same_input si = {hy, bytes};
     ok = !ref_allreduce_norm(a->dt, SIZE, a->rows, a->cols, fill_same, &si, a->residual ? hr0 : NULL, hw, a->eps, s,
                              a->residual ? h : NULL, want) &&
@@ -137,7 +180,8 @@ static int check_chain(arn_run *a, const void *hr0, const void *hw) {
 static int check_shape(arn_run *a) {
   size_t bytes = a->n * a->es, wbytes = (size_t)a->cols * a->es;
   void *hx = malloc(bytes), *hr0 = malloc(bytes), *hw = malloc(wbytes), *s = malloc(bytes), *wanth = malloc(bytes);
-  void *got = malloc(bytes), *goth = malloc(bytes), *first = malloc(bytes), *firsth = malloc(bytes);
+  size_t gbytes = got_bytes(a);   /* y as fetch_y has it */
+  void *got = malloc(gbytes > bytes ? gbytes : bytes), *goth = malloc(bytes), *first = malloc(gbytes), *firsth = malloc(bytes);
   double *want = malloc(a->n * sizeof *want);
   int ok = hx && hr0 && hw && s && wanth && got && goth && first && firsth && want;
   char who[256];
@@ -148,27 +192,30 @@ static int check_shape(arn_run *a) {
     ok = !ref_allreduce_norm(a->dt, SIZE, a->rows, a->cols, fill_rank, a, a->residual ? hr0 : NULL, hw, a->eps, s,
                              a->residual ? wanth : NULL, want) &&
          cu_ok(D->cuMemcpyHtoD(a->x, hx, bytes), "cuMemcpyHtoD") && cu_ok(D->cuMemcpyHtoD(a->r0, hr0, bytes), "cuMemcpyHtoD") &&
-         cu_ok(D->cuMemcpyHtoD(a->w, hw, wbytes), "cuMemcpyHtoD") && cu_ok(D->cuMemsetD8(a->y, 0xff, bytes), "cuMemsetD8") &&
-         !restore_r(a, a->r);
+         cu_ok(D->cuMemcpyHtoD(a->w, hw, wbytes), "cuMemcpyHtoD") && cu_ok(D->cuMemsetD8(a->y, 0xff, y_bytes(a)), "cuMemsetD8") &&
+         (!a->fp8 || cu_ok(D->cuMemsetD8(a->sc, 0xff, (size_t)a->rows * 4), "cuMemsetD8")) && !restore_r(a, a->r);
     if (!ok) fprintf(stderr, "weft run: rank %d: cannot set up rows=%d cols=%d\n", RANK, a->rows, a->cols);
   }
   if (!ranks_all(ok)) goto out;
   ok = !launch(a, a->y, a->x, a->r) && !finish(a->c) && !compare(a, "out of place", a->y, a->r, want, wanth, first, firsth);
   if (!ranks_all(ok)) goto out;
-  /* in place: z holds x, then z = f(z) */
-  ok = cu_ok(D->cuMemcpyHtoD(a->z, hx, bytes), "cuMemcpyHtoD") && !restore_r(a, a->r) && !launch(a, a->z, a->z, a->r) &&
-       !finish(a->c) && !compare(a, "in place (y = x)", a->z, a->r, want, wanth, got, goth);
-  if (ok && (memcmp(first, got, bytes) || (a->residual && memcmp(firsth, goth, bytes)))) {
-    fprintf(stderr, "check: rank %d: rows=%d cols=%d: in place and out of place differ in bits\n", RANK, a->rows, a->cols);
-    ok = 0;
+  /* in place: z holds x, then z = f(z) (not with fp8: y is another type than x) */
+  if (!a->fp8) {
+    ok = cu_ok(D->cuMemcpyHtoD(a->z, hx, bytes), "cuMemcpyHtoD") && !restore_r(a, a->r) && !launch(a, a->z, a->z, a->r) &&
+         !finish(a->c) && !compare(a, "in place (y = x)", a->z, a->r, want, wanth, got, goth);
+    if (ok && (memcmp(first, got, bytes) || (a->residual && memcmp(firsth, goth, bytes)))) {
+      fprintf(stderr, "check: rank %d: rows=%d cols=%d: in place and out of place differ in bits\n", RANK, a->rows, a->cols);
+      ok = 0;
+    }
+    if (!ranks_all(ok)) goto out;
   }
-  if (!ranks_all(ok)) goto out;
   /* back to back: the epochs advance and the halves alternate; the bits must not move */
-  ok = cu_ok(D->cuMemsetD8(a->y, 0xff, bytes), "cuMemsetD8");
+  ok = cu_ok(D->cuMemsetD8(a->y, 0xff, y_bytes(a)), "cuMemsetD8") &&
+       (!a->fp8 || cu_ok(D->cuMemsetD8(a->sc, 0xff, (size_t)a->rows * 4), "cuMemsetD8"));
   for (int i = 0; i < 100 && ok; i++) ok = !restore_r(a, a->r) && !launch(a, a->y, a->x, a->r);
-  ok = ok && !finish(a->c) && cu_ok(D->cuMemcpyDtoH(got, a->y, bytes), "cuMemcpyDtoH") &&
+  ok = ok && !finish(a->c) && !fetch_y(a, a->y, got) &&
        (!a->residual || cu_ok(D->cuMemcpyDtoH(goth, a->r, bytes), "cuMemcpyDtoH"));
-  if (ok && (memcmp(first, got, bytes) || (a->residual && memcmp(firsth, goth, bytes)))) {
+  if (ok && (memcmp(first, got, gbytes) || (a->residual && memcmp(firsth, goth, bytes)))) {
     fprintf(stderr, "check: rank %d: rows=%d cols=%d: 100 back-to-back launches changed the result\n", RANK, a->rows, a->cols);
     ok = 0;
   }
@@ -178,7 +225,7 @@ static int check_shape(arn_run *a) {
     if (!ranks_all(ok)) goto out;
   }
   /* bit-identity across ranks: y and h */
-  if (!ranks_same_bytes(first, bytes, who, sizeof who) || (a->residual && !ranks_same_bytes(firsth, bytes, who, sizeof who))) {
+  if (!ranks_same_bytes(first, gbytes, who, sizeof who) || (a->residual && !ranks_same_bytes(firsth, bytes, who, sizeof who))) {
     if (RANK == 0) fprintf(stderr, "check: rows=%d cols=%d: ranks %s hold different bits from rank 0\n", a->rows, a->cols, who);
     ok = 0;
   }
@@ -312,10 +359,13 @@ static int time_shape(arn_run *a, unfused *u) {
   return 0;
 }
 
-static int alloc_all(arn_run *a, size_t bytes, size_t wbytes) {
+static int alloc_all(arn_run *a, size_t bytes, size_t wbytes, size_t max_rows) {
   CUdeviceptr *bufs[] = {&a->x, &a->y, &a->z, &a->r, &a->r0, &a->r2};
   for (int i = 0; i < 6; i++)
     if (!cu_ok(D->cuMemAlloc(bufs[i], bytes), "cuMemAlloc")) return 0;
+  if (a->fp8 && (!cu_ok(D->cuMemAlloc(&a->sc, max_rows * 4), "cuMemAlloc") ||
+                 !cu_ok(D->cuMemAlloc(&a->sc2, max_rows * 4), "cuMemAlloc")))
+    return 0;
   return cu_ok(D->cuMemAlloc(&a->w, wbytes), "cuMemAlloc");
 }
 
@@ -326,11 +376,13 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
   D = drv_get(NULL, 0);
   arn_run a = {.o = o, .k = k, .m = weft_kernel_manifest(k)};
   const char *res = weft_manifest_param(a.m, "residual"), *ev = weft_manifest_param(a.m, "eps.value");
-  const char *pdl = weft_manifest_param(a.m, "pdl");
-  if (hr_dtype_parse(weft_manifest_param(a.m, "dtype"), &a.dt) || !res || !ev || !pdl) {
-    fprintf(stderr, "weft run: %s: the manifest lacks allreduce_norm's params (dtype, residual, eps, pdl)\n", a.m->name);
+  const char *pdl = weft_manifest_param(a.m, "pdl"), *quant = weft_manifest_param(a.m, "quant");
+  if (hr_dtype_parse(weft_manifest_param(a.m, "dtype"), &a.dt) || !res || !ev || !pdl || !quant) {
+    fprintf(stderr, "weft run: %s: the manifest lacks allreduce_norm's params (dtype, residual, eps, pdl, quant)\n",
+            a.m->name);
     return CLI_FAIL;
   }
+  a.fp8 = !strcmp(quant, "fp8_e4m3");
   a.es = hr_dtype_size(a.dt);
   a.residual = !strcmp(res, "true");
   a.pdl = !strcmp(pdl, "true");
@@ -338,7 +390,7 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
   int rc = CLI_FAIL;
   weft_world *w = NULL;
   unfused u = {0};
-  long long max_n = 1, max_cols = 1;
+  long long max_n = 1, max_cols = 1, max_rows = 1;
   for (int pass = 0; pass < 2; pass++) {
     int cnt = pass ? (o->timing ? o->n_time : 0) : (o->check ? o->n_check : 0);
     const weft_shape *sh = pass ? o->time_shapes : o->check_shapes;
@@ -346,6 +398,7 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
       long long rows = cli_size(a.m, &sh[i], "rows"), cols = cli_size(a.m, &sh[i], "cols");
       if (rows * cols > max_n) max_n = rows * cols;
       if (cols > max_cols) max_cols = cols;
+      if (rows > max_rows) max_rows = rows;
     }
   }
   if (weft_world_create(NULL, &w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
@@ -354,7 +407,7 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
     fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
     goto out;
   }
-  if (!ranks_all(alloc_all(&a, (size_t)max_n * a.es, (size_t)max_cols * a.es))) goto out;
+  if (!ranks_all(alloc_all(&a, (size_t)max_n * a.es, (size_t)max_cols * a.es, (size_t)max_rows))) goto out;
   if (RANK == 0)
     printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", a.m->name, SIZE, SIZE == 1 ? "" : "s",
            weft_symm_gpu_share(weft_comm_symm(a.c)), weft_symm_method(weft_comm_symm(a.c)),
@@ -370,9 +423,10 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
       }
     }
     if (RANK == 0)
-      printf("check: %s: PASS (%d shape%s; y within one rounding, h to the bit; out of place and in place, 100 "
-             "back-to-back launches, %sbit-identical on all %d ranks)\n", a.m->name, o->n_check,
-             o->n_check == 1 ? "" : "s", a.pdl ? "10 chained pdl pairs, " : "", SIZE);
+      printf("check: %s: PASS (%d shape%s; %s, h to the bit; %s, 100 back-to-back launches, %sbit-identical on all "
+             "%d ranks)\n", a.m->name, o->n_check, o->n_check == 1 ? "" : "s",
+             a.fp8 ? "y's E4M3 codes and scales as ref_fp8 rounds" : "y within one rounding",
+             a.fp8 ? "out of place" : "out of place and in place", a.pdl ? "10 chained pdl pairs, " : "", SIZE);
     if (o->result) { o->result->checked = 1; o->result->passed = 1; }
   }
   if (o->timing && o->n_time) {
@@ -393,8 +447,8 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
   rc = CLI_OK;
 out:
   {
-    CUdeviceptr bufs[] = {a.x, a.y, a.z, a.r, a.r0, a.r2, a.w};
-    for (int i = 0; i < 7; i++)
+    CUdeviceptr bufs[] = {a.x, a.y, a.z, a.r, a.r0, a.r2, a.w, a.sc, a.sc2};
+    for (int i = 0; i < 9; i++)
       if (bufs[i]) D->cuMemFree(bufs[i]);
   }
   if (u.arc) weft_comm_destroy(u.arc);
