@@ -14,7 +14,8 @@
 //      signal READY(e) to every rank, wait READY(e) from every rank
 //   2. y = fold over p of S_p[h][chunk r]                   (threadload: P remote reads per
 //        vector, rank order; multimem: one multimem.ld_reduce of chunk r on the multicast
-//        address, the emulated twin being that fold)
+//        address, the emulated twin being that fold; a real ld_reduce reduces in the switch's
+//        own order, so the run-to-run bit identity is the threadload path's and the twin's)
 //   Staging is pull, not push (rank p writing its chunk q into rank q's slot p): the same P*n
 //   elements per half either way, but pull keeps every rank's copy of chunk q at the same offset,
 //   which is what multimem.ld_reduce reads (one address, every rank's memory), and its fold is
