@@ -40,8 +40,8 @@ F.fields = {
       .. "waits on other ranks are over" },
 }
 
-function F.check(cfg, errs)
-  common.check_multimem(cfg, errs, "element")
+-- comm = "multimem": the operator must be one the switch reduces (reduce_scatter shares this).
+function F.check_switch_op(cfg, errs)
   if cfg.comm == "multimem" then
     local ok = SWITCH_OPS[cfg.dtype][cfg.op.name]
     if ok == nil then
@@ -55,13 +55,23 @@ function F.check(cfg, errs)
   end
 end
 
+-- multimem.ld_reduce's operator code for cfg (-1: not multimem)
+function F.switch_op(cfg)
+  return cfg.comm == "multimem" and SWITCH_OPS[cfg.dtype][cfg.op.name] or -1
+end
+
+function F.check(cfg, errs)
+  common.check_multimem(cfg, errs, "element")
+  F.check_switch_op(cfg, errs)
+end
+
 F.LL_MAX = 1 << 21   -- one_shot_ll: at most this many elements (each half of its buffer: 8 ranks x 8 bytes per 4 bytes of data)
 
 function F.derive(cfg)
   local esize = common.ESIZE[cfg.dtype]
   local ll = cfg.algo == "one_shot_ll"
   local vec = 16 // esize
-  local mop = cfg.comm == "multimem" and SWITCH_OPS[cfg.dtype][cfg.op.name] or -1
+  local mop = F.switch_op(cfg)
   return {
     values = { op_identity = cfg.op.identity, op_combine = cfg.op.combine, threads = cfg.threads,
                ctype = common.CTYPE[cfg.dtype], algo = ({ one_shot = 1, two_shot = 2, one_shot_ll = 3 })[cfg.algo],

@@ -159,8 +159,16 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
 
   /* the symmetric buffer: pads for every (signal, sender, block), then the data halves */
   c->share = 1;
-  /* + P: chunks round up; + 4: a family may cut a half into up to 4 regions, each starting on a vector */
-  long long vecs = (max_elems * m->comm.elem_bytes + 15) / 16 + P + 4;
+  /* + P: chunks round up; + 4: a family may cut a half into up to 4 regions, each starting on a vector.
+   * per_rank (reduce_scatter, multimem all_gather): a chunk of max_elems per rank in each half. */
+  long long per_elem = (long long)m->comm.elem_bytes * (m->comm.per_rank ? P : 1);
+  if (per_elem > 0 && max_elems > (LLONG_MAX / 4) / per_elem) {
+    snprintf(kerr, API_ERRLEN, "weft_comm_create: max_elems = %lld: %s needs %lld bytes per element per half, over "
+             "the addressable size", max_elems, m->name, per_elem);
+    free(c);
+    return WEFT_ERR_INVALID;
+  }
+  long long vecs = (max_elems * per_elem + 15) / 16 + P + 4;
   c->p.max_blocks = (int)(coresident < 1 ? 1 : coresident);
   c->p.data_offset = round_up((long long)m->comm.n_signals * MAX_RANKS * c->p.max_blocks * 8, 256);
   c->p.half_bytes = round_up(vecs * 16, 256);
@@ -241,6 +249,12 @@ weft_status weft_comm_launch(weft_comm *c, void **args, void *stream) {
     }
     if (!cs->n_elems && !strcmp(m->args[i].role, "size")) {
       long long v = size_arg(m, i, args);
+      if (v > c->max_elems && cs->per_rank) {
+        snprintf(c->err, sizeof c->err, "%s: %s = %lld, but this communicator was created for at most %lld elements "
+                 "(weft_comm_create's max_elems: a half of its buffer holds %d chunks of that many, one per rank); "
+                 "create it with max_elems >= %lld", m->name, m->args[i].name, v, c->max_elems, c->p.size, v);
+        return WEFT_ERR_LAUNCH;
+      }
       if (v > c->max_elems) {
         snprintf(c->err, sizeof c->err, "%s: %s = %lld, but this communicator was created for at most %lld elements "
                  "(weft_comm_create's max_elems)", m->name, m->args[i].name, v, c->max_elems);

@@ -97,6 +97,7 @@ typedef struct weft_comm_spec {
   const char **signals; /* names, by signal index: what a timeout message says */
   int halves;           /* the data area is this many halves, used by alternate epochs */
   int elem_bytes;
+  int per_rank;         /* a data half holds a chunk per rank: world size x max_elems elements */
   int multimem;         /* comm = multimem: wants a multicast address */
   int emulate;          /* fallback = emulate: without multicast, run the unicast twin */
   /* What max_elems bounds: the product of these size arguments (n_elems 0: each size

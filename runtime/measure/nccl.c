@@ -8,7 +8,8 @@
 #include "measure.h"
 #include "nccl.h"
 
-enum { NCCL_F16 = 6, NCCL_F32 = 7, NCCL_BF16 = 9, NCCL_SUM = 0 };   /* ncclDataType_t, ncclRedOp_t */
+enum { NCCL_F16 = 6, NCCL_F32 = 7, NCCL_BF16 = 9 };                        /* ncclDataType_t */
+enum { NCCL_SUM = 0, NCCL_PROD = 1, NCCL_MAX = 2, NCCL_MIN = 3 };          /* ncclRedOp_t */
 
 const char *nccl_err(const nccl_lib *n, int st) {
   const char *s = n->error_string ? n->error_string(st) : NULL;
@@ -30,11 +31,14 @@ int nccl_load(nccl_lib *n, char *why, size_t len) {
   *(void **)&n->init_rank = dlsym(n->lib, "ncclCommInitRank");
   *(void **)&n->allgather = dlsym(n->lib, "ncclAllGather");
   *(void **)&n->allreduce = dlsym(n->lib, "ncclAllReduce");
+  *(void **)&n->reduce_scatter = dlsym(n->lib, "ncclReduceScatter");
   *(void **)&n->destroy = dlsym(n->lib, "ncclCommDestroy");
   *(void **)&n->get_version = dlsym(n->lib, "ncclGetVersion");
   *(void **)&n->error_string = dlsym(n->lib, "ncclGetErrorString");
-  if (!n->get_id || !n->init_rank || !n->allgather || !n->allreduce || !n->destroy || !n->get_version) {
-    snprintf(why, len, "%s lacks NCCL's symbols (ncclGetUniqueId, ncclCommInitRank, ncclAllGather, ncclAllReduce, ...)",
+  if (!n->get_id || !n->init_rank || !n->allgather || !n->allreduce || !n->reduce_scatter || !n->destroy ||
+      !n->get_version) {
+    snprintf(why, len, "%s lacks NCCL's symbols (ncclGetUniqueId, ncclCommInitRank, ncclAllGather, ncclAllReduce, "
+             "ncclReduceScatter, ...)",
              lib);
     return NCCL_BAD_LIB;
   }
@@ -102,5 +106,17 @@ int nccl_all_reduce_sum(nccl_lib *n, const void *x, void *y, size_t count, hr_dt
                         size_t len) {
   int st = n->allreduce(x, y, count, nccl_type(dt), NCCL_SUM, n->comm, s);
   if (st) snprintf(why, len, "ncclAllReduce failed: %s (%d)", nccl_err(n, st), st);
+  return st ? -1 : 0;
+}
+
+int nccl_reduce_scatter(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t recvcount, hr_dtype dt, hr_op op, CUstream s,
+                        char *why, size_t len) {
+  int nop = op == HR_SUM ? NCCL_SUM : op == HR_PROD ? NCCL_PROD : op == HR_MAX ? NCCL_MAX : op == HR_MIN ? NCCL_MIN : -1;
+  if (nop < 0) {
+    snprintf(why, len, "ncclReduceScatter has no such operator");
+    return -1;
+  }
+  int st = n->reduce_scatter((const void *)(uintptr_t)x, (void *)(uintptr_t)y, recvcount, nccl_type(dt), nop, n->comm, s);
+  if (st) snprintf(why, len, "ncclReduceScatter failed: %s (%d)", nccl_err(n, st), st);
   return st ? -1 : 0;
 }

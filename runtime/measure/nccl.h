@@ -1,6 +1,6 @@
 /* nccl.h: NCCL, opened at run time (WEFT_NCCL_LIB, else libnccl.so.2: the library that ships
  * with torch on the GPU machines; weft does not link it).  The baseline of ag_gemm (all-gather +
- * cuBLASLt) and of the allreduce (bench/nccl_bench.c).  The prototypes are NCCL's documented C
+ * cuBLASLt), of the allreduce (bench/nccl_bench.c), and of reduce_scatter and all_gather.  The prototypes are NCCL's documented C
  * ABI (nccl.h), declared in nccl.c because no NCCL headers are installed where weft is built. */
 #ifndef WEFT_MEASURE_NCCL_H
 #define WEFT_MEASURE_NCCL_H
@@ -20,6 +20,7 @@ typedef struct nccl_lib {
   int (*init_rank)(void **, int, nccl_id, int);
   int (*allgather)(const void *, void *, size_t, int, void *, CUstream);
   int (*allreduce)(const void *, void *, size_t, int, int, void *, CUstream);
+  int (*reduce_scatter)(const void *, void *, size_t, int, int, void *, CUstream);
   int (*destroy)(void *);
   int (*get_version)(int *);
   const char *(*error_string)(int);   /* optional */
@@ -41,6 +42,10 @@ int nccl_type(hr_dtype dt);   /* ncclDataType_t of dt */
 /* Out of place on stream s; 0, or -1 and why. */
 int nccl_all_gather(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t count, hr_dtype dt, CUstream s, char *why,
                     size_t len);
+/* reduce-scatter: y (recvcount) = op over ranks of x[rank*recvcount ..]; op one of sum, prod, max,
+ * min (NCCL has no custom operator: -1 and why) */
+int nccl_reduce_scatter(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t recvcount, hr_dtype dt, hr_op op, CUstream s,
+                        char *why, size_t len);
 int nccl_all_reduce_sum(nccl_lib *n, const void *x, void *y, size_t count, hr_dtype dt, CUstream s, char *why,
                         size_t len);
 

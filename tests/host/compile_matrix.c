@@ -148,6 +148,35 @@ static const entry matrix[] = {
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2", "multimem.st.relaxed.sys.global.v4.f16x2"}, {0}},
   {"allreduce.lua", {"algo=two_shot", "comm=multimem", "dtype=bf16", "op=min", "fallback=emulate"},
    {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2"}, {0}},
+  /* reduce_scatter: release/acquire signals, the rank-order fold in f32 (16-byte loads from every
+   * rank), element-wise ends for chunks off a 16-byte boundary; multimem: ld_reduce of the own chunk
+   * and never a multimem.st (nothing is handed back) */
+  {"reduce_scatter.lua", {0}, {SIGNAL_PTX, "add.f32", "ld.global.v4.u32", "ld.global.u32", "st.global.v4.u32"},
+   {"multimem", "griddepcontrol"}},
+  {"reduce_scatter.lua", {"dtype=bf16", "op=max"}, {SIGNAL_PTX, "max.f32", "cvt.rn.bf16x2.f32", "ld.global.u16"}, {"multimem"}},
+  {"reduce_scatter.lua", {"dtype=f16", "op=min", "threads=128"}, {SIGNAL_PTX, "min.f32", "cvt.f32.f16"}, {"multimem"}},
+  {"reduce_scatter.lua", {"op=prod", "blocks=4"}, {SIGNAL_PTX, "mul.f32"}, {"multimem"}},
+  {"../tests/configs/reduce_scatter_custom.lua", {0}, {SIGNAL_PTX, "abs.f32"}, {"multimem"}},
+  {"reduce_scatter.lua", {"comm=multimem"}, {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "add.f32"},
+   {"multimem.st"}},
+  {"reduce_scatter.lua", {"comm=multimem", "fallback=emulate", "dtype=bf16", "op=min"},
+   {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2", "min.f32"}, {"multimem.st"}},
+  {"reduce_scatter.lua", {"comm=multimem", "dtype=f16"}, {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2"},
+   {"multimem.st"}},
+  {"reduce_scatter.lua", {"pdl=true", "dtype=f16"}, {SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"},
+   {"multimem"}},
+  /* all_gather: a bit copy (no arithmetic, no conversion); multimem: multimem.st of the own chunk,
+   * fenced (membar.sys) before the release signal, and never an ld_reduce */
+  {"all_gather.lua", {0}, {SIGNAL_PTX, "ld.global.v4.u32", "st.global.v4.u32", "st.global.u32"},
+   {"multimem", "griddepcontrol", "add.f32", "cvt.rn", "cvt.f32"}},
+  {"all_gather.lua", {"dtype=f16", "threads=64"}, {SIGNAL_PTX, "ld.global.v4.u32", "ld.global.u16", "st.global.u16"},
+   {"multimem", "cvt.rn", "cvt.f32"}},
+  {"all_gather.lua", {"comm=multimem"}, {SIGNAL_PTX, "multimem.st.relaxed.sys.global.v4.f32", "membar.sys"},
+   {"multimem.ld_reduce", "add.f32"}},
+  {"all_gather.lua", {"comm=multimem", "fallback=emulate", "dtype=bf16"},
+   {SIGNAL_PTX, "multimem.st.relaxed.sys.global.v4.bf16x2", "st.global.v4.u32"}, {"multimem.ld_reduce", "cvt.rn"}},
+  {"all_gather.lua", {"pdl=true", "dtype=bf16"}, {SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"},
+   {"multimem"}},
   /* allreduce_norm: the allreduce's protocol around rmsnorm's norm; one_shot_ll sends its words with
    * their epochs (no release/acquire); the multimem twin and the cluster exchange where asked */
   {"allreduce_norm.lua", {0}, {ARN_SIGNAL_PTX, "rsqrt.approx.f32", "cvt.rn.bf16x2.f32", "ld.global.L1::no_allocate.v4.u32"},

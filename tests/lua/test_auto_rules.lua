@@ -388,6 +388,31 @@ T.test("through gen/core/auto.lua: the rule answers the GEMM set, and the sets g
   T.contains(table.concat(r.choices[1].sets, " "), "exchange=push", "push")
 end)
 
+-- ---- reduce_scatter, all_gather ----------------------------------------------------------------
+T.test("reduce_scatter, all_gather: the unmeasured rule's candidates validate, take every n, keep fixed fields", function()
+  for _, name in ipairs({ "reduce_scatter", "all_gather" }) do
+    local F = weft.family_module(name)
+    for _, n in ipairs({ 1, 7, 4097, 1 << 20, 1 << 37 }) do
+      for _, fixed in ipairs({ { family = name }, { family = name, dtype = "bf16", comm = "multimem", fallback = "emulate" },
+                               { family = name, pdl = false, threads = 128 } }) do
+        local first, list = all_take(F, { n = n }, fixed, H200, name .. " n=" .. n)
+        T.ok(first.comm == (fixed.comm or "threadload"), name .. ": comm stays " .. tostring(fixed.comm))
+        if fixed.threads then T.eq(first.threads, fixed.threads, name .. ": threads stay fixed") end
+        T.contains(list[1].why, "not measured yet", name .. ": the rule says it has no measurements")
+      end
+    end
+    local r = weft.run_spec(weft.check({ family = name }, "cfg.lua"))
+    T.deq(r.sizes, F.sizes, name .. ": sizes")
+    T.deq(r.key, F.key, name .. ": key")
+  end
+  local _, ncfg, d = weft.check({ family = "reduce_scatter" }, "cfg.lua")
+  T.eq(d.comm.per_rank, true, "reduce_scatter stages P chunks per half")
+  _, ncfg, d = weft.check({ family = "all_gather" }, "cfg.lua")
+  T.eq(d.comm.per_rank, false, "threadload all_gather stages its own chunk only")
+  _, ncfg, d = weft.check({ family = "all_gather", comm = "multimem", fallback = "emulate" }, "cfg.lua")
+  T.eq(d.comm.per_rank, true, "multimem all_gather: a slot per sender")
+end)
+
 T.test("F.sizes is each run spec's list of sizes", function()
   for _, name in ipairs({ "gemm", "ag_gemm", "allreduce", "cluster_reduce" }) do
     local fam, ncfg, d = weft.check({ family = name }, "cfg.lua")

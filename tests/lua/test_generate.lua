@@ -748,6 +748,9 @@ local function fixup(cfg, field)
     if field == "comm" and cfg.comm == "multimem" then cfg.algo = "two_shot" end
     if field == "fallback" and cfg.fallback ~= "none" then cfg.comm = "multimem"; cfg.algo = "two_shot" end
   end
+  if (cfg.family == "reduce_scatter" or cfg.family == "all_gather") and field == "fallback" and cfg.fallback ~= "none" then
+    cfg.comm = "multimem"   -- only multimem has a fallback
+  end
   if cfg.family == "ag_gemm" then
     -- a variant brings its own comm, compute and tile; a fallback needs multimem; one consumer
     -- warpgroup holds the accumulators of 64 x 256 at most (and a 64-row tile has one to give);
@@ -955,7 +958,7 @@ T.test("family errors name the file, the value and the families", function()
   local names = {}
   for _, f in ipairs(weft.families()) do names[#names + 1] = '"' .. f .. '"' end
   local all = table.concat(names, ", ")
-  T.ok(all:find('"ag_gemm", "allreduce", "allreduce_norm", "cluster_reduce"', 1, true), "the families, sorted: " .. all)
+  T.ok(all:find('"ag_gemm", "all_gather", "allreduce", "allreduce_norm", "cluster_reduce"', 1, true), "the families, sorted: " .. all)
   local _, e = gen('return { threads = 256 }', "x.lua")
   T.eq(e, "x.lua: family = nil: must be one of " .. all)
   _, e = gen('return { family = "row_reduc" }', "x.lua")

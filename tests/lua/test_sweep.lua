@@ -271,7 +271,7 @@ T.test("bad sweeps: base", function()
   bad(sw(OK_SPACE, OK_SHAPES), "bad.lua: base = nil: required")
   bad(sw('base = "row_reduce"', OK_SPACE, OK_SHAPES), 'bad.lua: base = "row_reduce": must be a config table')
   bad(sw("base = { threads = 256 }", OK_SPACE, OK_SHAPES),
-    'bad.lua: base.family = nil: must be one of "ag_gemm", "allreduce", "allreduce_norm", "cluster_reduce"')
+    'bad.lua: base.family = nil: must be one of "ag_gemm", "all_gather", "allreduce", "allreduce_norm", "cluster_reduce"')
   bad(sw('base = { family = "row_sum" }', OK_SPACE, OK_SHAPES), 'bad.lua: base.family = "row_sum": must be one of')
   bad(sw('base = { family = "row_reduce", op = { combine = "a + b", identity = "0.0f", ' ..
          'ref = function(a, b) return a + b end } }', OK_SPACE, OK_SHAPES),

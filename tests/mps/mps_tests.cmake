@@ -1,4 +1,4 @@
-# tests/mps/mps_tests.cmake: the allreduce and ag_gemm families on 1..8 ranks sharing the one GPU (MPS).
+# tests/mps/mps_tests.cmake: the comm families on 1..8 ranks sharing the one GPU (MPS).
 # Label gpu: ctest -L gpu on the GPU machine; elsewhere each reports SKIP (77).  They share the
 # MPS daemon and the GPU, so they run one at a time (RESOURCE_LOCK).
 set(WEFT_MPS_CACHE ${PROJECT_BINARY_DIR}/testtmp/mps-cache)
@@ -197,3 +197,53 @@ weft_mps_timeout_arn(arn_reduced 4 2 reduced --set algo=two_shot --shapes-only -
 weft_mps_timeout_arn(arn_data 3 0 data --set algo=one_shot_ll --shapes-only --shape 100x4096)
 weft_mps_timeout_arn(arn_ready_cluster 2 0 ready --set cluster=4 --set max_cols=8192 --shapes-only --shape 64x8192)
 weft_mps_timeout_arn(arn_reduced_ranks4 4 3 reduced --set algo=two_shot --set ranks=4 --shapes-only --shape 1000x4096)
+
+# ---- reduce_scatter and all_gather: every rank count x dtype (the checked sizes include n = 1 and
+# odd n, whose chunks start off a 16-byte boundary), the emulated multimem twin, pdl, in place
+set(RS ${PROJECT_SOURCE_DIR}/examples/reduce_scatter.lua)
+set(AGC ${PROJECT_SOURCE_DIR}/examples/all_gather.lua)
+set(COLL_MM --set comm=multimem --set fallback=emulate)
+foreach(np 1 2 3 4 8)
+  foreach(dt f32 f16 bf16)
+    weft_mps_test(reduce_scatter_${dt}_sum ${np} ${RS} --set dtype=${dt})
+    weft_mps_test(all_gather_${dt} ${np} ${AGC} --set dtype=${dt})
+  endforeach()
+  weft_mps_test(reduce_scatter_bf16_sum_multimem_emulated ${np} ${RS} ${COLL_MM} --set dtype=bf16)
+  weft_mps_test(all_gather_f16_multimem_emulated ${np} ${AGC} ${COLL_MM} --set dtype=f16)
+endforeach()
+# every operator at 4 ranks (prod on powers of two: exact), a custom one through its Lua reference
+foreach(dt f32 f16 bf16)
+  foreach(op max min prod)
+    weft_mps_test(reduce_scatter_${dt}_${op} 4 ${RS} --set dtype=${dt} --set op=${op})
+  endforeach()
+endforeach()
+weft_mps_test(reduce_scatter_custom 3 ${PROJECT_SOURCE_DIR}/tests/configs/reduce_scatter_custom.lua)
+# the emulated twin of every switch operator, and of the f32 store
+weft_mps_test(reduce_scatter_f32_sum_multimem_emulated 4 ${RS} ${COLL_MM})
+foreach(dt f16 bf16)
+  foreach(op max min)
+    weft_mps_test(reduce_scatter_${dt}_${op}_multimem_emulated 4 ${RS} ${COLL_MM} --set dtype=${dt} --set op=${op})
+  endforeach()
+endforeach()
+weft_mps_test(all_gather_f32_multimem_emulated 5 ${AGC} ${COLL_MM})
+# pdl: a second launch reading what the first wrote (the chain in `weft run`), every rank count
+foreach(np 1 2 4 8)
+  weft_mps_test(reduce_scatter_f32_sum_pdl ${np} ${RS} --set pdl=true)
+  weft_mps_test(all_gather_bf16_pdl ${np} ${AGC} --set pdl=true --set dtype=bf16)
+endforeach()
+weft_mps_test(reduce_scatter_f16_max_multimem_emulated_pdl 4 ${RS} ${COLL_MM} --set pdl=true --set dtype=f16 --set op=max)
+weft_mps_test(all_gather_f32_multimem_emulated_pdl 3 ${AGC} ${COLL_MM} --set pdl=true)
+# block caps and small blocks: every block loops over many vectors of every chunk
+weft_mps_test(reduce_scatter_f32_sum_blocks1_t64 5 ${RS} --set blocks=1 --set threads=64)
+weft_mps_test(all_gather_bf16_blocks3_t128 8 ${AGC} --set dtype=bf16 --set blocks=3 --set threads=128)
+# a rank that never signals READY: every rank fails within the timeout, naming rank, signal, epoch
+function(weft_mps_timeout_coll name np config mute)
+  add_test(NAME mps.timeout.${name}.np${np}
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh ${np} $<TARGET_FILE:weft_cli> ${config} ${mute} ready ${ARGN})
+  set_tests_properties(mps.timeout.${name}.np${np} PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                       RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
+endfunction()
+weft_mps_timeout_coll(reduce_scatter_ready 2 ${RS} 1 --elems 100000)
+weft_mps_timeout_coll(reduce_scatter_ready_multimem 4 ${RS} 3 ${COLL_MM} --elems 4097)
+weft_mps_timeout_coll(all_gather_ready 3 ${AGC} 0 --elems 100000)
+weft_mps_timeout_coll(all_gather_ready_multimem 2 ${AGC} 1 ${COLL_MM} --elems 7)

@@ -11,7 +11,7 @@ import pytest
 import weft
 from conftest import EXAMPLES, REPO
 
-FAMILIES = ["ag_gemm", "allreduce", "allreduce_norm", "cluster_reduce", "gemm", "rmsnorm", "row_reduce", "row_softmax"]
+FAMILIES = ["ag_gemm", "all_gather", "allreduce", "allreduce_norm", "cluster_reduce", "gemm", "reduce_scatter", "rmsnorm", "row_reduce", "row_softmax"]
 
 
 def header_version():

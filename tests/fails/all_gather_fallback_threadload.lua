@@ -1,0 +1,2 @@
+-- expect: fallback = "emulate": only comm = "multimem" has a fallback; leave it "none"
+return { family = "all_gather", fallback = "emulate" }
