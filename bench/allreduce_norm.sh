@@ -6,6 +6,9 @@
 #     time   the fused kernel beside the unfused sequence (weft allreduce, then weft rmsnorm with the
 #            residual, the same layout) and each alone, at P = RANKS (default "1 2 4 8") under MPS, for
 #            every algorithm, tokens {1, 16, 128, 1024, 8192} x hidden {4096, 8192}, bf16.
+#            SPECIALIZE=1: each kernel generated for its world size (--set ranks=P); SETS: more
+#            --set key=value words for the fused kernel (e.g. "min_blocks=2 quant=fp8_e4m3"); AUTO=1:
+#            tests/configs/allreduce_norm_auto.lua with --auto instead (the rule's kernel per shape; ALGOS=auto).
 #   Logs under $OUT; a summary on stdout.
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -28,10 +31,18 @@ for ph in $phases; do
           for hidden in ${HIDDEN:-4096 8192}; do
             shapes=""
             for t in ${TOKENS:-1 16 128 1024 8192}; do shapes="$shapes --time-shape ${t}x$hidden"; done
+            sets=""
+            [ "${SPECIALIZE:-0}" = 1 ] && sets="--set ranks=$np"
+            for kv in ${SETS:-}; do sets="$sets --set $kv"; done
             f="$out/time_np${np}_${algo}_${hidden}.txt"
-            timeout 300 $MPIRUN -x WEFT_CACHE_DIR -x CUDA_MPS_PIPE_DIRECTORY -np "$np" build/weft run "$here/../examples/allreduce_norm.lua" \
-              --set algo="$algo" --set max_cols="$hidden" --no-check --shapes-only $shapes > "$f" 2>&1
-            echo "== P=$np $algo hidden=$hidden rc=$?"
+            if [ "${AUTO:-0}" = 1 ]; then   # the rule's kernel per shape (algo, layout, ranks): ALGOS is ignored
+              timeout 300 $MPIRUN -x WEFT_CACHE_DIR -x CUDA_MPS_PIPE_DIRECTORY -np "$np" build/weft run \
+                "$here/../tests/configs/allreduce_norm_auto.lua" --auto $sets --no-check --shapes-only $shapes > "$f" 2>&1
+            else
+              timeout 300 $MPIRUN -x WEFT_CACHE_DIR -x CUDA_MPS_PIPE_DIRECTORY -np "$np" build/weft run "$here/../examples/allreduce_norm.lua" \
+                --set algo="$algo" --set max_cols="$hidden" $sets --no-check --shapes-only $shapes > "$f" 2>&1
+            fi
+            echo "== P=$np $algo hidden=$hidden $sets rc=$?"
             grep -E "^ +[0-9]+ +[0-9]+ " "$f" || tail -3 "$f"
           done
         done

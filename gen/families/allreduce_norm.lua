@@ -150,15 +150,36 @@ end
 -- hidden 4096 and 8192, 1..8 ranks under MPS):
 --   one_shot_ll is never the choice: it was the slowest algorithm at every size measured (9.4 us at
 --     one token on one rank against one_shot's 5.8; its polls wait a round trip per pair of slots);
---   two_shot from 4 ranks and 2 MB (P = 4, 128 x 8192: 35.6 us against one_shot's 40.5; 1 MB:
---     23.5 against 22.6), and from 2 ranks and 8 MB (P = 2, 1024 x 4096: 60.3 against 65.9).
-F.TWO_SHOT = { { ranks = 4, bytes = 2 << 20 }, { ranks = 2, bytes = 8 << 20 } }
+--   on several ranks the kernel is generated for their count (ranks = P) with two blocks per SM
+--     (min_blocks = 2, one_shot and two_shot): the co-resident grid the waits need doubles, and
+--     under MPS at hidden 4096 that took the fused kernel from 1.09-1.30 of the unfused sequence
+--     to 0.60-0.96 at 1024 and 8192 tokens;
+--   two_shot from 4 ranks and 4 MB (with both of the above: P = 4, 1 MB 16.1 us against one_shot's
+--     21.9 the other way, 8 MB 72.2 against 85.5; P = 8, 1 MB 33.2 one_shot / 38.2, 8 MB 136.2
+--     two_shot / 205.6); on 2 ranks one_shot at every size measured (8 MB: 37.6 against 40.4).
+F.TWO_SHOT = { { ranks = 4, bytes = 4 << 20 } }
+F.MIN_BLOCKS_KNOWN = 2
 function F.auto(shape, fixed, dev)
   local dtype = fixed.dtype or "f32"
   local bytes = shape.rows * shape.cols * (common.ESIZE[dtype] or 4)
   local ranks = math.max(1, dev and dev.ranks or 1)
   local sets = fixed.residual == false and 2 or 3
-  local layouts = norm.choose(shape, fixed, dev, sets, F.OVERHEAD_REGS)
+  -- the world size, where it is known to be several ranks (a caller that passed no count gets
+  -- 1, and a kernel for one rank refuses a larger world): the folds keep only its vectors, and
+  -- the layout is the measured one that makes the co-resident grid large: CTAs of 512 threads,
+  -- two per SM, as many rows per CTA as fit (rmsnorm's rule of 128-thread CTAs with up to 8
+  -- vectors a thread would leave a handful of threads per SM: the waits cap the grid)
+  local np = fixed.ranks == nil and ranks > 1 and ranks <= common.MAX_RANKS and ranks or nil
+  local lfixed, overhead = fixed, F.OVERHEAD_REGS
+  if np or (fixed.ranks ~= nil and fixed.ranks ~= "any" and fixed.ranks > 1) then
+    lfixed = {}
+    for k, v in pairs(fixed) do lfixed[k] = v end
+    lfixed.threads = fixed.threads or 512
+    lfixed.min_blocks = fixed.min_blocks or (lfixed.threads * F.MIN_BLOCKS_KNOWN <= 1024 and F.MIN_BLOCKS_KNOWN or 1)
+    if fixed.rows_per_cta == nil and fixed.cluster == nil then lfixed.rows_per_cta = "auto" end
+    overhead = F.OVERHEAD_REGS_KNOWN
+  end
+  local layouts = norm.choose(shape, lfixed, dev, sets, overhead)
   if #layouts == 0 then
     return nil, string.format("cols = %d: no layout holds a %s row this long in registers beside the fold (at most a " ..
       "cluster of 16 CTAs of 1024 threads, with the fields this config fixes)", shape.cols, dtype)
@@ -180,14 +201,14 @@ function F.auto(shape, fixed, dev)
       end
     end
   end
-  -- the world size, where it is known to be several ranks (a caller that passed no count gets
-  -- 1, and a kernel for one rank refuses a larger world): the folds keep only its vectors
-  local np = fixed.ranks == nil and ranks > 1 and ranks <= common.MAX_RANKS and ranks or nil
   local list, seen = {}, {}
   local function add(layout, t)
     local c = { ranks = np }
     for k, v in pairs(layout) do if k ~= "persistent" then c[k] = v end end   -- the grid is always co-resident
     for k, v in pairs(t) do c[k] = v end
+    for k, v in pairs(lfixed) do if fixed[k] == nil and c[k] == nil then c[k] = v end end
+    -- one_shot_ll's slots do not fit beside two blocks per SM
+    if c.algo == "one_shot_ll" and fixed.min_blocks == nil then c.min_blocks = 1 end
     c.why = (layout.why and layout.why .. "; " or "") .. t.why
     local key = table.concat({ c.algo, c.cluster, c.threads, c.min_blocks or 1, tostring(c.exchange),
                                tostring(c.rows_per_cta), c.max_cols }, "/")

@@ -441,10 +441,21 @@ __device__ __forceinline__ void allreduce_norm(const RmsArgs<T> &a, const ArnFp8
     griddep_wait();
     griddep_launch_dependents();
   }
+  constexpr int V = VecOf<T>::N;
+  if constexpr (NP == 1) {
+    // One rank waits on nobody and uses no half, so no block reads the epoch before its rows (with a
+    // grid of many waves that read would stall every block's start); block 0 advances it once, which
+    // the next launch sees, as it reads the counter only after this grid has completed.
+    const K k{a, q, c, CLUSTER > 1 ? cluster_ctarank() : 0u, 0, 0, ArnRegions<T>(a.rows * a.cols)};
+    if (a.cols % V == 0 && ((u64)a.w & 15) == 0) k.template run<true>(part, ex);
+    else k.template run<false>(part, ex);
+    cluster_retire<CLUSTER>();
+    if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64 *)&c.state->epoch = *(volatile u64 *)&c.state->epoch + 1;
+    return;
+  }
   bool aborted;   // a timeout earlier: every wait returns at once and the host reports it
   const u64 e = launch_epoch(c, aborted);
   const K k{a, q, c, CLUSTER > 1 ? cluster_ctarank() : 0u, (int)(e & 1), e, ArnRegions<T>(a.rows * a.cols)};
-  constexpr int V = VecOf<T>::N;
   const bool ok = a.cols % V == 0 && ((u64)a.w & 15) == 0 ? k.template run<true>(part, ex) : k.template run<false>(part, ex);
   cluster_retire<CLUSTER>();
   if (ok && !aborted) launch_retire(c, e);

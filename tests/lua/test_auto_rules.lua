@@ -326,7 +326,18 @@ T.test("allreduce_norm: the algorithm by bytes and ranks, generated for the worl
   T.eq(choose(16, 4096, 4).algo, "one_shot", "128 KB at P = 4")
   T.eq(choose(1024, 4096, 4).algo, "two_shot", "8 MB at P = 4")
   T.eq(choose(128, 4096, 2).algo, "one_shot", "1 MB at P = 2")
-  T.eq(choose(1024, 4096, 2).algo, "two_shot", "8 MB at P = 2")
+  T.eq(choose(1024, 4096, 2).algo, "one_shot", "8 MB at P = 2 (one_shot measured faster at every size)")
+  T.eq(choose(256, 4096, 4).algo, "one_shot", "2 MB at P = 4")
+  T.eq(choose(512, 4096, 8).algo, "two_shot", "4 MB at P = 8")
+  -- several ranks: 512 threads, two blocks per SM (one_shot_ll: one); one rank: rmsnorm's layout
+  local c8 = choose(16, 4096, 8)
+  T.eq(c8.threads, 512, "512 threads at P = 8")
+  T.eq(c8.min_blocks, 2, "two blocks per SM at P = 8")
+  for _, c in ipairs(F.auto({ rows = 16, cols = 4096 }, { family = "allreduce_norm", dtype = "bf16" },
+                            { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = 8 })) do
+    if c.algo == "one_shot_ll" then T.eq(c.min_blocks, 1, "one_shot_ll: one block per SM") end
+  end
+  T.eq(choose(1, 16384, 2).cluster, 2, "16384 columns: a cluster of 2 at 512 threads")
   local fixed = { family = "allreduce_norm", dtype = "bf16", ranks = "any" }
   T.eq(choose(16, 4096, 4, fixed).ranks, "any", "a fixed ranks stays")
   -- a row measured at other ranks and another shape is refitted to this world size

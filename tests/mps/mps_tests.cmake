@@ -180,6 +180,11 @@ weft_mps_test(arn_fp8_cluster4_8192 4 ${ARN} ${FP8} --set cluster=4 --set max_co
 weft_mps_test(arn_fp8_no_residual_pdl 2 ${ARN} ${FP8} --set residual=false --set pdl=true)
 weft_mps_test(arn_fp8_ranks8_rows_per_cta8 8 ${ARN} ${FP8} --set ranks=8 --set rows_per_cta=8 --set threads=256 --set max_cols=1024)
 weft_mps_test(arn_fp8_ranks1_tokens16384 1 ${ARN} ${FP8} --set ranks=1 --shapes-only --shape 16384x4096 --shape 3x4096)
+# the rule's kernels (ranks = P, two blocks per SM, two_shot from 4 ranks and 4 MB) at odd and large shapes
+foreach(np 2 3 8)
+  weft_mps_test(arn_auto ${np} ${PROJECT_SOURCE_DIR}/tests/configs/allreduce_norm_auto.lua --auto --shapes-only
+                --shape 17x4096 --shape 1000x8192 --shape 3x1003 --shape 1x16384 --shape 2048x2048)
+endforeach()
 # ... and refused, on every rank, by a world of another size
 add_test(NAME mps.arn_ranks_mismatch.np3
          COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/expect_fail.sh 3 $<TARGET_FILE:weft_cli>
