@@ -5,6 +5,8 @@
 # bench/torch_comm.py at N = 2 and 4 (WEFT_BENCH_NPS), writes every log and summary.txt under $OUT
 # (default ./torch_dist_out), and stops the daemon on exit.  Each stage fits one 10-minute call:
 #   bash bench/torch_dist_session.sh tests ; bash bench/torch_dist_session.sh bench
+# Stage arn (not in all): bench/arn_torch.py, all_reduce_rms_norm against NCCL (one rank per GPU) and
+# weft's allreduce, each followed by torch's add and rms_norm, at N = WEFT_BENCH_NPS.
 # The package: BUILD/python (the weft_python target: the .py files beside libweft.so.0), else
 # python/ with WEFT_LIB (default BUILD/libweft.so.0).  Exit: non-zero if any test failed.
 set -u
@@ -51,6 +53,16 @@ if [ "$STAGE" = bench ] || [ "$STAGE" = all ]; then
     [ $rc -ne 0 ] && bad=1
     echo "bench np=$np: exit $rc" | tee -a "$OUT/summary.txt"
     grep -E '^(\||##)' "$OUT/bench_np$np.log" | tee -a "$OUT/summary.txt"
+  done
+fi
+if [ "$STAGE" = arn ]; then   # bench/arn_torch.py: the fused op against NCCL (or weft's allreduce) + torch's add, rms_norm
+  for np in ${WEFT_BENCH_NPS:-2 4}; do
+    timeout -k 20 ${WEFT_BENCH_TIMEOUT_S:-280} "$PY" -m torch.distributed.run --standalone --nproc-per-node "$np" \
+      "$ROOT/bench/arn_torch.py" > "$OUT/arn_np$np.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && bad=1
+    echo "arn np=$np: exit $rc" | tee -a "$OUT/summary.txt"
+    grep -E '^(\||##|FAIL)' "$OUT/arn_np$np.log" | tee -a "$OUT/summary.txt"
   done
 fi
 exit $bad

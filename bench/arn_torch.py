@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""weft.torch.all_reduce_rms_norm against what a PyTorch decoder layer runs instead, under torchrun:
+
+    torchrun --standalone --nproc-per-node N bench/arn_torch.py
+
+Rows: tokens {1, 16, 128, 1024, 8192} x hidden {4096, 8192}, bf16 (WEFT_ARN_TOKENS, WEFT_ARN_HIDDEN).
+- fused: weft.torch.all_reduce_rms_norm(x, residual, weight) (in place on x and residual).
+- nccl:  torch.distributed.all_reduce(x) over an NCCL group, then residual = x + residual and
+         torch.nn.functional.rms_norm(residual) * weight: the unfused sequence on real GPUs.  NCCL
+         takes one rank per GPU; where ranks share a GPU (MPS) this row is left out and says why.
+- weft_ar: weft.torch.all_reduce, then the same torch add and rms_norm (runs everywhere).
+Before timing, each shape is checked once: the fused y and h against weft_ar's sequence on the same
+inputs (every rank), within rms_norm's bf16 rounding.
+Timing: CUDA events around back-to-back calls after heating the GPU 200 ms; the slowest rank's
+median over WEFT_BENCH_SAMPLES (default 20) counts, a gloo barrier before each.
+"""
+import datetime
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+if not torch.cuda.is_available():
+    print("arn_torch: SKIP: no CUDA GPU")
+    sys.exit(77)
+
+from weft.torch import dist as wd  # noqa: E402
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
+RANK, P = dist.get_rank(), dist.get_world_size()
+DEV = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+torch.cuda.set_device(DEV)
+SAMPLES = int(os.environ.get("WEFT_BENCH_SAMPLES", "20"))
+TOKENS = [int(t) for t in os.environ.get("WEFT_ARN_TOKENS", "1 16 128 1024 8192").split()]
+HIDDEN = [int(h) for h in os.environ.get("WEFT_ARN_HIDDEN", "4096 8192").split()]
+EPS = 1e-6
+
+
+def out(line):
+    if RANK == 0:
+        print(line, flush=True)
+
+
+def agree_all(flag):
+    t = torch.tensor([1 if flag else 0])
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return bool(t.item())
+
+
+def heat(fn, ms=200):
+    t0 = time.time()
+    while True:
+        for _ in range(10):
+            fn()
+        if not agree_all((time.time() - t0) * 1000 < ms):   # everyone stops together
+            break
+    torch.cuda.synchronize()
+
+
+def time_us(fn, reps):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    meds = []
+    for _ in range(SAMPLES):
+        dist.barrier()
+        s.record()
+        for _ in range(reps):
+            fn()
+        e.record()
+        e.synchronize()
+        meds.append(s.elapsed_time(e) * 1000 / reps)
+    allm = [None] * P
+    dist.all_gather_object(allm, statistics.median(meds))
+    wd.check()
+    return max(allm)
+
+
+# NCCL wants a GPU per rank: ask every rank which GPU it is on
+_props = torch.cuda.get_device_properties(DEV)
+buses = [None] * P
+dist.all_gather_object(buses, "%s/%s" % (os.uname().nodename, getattr(_props, "uuid", DEV.index)))
+NCCL_WHY = None
+if len(set(buses)) < P:
+    NCCL_WHY = "%d ranks on %d GPU(s): NCCL takes one rank per GPU" % (P, len(set(buses)))
+    nccl = None
+else:
+    nccl = dist.new_group(backend="nccl")
+
+
+def unfused(x, residual, weight, allreduce):
+    allreduce(x)
+    residual.add_(x)
+    x.copy_(torch.nn.functional.rms_norm(residual, (x.shape[-1],), weight, EPS))
+
+
+def main():
+    out("## all_reduce_rms_norm, %d ranks, bf16 (slowest rank, median of %d)%s" % (
+        P, SAMPLES, "" if nccl else "; nccl rows left out: " + NCCL_WHY))
+    out("| tokens | hidden | fused us | nccl+torch us | weft_ar+torch us | fused/nccl | fused/weft_ar |")
+    out("| --- | --- | --- | --- | --- | --- | --- |")
+    bad = 0
+    for hidden in HIDDEN:
+        for tokens in TOKENS:
+            g = torch.Generator(device=DEV).manual_seed(1000 + RANK)
+            x0 = torch.rand(tokens, hidden, device=DEV, generator=g).bfloat16() * 2 - 1
+            gs = torch.Generator(device=DEV).manual_seed(7)   # the same on every rank
+            r0 = torch.rand(tokens, hidden, device=DEV, generator=gs).bfloat16() * 2 - 1
+            w = torch.rand(hidden, device=DEV, generator=gs).bfloat16() + 0.5
+            # the check: fused against weft's allreduce + torch's add and rms_norm
+            x, r = x0.clone(), r0.clone()
+            wd.all_reduce_rms_norm(x, r, w, EPS)
+            xu, ru = x0.clone(), r0.clone()
+            unfused(xu, ru, w, wd.all_reduce)
+            torch.cuda.synchronize()
+            ok = torch.equal(r, ru) and torch.allclose(x.float(), xu.float(), rtol=2 ** -7, atol=1e-5)
+            if not agree_all(ok):
+                out("FAIL at %d x %d: fused y/h differ from all_reduce + add + rms_norm beyond bf16 rounding" % (
+                    tokens, hidden))
+                bad += 1
+                continue
+            reps = 20 if tokens * hidden <= 1 << 20 else 3
+            x, r = x0.clone(), r0.clone()
+            heat(lambda: wd.all_reduce_rms_norm(x, r, w, EPS))
+            tf = time_us(lambda: wd.all_reduce_rms_norm(x, r, w, EPS), reps)
+            xu, ru = x0.clone(), r0.clone()
+            heat(lambda: unfused(xu, ru, w, wd.all_reduce))
+            tw = time_us(lambda: unfused(xu, ru, w, wd.all_reduce), reps)
+            tn = None
+            if nccl is not None:
+                xn, rn = x0.clone(), r0.clone()
+                ar = lambda t: dist.all_reduce(t, group=nccl)   # noqa: E731
+                heat(lambda: unfused(xn, rn, w, ar))
+                tn = time_us(lambda: unfused(xn, rn, w, ar), reps)
+            out("| %d | %d | %.2f | %s | %.2f | %s | %.3f |" % (
+                tokens, hidden, tf, "%.2f" % tn if tn else "-", tw, "%.3f" % (tf / tn) if tn else "-", tf / tw))
+    return bad
+
+
+rc = 1 if main() else 0
+dist.barrier()
+wd.close()
+dist.destroy_process_group()
+sys.exit(rc)
