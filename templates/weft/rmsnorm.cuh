@@ -163,6 +163,29 @@ __device__ __forceinline__ float part_sumsq(U4 (&h)[PT], float hs, const RowPart
   return fmaf(hs, hs, s0 + s1);
 }
 
+// w's elements for this thread's part p of a row: WVEC, its vectors loaded here (before the
+// row's combine, so they are in flight beside it); otherwise read in scalars where they are used
+// (at(i), after it).  ws: the weight of the part's scalar.
+template <class T, int G, int PT, bool WVEC> struct RowW {
+  const T *wt;
+  [[maybe_unused]] U4 wv[PT];
+  float ws;
+  template <int CLUSTER>
+  __device__ __forceinline__ RowW(const T *w, const RowPart<T, CLUSTER, G> &p) : wt(w + p.s.head + p.first * VecOf<T>::N) {
+    if constexpr (WVEC) {
+      const U4 *vw = reinterpret_cast<const U4 *>(wt);
+#pragma unroll
+      for (int i = 0; i < PT; ++i)
+        if (i * G < p.n) wv[i] = load_keep(vw + i * G);
+    }
+    ws = p.scalar_owner ? to_f32(w[p.si]) : 0.0f;
+  }
+  __device__ __forceinline__ U4 at(int i) const {
+    if constexpr (WVEC) return wv[i];
+    else return load_w_scalars<T>(wt + i * G * VecOf<T>::N);
+  }
+};
+
 // The norm of this thread's part p of a row: h (its vectors, rounded to T) and hs (its scalar)
 // are what gets normalised; y = h * rstd * w goes to store(i, vector) and store_scalar(value).
 // Every thread of the CTA (and of its cluster) calls it alike, live row or not: the sums have
@@ -175,15 +198,8 @@ __device__ __forceinline__ float rms_scale(U4 (&h)[PT], float hs, const RowPart<
   constexpr int V = VecOf<T>::N;
   constexpr int G = THREADS / ROWS;
   float ss = part_sumsq<T, CLUSTER, G, PT>(h, hs, p);
-  const T *wt = w + p.s.head + p.first * V;
-  [[maybe_unused]] U4 wv[PT];
-  if constexpr (WVEC) {
-    const U4 *vw = reinterpret_cast<const U4 *>(wt);
-#pragma unroll
-    for (int i = 0; i < PT; ++i)
-      if (i * G < p.n) wv[i] = load_keep(vw + i * G);
-  }
-  const float ws = p.scalar_owner ? to_f32(w[p.si]) : 0.0f;
+  const RowW<T, G, PT, WVEC> rw(w, p);
+  const float ws = rw.ws;
 
   ss = group_sum<THREADS, ROWS>(ss, part, k);
   if constexpr (CLUSTER > 1) {
@@ -196,9 +212,7 @@ __device__ __forceinline__ float rms_scale(U4 (&h)[PT], float hs, const RowPart<
 #pragma unroll
   for (int i = 0; i < PT; ++i)
     if (i * G < p.n) {
-      U4 wi;
-      if constexpr (WVEC) wi = wv[i];
-      else wi = load_w_scalars<T>(wt + i * G * V);
+      const U4 wi = rw.at(i);
       float f[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) * rstd * lane_f32<T>(wi, e);
@@ -244,22 +258,13 @@ __device__ __forceinline__ float rms_scale_fp8(U4 (&h)[PT], float hs, const RowP
   constexpr int V = VecOf<T>::N;
   constexpr int G = THREADS / ROWS;
   float ss = part_sumsq<T, CLUSTER, G, PT>(h, hs, p);
-  const T *wt = w + p.s.head + p.first * V;
-  [[maybe_unused]] U4 wv[PT];
-  if constexpr (WVEC) {
-    const U4 *vw = reinterpret_cast<const U4 *>(wt);
-#pragma unroll
-    for (int i = 0; i < PT; ++i)
-      if (i * G < p.n) wv[i] = load_keep(vw + i * G);
-  }
-  const float ws = p.scalar_owner ? to_f32(w[p.si]) : 0.0f;
+  const RowW<T, G, PT, WVEC> rw(w, p);
+  const float ws = rw.ws;
   float m = fabsf(hs * ws);
 #pragma unroll
   for (int i = 0; i < PT; ++i)
     if (i * G < p.n) {
-      U4 wi;
-      if constexpr (WVEC) wi = wv[i];
-      else wi = load_w_scalars<T>(wt + i * G * V);
+      const U4 wi = rw.at(i);
 #pragma unroll
       for (int e = 0; e < V; ++e) m = fmaxf(m, fabsf(lane_f32<T>(h[i], e) * lane_f32<T>(wi, e)));
     }
@@ -280,9 +285,7 @@ __device__ __forceinline__ float rms_scale_fp8(U4 (&h)[PT], float hs, const RowP
 #pragma unroll
   for (int i = 0; i < PT; ++i)
     if (i * G < p.n) {
-      U4 wi;
-      if constexpr (WVEC) wi = wv[i];
-      else wi = load_w_scalars<T>(wt + i * G * V);
+      const U4 wi = rw.at(i);
       float f[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) f[e] = lane_f32<T>(h[i], e) * rstd * lane_f32<T>(wi, e) * inv;
