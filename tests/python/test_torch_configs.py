@@ -153,9 +153,9 @@ def test_all_reduce_rms_norm_config_fixes_what_the_op_means():
 
 def arn_expected_algo(dtype, rows, cols, ranks):
     """gen/families/allreduce_norm.lua's F.auto (F.TWO_SHOT), restated so that auto's answer is checked:
-    two_shot from 4 ranks and 2 MB or from 2 ranks and 8 MB, else one_shot (one_shot_ll is never chosen)."""
+    two_shot from 4 ranks and 4 MB, else one_shot (one_shot_ll is never chosen)."""
     nbytes = rows * cols * C.ESIZE[dtype]
-    if (ranks >= 4 and nbytes >= 2 << 20) or (ranks >= 2 and nbytes >= 8 << 20):
+    if ranks >= 4 and nbytes >= 4 << 20:
         return "two_shot"
     return "one_shot"
 
@@ -177,6 +177,10 @@ def test_all_reduce_rms_norm_asks_auto_with_the_rank_count(ctx, dtype, residual)
                 a.close()
             want = arn_expected_algo(dtype, rows, cols, ranks)
             assert m.params["algo"] == want, (ranks, rows, cols, m.params["algo"], want)
+            # several ranks: generated for their count, 512 threads, two blocks per SM
+            assert m.params["ranks"] == (str(ranks) if ranks > 1 else "any"), (ranks, m.params["ranks"])
+            if ranks > 1:
+                assert (m.params["threads"], m.params["min_blocks"]) == ("512", "2"), m.params
             assert m.params["residual"] == ("true" if residual else "false") and m.params["eps.value"] == "arg"
             assert m.params["comm"] == "threadload" and int(m.params["max_cols"]) >= cols
             names = [g.name for g in m.args]
