@@ -25,7 +25,7 @@ namespace weft {
 // the pipeline and the cluster's byte counts stay whole, and the kernel ends with the error
 // already reported.
 template <class Cfg> struct AgShards {
-  static constexpr bool SHARDED = true;
+  static constexpr bool SHARDED = true, STORES = false;
   // the comm warps live on 64 registers (copy_slice<2>'s loads in flight); the consumers keep
   // what is left of the launch's 64512
   static constexpr int PRODUCER_REGS = 64, CONSUMER_REGS = 216;

@@ -55,6 +55,7 @@ enum GemmBarrier {
   BAR_SPLITK = 4,         // split-K: the CONSUMERS * 128 consumer threads of one CTA
   BAR_EPILOGUE_WG0 = 5,   // TMA epilogue: the 128 threads of consumer warpgroup 0 (its C stage) ...
   BAR_EPILOGUE_WG1 = 6,   //   ... and of consumer warpgroup 1
+  BAR_CONSUMERS = 7,      // gemm_rs: the CONSUMERS * 128 consumer threads (their DONE signal and the fold)
 };
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }

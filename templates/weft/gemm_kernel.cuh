@@ -53,6 +53,11 @@
 //   load_a<MC>(...)         one k-block of A's rows of shard s into a stage (MC: multicast to mask)
 //   comm_warps()            warps 1-3 of warpgroup 0
 //   retire()                every thread, at the end
+//   STORES                  the source stores the tiles itself (gemm_rs: to their owners), by
+//                           store<Cfg, MR>(c, cw, rows, n, r0, s, bn, acc) per consumer tile and
+//                           consumers_done<Cfg>(c, rows, n) once per consumer thread after its
+//                           last; false: the epilogue above (if constexpr: the plain GEMM's code
+//                           is unchanged)
 #pragma once
 #include "weft/bulk.cuh"
 #include "weft/cluster.cuh"
@@ -178,9 +183,11 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
           if (!sk.template combine<MR, BN, CONSUMERS * 128>(acc, crank, splits++, ms - r0)) continue;   // rank 0 stores
         }
       }
-      epilogue<Cfg, MR, Src::SHARDED>(c, tc, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
+      if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
+      else epilogue<Cfg, MR, Src::SHARDED>(c, tc, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
     }
     epilogue_finish<Cfg>();
+    if constexpr (Src::STORES) src.template consumers_done<Cfg>(c, ms, n);
   }
   src.retire();
   if constexpr (CS > 1) cluster_sync();
@@ -188,7 +195,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
 
 // Family gemm's source: A is the one local matrix, read through ta; no shards, no comm.
 struct LocalA {
-  static constexpr bool SHARDED = false;
+  static constexpr bool SHARDED = false, STORES = false;
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   __device__ __forceinline__ int shards() const { return 1; }
   __device__ __forceinline__ int shard(int) const { return 0; }

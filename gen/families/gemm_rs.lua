@@ -1,0 +1,103 @@
+-- gen/families/gemm_rs.lua: GEMM + reduce-scatter, the row-parallel linear layer.  Rank r of P
+-- holds A_r (M x k, its K shard of A: k = K / P) and B_r (k x N); C_r = A_r . B_r is its
+-- partial, and rank r ends with rows r*M/P .. (r+1)*M/P - 1 of sum_p C_p (f32 accumulation,
+-- folded in rank order, rounded once: the same bits on every run).  ag_gemm's mirror image: the
+-- same persistent GEMM (gen/core/gemm.lua's fields, rules, layout, grid and rule), with a source
+-- whose epilogue pushes each finished f32 tile to the rank that owns its rows.  Device side:
+-- templates/weft/gemm_rs.cuh (the protocol and the fold), weft/gemm_kernel.cuh (the GEMM).
+local common = require("gen.core.common")
+local gemm = require("gen.core.gemm")
+
+local F = {
+  name = "gemm_rs",
+  template = "templates/gemm_rs.cu",
+  doc = "rows r*M/P.. of sum over ranks of A_r . B_r on rank r; launch with weft_comm_launch",
+}
+
+local G = gemm.fields()
+
+F.fields = {
+  common.dtype({ "f16", "bf16" }, "bf16"),
+  { name = "reduce", kind = "enum", values = { "ordered" }, default = "ordered", tag = "",
+    doc = "ordered: each finished f32 tile goes to its owner's staging, the owner folds the P partials in rank "
+      .. "order and rounds once (the same bits every run). \"atomic\" (TMA bulk reduce-add, not bit-stable) is not "
+      .. "built" },
+  { name = "comm", kind = "enum", values = { "threadload" }, default = "threadload", tag = "",
+    doc = "threadload: the epilogue's threads store 16-byte vectors into the owner's mapped buffer. multimem and "
+      .. "tma are not built" },
+  G.b_layout,
+  { name = "tile", kind = "custom", check = gemm.tile_check, default = "auto", tag = "",
+    doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256}, k = 64" },
+  G.stages, G.consumers, G.mma, G.cluster, G.split_k,
+  { name = "epilogue", kind = "enum", values = { "direct" }, default = "direct", tag = "ep",
+    doc = "direct: f32 partial tiles from registers to the owner's staging (P = 1: the plain GEMM's direct "
+      .. "stores to C). The TMA-store epilogue is not built for gemm_rs" },
+  G.group,
+  common.ranks(),
+}
+
+function F.check(cfg, errs)
+  if cfg.tile == "auto" then cfg.tile = gemm.tile_check(gemm.DEFAULT_TILE) end
+  gemm.check(cfg, errs)
+end
+
+function F.derive(cfg)
+  local dt = cfg.dtype
+  local size = function(name) return { name = name, type = "i64", role = "size" } end
+  -- c: this rank's M/P x N rows of the sum; a: its M x k block of A; b: its k x N block of B
+  local args = { { name = "c", type = "ptr", dtype = dt, role = "out", align = 16 },
+                 { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 },
+                 { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
+  local layout = gemm.layout(cfg)
+  local threads = gemm.threads(cfg)
+  local big = common.INT_MAX
+  return {
+    values = { threads = threads,
+               body = "weft::gemm_rs_wgmma<GemmRsCfg>(c, (long)m, (long)n, (long)k, ta, tb, comm);",
+               wgmma = gemm.wgmma_struct(cfg.tile.n, dt, cfg.b_layout == "row"),
+               cfg = gemm.cfg_struct("GemmRsCfg", cfg, layout,
+                 { string.format("static constexpr int NP = %d;   // ranks (0: any)", common.ranks_value(cfg)) }) },
+    block = { threads, 1, 1 },
+    cluster = { cfg.cluster.m * cfg.cluster.n * cfg.split_k, 1, 1 },
+    smem = layout.smem,
+    layout = layout,
+    smem_field = "stages",
+    smem_hint = gemm.smem_hint(cfg),
+    args = args,
+    -- A over all M rows: the tile of shard s loads rows s*M/P + ...; a box that runs past the shard
+    -- reads the next shard's rows, which the epilogue never stores
+    tmaps = gemm.tmaps_ab(cfg, "m"),
+    -- persistent and co-resident (every CTA waits for every CTA of every rank), C tiled per shard
+    grid = gemm.grid(cfg, true),
+    limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
+               { arg = "n", min = 8, max = big, multiple = 8 } },
+    -- the data area: per half, P f32 partials of M/P x N, one per source rank (m * n floats in all)
+    -- (ranks = 1: no staging is used, but the communicator still carries the epoch)
+    comm = { signals = { "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" }, divide = "m",
+             ranks = common.ranks_value(cfg) },
+  }
+end
+
+F.sizes = gemm.SIZES   -- m: all rows (rank r ends with m / ranks of them); k: this rank's share of K
+F.key = gemm.KEY
+
+-- The rule (gen/core/auto.lua): the GEMM's wave model for the per-rank problem, M x N x k with
+-- C's rows cut into one shard per rank, each tiled on its own (as the kernel walks them).  The
+-- model does not price the staging stores or the fold: they are the same for every schedule.
+-- The kernel is generated for the world's size where the caller knows it (ranks = 1: the plain
+-- GEMM's epilogue, no staging).
+function F.auto(shape, fixed, dev)
+  local ranks = math.max(1, dev and dev.ranks or 1)
+  local open = fixed.ranks == nil or fixed.ranks == "auto"
+  return gemm.candidates(shape, fixed, dev, { family = "gemm_rs", shards = ranks,
+                                              extra = open and dev and dev.ranks and { ranks = ranks } or nil })
+end
+
+-- The GEMM's shapes, with the comm families' baseline (there is no cuBLAS twin of the fused op).
+function F.run()
+  local r = gemm.run_spec()
+  r.baseline = "none"
+  return r
+end
+
+return F

@@ -1,0 +1,181 @@
+// weft/gemm_rs.cuh: GEMM + reduce-scatter (family gemm_rs, reduce = "ordered"), the row-parallel
+// linear layer.  Rank r of P holds A_r (M x k: its K shard) and B_r (k x N); C_r = A_r . B_r is
+// its partial; rank r ends with rows r*Ms .. (r+1)*Ms - 1 (Ms = M / P) of sum_p C_p.  The GEMM
+// is weft/gemm_kernel.cuh's persistent kernel with a source (RsPartials) that stores the tiles
+// itself; ag_gemm's protocol pieces (weft/ag_protocol.cuh: send_signal, wait_blocks) carry the
+// one signal.
+//
+// Per launch at epoch e, h = e % 2, on rank r; S_q[h] is rank q's data half h, holding P f32
+// partials of Ms x N, slot p (= the source rank) at float p * Ms * N:
+//   1. GEMM   C_r's rows are cut into P shards of Ms rows (shard q = the rows rank q owns), each
+//             tiled on its own; the walk takes shards in the order r+1, r+2, ..., r (its own
+//             last), so that at any moment the ranks push to different owners and a rank's own
+//             partial is the last it makes.  Each finished tile of shard q goes as f32 from the
+//             consumer's registers into S_q[h][slot r] (weak 8-byte stores to q's mapped buffer).
+//   2. DONE   each CTA b, once all its consumer threads have issued their last store (a named
+//             barrier over them), sends DONE(e) to every rank q: pad[DONE][r][b] in q's pad,
+//             with st.release.sys (send_signal).  The barrier orders every consumer thread's
+//             stores before that release (it is cumulative), so a rank that acquires DONE(e)
+//             from block b of rank p sees every partial tile block b of rank p wrote.  Per
+//             block, not a grid-wide count: no atomics, and the pairing is by block index (the
+//             grid is the same on every rank).
+//   3. fold   every CTA waits (wait_blocks: relaxed polls, then fence.acq_rel.sys) for DONE(e)
+//             from every block of every rank, itself included, then folds its share of the
+//             Ms x N outputs: 8 elements at a time, acc = S_r[h][0] + S_r[h][1] + ... + S_r[h][P-1]
+//             in f32, in that order, rounded once to T and stored to c.  Every input is this
+//             rank's own memory; the order never depends on timing, so the bits never move.
+// Reuse: S_q[h] is rewritten at epoch e + 2.  A rank p gets there only after its launch e + 1
+// finished, which needed DONE(e + 1) from every block of every rank, q among them; q's blocks
+// send DONE(e + 1) in launch e + 1, after q's launch e (whose fold read S_q[h]) had finished, in
+// stream order.  So DONE(e + 1) is also q's acknowledgement that epoch e's partials were read:
+// no extra round, as in allreduce.cuh and ag_protocol.cuh.
+// Co-residency: every CTA waits for every CTA of every rank, so each rank's whole grid must be
+// resident (cap = coresident; the runtime divides it among ranks sharing a GPU).
+// A wait that times out names the rank that owes DONE, the signal and the epoch (poll_bounded's
+// record); this rank's fold is then skipped (c keeps what it held) and the host reports it.
+// WEFT_FAULT=mute:<rank>:done makes that rank send no DONE (send_signal's hook).
+// ranks = 1 (Cfg::NP): no staging, no signal: the plain GEMM's direct epilogue into c.  A kernel
+// for any world size takes the staging path on one rank too: a run-time branch between the two
+// epilogues made ptxas serialise the WGMMAs (C7520: "WG.AR in divergent path").  NP also keeps
+// the fold's loads to that many ranks.
+#pragma once
+#include "weft/ag_protocol.cuh"
+#include "weft/gemm_kernel.cuh"
+#include "weft/types.cuh"
+
+namespace weft {
+
+enum { SIG_DONE = 0 };   // the family's one signal (gen/families/gemm_rs.lua: comm.signals)
+
+// The f32 accumulators of rows [r0, r0 + 64*MR) of a tile, rows < rows_valid and columns < n,
+// into dst (row 0 of the partial, ldc = n): the m64nNk16 fragment's two adjacent columns per row
+// as one 8-byte store (n is even: a pair is in or out whole).  Not 16-byte vectors: pairing two
+// lanes' halves with shuffles made ptxas serialise the tile's WGMMAs (its C7520 report) for
+// 128 x 256 tiles, the registers around the shuffles being the ones the pipeline needs.
+// (an asm store: the same store written in C, through a float2 pointer, also cost the WGMMA pipeline)
+__device__ __forceinline__ void st_global_f32x2(float *p, float x, float y) {
+  asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
+}
+
+template <int BN, int MR>
+__device__ __forceinline__ void store_tile_f32(float *dst, long n, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
+  const int t = threadIdx.x % 128;
+  const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long r = mi * 64 + r_in + 8 * h;
+      if (r >= rows_valid) continue;
+      float *row = dst + r * n;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const long col = col0 + 8 * j + c_in;
+        if (col >= n) continue;
+        st_global_f32x2(row + col, acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+      }
+    }
+  }
+}
+
+// Rows [i*8, i*8 + 8) of this rank's output as the rank-order fold of the P partials in the
+// local half `s` (P * len floats, slot p at p * len), rounded once.
+template <class T, int NP>
+__device__ __forceinline__ U4 rs_fold_slots(const float *s, long len, long i, int P) {
+  U4 v[2 * rank_slots<NP>()];
+#pragma unroll
+  for (int p = 0; p < rank_slots<NP>(); ++p)   // every load in flight before the first add
+    if (p < P) {
+      v[2 * p] = ((const U4 *)(s + p * len))[2 * i];
+      v[2 * p + 1] = ((const U4 *)(s + p * len))[2 * i + 1];
+    }
+  float acc[8];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    acc[k] = __uint_as_float((&v[0].x)[k]);
+    acc[4 + k] = __uint_as_float((&v[1].x)[k]);
+  }
+#pragma unroll
+  for (int p = 1; p < rank_slots<NP>(); ++p)
+    if (p < P) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        acc[k] += __uint_as_float((&v[2 * p].x)[k]);
+        acc[4 + k] += __uint_as_float((&v[2 * p + 1].x)[k]);
+      }
+    }
+  return pack_f32<T>(acc);
+}
+
+// The source: A is this rank's local M x k block, read through ta; tiles go to their owners.
+template <class Cfg> struct RsPartials {
+  static constexpr bool SHARDED = true, STORES = true;
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // (no comm warps: LocalA's split)
+  static constexpr int NT = Cfg::CONSUMERS * 128;                 // consumer threads
+  using T = typename Cfg::T;
+  const Comm &cm;
+  long m;
+  // The epoch lives in shared memory, not in a register held across the main loop: the
+  // consumers' 128 accumulators leave none to spare (ptxas serialises the WGMMAs otherwise).
+  __device__ __forceinline__ static u64 &epoch_slot() {
+    __shared__ u64 e;
+    return e;
+  }
+  __device__ __forceinline__ RsPartials(const Comm &cm_, long m_) : cm(cm_), m(m_) {
+    const u64 e = launch_epoch(cm);
+    if (threadIdx.x == 0) epoch_slot() = e;   // (gemm_persistent's barrier after its set-up orders it)
+  }
+  __device__ __forceinline__ u64 epoch() const { return *(volatile u64 *)&epoch_slot(); }
+  __device__ __forceinline__ int shards() const { return cm.ranks<Cfg::NP>(); }
+  __device__ __forceinline__ int shard(int j) const { return (cm.rank + 1 + j) % cm.ranks<Cfg::NP>(); }   // own rows last
+  __device__ __forceinline__ void prefetch() const {}
+  __device__ __forceinline__ void producer_wait(int, int) {}
+  template <bool MC>
+  __device__ __forceinline__ void load_a(char *dst, const TensorMap &ta, int k0, int row, int s, u64 *full, u16 mask) const {
+    const int r = (int)(s * (m / cm.ranks<Cfg::NP>())) + row;
+    if constexpr (MC) tma_load_2d_mc(dst, ta, k0, r, full, mask);
+    else tma_load_2d(dst, ta, k0, r, full);
+  }
+  __device__ __forceinline__ void comm_warps() {}
+  __device__ __forceinline__ float *half_of(char *base) const {
+    return (float *)(base + cm.data_offset + (long)(epoch() & 1) * cm.half_bytes);
+  }
+  // one consumer warpgroup's rows of a finished tile (rows r0.. of shard s, column block bn)
+  template <class C, int MR>
+  __device__ __forceinline__ void store(T *c, int, long rows, long n, long r0, int s, int bn, const float (&acc)[MR][C::BN / 2]) {
+    if constexpr (Cfg::NP == 1) {
+      store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
+    } else {
+      float *slot = half_of(cm.peers[s]) + (long)cm.rank * rows * n;
+      store_tile_f32<C::BN, MR>(slot + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
+    }
+  }
+  // every consumer thread, after its last tile: DONE to every rank, then this CTA's share of the fold
+  template <class C> __device__ __forceinline__ void consumers_done(T *c, long rows, long n) {
+    if constexpr (Cfg::NP == 1) return;
+    const int P = cm.ranks<Cfg::NP>(), rank = cm.rank;
+    const int tid = threadIdx.x - 128;
+    const u64 e = epoch();
+    bar_sync(BAR_CONSUMERS, NT);   // every consumer's partial stores issued before the release
+    if (tid < P) send_signal(cm, SIG_DONE, tid, rank, e);
+    int stop = 0;
+    for (int p = 0; p < P && !stop; ++p) stop = wait_blocks(cm, SIG_DONE, p, e, tid, NT);
+    if (bar_or(BAR_CONSUMERS, NT, stop)) return;
+    const float *mine = half_of(cm.peers[rank]);
+    const long len = rows * n, n8 = len / 8;   // (n is a multiple of 8)
+    for (long i = (long)blockIdx.x * NT + tid; i < n8; i += (long)gridDim.x * NT)
+      ((U4 *)c)[i] = rs_fold_slots<T, Cfg::NP>(mine, len, i, P);
+  }
+  __device__ __forceinline__ void retire() { launch_retire(cm, epoch()); }
+};
+
+// The kernel's body (templates/gemm_rs.cu).
+template <class Cfg>
+__device__ __forceinline__ void gemm_rs_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
+                                              const TensorMap &tb, const Comm &cm) {
+  static_assert(!Cfg::PDL && !Cfg::EPI_TMA && !Cfg::SPLIT_TAIL, "gemm_rs: direct f32 stores, no pdl, no split tail");
+  RsPartials<Cfg> src(cm, m);
+  gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+}
+
+}  // namespace weft
