@@ -202,6 +202,29 @@ static const entry matrix[] = {
   {"allreduce_norm.lua", {"quant=fp8_e4m3", "algo=one_shot_ll", "dtype=f16", "ranks=4"},
    {"st.relaxed.sys.global.u64", "ld.relaxed.sys.global.u64", "_param_7[136]", "cvt.rn.satfinite.e4m3x2.f32"},
    {"st.release.sys", "multimem"}},
+  /* gemm_rs: the GEMM whose epilogue stores f32 partial tiles (st.global.v2.f32) into the owners'
+   * staging; DONE as a release store, the waits relaxed polls closed by fence.acq_rel.sys, their
+   * stop OR-ed over the consumers (barrier.cta.red.or); the f32 fold of 16-byte loads, rounded once
+   * (cvt.rn.bf16x2.f32).  weft::Comm is _param_8 after c, a, b, m, n, k, ta, tb.  No atomics on
+   * the data (cp.reduce.async.bulk is the unbuilt reduce = "atomic"), no multimem */
+  {"gemm_rs.lua", {0},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", B_ROW_PTX, "_param_8[136]", "setmaxnreg.inc"},
+   {"multimem", "cp.reduce.async.bulk", "cp.async.bulk.tensor.4d", "red.global.add.f32", "atom.global.add.f32"}},
+  {"gemm_rs.lua", {0},
+   {AG_SIGNAL_PTX, "st.global.v2.f32", "add.f32", "ld.global.v4.u32", "cvt.rn.bf16x2.f32", "barrier.cta.red.or.pred"},
+   {"multimem", "cp.reduce.async.bulk"}},
+  /* generated for one rank: the plain GEMM's direct epilogue, no staging, no signal, no wait */
+  {"gemm_rs.lua", {"ranks=1"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "_param_8[136]", "cvt.rn.bf16x2.f32"},
+   {"st.release.sys", "%globaltimer", "st.global.v2.f32", "fence.acq_rel.sys", "multimem"}},
+  {"gemm_rs.lua", {"ranks=4", "dtype=f16", "b_layout=col", "tile.n=128", "mma=pingpong"},
+   {"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX, AG_SIGNAL_PTX, "st.global.v2.f32",
+    "cvt.rn.f16x2.f32", "bar.arrive"},
+   {B_ROW_PTX, "bf16", "multimem"}},
+  {"gemm_rs.lua", {"split_k=2", "tile.n=128"}, {GEMM_PTX, AG_SIGNAL_PTX, "st.global.v2.f32", "barrier.cluster", "mapa"},
+   {"multimem"}},
+  {"gemm_rs.lua", {"cluster.m=2", "tile.m=64", "consumers=1", "tile.n=128"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "st.global.v2.f32", "multicast::cluster"}, {"multimem"}},
   /* family gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
    * registers from the producer (setmaxnreg), one consumer keeps the launch-bound share */
   {"gemm.lua", {0},

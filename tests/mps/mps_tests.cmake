@@ -116,6 +116,30 @@ weft_mps_timeout_ag(ag_ready 2 1 ready --set comm=tma)
 weft_mps_timeout_ag(ag_ready_threadload 2 1 ready)
 weft_mps_timeout_ag(ag_pulled 4 2 pulled)
 
+# ---- gemm_rs: GEMM + reduce-scatter on 1, 2, 3, 4 and 8 ranks; sizes off the tiles (M/P odd where
+# the ranks allow it: 2040 / 8 = 255, 1500 / 4 = 375, 1002 / 3 = 334 ... N and k multiples of 8
+# off 64 and 256); each shape checked against the double reference of the full-K sum, then
+# 2 x 100 back-to-back launches bit-identical to the first
+set(GRS ${PROJECT_SOURCE_DIR}/examples/gemm_rs.lua)
+set(GRS_SHAPES --shapes-only --shape 2040x1000x1000 --shape 1032x1536x520)
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_rs_bf16 ${np} ${GRS} ${GRS_SHAPES})
+  weft_mps_test(gemm_rs_f16_bcol ${np} ${GRS} --set dtype=f16 --set b_layout=col ${GRS_SHAPES})
+  weft_mps_test(gemm_rs_bf16_ranks_known ${np} ${GRS} --set ranks=${np} ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_rs_odd_rows 3 ${GRS} --shapes-only --shape 1002x1000x1000 --shape 375x264x72)
+weft_mps_test(gemm_rs_pingpong 4 ${GRS} --set tile.n=128 --set mma=pingpong ${GRS_SHAPES})
+weft_mps_test(gemm_rs_split_k2 2 ${GRS} --set split_k=2 --set tile.n=128 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_cluster_m2 4 ${GRS} --set cluster.m=2 --set tile.m=64 --set consumers=1 --set tile.n=128 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_tile64_c1 8 ${GRS} --set tile.m=64 --set consumers=1 --set tile.n=128 --set stages=6 ${GRS_SHAPES})
+# a rank that never sends DONE: every rank's fold waits for it and times out naming rank 1,
+# signal "done" and the epoch; nobody hangs
+add_test(NAME mps.timeout.gemm_rs_done.np2
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 2 $<TARGET_FILE:weft_cli> ${GRS} 1 done
+                 --shapes-only --shape 1000x1000x1000)
+set_tests_properties(mps.timeout.gemm_rs_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                     RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
+
 # ---- allreduce_norm: allreduce + residual + RMS norm (checks rows 1, 3, 17, 128, 1000 at the hidden
 # size max_cols; every rank the same y and h bits, in place, 100 back-to-back launches)
 set(ARN ${PROJECT_SOURCE_DIR}/examples/allreduce_norm.lua)

@@ -1,0 +1,310 @@
+/* runners/gemm_rs.c: `weft run` for the gemm_rs family (GEMM + reduce-scatter), on every rank of
+ * an MPI job (one process is a world of one).  Rank r holds A_r (M x k, its K shard; k = the
+ * size argument) and B_r (k x N, "row"; N x k, "col"); it ends with rows r*M/P .. (r+1)*M/P - 1
+ * of sum_p A_p . B_p.
+ *   check: per shape, every rank regenerates every rank's A_p and B_p from the seed (no
+ *          communication for the reference), so the reference is one GEMM over the full K = P k
+ *          (A = [A_0 .. A_P-1] side by side, B = the B_p stacked: runtime/check/ref_gemm.c in
+ *          double, this rank's rows, every element or sampled rows); C poisoned; then 100
+ *          back-to-back launches must reproduce the bits, and so must a second run of 100.
+ *   time:  per shape, the fused kernel alone (runtime/measure/'s policy, the slowest rank); the
+ *          unfused weft gemm + weft reduce_scatter beside it is not built into this runner yet.
+ * The GEMM's tolerance holds: the partials are f32 and the sum is rounded once. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "driver.h"
+#include "hostref.h"
+#include "internal.h"
+#include "measure.h"
+#include "ranks.h"
+#include "ref_gemm.h"
+#include "runner.h"
+
+#define RS_LAUNCHES 100
+
+typedef struct rs_run {
+  const run_opts *o;
+  weft_kernel *k;
+  const weft_manifest *m;
+  const drv_table *d;
+  weft_world *w;
+  weft_comm *comm;
+  CUstream s;
+  hr_dtype dt;
+  size_t es;
+  int bcol, rank, size;
+  long long M, N, K, Ms;   /* K: the per-rank k; Ms = M / P */
+  CUdeviceptr a, b, c;
+  void *slot[6];
+  union { CUdeviceptr p; long long l; } val[6];
+} rs_run;
+
+static int cu_ok(const rs_run *r, CUresult e, const char *what) { return cli_cu_ok(r->d, r->rank, e, what); }
+
+static uint64_t data_seed(const rs_run *r, int what) {   /* what: 2p = A_p, 2p + 1 = B_p, -1: rows */
+  uint64_t s = hr_mix64(r->o->seed ^ hr_mix64((uint64_t)r->M * 1000003ull + (uint64_t)r->N * 10007ull + (uint64_t)r->K));
+  return hr_mix64(s + (uint64_t)(what + 2));
+}
+
+/* the arguments by name, in manifest order; -1 if the manifest names one this runner lacks */
+static int bind(rs_run *r) {
+  if (r->m->n_args != 6) { fprintf(stderr, "weft run: %s: %d arguments, expected c, a, b, m, n, k\n", r->m->name, r->m->n_args); return -1; }
+  for (int i = 0; i < 6; i++) {
+    const char *n = r->m->args[i].name;
+    if (!strcmp(n, "c")) r->val[i].p = r->c;
+    else if (!strcmp(n, "a")) r->val[i].p = r->a;
+    else if (!strcmp(n, "b")) r->val[i].p = r->b;
+    else if (!strcmp(n, "m")) r->val[i].l = r->M;
+    else if (!strcmp(n, "n")) r->val[i].l = r->N;
+    else if (!strcmp(n, "k")) r->val[i].l = r->K;
+    else { fprintf(stderr, "weft run: %s: kernel argument '%s' is not one gemm_rs gives\n", r->m->name, n); return -1; }
+    if (strcmp(r->m->args[i].type, i < 3 ? "ptr" : "i64")) {
+      fprintf(stderr, "weft run: %s: argument '%s' is %s\n", r->m->name, n, r->m->args[i].type);
+      return -1;
+    }
+    r->slot[i] = &r->val[i];
+  }
+  return 0;
+}
+
+static int launch(rs_run *r) {
+  if (weft_comm_launch(r->comm, r->slot, r->s)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", r->rank, weft_comm_error(r->comm));
+    return -1;
+  }
+  return 0;
+}
+static int finish(rs_run *r) {
+  if (!cu_ok(r, r->d->cuStreamSynchronize(r->s), "the kernels")) return -1;
+  if (weft_comm_check(r->comm)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", r->rank, weft_comm_error(r->comm));
+    return -1;
+  }
+  return 0;
+}
+
+static void free_shape(rs_run *r) {
+  CUdeviceptr *ps[] = {&r->a, &r->b, &r->c};
+  for (int i = 0; i < 3; i++) {
+    if (*ps[i]) r->d->cuMemFree(*ps[i]);
+    *ps[i] = 0;
+  }
+}
+
+/* device buffers for the shape; this rank's A_r and B_r uploaded from ha / hb (NULL: random,
+ * for timing); 0 on success */
+static int begin_shape(rs_run *r, const void *ha, const void *hb) {
+  size_t ab = (size_t)r->M * (size_t)r->K * r->es, bb = (size_t)r->K * (size_t)r->N * r->es;
+  size_t cb = (size_t)r->Ms * (size_t)r->N * r->es;
+  if (!cu_ok(r, r->d->cuMemAlloc(&r->a, ab), "cuMemAlloc") || !cu_ok(r, r->d->cuMemAlloc(&r->b, bb), "cuMemAlloc") ||
+      !cu_ok(r, r->d->cuMemAlloc(&r->c, cb), "cuMemAlloc"))
+    return -1;
+  void *ta = NULL, *tb = NULL;
+  if (!ha || !hb) {
+    if (!(ta = malloc(ab)) || !(tb = malloc(bb))) { free(ta); free(tb); fprintf(stderr, "weft run: out of host memory\n"); return -1; }
+    hr_fill_uniform(r->dt, ta, (size_t)r->M * (size_t)r->K, data_seed(r, 2 * r->rank), -1.0, 1.0);
+    hr_fill_uniform(r->dt, tb, (size_t)r->K * (size_t)r->N, data_seed(r, 2 * r->rank + 1), -1.0, 1.0);
+    ha = ta; hb = tb;
+  }
+  int ok = cu_ok(r, r->d->cuMemcpyHtoD(r->a, ha, ab), "cuMemcpyHtoD") && cu_ok(r, r->d->cuMemcpyHtoD(r->b, hb, bb), "cuMemcpyHtoD") &&
+           cu_ok(r, r->d->cuCtxSynchronize(), "uploading the inputs");
+  free(ta); free(tb);
+  return ok && !bind(r) ? 0 : -1;
+}
+
+/* One shape: every rank's A_p, B_p, the full-K reference of this rank's rows, one launch into a
+ * poisoned C, then twice 100 back-to-back launches into a poisoned C: the bits must not move. */
+static int check_shape(rs_run *r) {
+  int P = r->size, ok = 1, all = 0;
+  long long M = r->M, N = r->N, k = r->K, KF = k * P, nrows = 0, *rows = NULL;
+  size_t es = r->es, c_bytes = (size_t)r->Ms * (size_t)N * es;
+  char name[160], line[512];
+  snprintf(name, sizeof name, "gemm_rs %s b=%s %lldx%lldx%lld (k per rank) P=%d", hr_dtype_name(r->dt), r->bcol ? "col" : "row",
+           M, N, k, P);
+  void *af = malloc((size_t)M * (size_t)KF * es), *bf = malloc((size_t)KF * (size_t)N * es);
+  void *ap = malloc((size_t)M * (size_t)k * es), *bp = malloc((size_t)k * (size_t)N * es);
+  void *mine_a = malloc((size_t)M * (size_t)k * es), *mine_b = malloc((size_t)k * (size_t)N * es);
+  void *first = malloc(c_bytes), *again = malloc(c_bytes);
+  double *want = NULL, *scale = NULL;
+  if (!af || !bf || !ap || !bp || !mine_a || !mine_b || !first || !again) { ok = 0; goto host; }
+  for (int p = 0; p < P; p++) {   /* A_p's columns at p*k of A; B_p's rows at p*k of B (col: its columns) */
+    hr_fill_uniform(r->dt, ap, (size_t)M * (size_t)k, data_seed(r, 2 * p), -1.0, 1.0);
+    hr_fill_uniform(r->dt, bp, (size_t)k * (size_t)N, data_seed(r, 2 * p + 1), -1.0, 1.0);
+    for (long long i = 0; i < M; i++)
+      memcpy((char *)af + ((size_t)i * (size_t)KF + (size_t)p * (size_t)k) * es, (char *)ap + (size_t)i * (size_t)k * es, (size_t)k * es);
+    if (!r->bcol) memcpy((char *)bf + (size_t)p * (size_t)k * (size_t)N * es, bp, (size_t)k * (size_t)N * es);
+    else
+      for (long long j = 0; j < N; j++)
+        memcpy((char *)bf + ((size_t)j * (size_t)KF + (size_t)p * (size_t)k) * es, (char *)bp + (size_t)j * (size_t)k * es, (size_t)k * es);
+    if (p == r->rank) { memcpy(mine_a, ap, (size_t)M * (size_t)k * es); memcpy(mine_b, bp, (size_t)k * (size_t)N * es); }
+  }
+  rows = ref_gemm_pick_rows(r->Ms, N, KF, 1, r->Ms, data_seed(r, -1), &nrows, &all);
+  want = rows ? malloc((size_t)nrows * (size_t)N * sizeof *want) : NULL;
+  scale = rows ? malloc((size_t)nrows * (size_t)N * sizeof *scale) : NULL;
+  ok = want && scale &&
+       !ref_gemm(r->dt, (char *)af + (size_t)r->rank * (size_t)r->Ms * (size_t)KF * es, bf, r->bcol, N, KF, rows, nrows, want, scale);
+host:
+  if (!ok) fprintf(stderr, "weft run: rank %d: out of host memory for the reference of %s\n", r->rank, name);
+  if (!ranks_all(ok)) goto out;
+  ok = !begin_shape(r, mine_a, mine_b);
+  if (!ranks_all(ok)) goto out;
+  ok = cu_ok(r, r->d->cuMemsetD8Async(r->c, 0xff, c_bytes, r->s), "cuMemsetD8Async") && !launch(r) && !finish(r) &&
+       cu_ok(r, r->d->cuMemcpyDtoH(first, r->c, c_bytes), "cuMemcpyDtoH");
+  if (ok) {
+    hr_report v;
+    if (ref_gemm_compare(r->dt, first, N, rows, nrows, want, scale, &v)) {
+      hr_report_format_worst(&v, line, sizeof line);
+      fprintf(stderr, "check: rank %d: %s: FAIL (%s)\n", r->rank, name, line);
+      ok = 0;
+    } else if (r->rank == 0 && !r->o->quiet) {
+      hr_report_format_worst(&v, line, sizeof line);
+      printf("check: %s: reference (rank 0's rows%s): %s\n", name, all ? "" : ", sampled", line);
+    }
+  }
+  if (!ranks_all(ok)) goto out;
+  for (int run = 0; run < 2 && ok; run++) {   /* two runs of 100: run-to-run and launch-to-launch bit identity */
+    ok = cu_ok(r, r->d->cuMemsetD8Async(r->c, 0xff, c_bytes, r->s), "cuMemsetD8Async");
+    for (int i = 0; i < RS_LAUNCHES && ok; i++) ok = !launch(r);
+    ok = ok && !finish(r) && cu_ok(r, r->d->cuMemcpyDtoH(again, r->c, c_bytes), "cuMemcpyDtoH");
+    if (ok && memcmp(first, again, c_bytes)) {
+      size_t n = 0;
+      for (size_t i = 0; i < c_bytes / es; i++) n += memcmp((char *)first + i * es, (char *)again + i * es, es) != 0;
+      fprintf(stderr, "check: rank %d: %s: run %d of %d back-to-back launches changed %zu elements of the result\n",
+              r->rank, name, run + 1, RS_LAUNCHES, n);
+      ok = 0;
+    }
+  }
+  if (ranks_all(ok) && r->rank == 0 && !r->o->quiet)
+    printf("check: %s: PASS (%s, 2 x %d back-to-back launches bit-identical to the first)\n", name,
+           all ? "every element" : "sampled rows", RS_LAUNCHES);
+out:
+  free(af); free(bf); free(ap); free(bp); free(mine_a); free(mine_b); free(first); free(again);
+  free(rows); free(want); free(scale);
+  free_shape(r);
+  return ranks_all(ok);
+}
+
+static int timed_launch(void *ud, int set, CUstream s, char *err, size_t len) { err[0] = 0; return launch(ud); }
+static int timed_finish(void *ud, CUstream s, char *err, size_t len) { err[0] = 0; return finish(ud); }
+
+static int time_shape(rs_run *r) {
+  int ok = !begin_shape(r, NULL, NULL);
+  if (!ranks_all(ok)) { free_shape(r); return 0; }
+  measure_op op = {timed_launch, r, 1, timed_finish};
+  measure_result res;
+  measure_plan plan = {.iters = r->o->iters, .warmup = r->o->warmup, .settle = 1, .rounds = 3, .heat_ms = 250.0,
+                       .cap_ms = 2000.0, .graph_reps = 3, .stream = r->s, .ranks = measure_ranks_mpi()};
+  char err[512];
+  ok = !measure_run(r->d, &plan, &op, 1, &res, err, sizeof err);
+  if (!ok && err[0]) fprintf(stderr, "weft run: rank %d: %s\n", r->rank, err);
+  double fl = 2.0 * (double)r->M * (double)r->N * (double)r->K;   /* per rank: its own M x N x k */
+  if (ok && r->rank == 0)
+    printf("gemm_rs  %-4s %-3s %6lld %6lld %6lld %2d %5d %10.2f %10.2f %8.1f %8.1f\n", hr_dtype_name(r->dt),
+           r->bcol ? "col" : "row", r->M, r->N, r->K, r->size, res.iters, res.ev_us, res.gr_us, fl / res.ev_us * 1e-6,
+           res.gr_us > 0 ? fl / res.gr_us * 1e-6 : -1.0);
+  if (ok && r->o->result) {
+    double t = res.gr_us > 0 ? res.gr_us : res.ev_us;
+    r->o->result->timed = 1;
+    r->o->result->us = t;
+    r->o->result->metric = fl / t * 1e-6;
+    r->o->result->baseline = 0;
+    snprintf(r->o->result->metric_name, sizeof r->o->result->metric_name, "TFLOP/s");
+    snprintf(r->o->result->baseline_name, sizeof r->o->result->baseline_name, "none");
+  }
+  free_shape(r);
+  return ok;
+}
+
+typedef struct gshape { long long m, n, k; } gshape;
+
+static int run_gemm_rs(weft_kernel *k, const run_opts *o) {
+  ranks_ensure();
+  rs_run r = {.o = o, .k = k, .m = weft_kernel_manifest(k)};
+  MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &r.size);
+  char why[512] = "";
+  int rc = CLI_FAIL, pass = 1;
+  gshape checks[CLI_MAX_SHAPES + 1], times[CLI_MAX_SHAPES];
+  int n_checks = 0, n_times = 0;
+  r.d = drv_get(why, sizeof why);
+  if (!r.d) { fprintf(stderr, "weft run: %s\n", why); rc = CLI_NO_GPU; goto out; }
+  const char *bl = weft_manifest_param(r.m, "b_layout");
+  if (hr_dtype_parse(weft_manifest_param(r.m, "dtype"), &r.dt) || !bl || (strcmp(bl, "row") && strcmp(bl, "col"))) {
+    fprintf(stderr, "weft run: %s: the manifest lacks dtype or b_layout (row|col)\n", r.m->name);
+    goto out;
+  }
+  r.bcol = !strcmp(bl, "col");
+  r.es = hr_dtype_size(r.dt);
+  for (int i = 0; i < o->n_check && n_checks < CLI_MAX_SHAPES; i++) {
+    const weft_shape *s = &o->check_shapes[i];
+    checks[n_checks++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
+  }
+  if (!o->shapes_only) checks[n_checks++] = (gshape){1024ll * r.size, 1536, 512};   /* big enough to sample rows */
+  for (int i = 0; i < o->n_time && n_times < CLI_MAX_SHAPES; i++) {
+    const weft_shape *s = &o->time_shapes[i];
+    times[n_times++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
+  }
+  if (!o->check) n_checks = 0;
+  if (!o->timing) n_times = 0;
+  /* the staging half holds m x n f32 (every rank's partial of this rank's rows); every size
+   * argument is also held to max_elems */
+  long long max_elems = 1;
+  for (int i = 0; i < n_checks + n_times; i++) {
+    const gshape *s = i < n_checks ? &checks[i] : &times[i - n_checks];
+    long long e = s->m * s->n;
+    if (s->k > e) e = s->k;
+    if (e > max_elems) max_elems = e;
+  }
+  if (weft_world_create(NULL, &r.w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", r.rank); goto out; }
+  if (weft_comm_create(k, r.w, max_elems, &r.comm)) { fprintf(stderr, "weft run: rank %d: %s\n", r.rank, weft_kernel_error(k)); goto out; }
+  if (!ranks_all(cu_ok(&r, r.d->cuStreamCreate(&r.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))) goto out;
+  if (r.rank == 0) {
+    printf("run: %s: %s, b_layout %s, on %d rank%s (%d per GPU)\n", r.m->name, hr_dtype_name(r.dt), bl, r.size,
+           r.size == 1 ? "" : "s", weft_symm_gpu_share(weft_comm_symm(r.comm)));
+    fflush(stdout);
+  }
+  for (int i = 0; i < n_checks; i++) {
+    const gshape *s = &checks[i];
+    if (s->m % r.size || s->n % 8 || s->k % 8) {
+      if (r.rank == 0) printf("check: gemm_rs %lldx%lldx%lld: skipped: M must be a multiple of the %d ranks, N and k of 8\n",
+                              s->m, s->n, s->k, r.size);
+      continue;
+    }
+    r.M = s->m; r.N = s->n; r.K = s->k; r.Ms = s->m / r.size;
+    if (!check_shape(&r)) {
+      if (r.rank == 0) printf("check: %s: FAIL at %lldx%lldx%lld (rank messages above)\n", r.m->name, s->m, s->n, s->k);
+      goto out;
+    }
+  }
+  if (n_checks > 0 && o->result) { o->result->checked = 1; o->result->passed = 1; }
+  if (n_times > 0 && r.rank == 0)
+    printf("time: %s, %d rank%s; us per launch (events ev, graph gr; the slowest rank), TF = 2*M*N*k per rank / time. "
+           "The fused kernel alone: the unfused weft gemm + reduce_scatter is not timed here\n"
+           "#gemm_rs type b   %6s %6s %6s %2s %5s %10s %10s %8s %8s\n",
+           r.m->name, r.size, r.size == 1 ? "" : "s", "M", "N", "k", "P", "iters", "weft_ev", "weft_gr", "TF_ev", "TF_gr");
+  for (int i = 0; i < n_times; i++) {
+    const gshape *s = &times[i];
+    if (s->m % r.size || s->n % 8 || s->k % 8) {
+      if (r.rank == 0) printf("time: gemm_rs %lldx%lldx%lld: skipped: M must be a multiple of the ranks, N and k of 8\n", s->m, s->n, s->k);
+      continue;
+    }
+    r.M = s->m; r.N = s->n; r.K = s->k; r.Ms = s->m / r.size;
+    if (!ranks_all(time_shape(&r))) {
+      pass = 0;
+      if (!ranks_all(!weft_comm_check(r.comm))) break;
+    }
+  }
+  rc = pass ? CLI_OK : CLI_FAIL;
+out:
+  if (r.d && r.s) r.d->cuStreamDestroy(r.s);
+  if (r.comm) weft_comm_destroy(r.comm);
+  weft_world_destroy(r.w);
+  if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
+  return rc;
+}
+WEFT_RUNNER(gemm_rs, run_gemm_rs)
