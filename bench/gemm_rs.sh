@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# bench/gemm_rs.sh: the fused GEMM + reduce-scatter (issue 20) on the GPU machine, repo root, build/ carried.
+#   PHASES "tests time" (default):
+#     tests  every GPU test of gemm_rs (MPS: P = 1, 2, 3, 4, 8; a muted DONE)
+#     time   P = 1: gemm_rs (ranks = 1, the plain epilogue) beside weft's gemm with the same schedule
+#            (direct epilogue, the example's tile and stages), at SHAPES1 (default 1024^3, 4096^3, 8192^3);
+#            P = RANKS (default "2 4 8") under MPS: the fused kernel, and its unfused pieces timed alone
+#            (weft's gemm at M x N x K/P on every rank, weft's reduce_scatter of M N / P elements), at
+#            1024^3 and 8192^3 total (M x N x K with K cut over the ranks).
+#   Logs under $OUT; the timing lines on stdout.
+set -u
+here=$(dirname "${BASH_SOURCE[0]}")
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+. "$here/mps.sh"
+export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
+W=build/weft
+GRS="$here/../examples/gemm_rs.lua"
+GEMM_SETS="--set epilogue=direct --set stages=4"
+for ph in ${PHASES:-tests time}; do
+  case $ph in
+    tests)
+      (cd build && ctest -L gpu -R "gemm_rs" --output-on-failure --timeout 300) > "$out/gemm_rs_tests.txt" 2>&1
+      grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$out/gemm_rs_tests.txt" | head -20 ;;
+    time)
+      for s in ${SHAPES1:-1024x1024x1024 4096x4096x4096 8192x8192x8192}; do
+        echo "== P=1 $s: gemm_rs ranks=1, then gemm ($GEMM_SETS)"
+        timeout 120 $W run "$GRS" --set ranks=1 --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^ +[0-9]|us" | tail -2
+        timeout 120 $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^ +[0-9]|us" | tail -2
+      done
+      for np in ${RANKS:-2 4 8}; do
+        for t in 1024 8192; do
+          k=$((t / np)); n=$((t * t / np))
+          echo "== P=$np ${t}^3 (k = $k per rank): fused; gemm ${t}x${t}x$k on every rank; reduce_scatter of $n elements"
+          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" --set ranks="$np" --no-check --shapes-only \
+            --time-shape "${t}x${t}x$k" > "$out/grs_np${np}_$t.txt" 2>&1; echo "rc=$?"
+          grep -E "^ +[0-9]|us" "$out/grs_np${np}_$t.txt" | tail -2
+          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check \
+            --shapes-only --time-shape "${t}x${t}x$k" 2>&1 | grep -E "^ +[0-9]|us" | tail -1
+          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/reduce_scatter.lua" --set dtype=bf16 \
+            --no-check --shapes-only --time-shape "$n" 2>&1 | grep -E "^ +[0-9]" | tail -1
+        done
+      done ;;
+  esac
+done
+mps_stop
