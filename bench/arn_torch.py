@@ -114,10 +114,15 @@ def main():
             xu, ru = x0.clone(), r0.clone()
             unfused(xu, ru, w, wd.all_reduce)
             torch.cuda.synchronize()
-            ok = torch.equal(r, ru) and torch.allclose(x.float(), xu.float(), rtol=2 ** -7, atol=1e-5)
-            if not agree_all(ok):
-                out("FAIL at %d x %d: fused y/h differ from all_reduce + add + rms_norm beyond bf16 rounding" % (
-                    tokens, hidden))
+            # h to the bit (the same fold, the same rounded add); y within two bf16 roundings (torch's
+            # rms_norm may round the normalised row before the weight, weft rounds once)
+            h_ok = torch.equal(r, ru)
+            dy = (x.float() - xu.float()).abs()
+            y_ok = bool((dy <= 2 ** -6 * xu.float().abs() + 1e-5).all())
+            if not agree_all(h_ok and y_ok):
+                hd = int((r != ru).sum())
+                out("FAIL at %d x %d (rank 0): h: %d of %d elements differ; y: max |diff| %.3g, max |diff| / |y| %.3g" % (
+                    tokens, hidden, hd, r.numel(), float(dy.max()), float((dy / xu.float().abs().clamp_min(1e-30)).max())))
                 bad += 1
                 continue
             reps = 20 if tokens * hidden <= 1 << 20 else 3
