@@ -25,8 +25,8 @@ for ph in ${PHASES:-tests time}; do
     time)
       for s in ${SHAPES1:-1024x1024x1024 4096x4096x4096 8192x8192x8192}; do
         echo "== P=1 $s: gemm_rs ranks=1, then gemm ($GEMM_SETS)"
-        timeout 120 $W run "$GRS" --set ranks=1 --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?gemm|FAIL|rror"
-        timeout 120 $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?gemm|FAIL|rror"
+        timeout 120 $W run "$GRS" --set ranks=1 --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
+        timeout 120 $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
       done
       for np in ${RANKS:-2 4 8}; do
         for t in 1024 8192; do
@@ -34,9 +34,9 @@ for ph in ${PHASES:-tests time}; do
           echo "== P=$np ${t}^3 (k = $k per rank): fused; gemm ${t}x${t}x$k on every rank; reduce_scatter of $n elements"
           timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" --set ranks="$np" --no-check --shapes-only \
             --time-shape "${t}x${t}x$k" > "$out/grs_np${np}_$t.txt" 2>&1; echo "rc=$?"
-          grep -E "^#?gemm|FAIL|rror" "$out/grs_np${np}_$t.txt"
+          grep -E "^#?(ag_)?gemm|FAIL|rror" "$out/grs_np${np}_$t.txt"
           timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check \
-            --shapes-only --time-shape "${t}x${t}x$k" 2>&1 | grep -E "^#?gemm|FAIL|rror"
+            --shapes-only --time-shape "${t}x${t}x$k" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
           timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/reduce_scatter.lua" --set dtype=bf16 \
             --no-check --shapes-only --time-shape "$n" 2>&1 | grep -E "^ +[0-9]" | tail -1
         done
