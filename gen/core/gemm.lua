@@ -87,6 +87,24 @@ function M.fields(pre)
   }
 end
 
+-- The tile field of the WGMMA-only families (gemm, gemm_rs), "auto" resolved by check_auto_tile.
+function M.tile_field()
+  return { name = "tile", kind = "custom", check = M.tile_check, default = "auto", tag = "",
+           doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256}, k = 64" }
+end
+-- F.check of those families: the default tile for "auto", then the WGMMA rules.
+function M.check_auto_tile(cfg, errs)
+  if cfg.tile == "auto" then cfg.tile = M.tile_check(M.DEFAULT_TILE) end
+  M.check(cfg, errs)
+end
+-- Their arguments: c (out), a, b (in; 16-byte aligned), then the sizes m, n, k.
+function M.cab_args(dt)
+  local function size(name) return { name = name, type = "i64", role = "size" } end
+  return { { name = "c", type = "ptr", dtype = dt, role = "out", align = 16 },
+           { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 },
+           { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
+end
+
 -- The WGMMA rules over a config whose tile is resolved (family gemm; ag_gemm's wgmma variants).
 function M.check(cfg, errs)
   local t = cfg.tile

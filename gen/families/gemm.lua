@@ -17,25 +17,18 @@ local G = gemm.fields()
 F.fields = {
   common.dtype({ "f16", "bf16" }, "bf16"),
   G.b_layout,
-  { name = "tile", kind = "custom", check = gemm.tile_check, default = "auto", tag = "",
-    doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256}, k = 64" },
+  gemm.tile_field(),
   G.stages, G.consumers, G.mma, G.cluster, G.split_k, G.split_k_tail, G.epilogue, G.group,
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
       .. "sets up its shared memory, then waits for it before touching global memory)" },
 }
 
-function F.check(cfg, errs)
-  if cfg.tile == "auto" then cfg.tile = gemm.tile_check(gemm.DEFAULT_TILE) end
-  gemm.check(cfg, errs)
-end
+F.check = gemm.check_auto_tile
 
 function F.derive(cfg)
   local dt = cfg.dtype
-  local size = function(name) return { name = name, type = "i64", role = "size" } end
-  local args = { { name = "c", type = "ptr", dtype = dt, role = "out", align = 16 },
-                 { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 },
-                 { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
+  local args = gemm.cab_args(dt)
   local tmaps = gemm.tmaps_ab(cfg, "m")
   local epi_tma = cfg.epilogue == "tma"
   if epi_tma then   -- the epilogue's map over C: each consumer warpgroup's rows x 64 columns per box

@@ -23,11 +23,10 @@ F.fields = {
       .. "order and rounds once (the same bits every run). \"atomic\" (TMA bulk reduce-add, not bit-stable) is not "
       .. "built" },
   { name = "comm", kind = "enum", values = { "threadload" }, default = "threadload", tag = "",
-    doc = "threadload: the epilogue's threads store 16-byte vectors into the owner's mapped buffer. multimem and "
+    doc = "threadload: the epilogue's threads store 8-byte vectors of f32 into the owner's mapped buffer. multimem and "
       .. "tma are not built" },
   G.b_layout,
-  { name = "tile", kind = "custom", check = gemm.tile_check, default = "auto", tag = "",
-    doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256}, k = 64" },
+  gemm.tile_field(),
   G.stages, G.consumers, G.mma, G.cluster, G.split_k,
   { name = "epilogue", kind = "enum", values = { "direct" }, default = "direct", tag = "ep",
     doc = "direct: f32 partial tiles from registers to the owner's staging (P = 1: the plain GEMM's direct "
@@ -36,18 +35,12 @@ F.fields = {
   common.ranks(),
 }
 
-function F.check(cfg, errs)
-  if cfg.tile == "auto" then cfg.tile = gemm.tile_check(gemm.DEFAULT_TILE) end
-  gemm.check(cfg, errs)
-end
+F.check = gemm.check_auto_tile
 
 function F.derive(cfg)
   local dt = cfg.dtype
-  local size = function(name) return { name = name, type = "i64", role = "size" } end
   -- c: this rank's M/P x N rows of the sum; a: its M x k block of A; b: its k x N block of B
-  local args = { { name = "c", type = "ptr", dtype = dt, role = "out", align = 16 },
-                 { name = "a", type = "ptr", dtype = dt, role = "in", align = 16 },
-                 { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
+  local args = gemm.cab_args(dt)
   local layout = gemm.layout(cfg)
   local threads = gemm.threads(cfg)
   local big = common.INT_MAX
