@@ -77,13 +77,15 @@ F.key = gemm.KEY
 -- The rule (gen/core/auto.lua): the GEMM's wave model for the per-rank problem, M x N x k with
 -- C's rows cut into one shard per rank, each tiled on its own (as the kernel walks them).  The
 -- model does not price the staging stores or the fold: they are the same for every schedule.
--- The kernel is generated for the world's size where the caller knows it (ranks = 1: the plain
--- GEMM's epilogue, no staging).
+-- The kernel is generated for the world's size where that is several ranks.  One rank is also
+-- what a caller with no count passes (`weft gen --auto`), and a kernel for one rank (the plain
+-- GEMM's epilogue, no staging) refuses a larger world, so there ranks stays "any"; a one-rank job
+-- sets ranks = 1 for the plain epilogue (allreduce_norm's rule does the same).
 function F.auto(shape, fixed, dev)
   local ranks = math.max(1, dev and dev.ranks or 1)
   local open = fixed.ranks == nil or fixed.ranks == "auto"
   return gemm.candidates(shape, fixed, dev, { family = "gemm_rs", shards = ranks,
-                                              extra = open and dev and dev.ranks and { ranks = ranks } or nil })
+                                              extra = open and ranks > 1 and { ranks = ranks } or nil })
 end
 
 -- The GEMM's shapes, with the comm families' baseline (there is no cuBLAS twin of the fused op).
