@@ -16,7 +16,6 @@ median over WEFT_BENCH_SAMPLES (default 20) counts, a gloo barrier before each.
 """
 import datetime
 import os
-import statistics
 import sys
 import time
 
@@ -27,6 +26,7 @@ if not torch.cuda.is_available():
     print("arn_torch: SKIP: no CUDA GPU")
     sys.exit(77)
 
+import dist_timing  # noqa: E402 (bench/, beside this script)
 from weft.torch import dist as wd  # noqa: E402
 
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
@@ -50,31 +50,12 @@ def agree_all(flag):
     return bool(t.item())
 
 
-def heat(fn, ms=200):
-    t0 = time.time()
-    while True:
-        for _ in range(10):
-            fn()
-        if not agree_all((time.time() - t0) * 1000 < ms):   # everyone stops together
-            break
-    torch.cuda.synchronize()
+def heat(fn):
+    dist_timing.heat(fn, 200)
 
 
 def time_us(fn, reps):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    meds = []
-    for _ in range(SAMPLES):
-        dist.barrier()
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        meds.append(s.elapsed_time(e) * 1000 / reps)
-    allm = [None] * P
-    dist.all_gather_object(allm, statistics.median(meds))
-    wd.check()
-    return max(allm)
+    return dist_timing.time_us(fn, reps, SAMPLES, wd.check)
 
 
 # NCCL wants a GPU per rank: ask every rank which GPU it is on

@@ -17,7 +17,6 @@ slowest rank's median over 50 counts (a barrier over gloo before each sample).
 """
 import datetime
 import os
-import statistics
 import sys
 import time
 
@@ -28,6 +27,7 @@ if not torch.cuda.is_available():
     print("torch_comm: SKIP: no CUDA GPU")
     sys.exit(77)
 
+import dist_timing  # noqa: E402 (bench/, beside this script)
 from weft.torch import dist as wd  # noqa: E402
 
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
@@ -44,36 +44,12 @@ def out(line):
 
 
 def heat(fn, ms=300):
-    """About ms of calls, the same number on every rank: a collective's ranks must launch the same
-    sequence (a count per rank's own clock left one rank two launches short: a timeout, rightly)."""
-    t0 = time.time()
-    while True:
-        for _ in range(10):
-            fn()
-        go = torch.tensor([1 if (time.time() - t0) * 1000 < ms else 0])
-        dist.all_reduce(go, op=dist.ReduceOp.MIN)   # gloo, on the host: everyone stops together
-        if not go.item():
-            break
-    torch.cuda.synchronize()
+    dist_timing.heat(fn, ms)
 
 
 def time_us(fn, reps):
     """The slowest rank's median over SAMPLES of (reps back-to-back calls) / reps, in us."""
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    meds = []
-    for _ in range(SAMPLES):
-        dist.barrier()
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        meds.append(s.elapsed_time(e) * 1000 / reps)
-    mine = statistics.median(meds)
-    allm = [None] * P
-    dist.all_gather_object(allm, mine)
-    wd.check()
-    return max(allm)
+    return dist_timing.time_us(fn, reps, SAMPLES, wd.check)
 
 
 def bench_all_reduce():

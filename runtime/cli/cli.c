@@ -35,6 +35,21 @@ int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names
   return 0;
 }
 
+int cli_comm_launch(weft_comm *c, void **args, void *stream, int rank) {
+  if (!weft_comm_launch(c, args, stream)) return 0;
+  fprintf(stderr, "weft run: rank %d: %s\n", rank, weft_comm_error(c));
+  return -1;
+}
+
+int cli_comm_finish(const drv_table *d, int rank, CUresult sync, const char *what, weft_comm *c) {
+  if (!cli_cu_ok(d, rank, sync, what)) return -1;
+  if (c && weft_comm_check(c)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", rank, weft_comm_error(c));
+    return -1;
+  }
+  return 0;
+}
+
 void cli_report_bandwidth(const run_opts *o, const char *name, double ms, double bytes, double copy_ms,
                           double copy_bytes) {
   double gbs = bytes / (ms * 1e6), cgbs = 2.0 * copy_bytes / (copy_ms * 1e6);

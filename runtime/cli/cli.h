@@ -86,6 +86,12 @@ CUdeviceptr cli_dev_alloc(const drv_table *d, size_t bytes);
 /* Fills the launch's argument slots in manifest order from (names[j], vals[j]) pairs; -1 (and
  * a message) if the manifest names an argument without a value. */
 int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names, void *const *vals, int n);
+/* The runners of kernels that talk to other ranks.  cli_comm_launch: weft_comm_launch, -1 with
+ * "weft run: rank R: <why>" on stderr.  cli_comm_finish: after the caller's synchronize (its result
+ * sync, what: what it waited for), 0 if that succeeded and no launch on c timed out (c NULL: none to
+ * ask), else -1 with the driver's message or the timeout record, naming the rank. */
+int cli_comm_launch(weft_comm *c, void **args, void *stream, int rank);
+int cli_comm_finish(const drv_table *d, int rank, CUresult sync, const char *what, weft_comm *c);
 /* Prints (and stores in o->result) a bandwidth-bound kernel's time: `bytes` moved in `ms`,
  * beside a device copy of `copy_bytes` (read + write) that took copy_ms. */
 void cli_report_bandwidth(const run_opts *o, const char *name, double ms, double bytes, double copy_ms,

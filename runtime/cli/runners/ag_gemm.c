@@ -179,10 +179,7 @@ static int launch_gemm(agg *r, weft_kernel *k, bound *args) {
 
 static int launch_weft(agg *r) {
   if (r->kind == V_GEMM) return launch_gemm(r, r->k, &r->gemm_args);
-  if (weft_comm_launch(r->comm, r->main_args.slot, r->s)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->comm));
-    return -1;
-  }
+  if (cli_comm_launch(r->comm, r->main_args.slot, r->s, RANK)) return -1;
   return r->kind == V_TWO ? launch_gemm(r, r->k2, &r->gemm_args) : 0;
 }
 
@@ -201,14 +198,7 @@ int ag_launch_op(agg *r, int op) {
 }
 
 /* wait for the stream; a timed-out signal becomes this rank's error */
-int ag_finish(agg *r) {
-  if (!cu_ok(D->cuStreamSynchronize(r->s), "the kernels")) return -1;
-  if (r->comm && weft_comm_check(r->comm)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->comm));
-    return -1;
-  }
-  return 0;
-}
+int ag_finish(agg *r) { return cli_comm_finish(D, RANK, D->cuStreamSynchronize(r->s), "the kernels", r->comm); }
 
 /* ---- checking -------------------------------------------------------------------------------- */
 

@@ -51,25 +51,12 @@ static int launch(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n) {
   void *args[3];
   const char *names[3] = {"y", "x", "n"};
   void *vals[3] = {&y, &x, &n};
-  for (int i = 0; i < r->m->n_args && i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      if (!strcmp(r->m->args[i].name, names[j])) args[i] = vals[j];
-  if (weft_comm_launch(r->c, args, NULL)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->c));
-    return -1;
-  }
-  return 0;
+  if (r->m->n_args > 3 || cli_bind_args(r->m, args, names, vals, 3)) return -1;
+  return cli_comm_launch(r->c, args, NULL, RANK);
 }
 
 /* wait for the device; a timed-out signal becomes this rank's error */
-static int finish(ar_run *r) {
-  if (!cu_ok(D->cuCtxSynchronize(), "the allreduce kernel")) return -1;
-  if (weft_comm_check(r->c)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->c));
-    return -1;
-  }
-  return 0;
-}
+static int finish(ar_run *r) { return cli_comm_finish(D, RANK, D->cuCtxSynchronize(), "the allreduce kernel", r->c); }
 
 static void fill_rank(void *ud, int rank, size_t n, void *dst) { fill_input(ud, rank, (long long)n, dst); }
 

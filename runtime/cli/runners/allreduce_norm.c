@@ -71,22 +71,11 @@ static int launch(arn_run *a, CUdeviceptr y, CUdeviceptr x, CUdeviceptr r) {
   void *vals[] = {&y, &x, &a->w, &r, &a->eps, &a->rows, &a->cols, &sc};
   void *args[16];
   if (a->m->n_args > 16 || cli_bind_args(a->m, args, names, vals, 8)) return -1;
-  if (weft_comm_launch(a->c, args, NULL)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(a->c));
-    return -1;
-  }
-  return 0;
+  return cli_comm_launch(a->c, args, NULL, RANK);
 }
 
 /* wait for the device; a timed-out signal becomes this rank's error */
-static int finish(weft_comm *c) {
-  if (!cu_ok(D->cuCtxSynchronize(), "the allreduce_norm kernel")) return -1;
-  if (weft_comm_check(c)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(c));
-    return -1;
-  }
-  return 0;
-}
+static int finish(weft_comm *c) { return cli_comm_finish(D, RANK, D->cuCtxSynchronize(), "the allreduce_norm kernel", c); }
 
 static int restore_r(arn_run *a, CUdeviceptr r) {
   return a->residual ? !cu_ok(D->cuMemcpyDtoDAsync(r, a->r0, a->n * a->es, NULL), "cuMemcpyDtoDAsync") : 0;
@@ -296,11 +285,8 @@ static int ar_only(arn_timed *t) {
   const char *names[] = {"y", "x", "n"};
   void *vals[] = {&a->z, &a->x, &t->u->n};
   void *args[4];
-  if (cli_bind_args(m, args, names, vals, 3) || weft_comm_launch(t->u->arc, args, NULL)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(t->u->arc));
-    return -1;
-  }
-  return 0;
+  if (cli_bind_args(m, args, names, vals, 3)) return -1;
+  return cli_comm_launch(t->u->arc, args, NULL, RANK);
 }
 static int rms_only(arn_timed *t) {
   if (weft_launch(t->u->rms, t->u->rms_args, NULL) == WEFT_OK) return 0;

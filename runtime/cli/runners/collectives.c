@@ -73,24 +73,11 @@ static int launch(co_run *r, CUdeviceptr y, CUdeviceptr x, long long n) {
   void *args[3];
   const char *names[3] = {"y", "x", "n"};
   void *vals[3] = {&y, &x, &n};
-  for (int i = 0; i < r->m->n_args && i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      if (!strcmp(r->m->args[i].name, names[j])) args[i] = vals[j];
-  if (weft_comm_launch(r->c, args, NULL)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->c));
-    return -1;
-  }
-  return 0;
+  if (r->m->n_args > 3 || cli_bind_args(r->m, args, names, vals, 3)) return -1;
+  return cli_comm_launch(r->c, args, NULL, RANK);
 }
 
-static int finish(co_run *r) {
-  if (!cu_ok(D->cuCtxSynchronize(), r->m->family)) return -1;
-  if (weft_comm_check(r->c)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_comm_error(r->c));
-    return -1;
-  }
-  return 0;
-}
+static int finish(co_run *r) { return cli_comm_finish(D, RANK, D->cuCtxSynchronize(), r->m->family, r->c); }
 
 /* The expected output of chunk size n: reduce_scatter want/scale (double), all_gather bits. */
 typedef struct expect { double *want, *scale; void *bits; } expect;

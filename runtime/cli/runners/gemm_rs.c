@@ -72,21 +72,8 @@ static int bind(rs_run *r) {
   return 0;
 }
 
-static int launch(rs_run *r) {
-  if (weft_comm_launch(r->comm, r->slot, r->s)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", r->rank, weft_comm_error(r->comm));
-    return -1;
-  }
-  return 0;
-}
-static int finish(rs_run *r) {
-  if (!cu_ok(r, r->d->cuStreamSynchronize(r->s), "the kernels")) return -1;
-  if (weft_comm_check(r->comm)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", r->rank, weft_comm_error(r->comm));
-    return -1;
-  }
-  return 0;
-}
+static int launch(rs_run *r) { return cli_comm_launch(r->comm, r->slot, r->s, r->rank); }
+static int finish(rs_run *r) { return cli_comm_finish(r->d, r->rank, r->d->cuStreamSynchronize(r->s), "the kernels", r->comm); }
 
 static void free_shape(rs_run *r) {
   CUdeviceptr *ps[] = {&r->a, &r->b, &r->c};
