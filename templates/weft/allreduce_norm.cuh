@@ -25,7 +25,9 @@
 //              2. each rank polls its own slots until the epoch matches, and folds as one_shot.
 //              16-bit rows of odd length start mid-word, so there every element takes a slot of
 //              its own (twice the traffic, rare hidden sizes).
-//   One rank (every algorithm): y and h from x alone, as weft's rmsnorm with the residual.
+//   One rank (every algorithm): y and h from x alone, as weft's rmsnorm with the residual.  A kernel
+//   generated for one rank (NP = 1) compiles only that, and no block reads the epoch before its rows.
+//   quant = fp8_e4m3 (one_shot, one_shot_ll, one rank): y leaves as E4M3 codes and a scale per row.
 // Pairing (one_shot, two_shot): block b of every rank handles the same rows, so it waits only
 // for block b of the others.  Reuse of a half: as the allreduce's (a rank rewrites hf at epoch
 // e + 2 only after its launch e + 1 saw every rank's READY, or every rank's words, of e + 1,
