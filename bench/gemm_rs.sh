@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/gemm_rs.sh: the fused GEMM + reduce-scatter (issue 20) on the GPU machine, repo root, build/ carried.
+# FAMILY=gemm_ar: the same for GEMM + allreduce (unfused: weft's allreduce of M N elements; SETS adds
+# --set options to the fused kernel, e.g. "--set comm=multimem --set fallback=emulate").
 #   PHASES "tests time" (default):
-#     tests  every GPU test of gemm_rs (MPS: P = 1, 2, 3, 4, 8; a muted DONE)
+#     tests  every GPU test of the family (MPS: P = 1, 2, 3, 4, 8; muted signals)
 #     time   P = 1: gemm_rs (ranks = 1, the plain epilogue) beside weft's gemm with the same schedule
 #            (direct epilogue, the example's tile and stages), at SHAPES1 (default 1024^3, 4096^3, 8192^3);
 #            P = RANKS (default "2 4 8") under MPS: the fused kernel, and its unfused pieces timed alone
@@ -15,29 +17,32 @@ mkdir -p "$out"
 . "$here/mps.sh"
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-cache}
 W=build/weft
-GRS="$here/../examples/gemm_rs.lua"
+FAM=${FAMILY:-gemm_rs}
+GRS="$here/../examples/$FAM.lua"
+SETS=${SETS:-}
 GEMM_SETS="--set epilogue=direct --set stages=4"
 for ph in ${PHASES:-tests time}; do
   case $ph in
     tests)
-      (cd build && ctest -L gpu -R "gemm_rs" --output-on-failure --timeout 300) > "$out/gemm_rs_tests.txt" 2>&1
-      grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$out/gemm_rs_tests.txt" | head -20 ;;
+      (cd build && ctest -L gpu -R "$FAM" --output-on-failure --timeout 300) > "$out/${FAM}_tests.txt" 2>&1
+      grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$out/${FAM}_tests.txt" | head -20 ;;
     time)
       for s in ${SHAPES1:-1024x1024x1024 4096x4096x4096 8192x8192x8192}; do
-        echo "== P=1 $s: gemm_rs ranks=1, then gemm ($GEMM_SETS)"
-        timeout 120 $W run "$GRS" --set ranks=1 --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
+        echo "== P=1 $s: $FAM ranks=1 $SETS, then gemm ($GEMM_SETS)"
+        timeout 120 $W run "$GRS" $SETS --set ranks=1 --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
         timeout 120 $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
       done
       for np in ${RANKS:-2 4 8}; do
         for t in 1024 8192; do
           k=$((t / np)); n=$((t * t / np))
-          echo "== P=$np ${t}^3 (k = $k per rank): fused; gemm ${t}x${t}x$k on every rank; reduce_scatter of $n elements"
-          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" --set ranks="$np" --no-check --shapes-only \
-            --time-shape "${t}x${t}x$k" > "$out/grs_np${np}_$t.txt" 2>&1; echo "rc=$?"
-          grep -E "^#?(ag_)?gemm|FAIL|rror" "$out/grs_np${np}_$t.txt"
+          coll=reduce_scatter; csets=""; [ "$FAM" = gemm_ar ] && { coll=allreduce; n=$((t * t)); csets="--auto"; }
+          echo "== P=$np ${t}^3 (k = $k per rank): fused $SETS; gemm ${t}x${t}x$k on every rank; $coll of $n elements"
+          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" $SETS --set ranks="$np" --no-check --shapes-only \
+            --time-shape "${t}x${t}x$k" > "$out/${FAM}_np${np}_$t.txt" 2>&1; echo "rc=$?"
+          grep -E "^#?(ag_)?gemm|FAIL|rror" "$out/${FAM}_np${np}_$t.txt"
           timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check \
             --shapes-only --time-shape "${t}x${t}x$k" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
-          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/reduce_scatter.lua" --set dtype=bf16 \
+          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/$coll.lua" $csets --set dtype=bf16 \
             --no-check --shapes-only --time-shape "$n" 2>&1 | grep -E "^ +[0-9]" | tail -1
         done
       done ;;

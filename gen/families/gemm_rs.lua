@@ -37,26 +37,28 @@ F.fields = {
 
 F.check = gemm.check_auto_tile
 
-function F.derive(cfg)
+-- The manifest of a GEMM whose epilogue talks to the other ranks (gemm_rs; gemm_ar reuses it):
+-- `as` names its config struct and kernel body, adds lines to the struct, and its comm section.
+function F.derive_as(cfg, as)
   local dt = cfg.dtype
-  -- c: this rank's M/P x N rows of the sum; a: its M x k block of A; b: its k x N block of B
-  local args = gemm.cab_args(dt)
   local layout = gemm.layout(cfg)
   local threads = gemm.threads(cfg)
   local big = common.INT_MAX
+  local lines = { string.format("static constexpr int NP = %d;   // ranks (0: any)", common.ranks_value(cfg)) }
+  for _, x in ipairs(as.lines or {}) do lines[#lines + 1] = x end
+  as.comm.ranks = common.ranks_value(cfg)
   return {
     values = { threads = threads,
-               body = "weft::gemm_rs_wgmma<GemmRsCfg>(c, (long)m, (long)n, (long)k, ta, tb, comm);",
+               body = string.format("weft::%s<%s>(c, (long)m, (long)n, (long)k, ta, tb, comm);", as.body, as.struct),
                wgmma = gemm.wgmma_struct(cfg.tile.n, dt, cfg.b_layout == "row"),
-               cfg = gemm.cfg_struct("GemmRsCfg", cfg, layout,
-                 { string.format("static constexpr int NP = %d;   // ranks (0: any)", common.ranks_value(cfg)) }) },
+               cfg = gemm.cfg_struct(as.struct, cfg, layout, lines) },
     block = { threads, 1, 1 },
     cluster = { cfg.cluster.m * cfg.cluster.n * cfg.split_k, 1, 1 },
     smem = layout.smem,
     layout = layout,
     smem_field = "stages",
     smem_hint = gemm.smem_hint(cfg),
-    args = args,
+    args = gemm.cab_args(dt),
     -- A over all M rows: the tile of shard s loads rows s*M/P + ...; a box that runs past the shard
     -- reads the next shard's rows, which the epilogue never stores
     tmaps = gemm.tmaps_ab(cfg, "m"),
@@ -64,11 +66,16 @@ function F.derive(cfg)
     grid = gemm.grid(cfg, true),
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
                { arg = "n", min = 8, max = big, multiple = 8 } },
-    -- the data area: per half, P f32 partials of M/P x N, one per source rank (m * n floats in all)
-    -- (ranks = 1: no staging is used, but the communicator still carries the epoch)
-    comm = { signals = { "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" }, divide = "m",
-             ranks = common.ranks_value(cfg) },
+    comm = as.comm,
   }
+end
+
+-- c: this rank's M/P x N rows of the sum; a: its M x k block of A; b: its k x N block of B.
+-- The data area: per half, P f32 partials of M/P x N, one per source rank (m * n floats in all)
+-- (ranks = 1: no staging is used, but the communicator still carries the epoch).
+function F.derive(cfg)
+  return F.derive_as(cfg, { struct = "GemmRsCfg", body = "gemm_rs_wgmma",
+    comm = { signals = { "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" }, divide = "m" } })
 end
 
 F.sizes = gemm.SIZES   -- m: all rows (rank r ends with m / ranks of them); k: this rank's share of K

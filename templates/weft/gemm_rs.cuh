@@ -78,16 +78,17 @@ __device__ __forceinline__ void store_tile_f32(float *dst, long n, long rows_val
   }
 }
 
-// Rows [i*8, i*8 + 8) of this rank's output as the rank-order fold of the P partials in the
-// local half `s` (P * len floats, slot p at p * len), rounded once.
-template <class T, int NP>
-__device__ __forceinline__ U4 rs_fold_slots(const float *s, long len, long i, int P) {
+// Vector i (8 outputs) of the rank-order fold of P f32 partials, partial p at slot(p) (any
+// rank's memory), rounded once.  Every load is in flight before the first add.
+template <class T, int NP, class Slot>
+__device__ __forceinline__ U4 fold_partials(Slot slot, long i, int P) {
   U4 v[2 * rank_slots<NP>()];
 #pragma unroll
-  for (int p = 0; p < rank_slots<NP>(); ++p)   // every load in flight before the first add
+  for (int p = 0; p < rank_slots<NP>(); ++p)
     if (p < P) {
-      v[2 * p] = ((const U4 *)(s + p * len))[2 * i];
-      v[2 * p + 1] = ((const U4 *)(s + p * len))[2 * i + 1];
+      const U4 *s = (const U4 *)slot(p);
+      v[2 * p] = s[2 * i];
+      v[2 * p + 1] = s[2 * i + 1];
     }
   float acc[8];
 #pragma unroll
@@ -105,6 +106,13 @@ __device__ __forceinline__ U4 rs_fold_slots(const float *s, long len, long i, in
       }
     }
   return pack_f32<T>(acc);
+}
+
+// Rows [i*8, i*8 + 8) of this rank's output from the P partials in the local half `s` (P * len
+// floats, slot p at p * len).
+template <class T, int NP>
+__device__ __forceinline__ U4 rs_fold_slots(const float *s, long len, long i, int P) {
+  return fold_partials<T, NP>([s, len](int p) { return s + p * len; }, i, P);
 }
 
 // The source: A is this rank's local M x k block, read through ta; tiles go to their owners.

@@ -225,6 +225,27 @@ static const entry matrix[] = {
    {"multimem"}},
   {"gemm_rs.lua", {"cluster.m=2", "tile.m=64", "consumers=1", "tile.n=128"},
    {GEMM_PTX, AG_SIGNAL_PTX, "st.global.v2.f32", "multicast::cluster"}, {"multimem"}},
+  /* gemm_ar: gemm_rs's GEMM and DONE, then FOLDED (a second release) and the gather's 16-byte
+   * loads; threadload has no multimem, multimem's twin has both switch instructions compiled
+   * (ld_reduce of the f32 partials, st of the rounded rows) and the fence that orders them */
+  {"gemm_ar.lua", {0},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "_param_8[136]", "st.global.v2.f32"},
+   {"multimem", "cp.reduce.async.bulk", "red.global.add.f32", "atom.global.add.f32"}},
+  {"gemm_ar.lua", {0},
+   {AG_SIGNAL_PTX, "cvt.rn.bf16x2.f32", "barrier.cta.red.or.pred", "ld.global.v4.u32", "add.f32"},
+   {"multimem", "cp.reduce.async.bulk"}},
+  {"gemm_ar.lua", {"comm=multimem", "fallback=emulate"},
+   {AG_SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "multimem.st.relaxed.sys.global.v4.bf16x2",
+    "membar.sys", "st.global.v2.f32", "cvt.rn.bf16x2.f32"},
+   {"cp.reduce.async.bulk", "red.global.add.f32"}},
+  {"gemm_ar.lua", {"comm=multimem", "fallback=emulate", "ranks=8", "dtype=f16", "b_layout=col", "tile.n=128"},
+   {"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX, "multimem.st.relaxed.sys.global.v4.f16x2",
+    "cvt.rn.f16x2.f32"},
+   {B_ROW_PTX, "bf16"}},
+  /* one rank: gemm_rs's plain epilogue, no staging, no signal */
+  {"gemm_ar.lua", {"ranks=1"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "_param_8[136]", "cvt.rn.bf16x2.f32"},
+   {"st.release.sys", "%globaltimer", "st.global.v2.f32", "fence.acq_rel.sys", "multimem"}},
   /* family gemm: weft's GEMM alone.  No comm at all; two consumer warpgroups take
    * registers from the producer (setmaxnreg), one consumer keeps the launch-bound share */
   {"gemm.lua", {0},

@@ -350,22 +350,24 @@ T.test("allreduce_norm: the algorithm by bytes and ranks, generated for the worl
   T.eq(c.ranks, "any", "refit: any stays any")
 end)
 
-T.test("gemm_rs: every candidate validates and takes the shape; generated for the world size on several ranks", function()
-  local F = weft.family_module("gemm_rs")
-  for _, ranks in ipairs({ 1, 2, 4, 8 }) do
-    for _, s in ipairs({ { 1024, 1024, 1024 }, { 8192, 8192, 1024 }, { 16 * ranks, 4096, 512 }, { 1000 * ranks, 1000, 1000 } }) do
-      local shape = { m = s[1], n = s[2], k = s[3] }
-      local dev = { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = ranks }
-      local what = string.format("%dx%dx%d P=%d", s[1], s[2], s[3], ranks)
-      local first, list = all_take(F, shape, { family = "gemm_rs", dtype = "bf16" }, dev, what)
-      T.eq(first.ranks, ranks > 1 and ranks or "any", what .. ": ranks")
-      for i, c in ipairs(list) do T.eq(c.ranks, ranks > 1 and ranks or nil, what .. " candidate " .. i .. ": ranks") end
+for _, fam in ipairs({ "gemm_rs", "gemm_ar" }) do
+  T.test(fam .. ": every candidate validates and takes the shape; generated for the world size on several ranks", function()
+    local F = weft.family_module(fam)
+    for _, ranks in ipairs({ 1, 2, 4, 8 }) do
+      for _, s in ipairs({ { 1024, 1024, 1024 }, { 8192, 8192, 1024 }, { 16 * ranks, 4096, 512 }, { 1000 * ranks, 1000, 1000 } }) do
+        local shape = { m = s[1], n = s[2], k = s[3] }
+        local dev = { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = ranks }
+        local what = string.format("%s %dx%dx%d P=%d", fam, s[1], s[2], s[3], ranks)
+        local first, list = all_take(F, shape, { family = fam, dtype = "bf16" }, dev, what)
+        T.eq(first.ranks, ranks > 1 and ranks or "any", what .. ": ranks")
+        for i, c in ipairs(list) do T.eq(c.ranks, ranks > 1 and ranks or nil, what .. " candidate " .. i .. ": ranks") end
+      end
     end
-  end
-  local _, list = all_take(F, { m = 1024, n = 1024, k = 1024 }, { family = "gemm_rs", dtype = "bf16", ranks = 1 },
-                           { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = 1 }, "fixed ranks = 1")
-  for _, c in ipairs(list) do T.eq(c.ranks, nil, "a fixed ranks is left to the config") end
-end)
+    local _, list = all_take(F, { m = 1024, n = 1024, k = 1024 }, { family = fam, dtype = "bf16", ranks = 1 },
+                             { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = 1 }, "fixed ranks = 1")
+    for _, c in ipairs(list) do T.eq(c.ranks, nil, "a fixed ranks is left to the config") end
+  end)
+end
 
 -- ---- cluster_reduce -------------------------------------------------------------------------
 

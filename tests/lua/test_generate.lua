@@ -345,7 +345,7 @@ local function check_manifest(m, cfg, file, where)
   if cfg.family == "ag_gemm" or cfg.family == "gemm" then cfg = ag_resolve(cfg) end   -- the name has what auto chose
   if cfg.family == "rmsnorm" then cfg = rms_resolve(cfg) end
   if cfg.family == "allreduce_norm" then cfg = arn_resolve(cfg) end
-  if cfg.family == "gemm_rs" and cfg.tile == "auto" then
+  if (cfg.family == "gemm_rs" or cfg.family == "gemm_ar") and cfg.tile == "auto" then
     cfg = copy(cfg)
     cfg.tile = { m = 128, n = 256, k = 64 }
   end
@@ -373,15 +373,20 @@ local function check_manifest(m, cfg, file, where)
     check_json_source(m, cfg, fam, where)
     return
   end
-  if cfg.family == "gemm_rs" then   -- the GEMM's launch shape, C tiled per shard, one signal, f32 staging
+  -- the GEMM's launch shape, C tiled per shard; gemm_rs: one signal, f32 staging; gemm_ar: a second
+  -- signal, and the rounded sum after the partials
+  if cfg.family == "gemm_rs" or cfg.family == "gemm_ar" then
     local t, cl = cfg.tile, cfg.cluster or { m = 1, n = 1 }
     local csize = (cl.m or 1) * (cl.n or 1) * (cfg.split_k or 1)
     T.deq(m.block, { 128 * (1 + (cfg.consumers or 2)), 1, 1 }, where .. " block")
     T.deq(m.cluster, { csize, 1, 1 }, where .. " cluster")
     T.deq(m.grid[1], { arg = "m", per = t.m * (cl.m or 1), by = { arg = "n", per = t.n * (cl.n or 1) }, times = csize,
                        cap = "coresident", shards = "ranks" }, where .. " grid")
-    T.deq(m.comm.signals, { "done" }, where .. " comm signals")
-    T.ok(m.comm.halves == 2 and m.comm.elem_bytes == 4 and m.comm.divide == "m", where .. " comm: f32 halves, M divided")
+    local ar = cfg.family == "gemm_ar"
+    T.deq(m.comm.signals, ar and { "done", "folded" } or { "done" }, where .. " comm signals")
+    local eb = ar and 4 + 2 or 4   -- (bf16 and f16: 2 bytes)
+    T.ok(m.comm.halves == 2 and m.comm.elem_bytes == eb and m.comm.divide == "m", where .. " comm: f32 halves, M divided")
+    T.eq(m.comm.multimem == true, ar and cfg.comm == "multimem", where .. " comm: multimem")
     local names = {}
     for _, a in ipairs(m.args) do names[#names + 1] = a.name end
     T.deq(names, { "c", "a", "b", "m", "n", "k" }, where .. " args")
@@ -768,7 +773,8 @@ local function fixup(cfg, field)
     if field == "comm" and cfg.comm == "multimem" then cfg.algo = "two_shot" end
     if field == "fallback" and cfg.fallback ~= "none" then cfg.comm = "multimem"; cfg.algo = "two_shot" end
   end
-  if (cfg.family == "reduce_scatter" or cfg.family == "all_gather") and field == "fallback" and cfg.fallback ~= "none" then
+  if (cfg.family == "reduce_scatter" or cfg.family == "all_gather" or cfg.family == "gemm_ar") and field == "fallback"
+      and cfg.fallback ~= "none" then
     cfg.comm = "multimem"   -- only multimem has a fallback
   end
   if cfg.family == "ag_gemm" then
@@ -787,7 +793,7 @@ local function fixup(cfg, field)
     local r = cfg.variant ~= "gemm" and ag_resolve(cfg) or cfg
     cfg.comm, cfg.tile, cfg.compute = r.comm, r.tile, r.compute
   end
-  if cfg.family == "gemm" or cfg.family == "gemm_rs" then   -- the same GEMM rules as ag_gemm's wgmma variants
+  if cfg.family == "gemm" or cfg.family == "gemm_rs" or cfg.family == "gemm_ar" then   -- the same GEMM rules as ag_gemm's wgmma variants
     if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end
     if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "split_k" and cfg.split_k > 1 then cfg.tile = { m = 128, n = 128, k = 64 } end

@@ -140,6 +140,32 @@ add_test(NAME mps.timeout.gemm_rs_done.np2
 set_tests_properties(mps.timeout.gemm_rs_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                      RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 
+# ---- gemm_ar: GEMM + allreduce, gemm_rs's shapes and rank counts; the reference covers every
+# shard's rows (each owner's fold), and every rank must hold the same bytes; the multimem schedule
+# through its unicast twin (partials stay home, the owner folds every rank's, fans the rows out)
+set(GAR ${PROJECT_SOURCE_DIR}/examples/gemm_ar.lua)
+set(GAR_MM --set comm=multimem --set fallback=emulate)
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_ar_bf16 ${np} ${GAR} ${GRS_SHAPES})
+  weft_mps_test(gemm_ar_f16_bcol ${np} ${GAR} --set dtype=f16 --set b_layout=col ${GRS_SHAPES})
+  weft_mps_test(gemm_ar_bf16_ranks_known ${np} ${GAR} --set ranks=${np} ${GRS_SHAPES})
+  weft_mps_test(gemm_ar_multimem_emulated ${np} ${GAR} ${GAR_MM} ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_ar_odd_rows 3 ${GAR} --shapes-only --shape 1002x1000x1000 --shape 375x264x72)
+weft_mps_test(gemm_ar_multimem_f16_ranks_known 4 ${GAR} ${GAR_MM} --set dtype=f16 --set b_layout=col --set ranks=4 ${GRS_SHAPES})
+weft_mps_test(gemm_ar_pingpong 4 ${GAR} --set tile.n=128 --set mma=pingpong ${GRS_SHAPES})
+weft_mps_test(gemm_ar_split_k2 2 ${GAR} --set split_k=2 --set tile.n=128 ${GRS_SHAPES})
+weft_mps_test(gemm_ar_tile64_c1 8 ${GAR} --set tile.m=64 --set consumers=1 --set tile.n=128 --set stages=6 ${GRS_SHAPES})
+# a rank that never sends DONE (every rank's fold waits for it), or never FOLDED (every other
+# rank's gather does): the timeout names rank 1, the signal and the epoch; nobody hangs
+foreach(sig done folded)
+  add_test(NAME mps.timeout.gemm_ar_${sig}.np2
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 2 $<TARGET_FILE:weft_cli> ${GAR} 1 ${sig}
+                   --shapes-only --shape 1000x1000x1000)
+  set_tests_properties(mps.timeout.gemm_ar_${sig}.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                       RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
+endforeach()
+
 # ---- allreduce_norm: allreduce + residual + RMS norm (checks rows 1, 3, 17, 128, 1000 at the hidden
 # size max_cols; every rank the same y and h bits, in place, 100 back-to-back launches)
 set(ARN ${PROJECT_SOURCE_DIR}/examples/allreduce_norm.lua)

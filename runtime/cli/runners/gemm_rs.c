@@ -1,12 +1,13 @@
-/* runners/gemm_rs.c: `weft run` for the gemm_rs family (GEMM + reduce-scatter), on every rank of
- * an MPI job (one process is a world of one).  Rank r holds A_r (M x k, its K shard; k = the
- * size argument) and B_r (k x N, "row"; N x k, "col"); it ends with rows r*M/P .. (r+1)*M/P - 1
- * of sum_p A_p . B_p.
+/* runners/gemm_rs.c: `weft run` for the gemm_rs family (GEMM + reduce-scatter) and gemm_ar (GEMM +
+ * allreduce), on every rank of an MPI job (one process is a world of one).  Rank r holds A_r
+ * (M x k, its K shard; k = the size argument) and B_r (k x N, "row"; N x k, "col"); it ends with
+ * rows r*M/P .. (r+1)*M/P - 1 of sum_p A_p . B_p (gemm_rs), or all of it (gemm_ar).
  *   check: per shape, every rank regenerates every rank's A_p and B_p from the seed (no
  *          communication for the reference), so the reference is one GEMM over the full K = P k
  *          (A = [A_0 .. A_P-1] side by side, B = the B_p stacked: runtime/check/ref_gemm.c in
  *          double, this rank's rows, every element or sampled rows); C poisoned; then 100
- *          back-to-back launches must reproduce the bits, and so must a second run of 100.
+ *          back-to-back launches must reproduce the bits, and so must a second run of 100;
+ *          gemm_ar: every rank must hold the same bytes.
  *   time:  per shape, the fused kernel alone (runtime/measure/'s policy, the slowest rank); the
  *          unfused weft gemm + weft reduce_scatter beside it is not built into this runner yet.
  * The GEMM's tolerance holds: the partials are f32 and the sum is rounded once. */
@@ -38,7 +39,10 @@ typedef struct rs_run {
   hr_dtype dt;
   size_t es;
   int bcol, rank, size;
+  int gather;              /* gemm_ar: every rank gets all M rows */
+  const char *fam;
   long long M, N, K, Ms;   /* K: the per-rank k; Ms = M / P */
+  long long out_rows;      /* C's rows on this rank: Ms, or M (gather) */
   CUdeviceptr a, b, c;
   void *slot[6];
   union { CUdeviceptr p; long long l; } val[6];
@@ -62,7 +66,7 @@ static int bind(rs_run *r) {
     else if (!strcmp(n, "m")) r->val[i].l = r->M;
     else if (!strcmp(n, "n")) r->val[i].l = r->N;
     else if (!strcmp(n, "k")) r->val[i].l = r->K;
-    else { fprintf(stderr, "weft run: %s: kernel argument '%s' is not one gemm_rs gives\n", r->m->name, n); return -1; }
+    else { fprintf(stderr, "weft run: %s: kernel argument '%s' is not one %s gives\n", r->m->name, n, r->fam); return -1; }
     if (strcmp(r->m->args[i].type, i < 3 ? "ptr" : "i64")) {
       fprintf(stderr, "weft run: %s: argument '%s' is %s\n", r->m->name, n, r->m->args[i].type);
       return -1;
@@ -87,7 +91,7 @@ static void free_shape(rs_run *r) {
  * for timing); 0 on success */
 static int begin_shape(rs_run *r, const void *ha, const void *hb) {
   size_t ab = (size_t)r->M * (size_t)r->K * r->es, bb = (size_t)r->K * (size_t)r->N * r->es;
-  size_t cb = (size_t)r->Ms * (size_t)r->N * r->es;
+  size_t cb = (size_t)r->out_rows * (size_t)r->N * r->es;
   if (!cu_ok(r, r->d->cuMemAlloc(&r->a, ab), "cuMemAlloc") || !cu_ok(r, r->d->cuMemAlloc(&r->b, bb), "cuMemAlloc") ||
       !cu_ok(r, r->d->cuMemAlloc(&r->c, cb), "cuMemAlloc"))
     return -1;
@@ -109,10 +113,10 @@ static int begin_shape(rs_run *r, const void *ha, const void *hb) {
 static int check_shape(rs_run *r) {
   int P = r->size, ok = 1, all = 0;
   long long M = r->M, N = r->N, k = r->K, KF = k * P, nrows = 0, *rows = NULL;
-  size_t es = r->es, c_bytes = (size_t)r->Ms * (size_t)N * es;
-  char name[160], line[512];
-  snprintf(name, sizeof name, "gemm_rs %s b=%s %lldx%lldx%lld (k per rank) P=%d", hr_dtype_name(r->dt), r->bcol ? "col" : "row",
-           M, N, k, P);
+  size_t es = r->es, c_bytes = (size_t)r->out_rows * (size_t)N * es;
+  char name[160], line[512], who[256];
+  snprintf(name, sizeof name, "%s %s b=%s %lldx%lldx%lld (k per rank) P=%d", r->fam, hr_dtype_name(r->dt),
+           r->bcol ? "col" : "row", M, N, k, P);
   void *af = malloc((size_t)M * (size_t)KF * es), *bf = malloc((size_t)KF * (size_t)N * es);
   void *ap = malloc((size_t)M * (size_t)k * es), *bp = malloc((size_t)k * (size_t)N * es);
   void *mine_a = malloc((size_t)M * (size_t)k * es), *mine_b = malloc((size_t)k * (size_t)N * es);
@@ -130,11 +134,14 @@ static int check_shape(rs_run *r) {
         memcpy((char *)bf + ((size_t)j * (size_t)KF + (size_t)p * (size_t)k) * es, (char *)bp + (size_t)j * (size_t)k * es, (size_t)k * es);
     if (p == r->rank) { memcpy(mine_a, ap, (size_t)M * (size_t)k * es); memcpy(mine_b, bp, (size_t)k * (size_t)N * es); }
   }
-  rows = ref_gemm_pick_rows(r->Ms, N, KF, 1, r->Ms, data_seed(r, -1), &nrows, &all);
+  /* the reference's rows: this rank's output rows (gemm_ar: every shard's, so each owner's fold is covered) */
+  rows = r->gather ? ref_gemm_pick_rows(M, N, KF, P, r->Ms, data_seed(r, -1), &nrows, &all)
+                   : ref_gemm_pick_rows(r->Ms, N, KF, 1, r->Ms, data_seed(r, -1), &nrows, &all);
   want = rows ? malloc((size_t)nrows * (size_t)N * sizeof *want) : NULL;
   scale = rows ? malloc((size_t)nrows * (size_t)N * sizeof *scale) : NULL;
   ok = want && scale &&
-       !ref_gemm(r->dt, (char *)af + (size_t)r->rank * (size_t)r->Ms * (size_t)KF * es, bf, r->bcol, N, KF, rows, nrows, want, scale);
+       !ref_gemm(r->dt, (char *)af + (r->gather ? 0 : (size_t)r->rank * (size_t)r->Ms * (size_t)KF * es), bf, r->bcol, N, KF,
+                 rows, nrows, want, scale);
 host:
   if (!ok) fprintf(stderr, "weft run: rank %d: out of host memory for the reference of %s\n", r->rank, name);
   if (!ranks_all(ok)) goto out;
@@ -154,6 +161,11 @@ host:
     }
   }
   if (!ranks_all(ok)) goto out;
+  if (r->gather && !ranks_same_bytes(first, c_bytes, who, sizeof who)) {
+    if (r->rank == 0) fprintf(stderr, "check: %s: FAIL: rank%s %s hold other bits than rank 0's\n", name, strchr(who, ',') ? "s" : "", who);
+    ok = 0;
+    goto out;
+  }
   for (int run = 0; run < 2 && ok; run++) {   /* two runs of 100: run-to-run and launch-to-launch bit identity */
     ok = cu_ok(r, r->d->cuMemsetD8Async(r->c, 0xff, c_bytes, r->s), "cuMemsetD8Async");
     for (int i = 0; i < RS_LAUNCHES && ok; i++) ok = !launch(r);
@@ -167,8 +179,8 @@ host:
     }
   }
   if (ranks_all(ok) && r->rank == 0 && !r->o->quiet)
-    printf("check: %s: PASS (%s, 2 x %d back-to-back launches bit-identical to the first)\n", name,
-           all ? "every element" : "sampled rows", RS_LAUNCHES);
+    printf("check: %s: PASS (%s, 2 x %d back-to-back launches bit-identical to the first%s)\n", name,
+           all ? "every element" : "sampled rows", RS_LAUNCHES, r->gather ? ", the same bits on every rank" : "");
 out:
   free(af); free(bf); free(ap); free(bp); free(mine_a); free(mine_b); free(first); free(again);
   free(rows); free(want); free(scale);
@@ -191,7 +203,7 @@ static int time_shape(rs_run *r) {
   if (!ok && err[0]) fprintf(stderr, "weft run: rank %d: %s\n", r->rank, err);
   double fl = 2.0 * (double)r->M * (double)r->N * (double)r->K;   /* per rank: its own M x N x k */
   if (ok && r->rank == 0)
-    printf("gemm_rs  %-4s %-3s %6lld %6lld %6lld %2d %5d %10.2f %10.2f %8.1f %8.1f\n", hr_dtype_name(r->dt),
+    printf("%-8s %-4s %-3s %6lld %6lld %6lld %2d %5d %10.2f %10.2f %8.1f %8.1f\n", r->fam, hr_dtype_name(r->dt),
            r->bcol ? "col" : "row", r->M, r->N, r->K, r->size, res.iters, res.ev_us, res.gr_us, fl / res.ev_us * 1e-6,
            res.gr_us > 0 ? fl / res.gr_us * 1e-6 : -1.0);
   if (ok && r->o->result) {
@@ -209,9 +221,9 @@ static int time_shape(rs_run *r) {
 
 typedef struct gshape { long long m, n, k; } gshape;
 
-static int run_gemm_rs(weft_kernel *k, const run_opts *o) {
+static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
   ranks_ensure();
-  rs_run r = {.o = o, .k = k, .m = weft_kernel_manifest(k)};
+  rs_run r = {.o = o, .k = k, .m = weft_kernel_manifest(k), .gather = gather, .fam = gather ? "gemm_ar" : "gemm_rs"};
   MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &r.size);
   char why[512] = "";
@@ -238,8 +250,9 @@ static int run_gemm_rs(weft_kernel *k, const run_opts *o) {
   }
   if (!o->check) n_checks = 0;
   if (!o->timing) n_times = 0;
-  /* the staging half holds m x n f32 (every rank's partial of this rank's rows); every size
-   * argument is also held to max_elems */
+  /* the staging half holds m x n f32 (every rank's partial of this rank's rows; gemm_ar: then the
+   * m x n rounded sum, which the manifest's elem_bytes counts); every size argument is also held
+   * to max_elems */
   long long max_elems = 1;
   for (int i = 0; i < n_checks + n_times; i++) {
     const gshape *s = i < n_checks ? &checks[i] : &times[i - n_checks];
@@ -262,13 +275,13 @@ static int run_gemm_rs(weft_kernel *k, const run_opts *o) {
   for (int i = 0; i < n_checks; i++) {
     const gshape *s = &checks[i];
     if (s->m % r.size || s->n % 8 || s->k % 8) {
-      if (r.rank == 0) printf("check: gemm_rs %lldx%lldx%lld: %s: M must be a multiple of the %d ranks, N and k of 8\n",
-                              s->m, s->n, s->k, o->shapes_only ? "FAIL" : "skipped", r.size);
+      if (r.rank == 0) printf("check: %s %lldx%lldx%lld: %s: M must be a multiple of the %d ranks, N and k of 8\n",
+                              r.fam, s->m, s->n, s->k, o->shapes_only ? "FAIL" : "skipped", r.size);
       if (o->shapes_only) goto out;
       continue;
     }
     checked++;
-    r.M = s->m; r.N = s->n; r.K = s->k; r.Ms = s->m / r.size;
+    r.M = s->m; r.N = s->n; r.K = s->k; r.Ms = s->m / r.size; r.out_rows = gather ? r.M : r.Ms;
     if (!check_shape(&r)) {
       if (r.rank == 0) printf("check: %s: FAIL at %lldx%lldx%lld (rank messages above)\n", r.m->name, s->m, s->n, s->k);
       goto out;
@@ -281,18 +294,18 @@ static int run_gemm_rs(weft_kernel *k, const run_opts *o) {
   if (n_checks > 0 && o->result) { o->result->checked = 1; o->result->passed = 1; }
   if (n_times > 0 && r.rank == 0)
     printf("time: %s, %d rank%s; us per launch (events ev, graph gr; the slowest rank), TF = 2*M*N*k per rank / time. "
-           "The fused kernel alone: the unfused weft gemm + reduce_scatter is not timed here\n"
-           "#gemm_rs type b   %6s %6s %6s %2s %5s %10s %10s %8s %8s\n",
-           r.m->name, r.size, r.size == 1 ? "" : "s", "M", "N", "k", "P", "iters", "weft_ev", "weft_gr", "TF_ev", "TF_gr");
+           "The fused kernel alone: the unfused weft gemm + %s is not timed here\n"
+           "#%-7s type b   %6s %6s %6s %2s %5s %10s %10s %8s %8s\n",
+           r.m->name, r.size, r.size == 1 ? "" : "s", gather ? "allreduce" : "reduce_scatter", r.fam, "M", "N", "k", "P", "iters", "weft_ev", "weft_gr", "TF_ev", "TF_gr");
   for (int i = 0; i < n_times; i++) {
     const gshape *s = &times[i];
     if (s->m % r.size || s->n % 8 || s->k % 8) {
-      if (r.rank == 0) printf("time: gemm_rs %lldx%lldx%lld: %s: M must be a multiple of the %d ranks, N and k of 8\n", s->m,
+      if (r.rank == 0) printf("time: %s %lldx%lldx%lld: %s: M must be a multiple of the %d ranks, N and k of 8\n", r.fam, s->m,
                               s->n, s->k, o->shapes_only ? "FAIL" : "skipped", r.size);
       if (o->shapes_only) { pass = 0; break; }
       continue;
     }
-    r.M = s->m; r.N = s->n; r.K = s->k; r.Ms = s->m / r.size;
+    r.M = s->m; r.N = s->n; r.K = s->k; r.Ms = s->m / r.size; r.out_rows = gather ? r.M : r.Ms;
     if (!ranks_all(time_shape(&r))) {
       pass = 0;
       if (!ranks_all(!weft_comm_check(r.comm))) break;
@@ -306,4 +319,7 @@ out:
   if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }
+static int run_gemm_rs(weft_kernel *k, const run_opts *o) { return run_gemm_comm(k, o, 0); }
+static int run_gemm_ar(weft_kernel *k, const run_opts *o) { return run_gemm_comm(k, o, 1); }
 WEFT_RUNNER(gemm_rs, run_gemm_rs)
+WEFT_RUNNER(gemm_ar, run_gemm_ar)

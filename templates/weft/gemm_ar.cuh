@@ -1,0 +1,160 @@
+// weft/gemm_ar.cuh: GEMM + allreduce (family gemm_ar), the row-parallel linear layer whose
+// output every rank keeps whole.  Rank r of P holds A_r (M x k: its K shard) and B_r (k x N);
+// every rank ends with all M x N of sum_p A_p . B_p, folded in rank order in f32 and rounded
+// once by the rank that owns the rows, so the bits are the same on every rank and every run.
+// gemm_rs with a gather: the GEMM, its walk (own shard last) and the DONE round are gemm_rs.cuh's
+// (RsPartials); the owner's fold also publishes its rounded rows, and every rank collects the
+// others'.
+//
+// Per launch at epoch e, h = e % 2, on rank r; Ms = M / P.  Rank q's data half h is
+//   S_q[h]  m x n f32 partials, then
+//   R_q[h]  m x n of T, the rounded sum (shard s's rows at s * Ms * n).
+// threadload:
+//   1. GEMM   as gemm_rs: the tile of shard q goes as f32 into S_q[h] slot r (the owner's memory).
+//   2. DONE   as gemm_rs: per block, release, to every rank; every CTA waits for every block.
+//   3. fold   CTA b folds its share of shard r (vectors i = b*NT + t, stride grid*NT) from its
+//             local slots in rank order, rounds once, stores to c's rows r*Ms.. and to R_r[h].
+//   4. FOLDED CTA b sends FOLDED(e) (release, after a barrier over its consumers) to every rank.
+//   5. gather CTA b waits for FOLDED(e) from block b of every other rank q -- the grid is the same
+//             on every rank and block b of q folded exactly the vectors block b here copies -- and
+//             reads them from R_q[h] (remote) into c's rows q*Ms.., peers from r + 1 on.
+// multimem (every rank's partial stays home; the switch adds):
+//   1. GEMM   the tile of shard q goes as f32 into this rank's own S_r[h], at its rows q*Ms..
+//   2. DONE   as above (a peer will read the partial).
+//   3. fold   shard r's vector i = multimem.ld_reduce over every rank's S[h] at rows r*Ms.. (the
+//             emulated twin: the same rank-order fold of loads from every rank's S_p[h]); rounded
+//             once, stored to c and, by multimem.st (the twin: a unicast fan-out), to every R_p[h].
+//   4. FOLDED as above, after a fence.sys that orders the multimem stores.
+//   5. gather from the local R_r[h] (every rank's rows arrived there).
+// A real multimem.ld_reduce adds in the switch's own order; the twin's order is rank order.
+// Reuse: S and R of half h are rewritten at epoch e + 2.  A rank p writes them there (its GEMM
+// stores, its fold) only after its launch e + 1 waited for DONE(e + 1) from every block of every
+// rank q, which q sent after its launch e -- whose fold read S and whose gather read R -- had
+// finished (stream order): as in gemm_rs, DONE doubles as the acknowledgement.
+// Timeouts name the rank owing DONE or FOLDED and the epoch; the rest of this launch is then
+// skipped (c keeps partly old values) and the host reports it.  WEFT_FAULT=mute:<rank>:folded
+// mutes the second signal.  ranks = 1: the plain GEMM epilogue, no staging (gemm_rs's).
+#pragma once
+#include "weft/gemm_rs.cuh"
+#include "weft/multimem.cuh"
+
+namespace weft {
+
+enum { SIG_FOLDED = 1 };   // after SIG_DONE (gen/families/gemm_ar.lua: comm.signals); never given to wait_blocks
+
+template <class Cfg> struct ArPartials : RsPartials<Cfg> {
+  using Base = RsPartials<Cfg>;
+  using T = typename Cfg::T;
+  using Base::NT;
+  static constexpr bool MULTIMEM = Cfg::MULTIMEM;
+  __device__ __forceinline__ ArPartials(const Comm &cm_, long m_) : Base(cm_, m_) {}
+
+  // the rounded sum's region in `base`'s current half (after the m x n partials)
+  __device__ __forceinline__ T *result_of(char *base, long rows, long n) const {
+    return (T *)(this->half_of(base) + (long)rows * this->shards() * n);
+  }
+  // multimem: every partial tile stays in this rank's own half, at its rows of the full C
+  template <class C, int MR>
+  __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, const float (&acc)[MR][C::BN / 2]) {
+    if constexpr (Cfg::NP == 1 || !MULTIMEM) {
+      Base::template store<C, MR>(c, cw, rows, n, r0, s, bn, acc);
+    } else {
+      float *mine = this->half_of(this->cm.peers[this->cm.rank]) + (long)s * rows * n;
+      store_tile_f32<C::BN, MR>(mine + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
+    }
+  }
+  // vector i of this rank's rows of the sum, rounded
+  __device__ __forceinline__ U4 fold(long rows, long n, long i) const {
+    const Comm &cm = this->cm;
+    const int P = this->shards(), rank = cm.rank;
+    const long len = rows * n;
+    if constexpr (MULTIMEM) {
+      if (cm.mc) {
+        const U4 *s = (const U4 *)(this->half_of(cm.mc) + (long)rank * len);
+        float acc[8];
+        const U4 lo = multimem_ld_reduce<f32, MM_ADD>(s + 2 * i), hi = multimem_ld_reduce<f32, MM_ADD>(s + 2 * i + 1);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          acc[k] = __uint_as_float((&lo.x)[k]);
+          acc[4 + k] = __uint_as_float((&hi.x)[k]);
+        }
+        return pack_f32<T>(acc);
+      }
+      return fold_partials<T, Cfg::NP>([&](int p) { return this->half_of(cm.peers[p]) + (long)rank * len; }, i, P);
+    } else {
+      return rs_fold_slots<T, Cfg::NP>(this->half_of(cm.peers[rank]), len, i, P);
+    }
+  }
+  // vector i of the rounded rows into every rank's R (multimem) or this rank's (threadload)
+  __device__ __forceinline__ void publish(long rows, long n, long i, const U4 &v) const {
+    const Comm &cm = this->cm;
+    const long at = (long)cm.rank * rows * n / 8 + i;
+    if constexpr (MULTIMEM) {
+      if (cm.mc) {
+        multimem_st<T>((U4 *)result_of(cm.mc, rows, n) + at, v);
+        return;
+      }
+#pragma unroll
+      for (int p = 0; p < rank_slots<Cfg::NP>(); ++p)   // the emulated twin: unicast fan-out
+        if (p < this->shards()) ((U4 *)result_of(cm.peers[p], rows, n))[at] = v;
+    } else {
+      ((U4 *)result_of(cm.peers[cm.rank], rows, n))[at] = v;
+    }
+  }
+  // every consumer thread, after its last tile: DONE, the fold of this rank's rows, FOLDED, the gather
+  template <class C> __device__ __forceinline__ void consumers_done(T *c, long rows, long n) {
+    if constexpr (Cfg::NP == 1) return;
+    const Comm &cm = this->cm;
+    const int P = this->shards(), rank = cm.rank;
+    const int tid = threadIdx.x - 128;
+    const u64 e = this->epoch();
+    bar_sync(BAR_CONSUMERS, NT);   // every consumer's partial stores issued before the release
+    if (tid < P) send_signal(cm, SIG_DONE, tid, rank, e);
+    int stop = 0;
+    for (int p = 0; p < P && !stop; ++p) stop = wait_blocks(cm, SIG_DONE, p, e, tid, NT);
+    if (bar_or(BAR_CONSUMERS, NT, stop)) return;
+    const long n8 = rows * n / 8, first = (long)blockIdx.x * NT + tid, step = (long)gridDim.x * NT;
+    U4 *out = (U4 *)c;
+    for (long i = first; i < n8; i += step) {
+      const U4 v = fold(rows, n, i);
+      out[rank * n8 + i] = v;
+      publish(rows, n, i, v);
+    }
+    if (MULTIMEM && cm.mc) __threadfence_system();   // order the multimem stores before the release
+    bar_sync(BAR_CONSUMERS, NT);
+    if (tid < P) send_signal(cm, SIG_FOLDED, tid, rank, e);
+    // block b of every other rank folded the vectors this block collects
+    Timeout to;
+    if (tid < P && tid != rank)
+      poll_bounded<false>(cm, signal_slot(cm, cm.peers[rank], SIG_FOLDED, tid, blockIdx.x), tid,
+                          [e](u64 v) { return v >= e; }, [](u64 v) { return v; }, stop, to);
+    to.report(cm, SIG_FOLDED, e);
+    fence_acquire_sys();
+    if (bar_or(BAR_CONSUMERS, NT, stop)) return;
+    for (int j = 0; j < P - 1; ++j) {
+      const int q = (rank + 1 + j) % P;
+      const U4 *src = (const U4 *)result_of(MULTIMEM ? cm.peers[rank] : cm.peers[q], rows, n) + q * n8;
+      U4 *dst = out + q * n8;
+      long i = first;
+      for (; i + 3 * step < n8; i += 4 * step) {   // four loads in flight: a remote read is latency-bound
+        U4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = src[i + u * step];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) dst[i + u * step] = v[u];
+      }
+      for (; i < n8; i += step) dst[i] = src[i];
+    }
+  }
+};
+
+// The kernel's body (templates/gemm_ar.cu).
+template <class Cfg>
+__device__ __forceinline__ void gemm_ar_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
+                                              const TensorMap &tb, const Comm &cm) {
+  static_assert(!Cfg::PDL && !Cfg::EPI_TMA && !Cfg::SPLIT_TAIL, "gemm_ar: direct f32 stores, no pdl, no split tail");
+  ArPartials<Cfg> src(cm, m);
+  gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+}
+
+}  // namespace weft

@@ -1,0 +1,2 @@
+-- expect: comm = "tma": must be one of "threadload", "multimem"
+return { family = "gemm_ar", comm = "tma" }

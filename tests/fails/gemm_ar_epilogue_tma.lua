@@ -1,0 +1,2 @@
+-- expect: epilogue = "tma": must be one of "direct"
+return { family = "gemm_ar", epilogue = "tma" }
