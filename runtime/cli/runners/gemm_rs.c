@@ -8,8 +8,9 @@
  *          double, this rank's rows, every element or sampled rows); C poisoned; then 100
  *          back-to-back launches must reproduce the bits, and so must a second run of 100;
  *          gemm_ar: every rank must hold the same bytes.
- *   time:  per shape, the fused kernel alone (runtime/measure/'s policy, the slowest rank); the
- *          unfused weft gemm + weft reduce_scatter beside it is not built into this runner yet.
+ *   time:  per shape, the fused kernel beside the unfused sequence (weft's gemm with the same
+ *          schedule, then weft's reduce_scatter / allreduce), and each piece alone, in alternating
+ *          rounds (runtime/measure/'s policy, the slowest rank).
  * The GEMM's tolerance holds: the partials are f32 and the sum is rounded once. */
 #include <mpi.h>
 #include <stdint.h>
@@ -188,33 +189,160 @@ out:
   return ranks_all(ok);
 }
 
-static int timed_launch(void *ud, int set, CUstream s, char *err, size_t len) { err[0] = 0; return launch(ud); }
-static int timed_finish(void *ud, CUstream s, char *err, size_t len) { err[0] = 0; return finish(ud); }
+/* ---- timing: the fused kernel beside its unfused pieces, in one run -------------------------
+ * unfused = weft's gemm with the fused kernel's schedule (the same tile, stages, consumers, mma,
+ * cluster, split_k and group; the direct epilogue), writing this rank's partial C_r (M x N, T)
+ * into a scratch buffer, then weft's reduce_scatter of it (gemm_ar: allreduce) with the
+ * collective's rule for that size.  The unfused sum rounds each partial to T before adding. */
+typedef struct unfused {
+  weft_kernel *gemm, *coll;
+  weft_comm *cc;
+  CUdeviceptr tmp;
+  long long n;              /* the collective's size argument */
+  void *gargs[6], *cargs[3];
+} unfused;
 
-static int time_shape(rs_run *r) {
+static int param_is(const weft_manifest *m, const char *key, char *out, size_t len) {
+  const char *v = weft_manifest_param(m, key);
+  int n = v ? snprintf(out, len, "%s", v) : -1;
+  return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* weft's gemm with the fused kernel's schedule; 0 on success */
+static int unfused_gemm(rs_run *r, unfused *u) {
+  static const char *keys[] = {"dtype", "b_layout", "tile.m", "tile.n", "tile.k", "stages", "consumers", "mma",
+                               "cluster.m", "cluster.n", "split_k", "group"};
+  char v[12][32], text[1024];
+  for (int i = 0; i < 12; i++)
+    if (param_is(r->m, keys[i], v[i], sizeof v[i])) {
+      fprintf(stderr, "weft run: %s: the manifest lacks the GEMM param %s\n", r->m->name, keys[i]);
+      return -1;
+    }
+  int n = snprintf(text, sizeof text,
+                   "return { family = \"gemm\", dtype = \"%s\", b_layout = \"%s\", tile = { m = %s, n = %s, k = %s }, "
+                   "stages = %s, consumers = %s, mma = \"%s\", cluster = { m = %s, n = %s }, split_k = %s, group = %s, "
+                   "epilogue = \"direct\" }",
+                   v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
+  if (n < 0 || (size_t)n >= sizeof text || weft_compile_string(r->o->ctx, "unfused gemm", text, NULL, 0, &u->gemm)) {
+    fprintf(stderr, "weft run: rank %d: the unfused gemm: %s\n", r->rank, weft_ctx_error(r->o->ctx));
+    return -1;
+  }
+  return 0;
+}
+
+/* the collective for this shape (its family's rule at this size and rank count), its
+ * communicator and the scratch partial; 0 on success (collective: every rank calls it) */
+static int unfused_coll(rs_run *r, unfused *u) {
+  const char *fam = r->gather ? "allreduce" : "reduce_scatter";
+  char text[256], shape[64];
+  u->n = r->gather ? r->M * r->N : r->Ms * r->N;
+  int n1 = snprintf(text, sizeof text, "return { family = \"%s\", dtype = \"%s\" }", fam, hr_dtype_name(r->dt));
+  int n2 = snprintf(shape, sizeof shape, "n=%lld", u->n);
+  weft_auto *a = NULL;
+  int ok = n1 > 0 && (size_t)n1 < sizeof text && n2 > 0 && (size_t)n2 < sizeof shape &&
+           !weft_auto_choose_string(r->o->ctx, fam, text, NULL, 0, shape, r->size, 0, NULL, &a) &&
+           !weft_auto_compile(r->o->ctx, a, 0, &u->coll);
+  if (!ok) fprintf(stderr, "weft run: rank %d: the unfused %s: %s\n", r->rank, fam, weft_ctx_error(r->o->ctx));
+  weft_auto_free(a);
+  if (!ranks_all(ok)) return -1;
+  if (weft_comm_create(u->coll, r->w, u->n, &u->cc)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", r->rank, weft_kernel_error(u->coll));
+    return -1;
+  }
+  u->tmp = cli_dev_alloc(r->d, (size_t)r->M * (size_t)r->N * r->es);
+  if (!u->tmp) return -1;
+  const char *gn[] = {"c", "a", "b", "m", "n", "k"}, *cn[] = {"y", "x", "n"};
+  void *gv[] = {&u->tmp, &r->a, &r->b, &r->M, &r->N, &r->K}, *cv[] = {&r->c, &u->tmp, &u->n};
+  return cli_bind_args(weft_kernel_manifest(u->gemm), u->gargs, gn, gv, 6) ||
+         cli_bind_args(weft_kernel_manifest(u->coll), u->cargs, cn, cv, 3) ? -1 : 0;
+}
+
+static void unfused_coll_close(rs_run *r, unfused *u) {
+  if (u->cc) weft_comm_destroy(u->cc);
+  if (u->coll) weft_kernel_destroy(u->coll);
+  if (u->tmp) r->d->cuMemFree(u->tmp);
+  u->cc = NULL, u->coll = NULL, u->tmp = 0;
+}
+
+enum { T_FUSED, T_UNFUSED, T_GEMM, T_COLL, T_N };
+typedef struct rs_timed { rs_run *r; unfused *u; int which; } rs_timed;
+
+static int gemm_only(rs_timed *t) {
+  if (weft_launch(t->u->gemm, t->u->gargs, (void *)t->r->s) == WEFT_OK) return 0;
+  fprintf(stderr, "weft run: rank %d: %s\n", t->r->rank, weft_kernel_error(t->u->gemm));
+  return -1;
+}
+static int coll_only(rs_timed *t) { return cli_comm_launch(t->u->cc, t->u->cargs, (void *)t->r->s, t->r->rank); }
+
+static int timed_launch(void *ud, int set, CUstream s, char *err, size_t len) {
+  (void)set, (void)s, (void)len;
+  rs_timed *t = ud;
+  err[0] = 0;   /* the launches say why on stderr themselves */
+  switch (t->which) {
+  case T_FUSED: return launch(t->r);
+  case T_UNFUSED: return gemm_only(t) || coll_only(t) ? -1 : 0;
+  case T_GEMM: return gemm_only(t);
+  default: return coll_only(t);
+  }
+}
+static int timed_finish(void *ud, CUstream s, char *err, size_t len) {
+  (void)s, (void)len;
+  rs_timed *t = ud;
+  err[0] = 0;
+  int bad = finish(t->r);
+  if (!bad && t->u->cc && weft_comm_check(t->u->cc)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", t->r->rank, weft_comm_error(t->u->cc));
+    bad = 1;
+  }
+  return bad ? -1 : 0;
+}
+
+static void fmt_us(char *buf, size_t len, double v) {
+  if (v < 0) snprintf(buf, len, "-");
+  else snprintf(buf, len, "%.2f", v);
+}
+
+static int time_shape(rs_run *r, unfused *u) {
   int ok = !begin_shape(r, NULL, NULL);
-  if (!ranks_all(ok)) { free_shape(r); return 0; }
-  measure_op op = {timed_launch, r, 1, timed_finish};
-  measure_result res;
+  if (ranks_all(ok)) ok = !unfused_coll(r, u);
+  if (!ranks_all(ok)) { unfused_coll_close(r, u); free_shape(r); return 0; }
+  rs_timed t[T_N];
+  measure_op ops[T_N];
+  for (int i = 0; i < T_N; i++) {
+    t[i] = (rs_timed){r, u, i};
+    ops[i] = (measure_op){timed_launch, &t[i], 1, timed_finish};
+  }
+  measure_result res[T_N];
   measure_plan plan = {.iters = r->o->iters, .warmup = r->o->warmup, .settle = 1, .rounds = 3, .heat_ms = 250.0,
                        .cap_ms = 2000.0, .graph_reps = 3, .stream = r->s, .ranks = measure_ranks_mpi()};
   char err[512];
-  ok = !measure_run(r->d, &plan, &op, 1, &res, err, sizeof err);
+  ok = !measure_run(r->d, &plan, ops, T_N, res, err, sizeof err);
   if (!ok && err[0]) fprintf(stderr, "weft run: rank %d: %s\n", r->rank, err);
   double fl = 2.0 * (double)r->M * (double)r->N * (double)r->K;   /* per rank: its own M x N x k */
-  if (ok && r->rank == 0)
-    printf("%-8s %-4s %-3s %6lld %6lld %6lld %2d %5d %10.2f %10.2f %8.1f %8.1f\n", r->fam, hr_dtype_name(r->dt),
-           r->bcol ? "col" : "row", r->M, r->N, r->K, r->size, res.iters, res.ev_us, res.gr_us, fl / res.ev_us * 1e-6,
-           res.gr_us > 0 ? fl / res.gr_us * 1e-6 : -1.0);
-  if (ok && r->o->result) {
-    double t = res.gr_us > 0 ? res.gr_us : res.ev_us;
-    r->o->result->timed = 1;
-    r->o->result->us = t;
-    r->o->result->metric = fl / t * 1e-6;
-    r->o->result->baseline = 0;
-    snprintf(r->o->result->metric_name, sizeof r->o->result->metric_name, "TFLOP/s");
-    snprintf(r->o->result->baseline_name, sizeof r->o->result->baseline_name, "none");
+  const measure_result *f = &res[T_FUSED], *un = &res[T_UNFUSED];
+  if (ok && r->rank == 0) {
+    char c[6][24];
+    fmt_us(c[0], sizeof c[0], f->gr_us);
+    fmt_us(c[1], sizeof c[1], un->gr_us);
+    fmt_us(c[2], sizeof c[2], res[T_GEMM].gr_us);
+    fmt_us(c[3], sizeof c[3], res[T_COLL].gr_us);
+    snprintf(c[4], sizeof c[4], "%.3f", un->ev_us / f->ev_us);
+    if (f->gr_us > 0 && un->gr_us > 0) snprintf(c[5], sizeof c[5], "%.3f", un->gr_us / f->gr_us);
+    else snprintf(c[5], sizeof c[5], "-");
+    printf("%-8s %-4s %-3s %6lld %6lld %6lld %2d %5d %10.2f %10s %10.2f %10s %9.2f %9s %9.2f %9s %8.1f %8s %8s\n", r->fam,
+           hr_dtype_name(r->dt), r->bcol ? "col" : "row", r->M, r->N, r->K, r->size, f->iters, f->ev_us, c[0], un->ev_us,
+           c[1], res[T_GEMM].ev_us, c[2], res[T_COLL].ev_us, c[3], fl / f->ev_us * 1e-6, c[4], c[5]);
   }
+  if (ok && r->o->result) {
+    double tf = f->gr_us > 0 ? f->gr_us : f->ev_us, tu = un->gr_us > 0 ? un->gr_us : un->ev_us;
+    r->o->result->timed = 1;
+    r->o->result->us = tf;
+    r->o->result->metric = fl / tf * 1e-6;
+    r->o->result->baseline = tu / tf;
+    snprintf(r->o->result->metric_name, sizeof r->o->result->metric_name, "TFLOP/s");
+    snprintf(r->o->result->baseline_name, sizeof r->o->result->baseline_name, "unfused");
+  }
+  unfused_coll_close(r, u);
   free_shape(r);
   return ok;
 }
@@ -229,6 +357,7 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
   char why[512] = "";
   int rc = CLI_FAIL, pass = 1;
   gshape checks[CLI_MAX_SHAPES + 1], times[CLI_MAX_SHAPES];
+  unfused un = {0};
   int n_checks = 0, n_times = 0;
   r.d = drv_get(why, sizeof why);
   if (!r.d) { fprintf(stderr, "weft run: %s\n", why); rc = CLI_NO_GPU; goto out; }
@@ -292,11 +421,16 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
     goto out;
   }
   if (n_checks > 0 && o->result) { o->result->checked = 1; o->result->passed = 1; }
+  if (n_times > 0 && !ranks_all(!unfused_gemm(&r, &un))) goto out;
   if (n_times > 0 && r.rank == 0)
-    printf("time: %s, %d rank%s; us per launch (events ev, graph gr; the slowest rank), TF = 2*M*N*k per rank / time. "
-           "The fused kernel alone: the unfused weft gemm + %s is not timed here\n"
-           "#%-7s type b   %6s %6s %6s %2s %5s %10s %10s %8s %8s\n",
-           r.m->name, r.size, r.size == 1 ? "" : "s", gather ? "allreduce" : "reduce_scatter", r.fam, "M", "N", "k", "P", "iters", "weft_ev", "weft_gr", "TF_ev", "TF_gr");
+    printf("time: %s, %d rank%s; us per launch: CUDA events around back-to-back launches (ev) and one CUDA graph of "
+           "them (gr), the slowest rank, the median of 3 rounds that alternate the ops. unfused = weft's gemm with this "
+           "schedule (M x N x k per rank, C_r rounded to %s) + weft's %s (its rule's config), timed together and alone; "
+           "TF = 2*M*N*k per rank / fused time; vs_unf = unfused / fused (>1: the fused kernel is faster)\n"
+           "#%-7s type b   %6s %6s %6s %2s %5s %10s %10s %10s %10s %9s %9s %9s %9s %8s %8s %8s\n",
+           r.m->name, r.size, r.size == 1 ? "" : "s", hr_dtype_name(r.dt), gather ? "allreduce" : "reduce_scatter", r.fam,
+           "M", "N", "k", "P", "iters", "fused_ev", "fused_gr", "unfus_ev", "unfus_gr", "gemm_ev", "gemm_gr", "coll_ev",
+           "coll_gr", "TF_ev", "vs_unf_ev", "vs_unf_gr");
   for (int i = 0; i < n_times; i++) {
     const gshape *s = &times[i];
     if (s->m % r.size || s->n % 8 || s->k % 8) {
@@ -306,13 +440,14 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
       continue;
     }
     r.M = s->m; r.N = s->n; r.K = s->k; r.Ms = s->m / r.size; r.out_rows = gather ? r.M : r.Ms;
-    if (!ranks_all(time_shape(&r))) {
+    if (!ranks_all(time_shape(&r, &un))) {
       pass = 0;
       if (!ranks_all(!weft_comm_check(r.comm))) break;
     }
   }
   rc = pass ? CLI_OK : CLI_FAIL;
 out:
+  if (un.gemm) weft_kernel_destroy(un.gemm);
   if (r.d && r.s) r.d->cuStreamDestroy(r.s);
   if (r.comm) weft_comm_destroy(r.comm);
   weft_world_destroy(r.w);
