@@ -4,11 +4,13 @@
 # --set options to the fused kernel, e.g. "--set comm=multimem --set fallback=emulate").
 #   PHASES "tests time" (default):
 #     tests  every GPU test of the family (MPS: P = 1, 2, 3, 4, 8; muted signals)
-#     time   P = 1: gemm_rs (ranks = 1, the plain epilogue) beside weft's gemm with the same schedule
-#            (direct epilogue, the example's tile and stages), at SHAPES1 (default 1024^3, 4096^3, 8192^3);
-#            P = RANKS (default "2 4 8") under MPS: the fused kernel, and its unfused pieces timed alone
-#            (weft's gemm at M x N x K/P on every rank, weft's reduce_scatter of M N / P elements), at
-#            1024^3 and 8192^3 total (M x N x K with K cut over the ranks).
+#     time   P = 1: the family with ranks = 1 (the plain epilogue) beside weft's gemm with the same schedule
+#            (direct epilogue, the example's tile and stages; the runner times both), at SHAPES1 (default
+#            1024^3, 4096^3, 8192^3);
+#            P = RANKS (default "2 4 8") under MPS: the fused kernel beside the unfused sequence, which
+#            the runner times in the same run (weft's gemm at M x N x K/P on every rank with the same
+#            schedule, then weft's reduce_scatter of M N / P elements, or allreduce of M N), at 1024^3
+#            and 8192^3 total (M x N x K with K cut over the ranks).
 #   Logs under $OUT; the timing lines on stdout.
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -20,7 +22,6 @@ W=build/weft
 FAM=${FAMILY:-gemm_rs}
 GRS="$here/../examples/$FAM.lua"
 SETS=${SETS:-}
-GEMM_SETS="--set epilogue=direct --set stages=4"
 for ph in ${PHASES:-tests time}; do
   case $ph in
     tests)
@@ -28,22 +29,16 @@ for ph in ${PHASES:-tests time}; do
       grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$out/${FAM}_tests.txt" | head -20 ;;
     time)
       for s in ${SHAPES1:-1024x1024x1024 4096x4096x4096 8192x8192x8192}; do
-        echo "== P=1 $s: $FAM ranks=1 $SETS, then gemm ($GEMM_SETS)"
-        timeout 120 $W run "$GRS" $SETS --set ranks=1 --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
-        timeout 120 $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
+        echo "== P=1 $s: $FAM ranks=1 $SETS; its gemm_* columns: weft's gemm with the same schedule (direct epilogue)"
+        timeout 120 $W run "$GRS" $SETS --set ranks=1 --no-check --shapes-only --time-shape "$s" 2>&1 | grep -E "^#?gemm_|FAIL|rror"
       done
       for np in ${RANKS:-2 4 8}; do
         for t in 1024 8192; do
-          k=$((t / np)); n=$((t * t / np))
-          coll=reduce_scatter; csets=""; [ "$FAM" = gemm_ar ] && { coll=allreduce; n=$((t * t)); csets="--auto"; }
-          echo "== P=$np ${t}^3 (k = $k per rank): fused $SETS; gemm ${t}x${t}x$k on every rank; $coll of $n elements"
-          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" $SETS --set ranks="$np" --no-check --shapes-only \
+          k=$((t / np))
+          echo "== P=$np ${t}^3 (k = $k per rank): fused $SETS beside the unfused gemm + collective (the runner times both)"
+          timeout 300 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" $SETS --set ranks="$np" --no-check --shapes-only \
             --time-shape "${t}x${t}x$k" > "$out/${FAM}_np${np}_$t.txt" 2>&1; echo "rc=$?"
-          grep -E "^#?(ag_)?gemm|FAIL|rror" "$out/${FAM}_np${np}_$t.txt"
-          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/gemm.lua" $GEMM_SETS --no-check \
-            --shapes-only --time-shape "${t}x${t}x$k" 2>&1 | grep -E "^#?(ag_)?gemm|FAIL|rror"
-          timeout 200 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$here/../examples/$coll.lua" $csets --set dtype=bf16 \
-            --no-check --shapes-only --time-shape "$n" 2>&1 | grep -E "^ +[0-9]" | tail -1
+          grep -E "^#?gemm_|FAIL|rror" "$out/${FAM}_np${np}_$t.txt"
         done
       done ;;
   esac
