@@ -6,7 +6,8 @@
 # Each `weft run` times its baseline in the same run: NCCL's ncclReduceScatter / ncclAllGather
 # where every rank has a GPU of its own (MULTI_GPU=1: one rank per GPU, no MPS); under MPS NCCL
 # refuses ranks that share a GPU (the log says so) and every rank copying its input is the floor.
-# On one GPU this measures the protocol's cost and the memory traffic, not NVLink.
+# On one GPU this measures the protocol's cost and the memory traffic, not NVLink.  The kernels are
+# generated for the world size (ranks = P, as the rule does); ANY=1 times the ranks = "any" ones.
 # Full logs under $OUT (default /tmp/out); a short summary last.
 set -u
 out=${OUT:-/tmp/out}
@@ -29,6 +30,7 @@ for np in ${NPS:-2 4 8}; do
         multimem) sets="--set comm=multimem --set fallback=emulate" ;;
         *) sets="" ;;
       esac
+      [ "${ANY:-0}" = 1 ] || sets="$sets --set ranks=$np"   # the rule's kernel: generated for the world size
       log=$out/${fam}_${DT}_${comm}_np${np}.log
       timeout 300 $MPIRUN -np $np $W run examples/$fam.lua --set dtype=$DT $sets --no-check --iters ${ITERS:-20} >"$log" 2>&1
       echo "rc=$?" >>"$log"

@@ -4,5 +4,5 @@
 
 // The parameter list (y, x, n, then comm) is rendered from the manifest by gen/core/weft.lua.
 extern "C" __global__ void __launch_bounds__(${threads}) ${name}(${params}) {
-  weft::all_gather<weft::${ctype}, ${multimem}, ${pdl}>(y, x, (long)n, comm);
+  weft::all_gather<weft::${ctype}, ${multimem}, ${pdl}, ${np}>(y, x, (long)n, comm);
 }

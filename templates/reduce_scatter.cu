@@ -9,5 +9,5 @@ struct Op {
 
 // The parameter list (y, x, n, then comm) is rendered from the manifest by gen/core/weft.lua.
 extern "C" __global__ void __launch_bounds__(${threads}) ${name}(${params}) {
-  weft::reduce_scatter<weft::${ctype}, Op, ${multimem}, ${mop}, ${pdl}>(y, x, (long)n, comm);
+  weft::reduce_scatter<weft::${ctype}, Op, ${multimem}, ${mop}, ${pdl}, ${np}>(y, x, (long)n, comm);
 }

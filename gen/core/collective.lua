@@ -12,11 +12,11 @@ local function ar_field(name)
   error("gen/core/collective.lua: the allreduce family has no field " .. name)
 end
 
--- comm (its doc per family), fallback, threads, blocks, pdl
+-- comm (its doc per family), fallback, threads, blocks, pdl, ranks
 function M.fields(comm_doc)
   return {
     { name = "comm", kind = "enum", values = { "threadload", "multimem" }, default = "threadload", tag = "", doc = comm_doc },
-    ar_field("fallback"), ar_field("threads"), ar_field("blocks"), ar_field("pdl"),
+    ar_field("fallback"), ar_field("threads"), ar_field("blocks"), ar_field("pdl"), common.ranks(),
   }
 end
 
@@ -33,6 +33,7 @@ function M.derive(cfg, values, per_rank)
   local vec = 16 // common.ESIZE[cfg.dtype]
   values.threads, values.ctype, values.pdl = cfg.threads, common.CTYPE[cfg.dtype], cfg.pdl
   values.multimem = cfg.comm == "multimem"
+  values.np = common.ranks_value(cfg)
   return {
     values = values,
     block = { cfg.threads, 1, 1 },
@@ -49,7 +50,7 @@ function M.derive(cfg, values, per_rank)
              { per = 1, times = 1 }, { per = 1, times = 1 } },
     limits = { { arg = "n", min = 1, max = 1 << 37 } },
     comm = { signals = { "ready" }, halves = 2, elem_bytes = common.ESIZE[cfg.dtype], per_rank = per_rank,
-             multimem = cfg.comm == "multimem", emulate = cfg.fallback == "emulate" },
+             multimem = cfg.comm == "multimem", emulate = cfg.fallback == "emulate", ranks = common.ranks_value(cfg) },
   }
 end
 
@@ -74,14 +75,20 @@ end
 -- several, so the rule is the allreduce's measured defaults (512 threads, blocks "auto",
 -- threadload: multicast is off on every machine here) with no size dependence, and its
 -- neighbours for first-use tuning to time: pdl (which the caller's stream decides) and 256
--- threads.  The last entry takes every n the kernel takes.
+-- threads.  The last entry takes every n the kernel takes.  Generated for the world size where
+-- that is several ranks (allreduce_norm's rule: one rank is also what a caller with no count
+-- passes, and a kernel for one rank refuses a larger world).
 function M.auto(shape, fixed, dev)
-  local base = { threads = 512, blocks = "auto",
+  local ranks = math.max(1, dev and dev.ranks or 1)
+  local np = (fixed.ranks == nil or fixed.ranks == "auto") and ranks > 1 and ranks or nil
+  local base = { threads = 512, blocks = "auto", ranks = np,
                  why = "not measured yet: the allreduce's defaults (512 threads, blocks auto, threadload)" }
   local list = { base }
-  if fixed.pdl == nil then list[#list + 1] = { threads = 512, blocks = "auto", pdl = true, why = "the choice with pdl" } end
-  list[#list + 1] = { threads = 256, blocks = "auto", why = "the choice with 256 threads" }
-  list[#list + 1] = { threads = 512, blocks = "auto", why = "takes every n" }
+  if fixed.pdl == nil then
+    list[#list + 1] = { threads = 512, blocks = "auto", pdl = true, ranks = np, why = "the choice with pdl" }
+  end
+  list[#list + 1] = { threads = 256, blocks = "auto", ranks = np, why = "the choice with 256 threads" }
+  list[#list + 1] = { threads = 512, blocks = "auto", ranks = np, why = "takes every n" }
   return list
 end
 

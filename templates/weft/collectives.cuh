@@ -48,6 +48,12 @@
 //
 // PDL: as allreduce.cuh (wait for the previous grid before the epoch or any buffer, then let the
 // next one be scheduled; the runtime halves the co-resident cap of pdl comm kernels).
+//
+// NP (the config's `ranks`; 0: any): the world size the kernel is generated for, so that the
+// loops over ranks and the fold's loads are that many (the runtime refuses another world size).
+// Copies keep four 16-byte loads in flight per thread (strided_copy): a pull is latency-bound,
+// and with one load per iteration the stores' possible aliasing kept the compiler from
+// overlapping two.
 #pragma once
 #include "weft/allreduce.cuh"
 
@@ -91,100 +97,129 @@ template <bool PDL> __device__ __forceinline__ bool coll_begin(const Comm &c, u6
 __device__ __forceinline__ long coll_first() { return (long)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ long coll_step() { return (long)gridDim.x * blockDim.x; }
 
+// Loads in flight per copy: 4, or 2 in the multimem kernels (with 4, ptxas held their registers
+// to 64 and spilled).
+template <bool MULTIMEM> constexpr int MM_COPY_U = MULTIMEM ? 2 : 4;
+
+// Vectors i = first, first + step, ... < nvec: st(i, ld(i)), U loads issued before their stores
+// (the same vectors each thread handles one at a time, so the pairing by block is unchanged).
+template <int U = 4, class Load, class Store>
+__device__ __forceinline__ void strided_copy(long nvec, long first, long step, Load ld, Store st) {
+  long i = first;
+  for (; i + (U - 1) * step < nvec; i += U * step) {
+    U4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = ld(i + u * step);
+#pragma unroll
+    for (int u = 0; u < U; ++u) st(i + u * step, v[u]);
+  }
+  for (; i < nvec; i += step) st(i, ld(i));
+}
+
 // ---- reduce_scatter ----------------------------------------------------------------------
 // Phase 1: this rank's P chunks of x into its half, chunk q at vector q * nvec.
-template <class T> __device__ __forceinline__ void rs_stage(const Comm &c, int half, const T *x, long n) {
+template <class T, int NP = 0, int U = 4>
+__device__ __forceinline__ void rs_stage(const Comm &c, int half, const T *x, long n) {
   constexpr int V = VecOf<T>::N;
   const long nvec = (n + V - 1) / V, first = coll_first(), step = coll_step();
   U4 *mine = data_at(c, c.peers[c.rank], half);
-  for (int q = 0; q < c.size; ++q) {
+  for (int q = 0; q < c.ranks<NP>(); ++q) {
     const T *xq = x + (long)q * n;
+    U4 *sq = mine + q * nvec;
     const bool al = vec_aligned(xq);
-    for (long i = first; i < nvec; i += step) mine[q * nvec + i] = load_vec_any(xq, i, n, al);
+    strided_copy<U>(nvec, first, step, [=](long i) { return load_vec_any(xq, i, n, al); },
+                    [=](long i, const U4 &v) { sq[i] = v; });
   }
 }
 
 // Vector i of every rank's half h, reduced: the switch's ld_reduce where there is a multicast
 // address (MOP >= 0), else the rank-order fold (the threadload path and the emulated twin).
-template <class T, class Op, bool MULTIMEM, int MOP>
+template <class T, class Op, bool MULTIMEM, int MOP, int NP = 0>
 __device__ __forceinline__ U4 rs_reduce_vec(const Comm &c, int half, long i) {
   if constexpr (MULTIMEM && MOP >= 0) {
     if (c.mc) return multimem_ld_reduce<T, MOP>(data_at(c, c.mc, half) + i);
   }
-  return fold_ranks<T, Op>(c, half, i);
+  return fold_ranks<T, Op, NP>(c, half, i);
 }
 
 // Phase 2: y (n elements) = the reduction of chunk `chunk` of every rank's half.
-template <class T, class Op, bool MULTIMEM, int MOP>
+template <class T, class Op, bool MULTIMEM, int MOP, int NP = 0>
 __device__ __forceinline__ void rs_fold(const Comm &c, int half, int chunk, T *y, long n) {
   constexpr int V = VecOf<T>::N;
   const long nvec = (n + V - 1) / V, first = coll_first(), step = coll_step(), base = chunk * nvec;
   if (vec_aligned(y)) {   // two loops: one fold beside the element-wise stores would hold more registers
-    for (long i = first; i < nvec; i += step) store_vec(y, i, n, rs_reduce_vec<T, Op, MULTIMEM, MOP>(c, half, base + i));
+    for (long i = first; i < nvec; i += step) store_vec(y, i, n, rs_reduce_vec<T, Op, MULTIMEM, MOP, NP>(c, half, base + i));
   } else {
-    for (long i = first; i < nvec; i += step) store_vec_any(y, i, n, rs_reduce_vec<T, Op, MULTIMEM, MOP>(c, half, base + i), false);
+    for (long i = first; i < nvec; i += step)
+      store_vec_any(y, i, n, rs_reduce_vec<T, Op, MULTIMEM, MOP, NP>(c, half, base + i), false);
   }
 }
 
-template <class T, class Op, bool MULTIMEM, int MOP, bool PDL>
+template <class T, class Op, bool MULTIMEM, int MOP, bool PDL, int NP = 0>
 __device__ __forceinline__ void reduce_scatter(T *y, const T *x, long n, const Comm &c) {
   u64 e;
   if (!coll_begin<PDL>(c, e)) return;
   const int half = (int)(e & 1);
-  rs_stage(c, half, x, n);
+  rs_stage<T, NP, MM_COPY_U<MULTIMEM>>(c, half, x, n);
   signal_peers(c, SIG_READY, e);
   if (!wait_peers(c, SIG_READY, e)) return;
-  rs_fold<T, Op, MULTIMEM, MOP>(c, half, c.rank, y, n);
+  rs_fold<T, Op, MULTIMEM, MOP, NP>(c, half, c.rank, y, n);
   launch_retire(c, e);
 }
 
 // ---- all_gather --------------------------------------------------------------------------
 // Phase 1: x where the others read it (threadload: chunk 0 of this rank's half; multimem: chunk
 // r of every rank's half).
-template <class T, bool MULTIMEM> __device__ __forceinline__ void ag_publish(const Comm &c, int half, const T *x, long n) {
+template <class T, bool MULTIMEM, int NP = 0>
+__device__ __forceinline__ void ag_publish(const Comm &c, int half, const T *x, long n) {
   constexpr int V = VecOf<T>::N;
   const long nvec = (n + V - 1) / V, first = coll_first(), step = coll_step();
   const bool al = vec_aligned(x);
-  for (long i = first; i < nvec; i += step) {
-    const U4 v = load_vec_any(x, i, n, al);
-    if constexpr (MULTIMEM) {
-      const long at = c.rank * nvec + i;
-      if (c.mc) {
-        multimem_st<T>(data_at(c, c.mc, half) + at, v);
-      } else {
-#pragma unroll
-        for (int p = 0; p < MAX_RANKS; ++p)   // the emulated twin: unicast fan-out
-          if (p < c.size) data_at(c, c.peers[p], half)[at] = v;
-      }
+  auto ld = [=](long i) { return load_vec_any(x, i, n, al); };
+  if constexpr (MULTIMEM) {
+    const long at = c.rank * nvec;
+    if (c.mc) {
+      U4 *m = data_at(c, c.mc, half) + at;
+      strided_copy<2>(nvec, first, step, ld, [=](long i, const U4 &v) { multimem_st<T>(m + i, v); });
+      __threadfence_system();   // order multimem.st before the signal
     } else {
-      data_at(c, c.peers[c.rank], half)[i] = v;
+      strided_copy<2>(nvec, first, step, ld, [&](long i, const U4 &v) {
+#pragma unroll
+        for (int p = 0; p < rank_slots<NP>(); ++p)   // the emulated twin: unicast fan-out
+          if (p < c.ranks<NP>()) data_at(c, c.peers[p], half)[at + i] = v;
+      });
     }
+  } else {
+    U4 *mine = data_at(c, c.peers[c.rank], half);
+    strided_copy(nvec, first, step, ld, [=](long i, const U4 &v) { mine[i] = v; });
   }
-  if (MULTIMEM && c.mc) __threadfence_system();   // order multimem.st before the signal
 }
 
 // Phase 2: y[chunk q] = rank q's x, for every q, starting from this rank's own.
-template <class T, bool MULTIMEM> __device__ __forceinline__ void ag_collect(const Comm &c, int half, T *y, long n) {
+template <class T, bool MULTIMEM, int NP = 0>
+__device__ __forceinline__ void ag_collect(const Comm &c, int half, T *y, long n) {
   constexpr int V = VecOf<T>::N;
+  const int P = c.ranks<NP>();
   const long nvec = (n + V - 1) / V, first = coll_first(), step = coll_step();
-  for (int k = 0; k < c.size; ++k) {
-    const int q = (c.rank + k) % c.size;
+  for (int k = 0; k < P; ++k) {
+    const int q = (c.rank + k) % P;
     const U4 *src = MULTIMEM ? data_at(c, c.peers[c.rank], half) + q * nvec : data_at(c, c.peers[q], half);
     T *yq = y + (long)q * n;
     const bool al = vec_aligned(yq);
-    for (long i = first; i < nvec; i += step) store_vec_any(yq, i, n, src[i], al);
+    strided_copy<MM_COPY_U<MULTIMEM>>(nvec, first, step, [=](long i) { return src[i]; },
+                                      [=](long i, const U4 &v) { store_vec_any(yq, i, n, v, al); });
   }
 }
 
-template <class T, bool MULTIMEM, bool PDL>
+template <class T, bool MULTIMEM, bool PDL, int NP = 0>
 __device__ __forceinline__ void all_gather(T *y, const T *x, long n, const Comm &c) {
   u64 e;
   if (!coll_begin<PDL>(c, e)) return;
   const int half = (int)(e & 1);
-  ag_publish<T, MULTIMEM>(c, half, x, n);
+  ag_publish<T, MULTIMEM, NP>(c, half, x, n);
   signal_peers(c, SIG_READY, e);
   if (!wait_peers(c, SIG_READY, e)) return;
-  ag_collect<T, MULTIMEM>(c, half, y, n);
+  ag_collect<T, MULTIMEM, NP>(c, half, y, n);
   launch_retire(c, e);
 }
 

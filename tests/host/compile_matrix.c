@@ -165,6 +165,11 @@ static const entry matrix[] = {
    {"multimem.st"}},
   {"reduce_scatter.lua", {"pdl=true", "dtype=f16"}, {SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"},
    {"multimem"}},
+  /* generated for the world size: the same instructions, P of each fold's loads */
+  {"reduce_scatter.lua", {"ranks=4", "dtype=bf16"}, {SIGNAL_PTX, "add.f32", "ld.global.v4.u32", "cvt.rn.bf16x2.f32"},
+   {"multimem"}},
+  {"reduce_scatter.lua", {"ranks=8", "comm=multimem", "fallback=emulate"},
+   {SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "add.f32"}, {"multimem.st"}},
   /* all_gather: a bit copy (no arithmetic, no conversion); multimem: multimem.st of the own chunk,
    * fenced (membar.sys) before the release signal, and never an ld_reduce */
   {"all_gather.lua", {0}, {SIGNAL_PTX, "ld.global.v4.u32", "st.global.v4.u32", "st.global.u32"},
@@ -177,6 +182,9 @@ static const entry matrix[] = {
    {SIGNAL_PTX, "multimem.st.relaxed.sys.global.v4.bf16x2", "st.global.v4.u32"}, {"multimem.ld_reduce", "cvt.rn"}},
   {"all_gather.lua", {"pdl=true", "dtype=bf16"}, {SIGNAL_PTX, "griddepcontrol.wait", "griddepcontrol.launch_dependents"},
    {"multimem"}},
+  {"all_gather.lua", {"ranks=2", "dtype=f16"}, {SIGNAL_PTX, "ld.global.v4.u32", "st.global.v4.u32"}, {"multimem", "cvt.rn"}},
+  {"all_gather.lua", {"ranks=8", "comm=multimem", "fallback=emulate"},
+   {SIGNAL_PTX, "multimem.st.relaxed.sys.global.v4.f32"}, {"multimem.ld_reduce", "add.f32"}},
   /* allreduce_norm: the allreduce's protocol around rmsnorm's norm; one_shot_ll sends its words with
    * their epochs (no release/acquire); the multimem twin and the cluster exchange where asked */
   {"allreduce_norm.lua", {0}, {ARN_SIGNAL_PTX, "rsqrt.approx.f32", "cvt.rn.bf16x2.f32", "ld.global.L1::no_allocate.v4.u32"},

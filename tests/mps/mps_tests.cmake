@@ -291,6 +291,19 @@ weft_mps_test(all_gather_f32_multimem_emulated_pdl 3 ${AGC} ${COLL_MM} --set pdl
 # block caps and small blocks: every block loops over many vectors of every chunk
 weft_mps_test(reduce_scatter_f32_sum_blocks1_t64 5 ${RS} --set blocks=1 --set threads=64)
 weft_mps_test(all_gather_bf16_blocks3_t128 8 ${AGC} --set dtype=bf16 --set blocks=3 --set threads=128)
+# generated for the world size (ranks = P: the loops and the fold's loads are P), threadload and
+# the twin; another world size is refused on every rank, naming the field
+foreach(np 1 2 3 4 8)
+  weft_mps_test(reduce_scatter_bf16_sum_ranks_known ${np} ${RS} --set dtype=bf16 --set ranks=${np})
+  weft_mps_test(all_gather_f16_ranks_known ${np} ${AGC} --set dtype=f16 --set ranks=${np})
+endforeach()
+weft_mps_test(reduce_scatter_f32_max_multimem_emulated_ranks_known 8 ${RS} ${COLL_MM} --set op=max --set ranks=8)
+weft_mps_test(all_gather_bf16_multimem_emulated_ranks_known 4 ${AGC} ${COLL_MM} --set dtype=bf16 --set ranks=4)
+add_test(NAME mps.reduce_scatter_ranks_mismatch.np2
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/expect_fail.sh 2 $<TARGET_FILE:weft_cli>
+                 "generated for ranks = 4 \\(its config's field `ranks`\\), but the world has 2 ranks" ${RS} --set ranks=4)
+set_tests_properties(mps.reduce_scatter_ranks_mismatch.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                     RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 # a rank that never signals READY: every rank fails within the timeout, naming rank, signal, epoch
 function(weft_mps_timeout_coll name np config mute)
   add_test(NAME mps.timeout.${name}.np${np}
