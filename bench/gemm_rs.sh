@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/gemm_rs.sh: the fused GEMM + reduce-scatter (issue 20) on the GPU machine, repo root, build/ carried.
 # FAMILY=gemm_ar: the same for GEMM + allreduce (unfused: weft's allreduce of M N elements; SETS adds
-# --set options to the fused kernel, e.g. "--set comm=multimem --set fallback=emulate").
+# --set options to the fused kernel, e.g. "--set comm=multimem --set fallback=emulate"; for gemm_rs
+# SETS="--set fold=tiles" times the per-tile fold).
 #   PHASES "tests time" (default):
 #     tests  every GPU test of the family (MPS: P = 1, 2, 3, 4, 8; muted signals)
 #     time   P = 1: the family with ranks = 1 (the plain epilogue) beside weft's gemm with the same schedule

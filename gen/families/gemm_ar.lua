@@ -34,6 +34,10 @@ for _, f in ipairs(rs.fields) do
     F.fields[#F.fields + 1] = { name = "reduce", kind = "enum", values = { "ordered" }, default = "ordered", tag = "",
       doc = "ordered: the owner of each row block folds the P f32 partials in rank order and rounds once, and every "
         .. "rank copies those bits (multimem: the switch's order, the same bits on every rank)" }
+  elseif f.name == "fold" then
+    F.fields[#F.fields + 1] = { name = "fold", kind = "enum", values = { "after" }, default = "after", tag = "fd",
+      doc = "after: every CTA folds its share of the rank's rows once every rank's tiles are in, then gathers "
+        .. "(gemm_rs's fold = \"tiles\" is not built for gemm_ar)" }
   else
     F.fields[#F.fields + 1] = f
   end

@@ -33,6 +33,10 @@ F.fields = {
       .. "stores to C). The TMA-store epilogue is not built for gemm_rs" },
   G.group,
   common.ranks(),
+  { name = "fold", kind = "enum", values = { "after", "tiles" }, default = "after", tag = "fd",
+    doc = "after: every CTA folds its share of the rank's rows once every rank's tiles are in (a DONE round); "
+      .. "tiles: each own tile is folded in its epilogue as the other ranks' partials of it arrive (a flag per "
+      .. "tile; the walk takes the own rows last), so the fold overlaps the GEMM. The same bits either way" },
 }
 
 F.check = gemm.check_auto_tile
@@ -73,9 +77,14 @@ end
 -- c: this rank's M/P x N rows of the sum; a: its M x k block of A; b: its k x N block of B.
 -- The data area: per half, P f32 partials of M/P x N, one per source rank (m * n floats in all)
 -- (ranks = 1: no staging is used, but the communicator still carries the epoch).
+-- fold = "tiles": no DONE; a flag per (source, tile, part) after the partials, which one more byte
+-- per element of m x n always holds (at least 64 x 64 elements per tile and part).
 function F.derive(cfg)
+  local tiles = cfg.fold == "tiles"
   return F.derive_as(cfg, { struct = "GemmRsCfg", body = "gemm_rs_wgmma",
-    comm = { signals = { "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" }, divide = "m" } })
+    lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";" },
+    comm = { signals = { tiles and "tile" or "done" }, halves = 2, elem_bytes = tiles and 5 or 4, elems = { "m", "n" },
+             divide = "m" } })
 end
 
 F.sizes = gemm.SIZES   -- m: all rows (rank r ends with m / ranks of them); k: this rank's share of K

@@ -56,6 +56,8 @@ enum GemmBarrier {
   BAR_EPILOGUE_WG0 = 5,   // TMA epilogue: the 128 threads of consumer warpgroup 0 (its C stage) ...
   BAR_EPILOGUE_WG1 = 6,   //   ... and of consumer warpgroup 1
   BAR_CONSUMERS = 7,      // gemm_rs: the CONSUMERS * 128 consumer threads (their DONE signal and the fold)
+  BAR_TILE_WG0 = 8,       // gemm_rs fold = "tiles": the 128 threads of consumer warpgroup 0 (a tile's
+  BAR_TILE_WG1 = 9,       //   stores before its flag, a flag's wait before the fold) ... and of warpgroup 1
 };
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }

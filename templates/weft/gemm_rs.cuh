@@ -177,13 +177,119 @@ template <class Cfg> struct RsPartials {
   __device__ __forceinline__ void retire() { launch_retire(cm, epoch()); }
 };
 
+// ---- fold = "tiles" (Cfg::FOLD_TILES): the owner folds each of its tiles in the epilogue ---------
+// The walk takes the own shard last, so by the time a rank reaches its own tiles the others have
+// mostly sent theirs.  Per launch at epoch e, h = e % 2, on rank r:
+//   other shard q  the tile's f32 partial goes to S_q[h] slot r as above; then its warpgroup
+//                  syncs (a named barrier over its 128 threads: every store issued) and one thread
+//                  releases TILE(e) for (source r, tile, part) into q's flags (st.release.sys).
+//   own shard r    the warpgroup waits for TILE(e) of this tile and part from every other rank
+//                  (thread p polls rank p's flag, relaxed, then fence.acq_rel.sys; the stop is
+//                  OR-ed over the warpgroup), folds in rank order -- its own partial straight from
+//                  the accumulators, the others' from its slots -- rounds once and stores to c.
+//                  The same f32 values in the same order as fold = "after": the same bits.
+// Flags: after the P partials in each half, one u64 per (source, tile, part); part = the
+// cooperative warpgroup whose rows they are (pingpong: one part).  No DONE round: a rank waits, in
+// launch e + 1, for a TILE(e + 1) of every other rank, which each sent after finishing launch e,
+// so the staging it rewrites at e + 2 is no longer read (every rank has at least one tile of
+// every shard).  No deadlock: a CTA's walk takes every tile of the other shards (which never wait)
+// before its own, and every CTA of every rank is resident.
+// WEFT_FAULT=mute:<rank>:tile silences a rank's flags.
+enum { SIG_TILE = 0 };   // fold = "tiles": the family's one signal
+
+template <class Cfg> struct RsTiles : RsPartials<Cfg> {
+  using Base = RsPartials<Cfg>;
+  using T = typename Cfg::T;
+  static constexpr int PARTS = Cfg::PINGPONG ? 1 : Cfg::CONSUMERS;
+  __device__ __forceinline__ RsTiles(const Comm &cm_, long m_) : Base(cm_, m_) {}
+
+  // the flag of (source, tile of row block bm and column block bn, part) in `base`'s current half
+  __device__ __forceinline__ u64 *flag(char *base, long rows, long n, int src, long bm, int bn, int part) const {
+    const long mt = (rows + Cfg::BM - 1) / Cfg::BM, nt = (n + Cfg::BN - 1) / Cfg::BN;
+    u64 *f = (u64 *)(this->half_of(base) + rows * this->shards() * n);
+    return f + ((src * mt + bm) * nt + bn) * PARTS + part;
+  }
+  template <class C, int MR>
+  __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, float (&acc)[MR][C::BN / 2]) {
+    if constexpr (Cfg::NP == 1) {
+      store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
+      return;
+    }
+    const Comm &cm = this->cm;
+    const int rank = cm.rank, P = this->shards(), t = threadIdx.x % 128, part = Cfg::PINGPONG ? 0 : cw;
+    const int bar = BAR_TILE_WG0 + cw;
+    const long bm = r0 / Cfg::BM;
+    const u64 e = this->epoch();
+    if (s != rank) {
+      float *slot = this->half_of(cm.peers[s]) + (long)rank * rows * n;
+      store_tile_f32<C::BN, MR>(slot + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
+      bar_sync(bar, 128);   // this warpgroup's stores issued before the release (cumulative)
+      if (t == 0 && !(rank == cm.mute_rank && cm.mute_signal == SIG_TILE))
+        st_release_sys(flag(cm.peers[s], rows, n, rank, bm, bn, part), e);
+      return;
+    }
+    int stop = 0;
+    Timeout to;
+    if (t < P && t != rank)
+      poll_bounded<false>(cm, flag(cm.peers[rank], rows, n, t, bm, bn, part), t, [e](u64 v) { return v >= e; },
+                          [](u64 v) { return v; }, stop, to);
+    to.report(cm, SIG_TILE, e);
+    fence_acquire_sys();
+    if (bar_or(bar, 128, stop)) return;   // c keeps what it held; the host reports the timeout
+    fold_into<C::BN, MR>(acc, this->half_of(cm.peers[rank]) + r0 * n, rows * n, n, rows - r0, (long)bn * C::BN, rank, P);
+    store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
+  }
+  // acc (this rank's partial of rows [r0, ..) of a tile) := the rank-order sum of every rank's:
+  // slot p at s + p * len (row r0 of the shard), this rank's own in the registers
+  template <int BN, int MR>
+  __device__ __forceinline__ static void fold_into(float (&acc)[MR][BN / 2], const float *s, long len, long n, long rows_valid,
+                                                   long col0, int rank, int P) {
+    const int t = threadIdx.x % 128;
+    const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+#pragma unroll
+    for (int mi = 0; mi < MR; ++mi) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const long r = mi * 64 + r_in + 8 * h;
+        if (r >= rows_valid) continue;
+        const float *row = s + r * n;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const long col = col0 + 8 * j + c_in;
+          if (col >= n) continue;
+          float &a0 = acc[mi][4 * j + 2 * h], &a1 = acc[mi][4 * j + 2 * h + 1];
+          // (the loads in the chain: the unrolled columns keep enough of them in flight, and a
+          // vector of every rank's pair per column spilled at 8 ranks)
+          auto at = [&](int p) { return p == rank ? make_float2(a0, a1) : *(const float2 *)(row + p * len + col); };
+          float2 x = at(0);
+#pragma unroll
+          for (int p = 1; p < rank_slots<Cfg::NP>(); ++p)
+            if (p < P) {
+              const float2 v = at(p);
+              x.x += v.x;
+              x.y += v.y;
+            }
+          a0 = x.x;
+          a1 = x.y;
+        }
+      }
+    }
+  }
+  template <class C> __device__ __forceinline__ void consumers_done(T *, long, long) {}
+};
+
 // The kernel's body (templates/gemm_rs.cu).
 template <class Cfg>
 __device__ __forceinline__ void gemm_rs_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const Comm &cm) {
   static_assert(!Cfg::PDL && !Cfg::EPI_TMA && !Cfg::SPLIT_TAIL, "gemm_rs: direct f32 stores, no pdl, no split tail");
-  RsPartials<Cfg> src(cm, m);
-  gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  if constexpr (Cfg::FOLD_TILES) {
+    RsTiles<Cfg> src(cm, m);
+    gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  } else {
+    RsPartials<Cfg> src(cm, m);
+    gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  }
 }
 
 }  // namespace weft

@@ -233,6 +233,18 @@ static const entry matrix[] = {
    {"multimem"}},
   {"gemm_rs.lua", {"cluster.m=2", "tile.m=64", "consumers=1", "tile.n=128"},
    {GEMM_PTX, AG_SIGNAL_PTX, "st.global.v2.f32", "multicast::cluster"}, {"multimem"}},
+  /* gemm_rs fold = "tiles": the own tiles folded in the epilogue after a flag per tile (release
+   * stores and relaxed polls + fence.acq_rel.sys, a named barrier per warpgroup), no DONE round;
+   * the kernel-wide checks below hold it to no spills and no serialised WGMMAs */
+  {"gemm_rs.lua", {"fold=tiles"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "st.global.v2.f32", "ld.global.v2.f32", "cvt.rn.bf16x2.f32"},
+   {"multimem", "cp.reduce.async.bulk"}},
+  {"gemm_rs.lua", {"fold=tiles", "ranks=8", "dtype=f16", "b_layout=col"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "cvt.rn.f16x2.f32", "barrier.cta.red.or.pred"}, {"multimem"}},
+  {"gemm_rs.lua", {"fold=tiles", "mma=pingpong", "tile.n=128", "ranks=2"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "bar.arrive"}, {"multimem"}},
+  {"gemm_rs.lua", {"fold=tiles", "split_k=2", "tile.n=128", "ranks=4"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "barrier.cluster", "mapa"}, {"multimem"}},
   /* gemm_ar: gemm_rs's GEMM and DONE, then FOLDED (a second release) and the gather's 16-byte
    * loads; threadload has no multimem, multimem's twin has both switch instructions compiled
    * (ld_reduce of the f32 partials, st of the rounded rows) and the fence that orders them */

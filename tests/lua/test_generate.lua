@@ -382,9 +382,9 @@ local function check_manifest(m, cfg, file, where)
     T.deq(m.cluster, { csize, 1, 1 }, where .. " cluster")
     T.deq(m.grid[1], { arg = "m", per = t.m * (cl.m or 1), by = { arg = "n", per = t.n * (cl.n or 1) }, times = csize,
                        cap = "coresident", shards = "ranks" }, where .. " grid")
-    local ar = cfg.family == "gemm_ar"
-    T.deq(m.comm.signals, ar and { "done", "folded" } or { "done" }, where .. " comm signals")
-    local eb = ar and 4 + 2 or 4   -- (bf16 and f16: 2 bytes)
+    local ar, tiles = cfg.family == "gemm_ar", cfg.fold == "tiles"
+    T.deq(m.comm.signals, ar and { "done", "folded" } or tiles and { "tile" } or { "done" }, where .. " comm signals")
+    local eb = ar and 4 + 2 or tiles and 5 or 4   -- (bf16 and f16: 2 bytes; tiles: a byte for the flags)
     T.ok(m.comm.halves == 2 and m.comm.elem_bytes == eb and m.comm.divide == "m", where .. " comm: f32 halves, M divided")
     T.eq(m.comm.multimem == true, ar and cfg.comm == "multimem", where .. " comm: multimem")
     local names = {}

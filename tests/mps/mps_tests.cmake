@@ -140,6 +140,28 @@ add_test(NAME mps.timeout.gemm_rs_done.np2
 set_tests_properties(mps.timeout.gemm_rs_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                      RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 
+# fold = "tiles": each own tile folded in its epilogue once the other ranks' flags for it arrived
+# (the same checks: the double reference, 2 x 100 back-to-back launches bit-identical)
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_rs_tiles_bf16 ${np} ${GRS} --set fold=tiles ${GRS_SHAPES})
+  weft_mps_test(gemm_rs_tiles_f16_bcol_ranks_known ${np} ${GRS} --set fold=tiles --set dtype=f16 --set b_layout=col
+                --set ranks=${np} ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_rs_tiles_odd_rows 3 ${GRS} --set fold=tiles --shapes-only --shape 1002x1000x1000 --shape 375x264x72)
+weft_mps_test(gemm_rs_tiles_pingpong 4 ${GRS} --set fold=tiles --set tile.n=128 --set mma=pingpong ${GRS_SHAPES})
+weft_mps_test(gemm_rs_tiles_split_k2 2 ${GRS} --set fold=tiles --set split_k=2 --set tile.n=128 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_tiles_cluster_m2 4 ${GRS} --set fold=tiles --set cluster.m=2 --set tile.m=64 --set consumers=1
+              --set tile.n=128 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_tiles_tile64_c1 8 ${GRS} --set fold=tiles --set tile.m=64 --set consumers=1 --set tile.n=128
+              --set stages=6 ${GRS_SHAPES})
+# a rank whose tile flags never come: the others' own tiles time out naming it and signal "tile";
+# the muted rank needs nothing from itself and finishes (one rank's report is enough: ANY_RANK)
+add_test(NAME mps.timeout.gemm_rs_tile.np3
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 3 $<TARGET_FILE:weft_cli> ${GRS} 1 tile --set fold=tiles
+                 --shapes-only --shape 999x1000x1000)
+set_tests_properties(mps.timeout.gemm_rs_tile.np3 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                     RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE};ANY_RANK=1")
+
 # ---- gemm_ar: GEMM + allreduce, gemm_rs's shapes and rank counts; the reference covers every
 # shard's rows (each owner's fold), and every rank must hold the same bytes; the multimem schedule
 # through its unicast twin (partials stay home, the owner folds every rank's, fans the rows out)
