@@ -77,14 +77,14 @@ end
 -- c: this rank's M/P x N rows of the sum; a: its M x k block of A; b: its k x N block of B.
 -- The data area: per half, P f32 partials of M/P x N, one per source rank (m * n floats in all)
 -- (ranks = 1: no staging is used, but the communicator still carries the epoch).
--- fold = "tiles": no DONE; a flag per (source, tile, part) after the partials, which one more byte
--- per element of m x n always holds (at least 64 x 64 elements per tile and part).
+-- fold = "tiles": no DONE; a flag per (source, tile, part) in a region of its own (flag_div: half a
+-- byte per element of m x n + 4 KB holds them: tiles are at least 64 x 64 elements, n >= 8).
 function F.derive(cfg)
   local tiles = cfg.fold == "tiles"
   return F.derive_as(cfg, { struct = "GemmRsCfg", body = "gemm_rs_wgmma",
     lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";" },
-    comm = { signals = { tiles and "tile" or "done" }, halves = 2, elem_bytes = tiles and 5 or 4, elems = { "m", "n" },
-             divide = "m" } })
+    comm = { signals = { tiles and "tile" or "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" },
+             divide = "m", flag_div = tiles and 2 or nil } })
 end
 
 F.sizes = gemm.SIZES   -- m: all rows (rank r ends with m / ranks of them); k: this rank's share of K

@@ -268,6 +268,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     m->comm.elems = field_strs(L, c, "elems", m, &m->comm.n_elems, &oom);
     m->comm.divide = field_str(L, c, "divide", m);
     m->comm.ranks = (int)field_int(L, c, "ranks", 0);
+    m->comm.flag_div = (int)field_int(L, c, "flag_div", 0);
     if (!sigs || oom) { lua_pop(L, 1); return -1; }
   }
   lua_pop(L, 1);

@@ -171,6 +171,9 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   long long vecs = (max_elems * per_elem + 15) / 16 + P + 4;
   c->p.max_blocks = (int)(coresident < 1 ? 1 : coresident);
   c->p.data_offset = round_up((long long)m->comm.n_signals * MAX_RANKS * c->p.max_blocks * 8, 256);
+  /* flags of their own (their offset is the pads' end, which the kernel computes the same way):
+   * slots that hold only epochs, so a later launch of another shape never reads data as a flag */
+  if (m->comm.flag_div > 0) c->p.data_offset += round_up(max_elems / m->comm.flag_div + 4096, 256);
   c->p.half_bytes = round_up(vecs * 16, 256);
   size_t bytes = (size_t)(c->p.data_offset + (m->comm.halves > 0 ? m->comm.halves : 1) * c->p.half_bytes);
   /* the kernel's name says which config a rank compiled; the hash catches everything else */

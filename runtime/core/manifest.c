@@ -162,6 +162,7 @@ int manifest_check(const weft_manifest *m, char *err, size_t errlen) {
     if (int_arg(m, m->comm.elems[i]) < 0)
       BAD("%s: comm.elems[%d] = %s: must name a size argument", m->name, i + 1,
           m->comm.elems[i] ? m->comm.elems[i] : "(not a string)");
+  if (m->comm.flag_div < 0) BAD("%s: comm.flag_div = %d: must be > 0, or 0 for no flag region", m->name, m->comm.flag_div);
   if (m->comm.divide && int_arg(m, m->comm.divide) < 0)
     BAD("%s: comm.divide = %s: must name a size argument", m->name, m->comm.divide);
   if (m->n_tmaps > MANIFEST_MAX_TMAPS)

@@ -106,6 +106,8 @@ typedef struct weft_comm_spec {
   const char **elems;
   const char *divide;   /* a size argument that must be a multiple of the world size, or NULL */
   int ranks;            /* the world size the kernel was generated for (its config's `ranks`), 0: any */
+  int flag_div;         /* > 0: a region of u64 flags between the pads and the data, max_elems / flag_div
+                           + 4096 bytes, never rewritten by data (gemm_rs fold = "tiles": flags per tile) */
 } weft_comm_spec;
 
 typedef struct weft_limit {

@@ -188,8 +188,11 @@ template <class Cfg> struct RsPartials {
 //                  OR-ed over the warpgroup), folds in rank order -- its own partial straight from
 //                  the accumulators, the others' from its slots -- rounds once and stores to c.
 //                  The same f32 values in the same order as fold = "after": the same bits.
-// Flags: after the P partials in each half, one u64 per (source, tile, part); part = the
-// cooperative warpgroup whose rows they are (pingpong: one part).  No DONE round: a rank waits, in
+// Flags: one u64 per (source, tile, part) -- part = the cooperative warpgroup whose rows they are
+// (pingpong: one part) -- in a region of their own between the pads and the data (comm.flag_div),
+// holding only epochs: a later launch of another shape finds older epochs there, never data.  One
+// region for both halves: a flag is waited for as ">= e", and a sender gets to rewrite it (e + 1)
+// only with a value that also passes.  No DONE round: a rank waits, in
 // launch e + 1, for a TILE(e + 1) of every other rank, which each sent after finishing launch e,
 // so the staging it rewrites at e + 2 is no longer read (every rank has at least one tile of
 // every shard).  No deadlock: a CTA's walk takes every tile of the other shards (which never wait)
@@ -203,11 +206,12 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
   static constexpr int PARTS = Cfg::PINGPONG ? 1 : Cfg::CONSUMERS;
   __device__ __forceinline__ RsTiles(const Comm &cm_, long m_) : Base(cm_, m_) {}
 
-  // the flag of (source, tile of row block bm and column block bn, part) in `base`'s current half
+  // the flag of (source, tile of row block bm and column block bn, part) in `base`'s buffer: the
+  // region starts where the pads of the one signal end (runtime/core/comm.c sizes it the same way)
   __device__ __forceinline__ u64 *flag(char *base, long rows, long n, int src, long bm, int bn, int part) const {
     const long mt = (rows + Cfg::BM - 1) / Cfg::BM, nt = (n + Cfg::BN - 1) / Cfg::BN;
-    u64 *f = (u64 *)(this->half_of(base) + rows * this->shards() * n);
-    return f + ((src * mt + bm) * nt + bn) * PARTS + part;
+    const long pads = ((long)MAX_RANKS * this->cm.max_blocks * 8 + 255) / 256 * 256;
+    return (u64 *)(base + pads) + ((src * mt + bm) * nt + bn) * PARTS + part;
   }
   template <class C, int MR>
   __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, float (&acc)[MR][C::BN / 2]) {

@@ -384,7 +384,8 @@ local function check_manifest(m, cfg, file, where)
                        cap = "coresident", shards = "ranks" }, where .. " grid")
     local ar, tiles = cfg.family == "gemm_ar", cfg.fold == "tiles"
     T.deq(m.comm.signals, ar and { "done", "folded" } or tiles and { "tile" } or { "done" }, where .. " comm signals")
-    local eb = ar and 4 + 2 or tiles and 5 or 4   -- (bf16 and f16: 2 bytes; tiles: a byte for the flags)
+    local eb = ar and 4 + 2 or 4   -- (bf16 and f16: 2 bytes)
+    T.eq(m.comm.flag_div, tiles and 2 or nil, where .. " comm: a flag region for fold = tiles")
     T.ok(m.comm.halves == 2 and m.comm.elem_bytes == eb and m.comm.divide == "m", where .. " comm: f32 halves, M divided")
     T.eq(m.comm.multimem == true, ar and cfg.comm == "multimem", where .. " comm: multimem")
     local names = {}
