@@ -35,9 +35,9 @@ for _, f in ipairs(rs.fields) do
       doc = "ordered: the owner of each row block folds the P f32 partials in rank order and rounds once, and every "
         .. "rank copies those bits (multimem: the switch's order, the same bits on every rank)" }
   elseif f.name == "fold" then
-    F.fields[#F.fields + 1] = { name = "fold", kind = "enum", values = { "after" }, default = "after", tag = "fd",
-      doc = "after: every CTA folds its share of the rank's rows once every rank's tiles are in, then gathers "
-        .. "(gemm_rs's fold = \"tiles\" is not built for gemm_ar)" }
+    F.fields[#F.fields + 1] = { name = "fold", kind = "enum", values = { "after", "tiles" }, default = "after",
+      tag = "fd", doc = "after: every CTA folds its share of the rank's rows once every rank's tiles are in; tiles "
+        .. "(threadload): each own tile folded in its epilogue as gemm_rs's fold = \"tiles\"; then the gather" }
   else
     F.fields[#F.fields + 1] = f
   end
@@ -48,18 +48,25 @@ function F.check(cfg, errs)
   if cfg.comm ~= "multimem" and cfg.fallback ~= "none" then
     errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
   end
+  if cfg.fold == "tiles" and cfg.comm == "multimem" then
+    errs.add("fold", cfg.fold, 'fold = "tiles" is built for comm = "threadload" (the owner folds the partials pushed '
+      .. 'to it); multimem folds after, with one ld_reduce per vector')
+  end
 end
 
 -- c: all M x N rows of the sum; a: this rank's M x k block of A; b: its k x N block of B.
 -- The data area per half: the m x n f32 partials (threadload: P slots of this rank's rows, one per
 -- source rank; multimem: this rank's own partial of all rows), then m x n of T, the rounded sum
 -- (elem_bytes: 4 + the dtype's size per element of m x n).
+-- fold = "tiles": gemm_rs's flags (a region of their own) and no DONE.
 function F.derive(cfg)
-  local mm = cfg.comm == "multimem"
+  local mm, tiles = cfg.comm == "multimem", cfg.fold == "tiles"
   return rs.derive_as(cfg, { struct = "GemmArCfg", body = "gemm_ar_wgmma",
-    lines = { "static constexpr bool MULTIMEM = " .. tostring(mm) .. ";" },
-    comm = { signals = { "done", "folded" }, halves = 2, elem_bytes = 4 + common.ESIZE[cfg.dtype], elems = { "m", "n" },
-             divide = "m", multimem = mm, emulate = cfg.fallback == "emulate" } })
+    lines = { "static constexpr bool MULTIMEM = " .. tostring(mm) .. ";",
+              "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";" },
+    comm = { signals = { tiles and "tile" or "done", "folded" }, halves = 2, elem_bytes = 4 + common.ESIZE[cfg.dtype],
+             elems = { "m", "n" }, divide = "m", multimem = mm, emulate = cfg.fallback == "emulate",
+             flag_div = tiles and 2 or nil } })
 end
 
 F.sizes = gemm.SIZES   -- m: all rows; k: this rank's share of K

@@ -50,6 +50,7 @@ function F.derive_as(cfg, as)
   local big = common.INT_MAX
   local lines = { string.format("static constexpr int NP = %d;   // ranks (0: any)", common.ranks_value(cfg)) }
   for _, x in ipairs(as.lines or {}) do lines[#lines + 1] = x end
+  lines[#lines + 1] = string.format("static constexpr int SIGNALS = %d;   // comm.signals: their pads come first", #as.comm.signals)
   as.comm.ranks = common.ranks_value(cfg)
   return {
     values = { threads = threads,

@@ -57,16 +57,20 @@ __device__ __forceinline__ void send_signal(const Comm &c, int signal, int to, i
 // own blocks pull; `sender` is then the shard).  PULLED waits twice as long: a pull waits for
 // its owner's READY first, and a missing READY is the cause worth naming (measured on two GPUs:
 // with equal timeouts a muted READY was sometimes reported as rank 0's own missing PULLED).
-__device__ __forceinline__ int wait_blocks(const Comm &c, int signal, int sender, u64 e, int lane, int nl) {
+// wait_blocks_of: the same for any family's signal, the timeout naming `owes`, `patience` times as long.
+__device__ __forceinline__ int wait_blocks_of(const Comm &c, int signal, int sender, u64 e, int lane, int nl, int owes,
+                                              u64 patience) {
   int stop = 0;
   Timeout to;
-  const int owes = signal == SIG_PULLED ? c.rank : sender;
   for (int b = lane; b < (int)gridDim.x && !stop; b += nl)
     poll_bounded<false>(c, signal_slot(c, c.peers[c.rank], signal, sender, b), owes, [e](u64 v) { return v >= e; },
-                        [](u64 v) { return v; }, stop, to, signal == SIG_PULLED ? 2 : 1);
+                        [](u64 v) { return v; }, stop, to, patience);
   to.report(c, signal, e);
   fence_acquire_sys();
   return stop;
+}
+__device__ __forceinline__ int wait_blocks(const Comm &c, int signal, int sender, u64 e, int lane, int nl) {
+  return wait_blocks_of(c, signal, sender, e, lane, nl, signal == SIG_PULLED ? c.rank : sender, signal == SIG_PULLED ? 2 : 1);
 }
 
 // The j-th shard this rank consumes.

@@ -148,13 +148,82 @@ template <class Cfg> struct ArPartials : RsPartials<Cfg> {
   }
 };
 
+// ---- fold = "tiles" (threadload): gemm_rs's per-tile fold (RsTiles), then the gather --------
+//   1. GEMM + fold  as gemm_rs fold = "tiles"; an own tile, once folded and rounded, goes to c's
+//                   rows r*Ms.. and to R_r[h] (this rank's own).
+//   2. FOLDED       each CTA, after its consumers' last tile (a barrier over them), sends
+//                   FOLDED(e) to every rank -- unless a wait of this launch timed out on this rank:
+//                   then the others' gathers time out too, rather than read what was never folded.
+//   3. gather       every CTA waits for FOLDED(e) from every block of every other rank q (any
+//                   block may have folded any tile), then copies its share of q's rows from R_q[h].
+// Reuse as above: a rank rewrites S and R of half h at e + 2 only after its launch e + 1 waited
+// for a TILE(e + 1) of every other rank, sent after that rank's launch e (its gather) had finished.
+template <class Cfg> struct ArTiles : RsTiles<Cfg> {
+  using Base = RsTiles<Cfg>;
+  using T = typename Cfg::T;
+  static constexpr int NT = Cfg::CONSUMERS * 128;
+  __device__ __forceinline__ ArTiles(const Comm &cm_, long m_) : Base(cm_, m_) {}
+  __device__ __forceinline__ T *result_of(char *base, long rows, long n) const {
+    return (T *)(this->half_of(base) + (long)rows * this->shards() * n);
+  }
+  template <class C, int MR>
+  __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, float (&acc)[MR][C::BN / 2]) {
+    const int rank = this->cm.rank;
+    if constexpr (Cfg::NP == 1) {
+      store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
+    } else if (s != rank) {
+      this->template send_tile<C, MR>(cw, rows, n, r0, s, bn, acc);
+    } else if (this->template fold_tile<C, MR>(cw, rows, n, r0, bn, acc)) {
+      const long at = (long)rank * rows * n;
+      store_tile<T, C::BN, MR>(c + at, n, r0, rows - r0, (long)bn * C::BN, acc);
+      store_tile<T, C::BN, MR>(result_of(this->cm.peers[rank], rows, n) + at, n, r0, rows - r0, (long)bn * C::BN, acc);
+    }
+  }
+  template <class C> __device__ __forceinline__ void consumers_done(T *c, long rows, long n) {
+    if constexpr (Cfg::NP == 1) return;
+    const Comm &cm = this->cm;
+    const int P = this->shards(), rank = cm.rank, tid = threadIdx.x - 128;
+    const u64 e = this->epoch();
+    // every own tile's stores issued before the release; a timeout here withholds it
+    if (bar_or(BAR_CONSUMERS, NT, tid == 0 && ld_volatile(&cm.state->abort) != 0)) return;
+    if (tid < P) send_signal(cm, SIG_FOLDED, tid, rank, e);
+    int stop = 0;
+    for (int j = 0; j < P - 1 && !stop; ++j) {
+      const int q = (rank + 1 + j) % P;
+      stop = wait_blocks_of(cm, SIG_FOLDED, q, e, tid, NT, q, 1);
+    }
+    if (bar_or(BAR_CONSUMERS, NT, stop)) return;
+    const long n8 = rows * n / 8, first = (long)blockIdx.x * NT + tid, step = (long)gridDim.x * NT;
+    for (int j = 0; j < P - 1; ++j) {
+      const int q = (rank + 1 + j) % P;
+      const U4 *src = (const U4 *)result_of(cm.peers[q], rows, n) + q * n8;
+      U4 *dst = (U4 *)c + q * n8;
+      long i = first;
+      for (; i + 3 * step < n8; i += 4 * step) {   // four loads in flight: a remote read is latency-bound
+        U4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = src[i + u * step];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) dst[i + u * step] = v[u];
+      }
+      for (; i < n8; i += step) dst[i] = src[i];
+    }
+  }
+};
+
 // The kernel's body (templates/gemm_ar.cu).
 template <class Cfg>
 __device__ __forceinline__ void gemm_ar_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const Comm &cm) {
   static_assert(!Cfg::PDL && !Cfg::EPI_TMA && !Cfg::SPLIT_TAIL, "gemm_ar: direct f32 stores, no pdl, no split tail");
-  ArPartials<Cfg> src(cm, m);
-  gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  static_assert(!Cfg::FOLD_TILES || !Cfg::MULTIMEM, "gemm_ar: fold = \"tiles\" is threadload's");
+  if constexpr (Cfg::FOLD_TILES) {
+    ArTiles<Cfg> src(cm, m);
+    gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  } else {
+    ArPartials<Cfg> src(cm, m);
+    gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  }
 }
 
 }  // namespace weft

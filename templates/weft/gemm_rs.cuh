@@ -207,41 +207,50 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
   __device__ __forceinline__ RsTiles(const Comm &cm_, long m_) : Base(cm_, m_) {}
 
   // the flag of (source, tile of row block bm and column block bn, part) in `base`'s buffer: the
-  // region starts where the pads of the one signal end (runtime/core/comm.c sizes it the same way)
+  // region starts where the pads of the family's signals end (runtime/core/comm.c sizes it so)
   __device__ __forceinline__ u64 *flag(char *base, long rows, long n, int src, long bm, int bn, int part) const {
     const long mt = (rows + Cfg::BM - 1) / Cfg::BM, nt = (n + Cfg::BN - 1) / Cfg::BN;
-    const long pads = ((long)MAX_RANKS * this->cm.max_blocks * 8 + 255) / 256 * 256;
+    const long pads = ((long)Cfg::SIGNALS * MAX_RANKS * this->cm.max_blocks * 8 + 255) / 256 * 256;
     return (u64 *)(base + pads) + ((src * mt + bm) * nt + bn) * PARTS + part;
+  }
+  // another shard's tile: its f32 partial into the owner's slot, then its flag
+  template <class C, int MR>
+  __device__ __forceinline__ void send_tile(int cw, long rows, long n, long r0, int s, int bn, const float (&acc)[MR][C::BN / 2]) const {
+    const Comm &cm = this->cm;
+    const int rank = cm.rank;
+    float *slot = this->half_of(cm.peers[s]) + (long)rank * rows * n;
+    store_tile_f32<C::BN, MR>(slot + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
+    bar_sync(BAR_TILE_WG0 + cw, 128);   // this warpgroup's stores issued before the release (cumulative)
+    if (threadIdx.x % 128 == 0 && !(rank == cm.mute_rank && cm.mute_signal == SIG_TILE))
+      st_release_sys(flag(cm.peers[s], rows, n, rank, r0 / Cfg::BM, bn, Cfg::PINGPONG ? 0 : cw), this->epoch());
+  }
+  // an own tile: acc := the rank-order sum once every other rank's flag for it is in; false if a
+  // wait stopped (a timeout: the host reports it)
+  template <class C, int MR>
+  __device__ __forceinline__ bool fold_tile(int cw, long rows, long n, long r0, int bn, float (&acc)[MR][C::BN / 2]) const {
+    const Comm &cm = this->cm;
+    const int rank = cm.rank, P = this->shards(), t = threadIdx.x % 128, part = Cfg::PINGPONG ? 0 : cw;
+    const u64 e = this->epoch();
+    int stop = 0;
+    Timeout to;
+    if (t < P && t != rank)
+      poll_bounded<false>(cm, flag(cm.peers[rank], rows, n, t, r0 / Cfg::BM, bn, part), t, [e](u64 v) { return v >= e; },
+                          [](u64 v) { return v; }, stop, to);
+    to.report(cm, SIG_TILE, e);
+    fence_acquire_sys();
+    if (bar_or(BAR_TILE_WG0 + cw, 128, stop)) return false;
+    fold_into<C::BN, MR>(acc, this->half_of(cm.peers[rank]) + r0 * n, rows * n, n, rows - r0, (long)bn * C::BN, rank, P);
+    return true;
   }
   template <class C, int MR>
   __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, float (&acc)[MR][C::BN / 2]) {
     if constexpr (Cfg::NP == 1) {
       store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
-      return;
+    } else if (s != this->cm.rank) {
+      send_tile<C, MR>(cw, rows, n, r0, s, bn, acc);
+    } else if (fold_tile<C, MR>(cw, rows, n, r0, bn, acc)) {
+      store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
     }
-    const Comm &cm = this->cm;
-    const int rank = cm.rank, P = this->shards(), t = threadIdx.x % 128, part = Cfg::PINGPONG ? 0 : cw;
-    const int bar = BAR_TILE_WG0 + cw;
-    const long bm = r0 / Cfg::BM;
-    const u64 e = this->epoch();
-    if (s != rank) {
-      float *slot = this->half_of(cm.peers[s]) + (long)rank * rows * n;
-      store_tile_f32<C::BN, MR>(slot + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
-      bar_sync(bar, 128);   // this warpgroup's stores issued before the release (cumulative)
-      if (t == 0 && !(rank == cm.mute_rank && cm.mute_signal == SIG_TILE))
-        st_release_sys(flag(cm.peers[s], rows, n, rank, bm, bn, part), e);
-      return;
-    }
-    int stop = 0;
-    Timeout to;
-    if (t < P && t != rank)
-      poll_bounded<false>(cm, flag(cm.peers[rank], rows, n, t, bm, bn, part), t, [e](u64 v) { return v >= e; },
-                          [](u64 v) { return v; }, stop, to);
-    to.report(cm, SIG_TILE, e);
-    fence_acquire_sys();
-    if (bar_or(bar, 128, stop)) return;   // c keeps what it held; the host reports the timeout
-    fold_into<C::BN, MR>(acc, this->half_of(cm.peers[rank]) + r0 * n, rows * n, n, rows - r0, (long)bn * C::BN, rank, P);
-    store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
   }
   // acc (this rank's partial of rows [r0, ..) of a tile) := the rank-order sum of every rank's:
   // slot p at s + p * len (row r0 of the shard), this rank's own in the registers

@@ -262,6 +262,10 @@ static const entry matrix[] = {
    {"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX, "multimem.st.relaxed.sys.global.v4.f16x2",
     "cvt.rn.f16x2.f32"},
    {B_ROW_PTX, "bf16"}},
+  /* fold = "tiles": gemm_rs's per-tile fold, then FOLDED and the gather */
+  {"gemm_ar.lua", {"fold=tiles"}, {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "barrier.cta.red.or.pred"}, {"multimem"}},
+  {"gemm_ar.lua", {"fold=tiles", "ranks=8", "mma=pingpong", "tile.n=128", "dtype=f16"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "cvt.rn.f16x2.f32", "bar.arrive"}, {"multimem"}},
   /* one rank: gemm_rs's plain epilogue, no staging, no signal */
   {"gemm_ar.lua", {"ranks=1"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "_param_8[136]", "cvt.rn.bf16x2.f32"},

@@ -383,7 +383,7 @@ local function check_manifest(m, cfg, file, where)
     T.deq(m.grid[1], { arg = "m", per = t.m * (cl.m or 1), by = { arg = "n", per = t.n * (cl.n or 1) }, times = csize,
                        cap = "coresident", shards = "ranks" }, where .. " grid")
     local ar, tiles = cfg.family == "gemm_ar", cfg.fold == "tiles"
-    T.deq(m.comm.signals, ar and { "done", "folded" } or tiles and { "tile" } or { "done" }, where .. " comm signals")
+    T.deq(m.comm.signals, { tiles and "tile" or "done", ar and "folded" or nil }, where .. " comm signals")
     local eb = ar and 4 + 2 or 4   -- (bf16 and f16: 2 bytes)
     T.eq(m.comm.flag_div, tiles and 2 or nil, where .. " comm: a flag region for fold = tiles")
     T.ok(m.comm.halves == 2 and m.comm.elem_bytes == eb and m.comm.divide == "m", where .. " comm: f32 halves, M divided")

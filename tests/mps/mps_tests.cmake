@@ -174,6 +174,12 @@ foreach(np 1 2 3 4 8)
   weft_mps_test(gemm_ar_multimem_emulated ${np} ${GAR} ${GAR_MM} ${GRS_SHAPES})
 endforeach()
 weft_mps_test(gemm_ar_odd_rows 3 ${GAR} --shapes-only --shape 1002x1000x1000 --shape 375x264x72)
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_ar_tiles_bf16 ${np} ${GAR} --set fold=tiles ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_ar_tiles_f16_bcol_pingpong 4 ${GAR} --set fold=tiles --set dtype=f16 --set b_layout=col --set mma=pingpong
+              --set tile.n=128 --set ranks=4 ${GRS_SHAPES})
+weft_mps_test(gemm_ar_tiles_odd_rows 3 ${GAR} --set fold=tiles --shapes-only --shape 1002x1000x1000 --shape 375x264x72)
 weft_mps_test(gemm_ar_multimem_f16_ranks_known 4 ${GAR} ${GAR_MM} --set dtype=f16 --set b_layout=col --set ranks=4 ${GRS_SHAPES})
 weft_mps_test(gemm_ar_pingpong 4 ${GAR} --set tile.n=128 --set mma=pingpong ${GRS_SHAPES})
 weft_mps_test(gemm_ar_split_k2 2 ${GAR} --set split_k=2 --set tile.n=128 ${GRS_SHAPES})
@@ -181,15 +187,18 @@ weft_mps_test(gemm_ar_tile64_c1 8 ${GAR} --set tile.m=64 --set consumers=1 --set
 # a rank that never sends DONE (every rank's fold waits for it, the muted one's for its own), or
 # never FOLDED (every other rank's gather waits for it; the muted rank itself finishes that launch,
 # so one rank's report is enough: ANY_RANK): the timeout names rank 1, the signal and the epoch
-foreach(sig done folded)
+# fold = "tiles": a muted TILE flag stops the others' own tiles, which then withhold FOLDED
+foreach(case "done;after" "folded;after" "tile;tiles" "folded;tiles")
+  list(GET case 0 sig)
+  list(GET case 1 fold)
   set(any 0)
-  if(sig STREQUAL "folded")
+  if(NOT sig STREQUAL "done")
     set(any 1)
   endif()
-  add_test(NAME mps.timeout.gemm_ar_${sig}.np3
-           COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 3 $<TARGET_FILE:weft_cli> ${GAR} 1 ${sig}
+  add_test(NAME mps.timeout.gemm_ar_${fold}_${sig}.np3
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 3 $<TARGET_FILE:weft_cli> ${GAR} 1 ${sig} --set fold=${fold}
                    --shapes-only --shape 999x1000x1000)
-  set_tests_properties(mps.timeout.gemm_ar_${sig}.np3 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+  set_tests_properties(mps.timeout.gemm_ar_${fold}_${sig}.np3 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                        RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE};ANY_RANK=${any}")
 endforeach()
 
