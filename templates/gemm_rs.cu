@@ -1,8 +1,8 @@
 // templates/gemm_rs.cu: family gemm_rs -- rank r gets rows r*M/P .. of sum over the ranks of
-// A_r . B_r (the row-parallel linear layer), folded in rank order (the same bits every run).
-// weft/gemm_rs.cuh has the protocol and the fold, weft/gemm_kernel.cuh the GEMM; the WGMMA
-// instruction for this tile and the GEMM's config struct are generated below.
-#include "weft/gemm_rs.cuh"
+// A_r . B_r (the row-parallel linear layer): weft/gemm_rs.cuh (reduce = "ordered": the rank-order
+// fold, the same bits every run), weft/gemm_rs_atomic.cuh (which includes it; "atomic": bulk
+// reduce-adds, not bit-stable), weft/gemm_kernel.cuh the GEMM; the WGMMA and config generated below.
+#include "weft/gemm_rs_atomic.cuh"
 
 ${wgmma}
 

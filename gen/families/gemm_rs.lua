@@ -1,10 +1,12 @@
 -- gen/families/gemm_rs.lua: GEMM + reduce-scatter, the row-parallel linear layer.  Rank r of P
 -- holds A_r (M x k, its K shard of A: k = K / P) and B_r (k x N); C_r = A_r . B_r is its
--- partial, and rank r ends with rows r*M/P .. (r+1)*M/P - 1 of sum_p C_p (f32 accumulation,
--- folded in rank order, rounded once: the same bits on every run).  ag_gemm's mirror image: the
--- same persistent GEMM (gen/core/gemm.lua's fields, rules, layout, grid and rule), with a source
--- whose epilogue pushes each finished f32 tile to the rank that owns its rows.  Device side:
--- templates/weft/gemm_rs.cuh (the protocol and the fold), weft/gemm_kernel.cuh (the GEMM).
+-- partial, and rank r ends with rows r*M/P .. (r+1)*M/P - 1 of sum_p C_p (f32 accumulation;
+-- reduce = "ordered": folded in rank order, rounded once, the same bits on every run; "atomic":
+-- added by TMA bulk reduce-adds in the order they arrive, not bit-stable).  ag_gemm's mirror
+-- image: the same persistent GEMM (gen/core/gemm.lua's fields, rules, layout, grid and rule), with
+-- a source whose epilogue pushes each finished f32 tile to the rank that owns its rows.  Device
+-- side: templates/weft/gemm_rs.cuh (ordered: the protocol and the fold), weft/gemm_rs_atomic.cuh
+-- (atomic), weft/gemm_kernel.cuh (the GEMM).
 local common = require("gen.core.common")
 local gemm = require("gen.core.gemm")
 
@@ -18,12 +20,16 @@ local G = gemm.fields()
 
 F.fields = {
   common.dtype({ "f16", "bf16" }, "bf16"),
-  { name = "reduce", kind = "enum", values = { "ordered" }, default = "ordered", tag = "",
+  { name = "reduce", kind = "enum", values = { "ordered", "atomic" }, default = "ordered", tag = "",
     doc = "ordered: each finished f32 tile goes to its owner's staging, the owner folds the P partials in rank "
-      .. "order and rounds once (the same bits every run). \"atomic\" (TMA bulk reduce-add, not bit-stable) is not "
-      .. "built" },
+      .. "order and rounds once (the same bits every run). atomic: each finished f32 tile is added into its owner's "
+      .. "one f32 staging by the TMA bulk reduce-add (cp.reduce.async.bulk .add.f32, rows staged through shared "
+      .. "memory), then the owner rounds the sum once; the adds land in the order they arrive, so the result's bits "
+      .. "depend on timing (NOT bit-stable from run to run; within the GEMM's tolerance). A staging of M/P x N f32 "
+      .. "per half instead of M x N" },
   { name = "comm", kind = "enum", values = { "threadload" }, default = "threadload", tag = "",
-    doc = "threadload: the epilogue's threads store 8-byte vectors of f32 into the owner's mapped buffer. multimem and "
+    doc = "threadload: with reduce = \"ordered\", the epilogue's threads store 8-byte vectors of f32 into the owner's "
+      .. "mapped buffer (reduce = \"atomic\" always adds with the TMA bulk reduce, from shared memory). multimem and "
       .. "tma are not built" },
   G.b_layout,
   gemm.tile_field(),
@@ -39,7 +45,14 @@ F.fields = {
       .. "tile; the walk takes the own rows last), so the fold overlaps the GEMM. The same bits either way" },
 }
 
-F.check = gemm.check_auto_tile
+-- atomic adds every tile into one f32 sum: there are no per-source partials for fold = "tiles"
+function F.check(cfg, errs)
+  gemm.check_auto_tile(cfg, errs)
+  if cfg.reduce == "atomic" and cfg.fold == "tiles" then
+    errs.add("fold", cfg.fold, 'reduce = "atomic" adds every tile into one f32 sum as it arrives, so there are no '
+      .. 'partials to fold tile by tile; use fold = "after" (the default)')
+  end
+end
 
 -- The manifest of a GEMM whose epilogue talks to the other ranks (gemm_rs; gemm_ar reuses it):
 -- `as` names its config struct and kernel body, adds lines to the struct, and its comm section.
@@ -76,16 +89,23 @@ function F.derive_as(cfg, as)
 end
 
 -- c: this rank's M/P x N rows of the sum; a: its M x k block of A; b: its k x N block of B.
--- The data area: per half, P f32 partials of M/P x N, one per source rank (m * n floats in all)
--- (ranks = 1: no staging is used, but the communicator still carries the epoch).
+-- The data area: per half, ordered: P f32 partials of M/P x N, one per source rank (m * n floats
+-- in all); atomic: their one sum, M/P x N f32 (scatter: comm.c sizes a half m * n / P).
+-- (ranks = 1: no staging is used, but the communicator still carries the epoch.)
 -- fold = "tiles": no DONE; a flag per (source, tile, part) in a region of its own (flag_div: half a
 -- byte per element of m x n + 4 KB holds them: tiles are at least 64 x 64 elements, n >= 8).
+-- atomic's config struct also has SMEM_RS, the consumer warps' f32 slices (gen/core/gemm.lua's
+-- layout: none on one rank, the plain epilogue).
 function F.derive(cfg)
-  local tiles = cfg.fold == "tiles"
-  return F.derive_as(cfg, { struct = "GemmRsCfg", body = "gemm_rs_wgmma",
-    lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";" },
+  local tiles, atomic = cfg.fold == "tiles", cfg.reduce == "atomic"
+  local lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";" }
+  if atomic then
+    lines[2] = string.format("static constexpr unsigned SMEM_RS = %d;   // the warps' f32 slices", gemm.layout(cfg).rs or 0)
+  end
+  return F.derive_as(cfg, { struct = "GemmRsCfg", body = atomic and "gemm_rs_atomic_wgmma" or "gemm_rs_wgmma",
+    lines = lines,
     comm = { signals = { tiles and "tile" or "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" },
-             divide = "m", flag_div = tiles and 2 or nil } })
+             divide = "m", flag_div = tiles and 2 or nil, scatter = atomic or nil } })
 end
 
 F.sizes = gemm.SIZES   -- m: all rows (rank r ends with m / ranks of them); k: this rank's share of K

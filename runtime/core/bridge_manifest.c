@@ -263,7 +263,9 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     m->comm.emulate = lua_toboolean(L, -1);
     lua_getfield(L, c, "per_rank");
     m->comm.per_rank = lua_toboolean(L, -1);
-    lua_pop(L, 3);
+    lua_getfield(L, c, "scatter");
+    m->comm.scatter = lua_toboolean(L, -1);
+    lua_pop(L, 4);
     int oom = 0;
     m->comm.elems = field_strs(L, c, "elems", m, &m->comm.n_elems, &oom);
     m->comm.divide = field_str(L, c, "divide", m);

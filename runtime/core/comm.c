@@ -160,15 +160,17 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   /* the symmetric buffer: pads for every (signal, sender, block), then the data halves */
   c->share = 1;
   /* + P: chunks round up; + 4: a family may cut a half into up to 4 regions, each starting on a vector.
-   * per_rank (reduce_scatter, multimem all_gather): a chunk of max_elems per rank in each half. */
+   * per_rank (reduce_scatter, multimem all_gather): a chunk of max_elems per rank in each half;
+   * scatter (gemm_rs atomic): this rank's share only, max_elems / P (rounded up) in each half. */
   long long per_elem = (long long)m->comm.elem_bytes * (m->comm.per_rank ? P : 1);
+  long long half_elems = m->comm.scatter ? (max_elems + P - 1) / P : max_elems;
   if (per_elem > 0 && max_elems > (LLONG_MAX / 4) / per_elem) {
     snprintf(kerr, API_ERRLEN, "weft_comm_create: max_elems = %lld: %s needs %lld bytes per element per half, over "
              "the addressable size", max_elems, m->name, per_elem);
     free(c);
     return WEFT_ERR_INVALID;
   }
-  long long vecs = (max_elems * per_elem + 15) / 16 + P + 4;
+  long long vecs = (half_elems * per_elem + 15) / 16 + P + 4;
   c->p.max_blocks = (int)(coresident < 1 ? 1 : coresident);
   c->p.data_offset = round_up((long long)m->comm.n_signals * MAX_RANKS * c->p.max_blocks * 8, 256);
   /* flags of their own (their offset is the pads' end, which the kernel computes the same way):

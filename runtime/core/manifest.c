@@ -165,6 +165,10 @@ int manifest_check(const weft_manifest *m, char *err, size_t errlen) {
   if (m->comm.flag_div < 0) BAD("%s: comm.flag_div = %d: must be > 0, or 0 for no flag region", m->name, m->comm.flag_div);
   if (m->comm.divide && int_arg(m, m->comm.divide) < 0)
     BAD("%s: comm.divide = %s: must name a size argument", m->name, m->comm.divide);
+  /* a half of max_elems / P holds the share only where the launch bounds the product and one of
+   * its factors is a multiple of the world size */
+  if (m->comm.scatter && (m->comm.per_rank || !m->comm.n_elems || !m->comm.divide))
+    BAD("%s: comm.scatter needs comm.elems and comm.divide, and not per_rank", m->name);
   if (m->n_tmaps > MANIFEST_MAX_TMAPS)
     BAD("%s: %d tensor maps; the runtime passes at most %d", m->name, m->n_tmaps, MANIFEST_MAX_TMAPS);
   if (m->n_args + m->n_tmaps + 1 > MANIFEST_MAX_PARAMS)

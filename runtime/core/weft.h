@@ -98,6 +98,8 @@ typedef struct weft_comm_spec {
   int halves;           /* the data area is this many halves, used by alternate epochs */
   int elem_bytes;
   int per_rank;         /* a data half holds a chunk per rank: world size x max_elems elements */
+  int scatter;          /* a data half holds one rank's share: max_elems / world size elements
+                           (gemm_rs's reduce = "atomic": the sum of this rank's rows, not P partials) */
   int multimem;         /* comm = multimem: wants a multicast address */
   int emulate;          /* fallback = emulate: without multicast, run the unicast twin */
   /* What max_elems bounds: the product of these size arguments (n_elems 0: each size
