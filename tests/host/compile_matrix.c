@@ -214,7 +214,7 @@ static const entry matrix[] = {
    * staging; DONE as a release store, the waits relaxed polls closed by fence.acq_rel.sys, their
    * stop OR-ed over the consumers (barrier.cta.red.or); the f32 fold of 16-byte loads, rounded once
    * (cvt.rn.bf16x2.f32).  weft::Comm is _param_8 after c, a, b, m, n, k, ta, tb.  No atomics on
-   * the data (cp.reduce.async.bulk is the unbuilt reduce = "atomic"), no multimem */
+   * the data (cp.reduce.async.bulk is reduce = "atomic"'s, below), no multimem */
   {"gemm_rs.lua", {0},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", B_ROW_PTX, "_param_8[136]", "setmaxnreg.inc"},
    {"multimem", "cp.reduce.async.bulk", "cp.async.bulk.tensor.4d", "red.global.add.f32", "atom.global.add.f32"}},
@@ -245,6 +245,38 @@ static const entry matrix[] = {
    {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "bar.arrive"}, {"multimem"}},
   {"gemm_rs.lua", {"fold=tiles", "split_k=2", "tile.n=128", "ranks=4"},
    {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "barrier.cluster", "mapa"}, {"multimem"}},
+  /* gemm_rs reduce = "atomic": the lanes stage a warp's 8 x 64 f32 slice in shared memory
+   * (st.shared.v2.f32), fence.proxy.async.shared::cta before the async proxy reads it, and each
+   * row goes by the 1-D TMA bulk reduce-add into the owner's staging (.add.f32, bulk_group); a
+   * slice is rewritten after wait_group.read; before DONE's release the adds complete
+   * (wait_group 0) and fence.proxy.async.global; the waits as ordered's; then the owner's
+   * conversion (16-byte f32 loads, cvt.rn.bf16x2.f32) and its zeroing.  No thread stores of
+   * partials, no per-element atomics, no multimem */
+  {"gemm_rs.lua", {"reduce=atomic"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "_param_8[136]",
+    "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32", "cp.async.bulk.commit_group", "st.shared.v2.f32",
+    "fence.proxy.async.shared::cta"},
+   {"st.global.v2.f32", "red.global.add.f32", "atom.global.add.f32", "multimem", "cp.async.bulk.tensor.4d"}},
+  {"gemm_rs.lua", {"reduce=atomic"},
+   {AG_SIGNAL_PTX, "cp.async.bulk.wait_group.read 0;", "cp.async.bulk.wait_group 0;", "fence.proxy.async.global",
+    "ld.global.v4.f32", "cvt.rn.bf16x2.f32", "barrier.cta.red.or.pred"},
+   {"st.global.v2.f32", "multimem"}},
+  {"gemm_rs.lua", {"reduce=atomic", "ranks=4", "dtype=f16", "b_layout=col", "tile.n=128", "mma=pingpong"},
+   {"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_COL_PTX, AG_SIGNAL_PTX,
+    "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32", "fence.proxy.async.global", "cvt.rn.f16x2.f32",
+    "bar.arrive"},
+   {B_ROW_PTX, "bf16", "st.global.v2.f32", "multimem"}},
+  {"gemm_rs.lua", {"reduce=atomic", "split_k=2", "tile.n=128"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32", "barrier.cluster", "mapa"},
+   {"st.global.v2.f32", "multimem"}},
+  {"gemm_rs.lua", {"reduce=atomic", "cluster.m=2", "tile.m=64", "consumers=1", "tile.n=128"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32", "multicast::cluster"},
+   {"st.global.v2.f32", "multimem"}},
+  /* atomic for one rank: the plain GEMM's epilogue, as ordered's (no slices, no bulk adds, no signal) */
+  {"gemm_rs.lua", {"reduce=atomic", "ranks=1"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "_param_8[136]", "cvt.rn.bf16x2.f32"},
+   {"cp.reduce.async.bulk", "st.shared.v2.f32", "fence.proxy.async.global", "st.release.sys", "%globaltimer",
+    "st.global.v2.f32", "fence.acq_rel.sys", "multimem"}},
   /* gemm_ar: gemm_rs's GEMM and DONE, then FOLDED (a second release) and the gather's 16-byte
    * loads; threadload has no multimem, multimem's twin has both switch instructions compiled
    * (ld_reduce of the f32 partials, st of the rounded rows) and the fence that orders them */

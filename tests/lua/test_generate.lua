@@ -392,6 +392,20 @@ local function check_manifest(m, cfg, file, where)
     for _, a in ipairs(m.args) do names[#names + 1] = a.name end
     T.deq(names, { "c", "a", "b", "m", "n", "k" }, where .. " args")
     T.contains(m.source, "const __grid_constant__ weft::Comm comm", where .. " a Comm parameter")
+    -- atomic: one f32 sum per half (comm.c sizes it m * n / P), the warps' slices in shared
+    -- memory past everything the GEMM uses (none on one rank: the plain epilogue)
+    local atomic, several = cfg.reduce == "atomic", cfg.ranks ~= 1
+    T.eq(m.comm.scatter, atomic or nil, where .. " comm.scatter only for atomic")
+    T.eq(m.smem_layout.rs ~= nil, atomic and several, where .. " smem_layout.rs only for atomic on several ranks")
+    if m.smem_layout.rs then
+      local L = m.smem_layout
+      T.ok(L.rs % 128 == 0 and L.rs >= L.red_bar + 16 and L.rs_warp == 8 * 72 * 4, where .. " rs: aligned, past the ring")
+      T.eq(L.bytes, L.rs + 4 * (cfg.consumers or 2) * L.rs_warp, where .. " rs: a slice per consumer warp")
+      T.eq(m.smem, L.bytes + 1024, where .. " smem covers the slices")
+      T.contains(m.source, "static constexpr unsigned SMEM_RS = " .. L.rs .. ";", where .. " SMEM_RS rendered")
+    end
+    T.contains(m.source, atomic and "weft::gemm_rs_atomic_wgmma<GemmRsCfg>" or "weft::gemm_rs_wgmma<GemmRsCfg>",
+               where .. " the reduce's kernel body")
     check_json_source(m, cfg, fam, where)
     return
   end
