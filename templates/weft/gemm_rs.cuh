@@ -1,5 +1,5 @@
 // weft/gemm_rs.cuh: GEMM + reduce-scatter (family gemm_rs, reduce = "ordered"), the row-parallel
-// linear layer.  Rank r of P holds A_r (M x k: its K shard) and B_r (k x N); C_r = A_r . B_r is
+// linear layer (reduce = "atomic", not bit-stable: weft/gemm_rs_atomic.cuh, on RsPartials).  Rank r of P holds A_r (M x k: its K shard) and B_r (k x N); C_r = A_r . B_r is
 // its partial; rank r ends with rows r*Ms .. (r+1)*Ms - 1 (Ms = M / P) of sum_p C_p.  The GEMM
 // is weft/gemm_kernel.cuh's persistent kernel with a source (RsPartials) that stores the tiles
 // itself; ag_gemm's protocol pieces (weft/ag_protocol.cuh: send_signal, wait_blocks) carry the

@@ -119,7 +119,7 @@ weft_mps_timeout_ag(ag_pulled 4 2 pulled)
 # ---- gemm_rs: GEMM + reduce-scatter on 1, 2, 3, 4 and 8 ranks; sizes off the tiles (M/P odd where
 # the ranks allow it: 2040 / 8 = 255, 1500 / 4 = 375, 1002 / 3 = 334 ... N and k multiples of 8
 # off 64 and 256); each shape checked against the double reference of the full-K sum, then
-# 2 x 100 back-to-back launches bit-identical to the first
+# 2 x 100 back-to-back launches bit-identical to the first (reduce = "ordered"; atomic below)
 set(GRS ${PROJECT_SOURCE_DIR}/examples/gemm_rs.lua)
 set(GRS_SHAPES --shapes-only --shape 2040x1000x1000 --shape 1032x1536x520)
 foreach(np 1 2 3 4 8)
@@ -138,6 +138,28 @@ add_test(NAME mps.timeout.gemm_rs_done.np2
          COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 2 $<TARGET_FILE:weft_cli> ${GRS} 1 done
                  --shapes-only --shape 1000x1000x1000)
 set_tests_properties(mps.timeout.gemm_rs_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                     RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
+# reduce = "atomic" (TMA bulk reduce-adds into one f32 staging): the same shapes and the same double
+# reference; the runner's 2 x 100 back-to-back launches are each checked against the reference
+# (which also proves the owner's zeroing between epochs: a half not zeroed doubles the sum), and
+# bit-identical only where the order cannot matter (P <= 2: x + y = y + x), as the runner says
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_rs_atomic_bf16 ${np} ${GRS} --set reduce=atomic ${GRS_SHAPES})
+  weft_mps_test(gemm_rs_atomic_f16_bcol ${np} ${GRS} --set reduce=atomic --set dtype=f16 --set b_layout=col ${GRS_SHAPES})
+  weft_mps_test(gemm_rs_atomic_ranks_known ${np} ${GRS} --set reduce=atomic --set ranks=${np} ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_rs_atomic_odd_rows 3 ${GRS} --set reduce=atomic --shapes-only --shape 1002x1000x1000
+              --shape 375x264x72)
+weft_mps_test(gemm_rs_atomic_pingpong 4 ${GRS} --set reduce=atomic --set tile.n=128 --set mma=pingpong ${GRS_SHAPES})
+weft_mps_test(gemm_rs_atomic_split_k2 2 ${GRS} --set reduce=atomic --set split_k=2 --set tile.n=128 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_atomic_cluster_m2 4 ${GRS} --set reduce=atomic --set cluster.m=2 --set tile.m=64 --set consumers=1
+              --set tile.n=128 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_atomic_tile64_c1 8 ${GRS} --set reduce=atomic --set tile.m=64 --set consumers=1 --set tile.n=128
+              --set stages=6 ${GRS_SHAPES})
+add_test(NAME mps.timeout.gemm_rs_atomic_done.np2
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 2 $<TARGET_FILE:weft_cli> ${GRS} 1 done
+                 --set reduce=atomic --shapes-only --shape 1000x1000x1000)
+set_tests_properties(mps.timeout.gemm_rs_atomic_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                      RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 
 # fold = "tiles": each own tile folded in its epilogue once the other ranks' flags for it arrived
