@@ -12,6 +12,8 @@
 #            the runner times in the same run (weft's gemm at M x N x K/P on every rank with the same
 #            schedule, then weft's reduce_scatter of M N / P elements, or allreduce of M N), at 1024^3
 #            and 8192^3 total (M x N x K with K cut over the ranks).
+#   REDUCE (gemm_rs): e.g. "ordered atomic" times every case once per reduce mode (--set reduce=...;
+#            atomic adds with TMA bulk reduce-adds into an M/P x N staging and is not bit-stable).
 #   Logs under $OUT; the timing lines on stdout.
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -23,6 +25,7 @@ W=build/weft
 FAM=${FAMILY:-gemm_rs}
 GRS="$here/../examples/$FAM.lua"
 SETS=${SETS:-}
+REDUCE=${REDUCE:-}
 for ph in ${PHASES:-tests time}; do
   case $ph in
     tests)
@@ -36,10 +39,14 @@ for ph in ${PHASES:-tests time}; do
       for np in ${RANKS:-2 4 8}; do
         for t in 1024 8192; do
           k=$((t / np))
-          echo "== P=$np ${t}^3 (k = $k per rank): fused $SETS beside the unfused gemm + collective (the runner times both)"
-          timeout 300 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" $SETS --set ranks="$np" --no-check --shapes-only \
-            --time-shape "${t}x${t}x$k" > "$out/${FAM}_np${np}_$t.txt" 2>&1; echo "rc=$?"
-          grep -E "^#?gemm_|FAIL|rror" "$out/${FAM}_np${np}_$t.txt"
+          for red in ${REDUCE:-config}; do   # config: the example's (or SETS') reduce
+            rs=; tag=
+            [ "$red" = config ] || { rs="--set reduce=$red"; tag="_$red"; }
+            echo "== P=$np ${t}^3 (k = $k per rank): fused $SETS $rs beside the unfused gemm + collective (the runner times both)"
+            timeout 300 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" $SETS $rs --set ranks="$np" --no-check \
+              --shapes-only --time-shape "${t}x${t}x$k" > "$out/${FAM}${tag}_np${np}_$t.txt" 2>&1; echo "rc=$?"
+            grep -E "^#?gemm_|FAIL|rror" "$out/${FAM}${tag}_np${np}_$t.txt"
+          done
         done
       done ;;
   esac

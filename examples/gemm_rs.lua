@@ -6,6 +6,8 @@
 -- partials in rank order and rounds once: the same bits on every run.
 --   weft run examples/gemm_rs.lua                          (one rank: the plain GEMM's epilogue)
 --   mpirun -np 4 weft run examples/gemm_rs.lua             (four ranks, one GPU each or MPS)
+--   mpirun -np 4 weft run examples/gemm_rs.lua --set reduce=atomic
+--       (TMA bulk reduce-adds into one f32 sum per owner: less staging, NOT bit-stable)
 return {
   family = "gemm_rs",
   dtype = "bf16",

@@ -307,6 +307,13 @@ static void test_tmap_manifest(void **state) {
   assert_int_equal(m->comm.n_elems, 2);
   assert_string_equal(m->comm.elems[1], "k");
   assert_string_equal(m->comm.divide, "m");
+  assert_int_equal(m->comm.scatter, 0);
+  weft_manifest_free(m);
+  /* scatter (gemm_rs atomic: a half holds max_elems / P) over a bounded product with a divided factor */
+  assert_int_equal(fake_manifest(ctx, "comm = { signals = { 'ready' }, elems = { 'm', 'k' }, divide = 'm', scatter = true }",
+                                 &m), WEFT_OK);
+  assert_int_equal(m->comm.scatter, 1);
+  assert_int_equal(m->comm.per_rank, 0);
   weft_manifest_free(m);
   /* without tmaps, elems or divide: none */
   assert_int_equal(fake_manifest(ctx, "", &m), WEFT_OK);
@@ -354,6 +361,11 @@ static void test_tmap_manifest_rejected(void **state) {
     {"limits = { { arg = 'kk', min = 1, max = 9 } }", "limits[1]: arg = kk: must name a size argument"},
     {"comm = { signals = { 'ready' }, elems = { 'm', 'n' } }", "comm.elems[2] = n: must name a size argument"},
     {"comm = { signals = { 'ready' }, divide = 'a' }", "comm.divide = a: must name a size argument"},
+    {"comm = { signals = { 'ready' }, elems = { 'm', 'k' }, scatter = true }",
+     "comm.scatter needs comm.elems and comm.divide, and not per_rank"},
+    {"comm = { signals = { 'ready' }, divide = 'm', scatter = true }", "comm.scatter needs comm.elems and comm.divide"},
+    {"comm = { signals = { 'ready' }, elems = { 'm', 'k' }, divide = 'm', per_rank = true, scatter = true }",
+     "comm.scatter needs comm.elems and comm.divide, and not per_rank"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     weft_manifest *m = NULL;
