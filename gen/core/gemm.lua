@@ -181,12 +181,17 @@ local function align(x, a) return (x + a - 1) // a * a end
 --   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
 --               their 128-byte swizzle)
---   rs          gemm_rs with reduce = "atomic" on several ranks only: each consumer warp's slice of a finished tile,
---               8 rows x 64 f32 (rows RS_LD floats apart), staged for the TMA bulk reduce-add (the
---               ring stays the producer's: the kernel is persistent); rs_warp bytes per warp
+--   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
+--               consumer warp's slice of a finished tile, 8 rows x 64 f32 (rows RS_LD floats apart),
+--               staged for the bulk copy or reduce-add (the ring stays the producer's: the kernel is
+--               persistent); rs_warp bytes per warp
 --   bytes       the end of what is used; smem = bytes + 1024 (slack to align the base)
 M.RS_ROWS, M.RS_COLS = 8, 64   -- a warp's slice: its 8 rows of one m64 half, one 64-column chunk
 M.RS_LD = 72                   -- 64 + 8 floats: a half-warp's 8-byte stores (rows 0..3) hit 32 banks once
+-- Whether the config stages tiles for gemm_rs's TMA bulk stores (one rank: the plain epilogue).
+function M.bulk_slices(cfg)
+  return cfg.family == "gemm_rs" and (cfg.reduce == "atomic" or cfg.comm == "tma") and cfg.ranks ~= 1
+end
 function M.layout(cfg)
   local t, esize = cfg.tile, common.ESIZE[cfg.dtype]
   local L = { b = t.m * 128, stage = (t.m + t.n) * 128 }
@@ -198,7 +203,7 @@ function M.layout(cfg)
   L.epi = align(used, 1024)
   L.epi_stage = cfg.epilogue == "tma" and M.epi_rows(cfg) * t.n * esize or 0
   L.bytes = cfg.epilogue == "tma" and L.epi + cfg.consumers * L.epi_stage or used
-  if cfg.reduce == "atomic" and cfg.ranks ~= 1 then   -- (one rank: the plain epilogue; 16-byte aligned rows: the bulk source)
+  if M.bulk_slices(cfg) then   -- (16-byte aligned rows: the bulk source)
     L.rs = align(L.bytes, 128)
     L.rs_warp = M.RS_ROWS * M.RS_LD * 4
     L.bytes = L.rs + 4 * cfg.consumers * L.rs_warp
@@ -265,8 +270,8 @@ function M.smem_hint(cfg)
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
     and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, t.m, t.n) or "")
     .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: a tile per consumer warpgroup)" or "")
-    .. (cfg.reduce == "atomic" and cfg.ranks ~= 1 and string.format(" (reduce = \"atomic\" also stages %d bytes of f32 rows per "
-      .. "consumer warp for the bulk reduce-add)", M.RS_ROWS * M.RS_LD * 4) or "")
+    .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
+      .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end
 
 -- ---- the shape rule (F.auto of families gemm and ag_gemm) -------------------------------------

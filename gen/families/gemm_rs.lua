@@ -27,10 +27,10 @@ F.fields = {
       .. "memory), then the owner rounds the sum once; the adds land in the order they arrive, so the result's bits "
       .. "depend on timing (NOT bit-stable from run to run; within the GEMM's tolerance). A staging of M/P x N f32 "
       .. "per half instead of M x N" },
-  { name = "comm", kind = "enum", values = { "threadload" }, default = "threadload", tag = "",
-    doc = "threadload: with reduce = \"ordered\", the epilogue's threads store 8-byte vectors of f32 into the owner's "
-      .. "mapped buffer (reduce = \"atomic\" always adds with the TMA bulk reduce, from shared memory). multimem and "
-      .. "tma are not built" },
+  { name = "comm", kind = "enum", values = { "auto", "threadload", "tma" }, default = "auto", tag = "",
+    doc = "how a finished f32 tile reaches its owner: threadload (the epilogue's threads store 8-byte vectors into the "
+      .. "owner's mapped buffer) or tma (rows staged in shared memory, then TMA bulk copies, or bulk reduce-adds for "
+      .. "reduce = \"atomic\"); auto: tma for atomic, else threadload. multimem is not built" },
   G.b_layout,
   gemm.tile_field(),
   G.stages, G.consumers, G.mma, G.cluster, G.split_k,
@@ -48,6 +48,14 @@ F.fields = {
 -- atomic adds every tile into one f32 sum: there are no per-source partials for fold = "tiles"
 function F.check(cfg, errs)
   gemm.check_auto_tile(cfg, errs)
+  if cfg.comm == "auto" then cfg.comm = cfg.reduce == "atomic" and "tma" or "threadload" end
+  if cfg.reduce == "atomic" and cfg.comm ~= "tma" then
+    errs.add("comm", cfg.comm, 'reduce = "atomic" adds with the TMA bulk reduce: comm = "tma" (or "auto")')
+  end
+  if cfg.fold == "tiles" and cfg.comm == "tma" and cfg.reduce ~= "atomic" then
+    errs.add("fold", cfg.fold, 'fold = "tiles" flags each tile after its thread stores: comm = "threadload" (TMA '
+      .. 'bulk stores complete asynchronously); use fold = "after" with comm = "tma"')
+  end
   if cfg.reduce == "atomic" and cfg.fold == "tiles" then
     errs.add("fold", cfg.fold, 'reduce = "atomic" adds every tile into one f32 sum as it arrives, so there are no '
       .. 'partials to fold tile by tile; use fold = "after" (the default)')
@@ -97,12 +105,13 @@ end
 -- atomic's config struct also has SMEM_RS, the consumer warps' f32 slices (gen/core/gemm.lua's
 -- layout: none on one rank, the plain epilogue).
 function F.derive(cfg)
-  local tiles, atomic = cfg.fold == "tiles", cfg.reduce == "atomic"
+  local tiles, atomic, bulk = cfg.fold == "tiles", cfg.reduce == "atomic", cfg.comm == "tma"
   local lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";" }
-  if atomic then
+  if bulk then
     lines[2] = string.format("static constexpr unsigned SMEM_RS = %d;   // the warps' f32 slices", gemm.layout(cfg).rs or 0)
+    lines[3] = "static constexpr bool ATOMIC = " .. tostring(atomic) .. ";"
   end
-  return F.derive_as(cfg, { struct = "GemmRsCfg", body = atomic and "gemm_rs_atomic_wgmma" or "gemm_rs_wgmma",
+  return F.derive_as(cfg, { struct = "GemmRsCfg", body = bulk and "gemm_rs_bulk_wgmma" or "gemm_rs_wgmma",
     lines = lines,
     comm = { signals = { tiles and "tile" or "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" },
              divide = "m", flag_div = tiles and 2 or nil, scatter = atomic or nil } })

@@ -3,7 +3,7 @@
 // (ParallelKittens' scheme) instead of landing in P slots for a rank-order fold.  The sum's order
 // is the order in which the adds reach the owner's memory, which depends on timing: the result
 // is NOT bit-stable from run to run (it is within the GEMM's f32 tolerance).  The GEMM, the walk
-// (own shard last), the DONE signal and its waits are weft/gemm_rs.cuh's (RsAtomic derives
+// (own shard last), the DONE signal and its waits are weft/gemm_rs.cuh's (RsBulk derives
 // from RsPartials); what differs is the data path.
 //
 // Per launch at epoch e, h = e % 2, on rank r; S_q[h] is rank q's data half h: ONE f32 region
@@ -47,6 +47,11 @@
 // ordered.
 // ranks = 1 (Cfg::NP == 1): the plain GEMM's direct epilogue into c, as ordered: no staging, no
 // signal, and no slices in shared memory (atomic and ordered are the same kernel there).
+//
+// reduce = "ordered" with comm = "tma" takes the same slices and bulk path with a plain bulk copy
+// (cp.async.bulk.global.shared::cta) into the owner's slot r of S_q[h] (the ordered layout: P
+// slots), the same completion and fence before DONE, then gemm_rs.cuh's rank-order fold: the
+// ordered protocol and bits, with the stores made by the TMA unit instead of the threads.
 #pragma once
 #include "weft/gemm_rs.cuh"
 
@@ -58,16 +63,20 @@ __device__ __forceinline__ void bulk_reduce_add_f32(float *dst, u32 src, u32 byt
                "r"(bytes)
                : "memory");
 }
+__device__ __forceinline__ void bulk_copy_f32(float *dst, u32 src, u32 bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void bulk_wait_done() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 __device__ __forceinline__ void sts_f32x2(u32 a, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(a), "f"(x), "f"(y) : "memory");
 }
 
-template <class Cfg> struct RsAtomic : RsPartials<Cfg> {
+// ADD: reduce = "atomic" (bulk reduce-adds into the one sum); else ordered's slots by bulk copies.
+template <class Cfg, bool ADD> struct RsBulk : RsPartials<Cfg> {
   using Base = RsPartials<Cfg>;
   using T = typename Cfg::T;
   static constexpr int ROWS = 8, COLS = 64, LD = 72;   // gen/core/gemm.lua's RS_ROWS, RS_COLS, RS_LD
-  __device__ __forceinline__ RsAtomic(const Comm &cm_, long m_) : Base(cm_, m_) {
+  __device__ __forceinline__ RsBulk(const Comm &cm_, long m_) : Base(cm_, m_) {
     if constexpr (Cfg::NP != 1) fence_proxy_async_global();   // (the reuse argument above)
   }
   // one consumer warpgroup's rows of a finished tile (rows r0.. of shard s, column block bn)
@@ -81,7 +90,8 @@ template <class Cfg> struct RsAtomic : RsPartials<Cfg> {
       const int lane = threadIdx.x % 32, wrow = 16 * ((threadIdx.x % 128) / 32);   // the warp's rows in each m64 group
       const u32 slice = smem_addr(base + Cfg::SMEM_RS + (threadIdx.x / 32 - 4) * (ROWS * LD * 4));
       const u32 mine = slice + ((lane / 4) * LD + 2 * (lane % 4)) * 4;   // this lane's pair in row lane / 4
-      float *dst = this->half_of(this->cm.peers[s]) + r0 * n;            // the consumer's row 0 in owner s's staging
+      // the consumer's row 0 in owner s's staging (ordered: in slot r, this rank's)
+      float *dst = this->half_of(this->cm.peers[s]) + (ADD ? 0 : (long)this->cm.rank * rows * n) + r0 * n;
       const long rows_valid = rows - r0, col0 = (long)bn * C::BN;
 #pragma unroll
       for (int mi = 0; mi < MR; ++mi) {
@@ -101,7 +111,8 @@ template <class Cfg> struct RsAtomic : RsPartials<Cfg> {
             __syncwarp();
             if (lane < ROWS && r < rows_valid) {
               const long w = n - col < COLS ? n - col : COLS;
-              bulk_reduce_add_f32(dst + r * n + col, slice + lane * LD * 4, (u32)(w * 4));
+              if constexpr (ADD) bulk_reduce_add_f32(dst + r * n + col, slice + lane * LD * 4, (u32)(w * 4));
+              else bulk_copy_f32(dst + r * n + col, slice + lane * LD * 4, (u32)(w * 4));
               bulk_commit();
             }
           }
@@ -120,6 +131,10 @@ template <class Cfg> struct RsAtomic : RsPartials<Cfg> {
     if (threadIdx.x % 32 < ROWS) {   // the lanes that issued adds
       bulk_wait_done();
       fence_proxy_async_global();
+    }
+    if constexpr (!ADD) {   // ordered: DONE and the rank-order fold (its barrier orders the above first)
+      Base::template consumers_done<C>(c, rows, n);
+      return;
     }
     bar_sync(BAR_CONSUMERS, Base::NT);   // every consumer's adds complete before the release
     if (tid < P) send_signal(cm, SIG_DONE, tid, rank, e);
@@ -143,12 +158,13 @@ template <class Cfg> struct RsAtomic : RsPartials<Cfg> {
   }
 };
 
-// The kernel's body for reduce = "atomic" (templates/gemm_rs.cu).
+// The kernel's body for comm = "tma" (templates/gemm_rs.cu): reduce = "atomic", or ordered's slots.
 template <class Cfg>
-__device__ __forceinline__ void gemm_rs_atomic_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
-                                                     const TensorMap &tb, const Comm &cm) {
+__device__ __forceinline__ void gemm_rs_bulk_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
+                                                   const TensorMap &tb, const Comm &cm) {
   static_assert(!Cfg::PDL && !Cfg::EPI_TMA && !Cfg::SPLIT_TAIL, "gemm_rs: no TMA-store epilogue, no pdl, no split tail");
-  RsAtomic<Cfg> src(cm, m);
+  static_assert(!Cfg::FOLD_TILES, "gemm_rs: comm = \"tma\" folds after");
+  RsBulk<Cfg, Cfg::ATOMIC> src(cm, m);
   gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
 }
 

@@ -1,2 +1,2 @@
--- expect: comm = "multimem": must be one of "threadload"
+-- expect: comm = "multimem": must be one of "auto", "threadload", "tma"
 return { family = "gemm_rs", comm = "multimem" }

@@ -233,6 +233,15 @@ static const entry matrix[] = {
    {"multimem"}},
   {"gemm_rs.lua", {"cluster.m=2", "tile.m=64", "consumers=1", "tile.n=128"},
    {GEMM_PTX, AG_SIGNAL_PTX, "st.global.v2.f32", "multicast::cluster"}, {"multimem"}},
+  /* gemm_rs comm = "tma" (ordered): atomic's slices and bulk path with plain bulk copies into the
+   * owner's slot, completion and the proxy fence before DONE, then the rank-order fold */
+  {"gemm_rs.lua", {"comm=tma"},
+   {GEMM_PTX, "cp.async.bulk.global.shared::cta.bulk_group", "cp.async.bulk.wait_group 0", "fence.proxy.async.global",
+    "cvt.rn.bf16x2.f32"},
+   {"cp.reduce.async.bulk", "st.global.v2.f32", "multimem"}},
+  {"gemm_rs.lua", {"comm=tma"}, {AG_SIGNAL_PTX, "barrier.cta.red.or.pred", "ld.global.v4.u32"}, {"multimem"}},
+  {"gemm_rs.lua", {"comm=tma", "ranks=8", "dtype=f16", "b_layout=col", "tile.n=128", "mma=pingpong"},
+   {GEMM_PTX, "cp.async.bulk.global.shared::cta.bulk_group", "cvt.rn.f16x2.f32"}, {"cp.reduce.async.bulk", "multimem"}},
   /* gemm_rs fold = "tiles": the own tiles folded in the epilogue after a flag per tile (release
    * stores and relaxed polls + fence.acq_rel.sys, a named barrier per warpgroup), no DONE round;
    * the kernel-wide checks below hold it to no spills and no serialised WGMMAs */

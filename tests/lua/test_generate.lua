@@ -349,6 +349,10 @@ local function check_manifest(m, cfg, file, where)
     cfg = copy(cfg)
     cfg.tile = { m = 128, n = 256, k = 64 }
   end
+  if cfg.family == "gemm_rs" and (cfg.comm == nil or cfg.comm == "auto") then   -- auto: tma for atomic
+    cfg = copy(cfg)
+    cfg.comm = cfg.reduce == "atomic" and "tma" or "threadload"
+  end
   -- name: weft_<family>_<tag><value>_... in schema order
   T.eq(m.family, fam.name, where .. " family")
   T.eq(m.entry, m.name, where .. " entry")
@@ -394,9 +398,10 @@ local function check_manifest(m, cfg, file, where)
     T.contains(m.source, "const __grid_constant__ weft::Comm comm", where .. " a Comm parameter")
     -- atomic: one f32 sum per half (comm.c sizes it m * n / P), the warps' slices in shared
     -- memory past everything the GEMM uses (none on one rank: the plain epilogue)
-    local atomic, several = cfg.reduce == "atomic", cfg.ranks ~= 1
+    -- (comm = "tma" with ordered: the same slices, bulk copies into the P slots)
+    local atomic, several, bulk = cfg.reduce == "atomic", cfg.ranks ~= 1, cfg.family == "gemm_rs" and cfg.comm == "tma"
     T.eq(m.comm.scatter, atomic or nil, where .. " comm.scatter only for atomic")
-    T.eq(m.smem_layout.rs ~= nil, atomic and several, where .. " smem_layout.rs only for atomic on several ranks")
+    T.eq(m.smem_layout.rs ~= nil, bulk and several, where .. " smem_layout.rs only for TMA bulk stores on several ranks")
     if m.smem_layout.rs then
       local L = m.smem_layout
       T.ok(L.rs % 128 == 0 and L.rs >= L.red_bar + 16 and L.rs_warp == 8 * 72 * 4, where .. " rs: aligned, past the ring")
@@ -405,8 +410,8 @@ local function check_manifest(m, cfg, file, where)
       T.contains(m.source, "static constexpr unsigned SMEM_RS = " .. L.rs .. ";", where .. " SMEM_RS rendered")
     end
     if cfg.family == "gemm_rs" then
-      T.contains(m.source, atomic and "weft::gemm_rs_atomic_wgmma<GemmRsCfg>" or "weft::gemm_rs_wgmma<GemmRsCfg>",
-                 where .. " the reduce's kernel body")
+      T.contains(m.source, bulk and "weft::gemm_rs_bulk_wgmma<GemmRsCfg>" or "weft::gemm_rs_wgmma<GemmRsCfg>",
+                 where .. " the comm's kernel body")
     end
     check_json_source(m, cfg, fam, where)
     return
@@ -707,6 +712,7 @@ local BASE = {
               schedule = "ring" },
   gemm = { dtype = "bf16", b_layout = "row", tile = { m = 128, n = 256, k = 64 }, stages = 4, consumers = 2,
            mma = "cooperative", group = 16, pdl = false },
+  gemm_rs = { comm = "threadload", tile = { m = 128, n = 256, k = 64 } },   -- (the rest: the defaults)
 }
 
 -- ag_gemm tiles to try besides the base's 128 x 256 x 64: every WGMMA m and n, the accumulator
@@ -809,6 +815,10 @@ local function fixup(cfg, field)
     -- (variant = "gemm" stays as given: the one message it gets points to family gemm)
     local r = cfg.variant ~= "gemm" and ag_resolve(cfg) or cfg
     cfg.comm, cfg.tile, cfg.compute = r.comm, r.tile, r.compute
+  end
+  if cfg.family == "gemm_rs" then   -- atomic's bulk adds; auto spelled out (the base's own value is the base)
+    if field == "reduce" and cfg.reduce == "atomic" then cfg.comm = "tma" end
+    if cfg.comm == "auto" then cfg.comm = cfg.reduce == "atomic" and "tma" or "threadload" end
   end
   if cfg.family == "gemm" or cfg.family == "gemm_rs" or cfg.family == "gemm_ar" then   -- the same GEMM rules as ag_gemm's wgmma variants
     if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end

@@ -162,6 +162,14 @@ add_test(NAME mps.timeout.gemm_rs_atomic_done.np2
 set_tests_properties(mps.timeout.gemm_rs_atomic_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                      RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 
+# comm = "tma" (ordered): the partial tiles stored by TMA bulk copies, the same fold and bits
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_rs_tma_bf16 ${np} ${GRS} --set comm=tma ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_rs_tma_f16_bcol_pingpong 4 ${GRS} --set comm=tma --set dtype=f16 --set b_layout=col --set mma=pingpong
+              --set tile.n=128 --set ranks=4 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_tma_odd_rows 3 ${GRS} --set comm=tma --shapes-only --shape 1002x1000x1000 --shape 375x264x72)
+weft_mps_test(gemm_rs_tma_split_k2 2 ${GRS} --set comm=tma --set split_k=2 --set tile.n=128 ${GRS_SHAPES})
 # fold = "tiles": each own tile folded in its epilogue once the other ranks' flags for it arrived
 # (the same checks: the double reference, 2 x 100 back-to-back launches bit-identical)
 foreach(np 1 2 3 4 8)
