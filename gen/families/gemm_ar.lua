@@ -73,12 +73,7 @@ F.sizes = gemm.SIZES   -- m: all rows; k: this rank's share of K
 F.key = gemm.KEY
 
 -- gemm_rs's rule (the GEMM's wave model for the per-rank problem, the world size where several).
-function F.auto(shape, fixed, dev)
-  local ranks = math.max(1, dev and dev.ranks or 1)
-  local open = fixed.ranks == nil or fixed.ranks == "auto"
-  return gemm.candidates(shape, fixed, dev, { family = "gemm_ar", shards = ranks,
-                                              extra = open and ranks > 1 and { ranks = ranks } or nil })
-end
+F.auto = rs.auto_for("gemm_ar")
 
 F.run = rs.run
 

@@ -127,12 +127,15 @@ F.key = gemm.KEY
 -- what a caller with no count passes (`weft gen --auto`), and a kernel for one rank (the plain
 -- GEMM's epilogue, no staging) refuses a larger world, so there ranks stays "any"; a one-rank job
 -- sets ranks = 1 for the plain epilogue (allreduce_norm's rule does the same).
-function F.auto(shape, fixed, dev)
-  local ranks = math.max(1, dev and dev.ranks or 1)
-  local open = fixed.ranks == nil or fixed.ranks == "auto"
-  return gemm.candidates(shape, fixed, dev, { family = "gemm_rs", shards = ranks,
-                                              extra = open and ranks > 1 and { ranks = ranks } or nil })
+function F.auto_for(family)
+  return function(shape, fixed, dev)
+    local ranks = math.max(1, dev and dev.ranks or 1)
+    local open = fixed.ranks == nil or fixed.ranks == "auto"
+    return gemm.candidates(shape, fixed, dev, { family = family, shards = ranks,
+                                                extra = open and ranks > 1 and { ranks = ranks } or nil })
+  end
 end
+F.auto = F.auto_for("gemm_rs")
 
 -- The GEMM's shapes, with the comm families' baseline (there is no cuBLAS twin of the fused op).
 function F.run()

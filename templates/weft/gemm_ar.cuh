@@ -42,6 +42,20 @@ namespace weft {
 
 enum { SIG_FOLDED = 1 };   // after SIG_DONE (gen/families/gemm_ar.lua: comm.signals); never given to wait_blocks
 
+// dst[i] = src[i] for i = first, first + step, ... < n8, four loads in flight per thread (a
+// remote read is latency-bound)
+__device__ __forceinline__ void gather_rows(U4 *dst, const U4 *src, long n8, long first, long step) {
+  long i = first;
+  for (; i + 3 * step < n8; i += 4 * step) {
+    U4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = src[i + u * step];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) dst[i + u * step] = v[u];
+  }
+  for (; i < n8; i += step) dst[i] = src[i];
+}
+
 template <class Cfg> struct ArPartials : RsPartials<Cfg> {
   using Base = RsPartials<Cfg>;
   using T = typename Cfg::T;
@@ -133,17 +147,8 @@ template <class Cfg> struct ArPartials : RsPartials<Cfg> {
     if (bar_or(BAR_CONSUMERS, NT, stop)) return;
     for (int j = 0; j < P - 1; ++j) {
       const int q = (rank + 1 + j) % P;
-      const U4 *src = (const U4 *)result_of(MULTIMEM ? cm.peers[rank] : cm.peers[q], rows, n) + q * n8;
-      U4 *dst = out + q * n8;
-      long i = first;
-      for (; i + 3 * step < n8; i += 4 * step) {   // four loads in flight: a remote read is latency-bound
-        U4 v[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) v[u] = src[i + u * step];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) dst[i + u * step] = v[u];
-      }
-      for (; i < n8; i += step) dst[i] = src[i];
+      gather_rows(out + q * n8, (const U4 *)result_of(MULTIMEM ? cm.peers[rank] : cm.peers[q], rows, n) + q * n8, n8,
+                  first, step);
     }
   }
 };
@@ -196,17 +201,7 @@ template <class Cfg> struct ArTiles : RsTiles<Cfg> {
     const long n8 = rows * n / 8, first = (long)blockIdx.x * NT + tid, step = (long)gridDim.x * NT;
     for (int j = 0; j < P - 1; ++j) {
       const int q = (rank + 1 + j) % P;
-      const U4 *src = (const U4 *)result_of(cm.peers[q], rows, n) + q * n8;
-      U4 *dst = (U4 *)c + q * n8;
-      long i = first;
-      for (; i + 3 * step < n8; i += 4 * step) {   // four loads in flight: a remote read is latency-bound
-        U4 v[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) v[u] = src[i + u * step];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) dst[i + u * step] = v[u];
-      }
-      for (; i < n8; i += step) dst[i] = src[i];
+      gather_rows((U4 *)c + q * n8, (const U4 *)result_of(cm.peers[q], rows, n) + q * n8, n8, first, step);
     }
   }
 };
