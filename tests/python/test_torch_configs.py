@@ -195,3 +195,115 @@ def test_all_reduce_rms_norm_rows_too_long_are_refused_with_the_family_message(c
     cfg, shape, _ = arn(x=("f32", (1, 4_000_000)))
     with pytest.raises(weft.ConfigError, match="cols = 4000000: no layout holds a f32 row this long in registers"):
         ctx.auto(cfg, shape, ranks=2)
+
+
+# ---- matmul_reduce_scatter / matmul_all_reduce (python/weft/torch/dist_matmul.py; checks and rule in configs.py) ----
+
+MRS = "weft.torch.matmul_reduce_scatter: "
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"reduce_op": "avg"}, "reduce_op = 'avg'; allowed: sum "),
+    ({"reduce_op": None}, "reduce_op = None; allowed: sum "),
+    ({"scatter_dim": 1}, r"scatter_dim = 1; allowed: 0 \(a leading dim"),
+    ({"scatter_dim": -1}, "scatter_dim = -1; allowed: 0 "),
+    ({"scatter_dim": True}, "scatter_dim = True; allowed: 0 "),
+    ({"scatter_dim": 3, "ndim": 3}, r"scatter_dim = 3; allowed: 0 \.\. 1 "),
+    ({"scatter_dim": 2, "ndim": 3}, r"scatter_dim = 2; allowed: 0 \.\. 1 .*K's dim is not one"),
+    ({"b_layout": "t"}, r"b_layout = 't'; allowed: row \(b \[K, N\]\), col"),
+    ({"fuse": 1}, "fuse = 1; allowed: \"auto\" \\(the rule\\), True"),
+    ({"fuse": "yes"}, "fuse = 'yes'; allowed"),
+])
+def test_matmul_comm_refuses_bad_arguments_naming_them(kw, msg):
+    with pytest.raises(ValueError, match="^" + MRS + msg):
+        C.matmul_comm_args("matmul_reduce_scatter", **kw)
+
+
+def test_matmul_comm_takes_the_allowed_arguments_and_says_every_problem_at_once():
+    for kw in ({}, {"scatter_dim": 1, "ndim": 3}, {"b_layout": "col", "fuse": True}, {"fuse": False},
+               {"scatter_dim": None, "ndim": 2}):
+        C.matmul_comm_args("matmul_reduce_scatter", **kw)
+    with pytest.raises(ValueError) as e:
+        C.matmul_comm_args("matmul_all_reduce", reduce_op="max", scatter_dim=None, b_layout="x", fuse=None)
+    text = str(e.value)
+    assert text.count("weft.torch.matmul_all_reduce: ") == 3 and "scatter_dim" not in text, text
+
+
+@pytest.mark.parametrize("a, b, layout, ranks, sd, err, msg", [
+    (("f32", (8, 64)), ("f32", (64, 16)), "row", 2, 0, TypeError,
+     "a_shard has dtype torch.float32; allowed: torch.float16, torch.bfloat16"),
+    (("bf16", (8, 64)), ("f16", (64, 16)), "row", 2, 0, TypeError,
+     "b_shard has dtype torch.float16 but a_shard has torch.bfloat16; they must match"),
+    (("bf16", (64,)), ("bf16", (64, 16)), "row", 2, 0, ValueError, r"a_shard has 1 dimension\(s\) \(shape \(64,\)\)"),
+    (("bf16", (8, 64)), ("bf16", (1, 64, 16)), "row", 2, 0, ValueError, r"b_shard has 3 dimension\(s\).*\[K, N\]"),
+    (("bf16", (8, 64)), ("bf16", (72, 16)), "row", 2, 0, ValueError,
+     r"a_shard is \(8, 64\) \(K = 64\) but b_shard is \(72, 16\) \(K = 72, b_layout row\)"),
+    (("bf16", (8, 64)), ("bf16", (64, 16)), "col", 2, 0, ValueError,
+     r"a_shard is \(8, 64\) \(K = 64\) but b_shard is \(64, 16\) \(K = 16, b_layout col\)"),
+    (("bf16", (9, 64)), ("bf16", (64, 16)), "row", 2, 0, ValueError,
+     r"a_shard is \(9, 64\): its dim 0 \(scatter_dim\) = 9 does not split over the group's 2 ranks"),
+    (("bf16", (4, 6, 64)), ("bf16", (64, 16)), "row", 4, 1, ValueError,
+     r"a_shard is \(4, 6, 64\): its dim 1 \(scatter_dim\) = 6 does not split over the group's 4 ranks"),
+])
+def test_matmul_comm_shapes_refuse_naming_the_tensor(a, b, layout, ranks, sd, err, msg):
+    with pytest.raises(err, match="^" + MRS + msg):
+        C.matmul_comm_shapes("matmul_reduce_scatter", a, b, layout, ranks, sd)
+
+
+def test_matmul_comm_shapes_fold_the_leading_dims():
+    op = "matmul_reduce_scatter"
+    assert C.matmul_comm_shapes(op, ("bf16", (4, 6, 64)), ("bf16", (64, 24)), "row", 4, 0) == (24, 24, 64)
+    assert C.matmul_comm_shapes(op, ("f16", (4, 6, 64)), ("f16", (24, 64)), "col", 3, 1) == (24, 24, 64)
+    # the allreduce splits nothing: any M
+    assert C.matmul_comm_shapes("matmul_all_reduce", ("f16", (7, 64)), ("f16", (64, 8)), "row", 4, None) == (7, 8, 64)
+    with pytest.raises(ValueError, match=r"x_shard is \(8, 64\) \(K = 64\) but weight_shard is"):
+        C.matmul_comm_shapes("matmul_reduce_scatter_linear", ("bf16", (8, 64)), ("bf16", (16, 72)), "col", 2, 0,
+                             "x_shard", "weight_shard")
+
+
+def test_the_fuse_rule_follows_the_measured_points():
+    op = "matmul_reduce_scatter"
+    # bench/RESULTS.md (gemm_rs, P = 2 under MPS): fused wins at 1024^3, the unfused pieces at 8192^3
+    assert C.choose_fuse(op, 1024, 1024, 512, 2)[0] is True
+    assert C.choose_fuse(op, 8192, 8192, 4096, 2)[0] is False
+    assert C.choose_fuse(op, 8192, 8192, 8192, 1)[0] is False    # P = 1: cuBLASLt beat the fused kernel there
+    edge = C.FUSE_MAX_MN
+    assert C.choose_fuse(op, edge // 4096, 4096, 4096, 8)[0] is True
+    assert C.choose_fuse(op, edge // 4096 + 1, 4096, 4096, 8)[0] is False
+    # shapes the fused kernel cannot take: auto goes unfused, True refuses naming them
+    for m, n, k, what in ((64, 100, 64, "N = 100"), (64, 64, 12, "K = 12 "), (64, 4, 4, "K = 4 .* and N = 4")):
+        fused, why = C.choose_fuse(op, m, n, k, 2)
+        assert fused is False and "cannot take" in why
+        with pytest.raises(C.SizeError, match="^" + MRS + what):
+            C.choose_fuse(op, m, n, k, 2, True)
+    assert C.choose_fuse(op, 8192, 8192, 4096, 2, True) == (True, "fuse=True")
+    assert C.choose_fuse(op, 64, 64, 64, 2, False) == (False, "fuse=False")
+
+
+@pytest.mark.parametrize("b_layout", ["row", "col"])
+def test_matmul_reduce_scatter_choices_compile_and_take_their_shapes(ctx, b_layout):
+    """What the op asks weft.auto for, at each rank count: generated for that count (one rank: the
+    plain epilogue, ranks = 1), compiled, and its limits take the shape."""
+    for ranks in (1, 2, 4, 8):
+        for ms, n, k in ((1, 8, 8), (125, 136, 4104), (1024, 4096, 512)):
+            m = ms * ranks
+            cfg = C.matmul_comm_config("gemm_rs", "bf16", b_layout, ranks)
+            assert cfg == dict({"family": "gemm_rs", "dtype": "bf16", "b_layout": b_layout},
+                               **({"ranks": 1} if ranks == 1 else {}))
+            a = ctx.auto(cfg, {"m": m, "n": n, "k": k}, ranks=ranks)
+            try:
+                assert a.source == "rule", a.detail
+                kern = a.compile(0)
+            finally:
+                a.close()
+            p = kern.manifest.params
+            assert (p["ranks"], p["b_layout"], p["dtype"]) == (str(ranks), b_layout, "bf16"), p
+            assert [g.name for g in kern.manifest.args] == ["c", "a", "b", "m", "n", "k"]
+            for name, v in (("m", m), ("n", n), ("k", k)):
+                assert kern.manifest.check_size(name, v) is None, (name, v)
+
+
+def test_the_unfused_collectives_compile(ctx):
+    for dt in ("f16", "bf16"):
+        k = ctx.compile({"family": "reduce_scatter", "dtype": dt, "op": "sum", "comm": "threadload"})
+        assert [g.name for g in k.manifest.args] == ["y", "x", "n"] and k.manifest.params["op"] == "sum"

@@ -109,3 +109,119 @@ def all_reduce_rms_norm(x, residual, weight, eps):
     cfg = {"family": "allreduce_norm", "dtype": xd, "residual": residual is not None, "eps": "arg",
            "comm": "threadload"}
     return cfg, {"rows": rows, "cols": hidden}, e
+
+
+# ---- matmul_reduce_scatter / matmul_all_reduce (python/weft/torch/dist_matmul.py) ----------------
+
+MATMUL_COMM_DTYPES = ("f16", "bf16")
+REDUCE_OPS = ("sum",)
+FUSE_CHOICES = ("auto", True, False)
+# The fused-or-not rule (provisional: two measured points).  bench/RESULTS.md, "gemm_rs: GEMM +
+# reduce-scatter in one kernel", H200, bf16, P = 2 under MPS, fused / (weft gemm + weft
+# reduce_scatter): 0.928 at 1024^3 (M x N = 2^20: fused wins) and 1.313 at 8192^3 (2^26: the
+# unfused pieces win); at P = 1, 8192^3, the fused kernel (the plain GEMM epilogue) took 1753 us
+# and cuBLASLt 1655 us.  What grows faster in the fused kernel than in the pieces is the f32
+# staging and the fold after the GEMM, both per element of C, so the rule is on M x N (all
+# rows), cut at the geometric middle of the two points: 2^23 (~2896^2).  The same cut for every
+# rank count and for the allreduce (gemm_ar: not measured at all).  Replace it with measured
+# crossovers (bench/torch_dist_session.sh mrs) per P.
+FUSE_MAX_MN = 1 << 23
+
+
+def _desc(t):
+    return t[0], tuple(t[1])
+
+
+def matmul_comm_args(op, reduce_op="sum", scatter_dim=0, b_layout="row", fuse="auto", ndim=2):
+    """The arguments that are not tensors; scatter_dim None for the allreduce (no scatter).  Every
+    problem in one message, each naming the argument, its value and what is allowed."""
+    bad = []
+    if not isinstance(reduce_op, str) or reduce_op not in REDUCE_OPS:
+        bad.append("reduce_op = %r; allowed: %s (the rank-order sum; \"avg\" is not built: divide the result)"
+                   % (reduce_op, ", ".join(REDUCE_OPS)))
+    if scatter_dim is not None:
+        top = max(ndim - 2, 0)
+        if isinstance(scatter_dim, bool) or not isinstance(scatter_dim, int) or not 0 <= scatter_dim <= top:
+            bad.append("scatter_dim = %r; allowed: %s (a leading dim of a_shard [..., K]: dim 0 scatters the rows "
+                       "in place, another costs a transposing copy of a_shard; K's dim is not one)"
+                       % (scatter_dim, "0" if top == 0 else "0 .. %d" % top))
+    if b_layout not in ("row", "col"):
+        bad.append("b_layout = %r; allowed: row (b [K, N]), col (b [N, K], as nn.Linear stores its weight)" % (b_layout,))
+    if not any(fuse is c for c in FUSE_CHOICES) and fuse != "auto":
+        bad.append("fuse = %r; allowed: \"auto\" (the rule), True (the fused kernel), False (torch.matmul, then "
+                   "weft's collective)" % (fuse,))
+    if bad:
+        raise ValueError("; ".join("weft.torch.%s: %s" % (op, b) for b in bad))
+
+
+def matmul_comm_shapes(op, a, b, b_layout, ranks, scatter_dim=None, aname="a_shard", bname="b_shard"):
+    """(M, N, k) of a row-parallel matmul: a (dtype, shape) is this rank's [..., k] (its K shard; the
+    leading dims fold into M rows), b is [k, N] ("row") or [N, k] ("col").  scatter_dim (the
+    reduce-scatter): that dim of a must split into `ranks` equal parts."""
+    ad, ash = _desc(a)
+    bd, bsh = _desc(b)
+    allowed = ", ".join(_TORCH_DTYPE[d] for d in MATMUL_COMM_DTYPES)
+    if ad not in MATMUL_COMM_DTYPES:
+        raise TypeError("weft.torch.%s: %s has dtype %s; allowed: %s" % (op, aname, _TORCH_DTYPE.get(ad, ad), allowed))
+    if bd != ad:
+        raise TypeError("weft.torch.%s: %s has dtype %s but %s has %s; they must match"
+                        % (op, bname, _TORCH_DTYPE.get(bd, bd), aname, _TORCH_DTYPE[ad]))
+    if len(ash) < 2:
+        raise ValueError("weft.torch.%s: %s has %d dimension(s) (shape %s); it needs 2 or more, [..., M, K]"
+                         % (op, aname, len(ash), ash))
+    if len(bsh) != 2:
+        raise ValueError("weft.torch.%s: %s has %d dimension(s) (shape %s); it is a matrix, %s"
+                         % (op, bname, len(bsh), bsh, "[K, N]" if b_layout == "row" else "[N, K]"))
+    k = ash[-1]
+    kb, n = bsh if b_layout == "row" else (bsh[1], bsh[0])
+    if kb != k:
+        raise ValueError("weft.torch.%s: %s is %s (K = %d) but %s is %s (K = %d, b_layout %s)"
+                         % (op, aname, ash, k, bname, bsh, kb, b_layout))
+    m = 1
+    for d in ash[:-1]:
+        m *= d
+    if scatter_dim is not None and ash[scatter_dim] % ranks:
+        raise ValueError("weft.torch.%s: %s is %s: its dim %d (scatter_dim) = %d does not split over the group's %d ranks"
+                         % (op, aname, ash, scatter_dim, ash[scatter_dim], ranks))
+    return m, n, k
+
+
+def fused_refusal(op, m, n, k):
+    """Why the fused families (gemm_rs, gemm_ar: the GEMM's TMA rows) cannot take this shape, or None."""
+    why = []
+    if k < 8 or k % 8:
+        why.append("K = %d (a_shard's last dim)" % k)
+    if n < 8 or n % 8:
+        why.append("N = %d" % n)
+    if not why:
+        return None
+    return ("weft.torch.%s: %s: the fused kernel takes N and K >= 8 in multiples of 8 (16-byte TMA rows); pass "
+            "fuse=\"auto\" or False for torch.matmul and weft's collective, or pad" % (op, " and ".join(why)))
+
+
+def choose_fuse(op, m, n, k, ranks, fuse="auto"):
+    """(fused, why): whether to run the fused kernel.  fuse=True asks for it (SizeError where it
+    cannot take the shape), False for torch.matmul + weft's collective, "auto" the rule: fused
+    where M x N <= FUSE_MAX_MN and the kernel takes the shape."""
+    refused = fused_refusal(op, m, n, k)
+    if fuse is True:
+        if refused:
+            raise SizeError(refused)
+        return True, "fuse=True"
+    if fuse is False:
+        return False, "fuse=False"
+    if refused:
+        return False, "the fused kernel cannot take it (N, K multiples of 8)"
+    if m * n <= FUSE_MAX_MN:
+        return True, "M x N = %d <= %d (FUSE_MAX_MN)" % (m * n, FUSE_MAX_MN)
+    return False, "M x N = %d > %d (FUSE_MAX_MN)" % (m * n, FUSE_MAX_MN)
+
+
+def matmul_comm_config(family, dtype, b_layout, ranks):
+    """The fused family's config (gemm_rs or gemm_ar): what the op means; weft.auto (with the rank
+    count) chooses the schedule.  One rank: gemm_rs with ranks = 1 is the plain GEMM's epilogue
+    (no staging; the family's rule leaves ranks open at one rank, see gen/families/gemm_rs.lua)."""
+    cfg = {"family": family, "dtype": dtype, "b_layout": b_layout}
+    if family == "gemm_rs" and ranks == 1:
+        cfg["ranks"] = 1
+    return cfg
