@@ -1,0 +1,253 @@
+"""weft.torch.matmul_reduce_scatter / matmul_all_reduce (python/weft/torch/dist_matmul.py) on the host,
+without torch or a GPU: a stand-in torch (below, only what the module touches) so that the ops' real
+code runs in a one-rank world (weft:self, no torch.distributed): every argument check goes through
+the group's agreement and raises the message naming the argument; the path the rule picks; the
+unfused path end to end (its matmul computed here in Python floats); the fused path up to the
+launch (the gemm_rs kernel chosen for one rank and compiled, then the launch says there is no GPU).
+The correctness of both paths on real GPUs: tests/python/dist/test_comm.py (WEFT_TEST_ONLY=mrs).
+"""
+import math
+import sys
+import types
+
+import pytest
+
+import weft
+
+
+# ---- the stand-in torch --------------------------------------------------------------------------
+
+class _Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+class device:
+    def __init__(self, kind, index=None):
+        self.type, self.index = kind, index
+
+    def __eq__(self, o):
+        return isinstance(o, device) and (self.type, self.index) == (o.type, o.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __repr__(self):
+        return "%s:%s" % (self.type, self.index)
+
+
+_ptr = [1 << 20]
+
+
+class Tensor:
+    """Row-major data in Python floats; contiguous unless made by movedim without contiguous()."""
+
+    def __init__(self, shape, dtype, dev, data=None, contiguous=True):
+        self.shape, self.dtype, self.device = tuple(shape), dtype, dev
+        self.data = data if data is not None else [0.0] * math.prod(self.shape)
+        self._contig = contiguous
+        self._p = _ptr[0]
+        _ptr[0] += 4096
+
+    is_cuda = property(lambda self: self.device.type == "cuda")
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    def data_ptr(self):
+        return self._p
+
+    def is_contiguous(self):
+        return self._contig
+
+    def stride(self):
+        s, out = 1, []
+        for d in reversed(self.shape):
+            out.insert(0, s)
+            s *= d
+        return tuple(out)
+
+    def view(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        assert self._contig and math.prod(shape) == self.numel(), (shape, self.shape)
+        return Tensor(shape, self.dtype, self.device, self.data)
+
+    def movedim(self, src, dst):
+        dims = list(range(self.dim()))
+        dims.insert(dst, dims.pop(src))
+        shape = [self.shape[d] for d in dims]
+        old = self.stride()
+        out = []
+        for idx in range(self.numel()):   # idx over the new shape, read at the old position
+            pos, rem = 0, idx
+            for i in reversed(range(len(shape))):
+                pos += (rem % shape[i]) * old[dims[i]]
+                rem //= shape[i]
+            out.append(self.data[pos])
+        return Tensor(shape, self.dtype, self.device, out, contiguous=False)
+
+    def contiguous(self):
+        return Tensor(self.shape, self.dtype, self.device, self.data)
+
+    def t(self):
+        r, c = self.shape
+        return Tensor((c, r), self.dtype, self.device, [self.data[i * c + j] for j in range(c) for i in range(r)])
+
+    def new_empty(self, shape):
+        return Tensor(shape, self.dtype, self.device)
+
+
+def _matmul(a, b):
+    (m, k), (k2, n) = a.shape, b.shape
+    assert k == k2
+    return Tensor((m, n), a.dtype, a.device, [sum(a.data[i * k + p] * b.data[p * n + j] for p in range(k))
+                                              for i in range(m) for j in range(n)])
+
+
+class _CustomOp:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def register_fake(self, f):
+        self.fake = f
+        return f
+
+    def __call__(self, *a):
+        return self.fn(*a)
+
+
+def _fake_torch():
+    t = types.ModuleType("torch")
+    t.__version__ = "host-stand-in"
+    t.Tensor, t.device = Tensor, device
+    t.float32, t.float16, t.bfloat16, t.float64 = (_Dtype(n) for n in ("float32", "float16", "bfloat16", "float64"))
+    t.empty = lambda shape, dtype=None, device=None: Tensor(shape, dtype, device)
+    t.matmul = _matmul
+    t.library = types.SimpleNamespace(custom_op=lambda name, mutates_args=(): _CustomOp)
+    t.compiler = types.SimpleNamespace(assume_constant_result=lambda f: f, is_compiling=lambda: False)
+    t.ops = types.SimpleNamespace()
+    cuda = types.ModuleType("torch.cuda")
+    cuda.current_device = lambda: 0
+    cuda.is_current_stream_capturing = lambda: False
+    cuda.current_stream = lambda d=None: types.SimpleNamespace(cuda_stream=0)
+    cuda.synchronize = lambda d=None: None
+    t.cuda = cuda
+    d = types.ModuleType("torch.distributed")
+    d.is_available, d.is_initialized = (lambda: True), (lambda: False)
+    t.distributed = d
+    t._C = types.SimpleNamespace()   # no _cuda_getCurrentRawStream: _common takes its fallback
+    return t, d
+
+
+@pytest.fixture(scope="module")
+def wt(tmp_path_factory):
+    if "torch" in sys.modules:
+        pytest.skip("a real torch is imported in this process")
+    t, d = _fake_torch()
+    sys.modules["torch"], sys.modules["torch.distributed"] = t, d
+    try:
+        import weft.torch.dist_matmul as dm
+        yield dm
+    finally:
+        for m in [m for m in sys.modules if m == "torch" or m.startswith("torch.") or m.startswith("weft.torch")]:
+            del sys.modules[m]
+
+
+@pytest.fixture(autouse=True)
+def no_table_no_db(monkeypatch, tmp_path):
+    monkeypatch.setenv("WEFT_AUTO_TABLE", "none")
+    monkeypatch.setenv("WEFT_TUNE_DB", str(tmp_path / "tune.db"))
+
+
+CUDA = device("cuda", 0)
+
+
+def tensor(shape, dtype, values=None, contiguous=True, dev=CUDA):
+    n = math.prod(shape)
+    return Tensor(shape, dtype, dev, list(values) if values is not None else [float((i * 7) % 5 - 2) for i in range(n)],
+                  contiguous)
+
+
+def bf(*shape, **kw):
+    return tensor(shape, sys.modules["torch"].bfloat16, **kw)
+
+
+# ---- the tests ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64), bf(64, 16), reduce_op="avg"), ValueError, "reduce_op = 'avg'; allowed: sum"),
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64), bf(64, 16), scatter_dim=1), ValueError, "scatter_dim = 1; allowed: 0 "),
+    (lambda w: w.matmul_reduce_scatter(bf(2, 4, 64), bf(64, 16), scatter_dim=2), ValueError,
+     r"scatter_dim = 2; allowed: 0 \.\. 1"),
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64), bf(64, 16), b_layout="T"), ValueError, "b_layout = 'T'; allowed: row"),
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64), bf(64, 16), fuse="always"), ValueError, "fuse = 'always'; allowed"),
+    (lambda w: w.matmul_all_reduce(bf(8, 64), bf(72, 16)), ValueError,
+     r"a_shard is \(8, 64\) \(K = 64\) but b_shard is \(72, 16\) \(K = 72, b_layout row\)"),
+    (lambda w: w.matmul_reduce_scatter_linear(bf(8, 64), bf(64, 16)), ValueError,
+     r"x_shard is \(8, 64\) \(K = 64\) but weight_shard is \(64, 16\) \(K = 16, b_layout col\)"),
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64), tensor((64, 16), sys.modules["torch"].float16)), ValueError,
+     "b_shard has dtype torch.float16 but a_shard has torch.bfloat16"),
+    (lambda w: w.matmul_reduce_scatter(tensor((8, 64), sys.modules["torch"].float32), bf(64, 16)), ValueError,
+     "a_shard has dtype torch.float32; allowed: torch.float16, torch.bfloat16"),
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64, contiguous=False), bf(64, 16)), ValueError,
+     r"a_shard \(shape \(8, 64\), strides .*\) is not contiguous"),
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64), bf(64, 16, dev=device("cpu"))), ValueError, "b_shard is on cpu"),
+    (lambda w: w.matmul_reduce_scatter(bf(8, 64), bf(64, 12), fuse=True), ValueError,
+     "N = 12: the fused kernel takes N and K >= 8 in multiples of 8"),
+    (lambda w: w.matmul_all_reduce(bf(8, 12), bf(12, 16), fuse=True), ValueError, "K = 12 .*: the fused kernel takes"),
+])
+def test_bad_arguments_raise_through_the_agreement_naming_them(wt, call, err, msg):
+    # every problem is agreed on first (dist.py's _Group.agree), then raised as a ValueError
+    with pytest.raises(err, match=msg) as e:
+        call(wt)
+    assert str(e.value).startswith("weft.torch.matmul_"), e.value
+
+
+def test_several_problems_are_said_at_once(wt):
+    with pytest.raises(ValueError) as e:
+        wt.matmul_reduce_scatter(bf(8, 64), bf(64, 16), reduce_op="max", b_layout="x", fuse=None)
+    assert [p in str(e.value) for p in ("reduce_op = 'max'", "b_layout = 'x'", "fuse = None")] == [True] * 3, e.value
+
+
+def reference(a, b, layout):
+    """a [..., k] . b in Python floats, a's leading dims kept."""
+    k = a.shape[-1]
+    m = a.numel() // k
+    n = b.shape[1] if layout == "row" else b.shape[0]
+    bb = b if layout == "row" else b.t()
+    return [sum(a.data[i * k + p] * bb.data[p * n + j] for p in range(k)) for i in range(m) for j in range(n)]
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_the_unfused_path_at_one_rank_is_the_matmul(wt, layout):
+    a = bf(2, 3, 12)                                   # K = 12: the fused kernel cannot take it, "auto" goes unfused
+    b = bf(12, 10) if layout == "row" else bf(10, 12)
+    f = wt.matmul_reduce_scatter if layout == "row" else wt.matmul_reduce_scatter_linear
+    c = f(a, b)
+    assert c.shape == (2, 3, 10) and c.data == reference(a, b, layout)
+    c = wt.matmul_all_reduce(a, b, b_layout=layout, fuse=False)
+    assert c.shape == (2, 3, 10) and c.data == reference(a, b, layout)
+
+
+def test_another_scatter_dim_moves_it_to_the_front_and_back(wt):
+    a = bf(2, 3, 16)
+    b = bf(16, 8)
+    c = wt.matmul_reduce_scatter(a, b, scatter_dim=1, fuse=False)
+    want = reference(a, b, "row")   # one rank: the whole sum, in a's layout again
+    assert c.shape == (2, 3, 8) and not c.is_contiguous()
+    assert c.contiguous().data == want
+
+
+def test_the_fused_path_chooses_the_one_rank_gemm_rs_kernel(wt):
+    a, b = bf(64, 64), bf(64, 64)
+    # no GPU here: the kernel is chosen and compiled, its communicator cannot be made
+    with pytest.raises(weft.NoGPUError, match="^weft.torch.matmul_reduce_scatter: rank 0 of group weft:self: .*no NVIDIA driver"):
+        wt.matmul_reduce_scatter(a, b, fuse=True)
+    names = [v[0] for v in wt._plans._d.values()]
+    assert any(n.startswith("weft_gemm_rs_bf16_") and n.endswith("_rk1") for n in names), names
