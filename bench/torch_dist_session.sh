@@ -7,6 +7,9 @@
 #   bash bench/torch_dist_session.sh tests ; bash bench/torch_dist_session.sh bench
 # Stage arn (not in all): bench/arn_torch.py, all_reduce_rms_norm against NCCL (one rank per GPU) and
 # weft's allreduce, each followed by torch's add and rms_norm, at N = WEFT_BENCH_NPS.
+# Stage mrs (not in all): bench/mrs_torch.py, matmul_reduce_scatter fused / unfused / auto against
+# torch.matmul + NCCL's reduce_scatter_tensor and torch's fused_matmul_reduce_scatter (one rank per
+# GPU; left out under MPS), at N = WEFT_BENCH_NPS; WEFT_MRS_SHAPES picks the shapes.
 # The package: BUILD/python (the weft_python target: the .py files beside libweft.so.0), else
 # python/ with WEFT_LIB (default BUILD/libweft.so.0).  Exit: non-zero if any test failed.
 set -u
@@ -63,6 +66,16 @@ if [ "$STAGE" = arn ]; then   # bench/arn_torch.py: the fused op against NCCL (o
     [ $rc -ne 0 ] && bad=1
     echo "arn np=$np: exit $rc" | tee -a "$OUT/summary.txt"
     grep -E '^(\||##|FAIL)' "$OUT/arn_np$np.log" | tee -a "$OUT/summary.txt"
+  done
+fi
+if [ "$STAGE" = mrs ]; then   # bench/mrs_torch.py: GEMM + reduce-scatter, fused and not, against torch + NCCL
+  for np in ${WEFT_BENCH_NPS:-2 4}; do
+    timeout -k 20 ${WEFT_BENCH_TIMEOUT_S:-280} "$PY" -m torch.distributed.run --standalone --nproc-per-node "$np" \
+      "$ROOT/bench/mrs_torch.py" > "$OUT/mrs_np$np.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && bad=1
+    echo "mrs np=$np: exit $rc" | tee -a "$OUT/summary.txt"
+    grep -E '^(\||##|FAIL)' "$OUT/mrs_np$np.log" | tee -a "$OUT/summary.txt"
   done
 fi
 exit $bad

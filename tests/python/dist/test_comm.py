@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""weft.torch's comm ops under torchrun: all_reduce / all_reduce_, all_reduce_rms_norm and all_gather_matmul /
-all_gather_linear.
+"""weft.torch's comm ops under torchrun: all_reduce / all_reduce_, all_reduce_rms_norm, all_gather_matmul /
+all_gather_linear, and matmul_reduce_scatter(_linear) / matmul_all_reduce (their cases: matmul_cases.py).
 
     torchrun --standalone --nproc-per-node N tests/python/dist/test_comm.py     (tests/python/dist/run.sh)
 
@@ -11,7 +11,8 @@ Then a CUDA graph of 10 calls replayed 100 times, torch.compile(fullgraph=True),
 the MISMATCH error for differing shapes and for one rank's bad argument, and a muted signal's timeout.
 all_reduce_rms_norm works in place: its outputs are the inputs themselves (an element it missed keeps the
 rank's own x or residual), with NaN guards after them; h must match the reference to the bit, y within one
-rounding.  WEFT_TEST_ONLY=arn runs its cases alone; WEFT_TEST_QUICK=1 fewer sizes and replays.
+rounding.  WEFT_TEST_ONLY=arn runs its cases alone, WEFT_TEST_ONLY=mrs the matmul + reduce-scatter /
+allreduce ones (all of them; the full run takes their quick set); WEFT_TEST_QUICK=1 fewer sizes and replays.
 Exit 0: all passed on every rank; 1: something failed (every failure printed with its rank); 77: no
 CUDA GPU here.
 """
@@ -32,6 +33,8 @@ if not torch.cuda.is_available():
 
 import weft  # noqa: E402
 from weft.torch import dist as wd  # noqa: E402
+
+import matmul_cases  # noqa: E402 (beside this script)
 
 faulthandler.dump_traceback_later(float(os.environ.get("WEFT_TEST_TIMEOUT_S", "900")), exit=True)
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("WEFT_TORCH_TIMEOUT_S", "300"))))
@@ -653,6 +656,7 @@ def main_cases(quick):
                 for return_a in (False, True):
                     all_gather_matmul_case(dtype, ms, k, n, layout, return_a)
     arn_cases(quick)
+    matmul_cases.run(sys.modules[__name__], True)
     cuda_graph_case(10 if quick else 100)
     compile_case()
     if P == 1:
@@ -671,8 +675,13 @@ def main():
         os.environ.get("LOCAL_RANK"), os.environ.get("LOCAL_WORLD_SIZE")))
     quick = os.environ.get("WEFT_TEST_QUICK") == "1"
     # WEFT_TEST_ONLY=arn: all_reduce_rms_norm's cases alone (its outputs are in place: no poisoned blocks)
-    if os.environ.get("WEFT_TEST_ONLY") == "arn":
+    only = os.environ.get("WEFT_TEST_ONLY")
+    if only == "arn":
         arn_cases(quick)
+    elif only == "mrs":
+        matmul_cases.run(sys.modules[__name__], quick)
+        if COUNTS["poisoned"] == 0:
+            fail("poison", "no output reused a poisoned block: the checks never saw NaN-filled outputs")
     else:
         main_cases(quick)
     fails = [None] * P
