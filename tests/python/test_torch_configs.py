@@ -271,7 +271,8 @@ def test_the_fuse_rule_follows_the_measured_points():
     assert C.choose_fuse(op, edge // 4096, 4096, 4096, 8)[0] is True
     assert C.choose_fuse(op, edge // 4096 + 1, 4096, 4096, 8)[0] is False
     # shapes the fused kernel cannot take: auto goes unfused, True refuses naming them
-    for m, n, k, what in ((64, 100, 64, "N = 100"), (64, 64, 12, "K = 12 "), (64, 4, 4, "K = 4 .* and N = 4")):
+    for m, n, k, what in ((64, 100, 64, "N = 100"), (64, 64, 12, "K = 12 "), (64, 4, 4, "K = 4 .* and N = 4"),
+                          (63, 64, 64, r"M = 63 \(not a multiple of the 2 ranks")):
         fused, why = C.choose_fuse(op, m, n, k, 2)
         assert fused is False and "cannot take" in why
         with pytest.raises(C.SizeError, match="^" + MRS + what):
@@ -280,15 +281,16 @@ def test_the_fuse_rule_follows_the_measured_points():
     assert C.choose_fuse(op, 64, 64, 64, 2, False) == (False, "fuse=False")
 
 
+@pytest.mark.parametrize("family", ["gemm_rs", "gemm_ar"])
 @pytest.mark.parametrize("b_layout", ["row", "col"])
-def test_matmul_reduce_scatter_choices_compile_and_take_their_shapes(ctx, b_layout):
+def test_matmul_comm_choices_compile_and_take_their_shapes(ctx, family, b_layout):
     """What the op asks weft.auto for, at each rank count: generated for that count (one rank: the
     plain epilogue, ranks = 1), compiled, and its limits take the shape."""
     for ranks in (1, 2, 4, 8):
         for ms, n, k in ((1, 8, 8), (125, 136, 4104), (1024, 4096, 512)):
             m = ms * ranks
-            cfg = C.matmul_comm_config("gemm_rs", "bf16", b_layout, ranks)
-            assert cfg == dict({"family": "gemm_rs", "dtype": "bf16", "b_layout": b_layout},
+            cfg = C.matmul_comm_config(family, "bf16", b_layout, ranks)
+            assert cfg == dict({"family": family, "dtype": "bf16", "b_layout": b_layout, "comm": "threadload"},
                                **({"ranks": 1} if ranks == 1 else {}))
             a = ctx.auto(cfg, {"m": m, "n": n, "k": k}, ranks=ranks)
             try:
@@ -297,7 +299,8 @@ def test_matmul_reduce_scatter_choices_compile_and_take_their_shapes(ctx, b_layo
             finally:
                 a.close()
             p = kern.manifest.params
-            assert (p["ranks"], p["b_layout"], p["dtype"]) == (str(ranks), b_layout, "bf16"), p
+            assert (p["ranks"], p["b_layout"], p["dtype"], p["comm"]) == (str(ranks), b_layout, "bf16", "threadload"), p
+            assert kern.manifest.name.startswith("weft_%s_bf16_" % family), kern.manifest.name
             assert [g.name for g in kern.manifest.args] == ["c", "a", "b", "m", "n", "k"]
             for name, v in (("m", m), ("n", n), ("k", k)):
                 assert kern.manifest.check_size(name, v) is None, (name, v)
@@ -307,3 +310,6 @@ def test_the_unfused_collectives_compile(ctx):
     for dt in ("f16", "bf16"):
         k = ctx.compile({"family": "reduce_scatter", "dtype": dt, "op": "sum", "comm": "threadload"})
         assert [g.name for g in k.manifest.args] == ["y", "x", "n"] and k.manifest.params["op"] == "sum"
+        for algo in ("one_shot_ll", "one_shot", "two_shot"):   # dist.allreduce_algo's choices
+            k = ctx.compile({"family": "allreduce", "dtype": dt, "op": "sum", "algo": algo, "comm": "threadload"})
+            assert [g.name for g in k.manifest.args] == ["y", "x", "n"] and k.manifest.params["algo"] == algo

@@ -244,10 +244,12 @@ def test_another_scatter_dim_moves_it_to_the_front_and_back(wt):
     assert c.contiguous().data == want
 
 
-def test_the_fused_path_chooses_the_one_rank_gemm_rs_kernel(wt):
+@pytest.mark.parametrize("family", ["gemm_rs", "gemm_ar"])
+def test_the_fused_path_chooses_the_one_rank_kernel(wt, family):
     a, b = bf(64, 64), bf(64, 64)
+    op = "matmul_reduce_scatter" if family == "gemm_rs" else "matmul_all_reduce"
     # no GPU here: the kernel is chosen and compiled, its communicator cannot be made
-    with pytest.raises(weft.NoGPUError, match="^weft.torch.matmul_reduce_scatter: rank 0 of group weft:self: .*no NVIDIA driver"):
-        wt.matmul_reduce_scatter(a, b, fuse=True)
+    with pytest.raises(weft.NoGPUError, match="^weft.torch.%s: rank 0 of group weft:self: .*no NVIDIA driver" % op):
+        getattr(wt, op)(a, b, fuse=True)
     names = [v[0] for v in wt._plans._d.values()]
-    assert any(n.startswith("weft_gemm_rs_bf16_") and n.endswith("_rk1") for n in names), names
+    assert any(n.startswith("weft_%s_bf16_" % family) and n.endswith("_rk1") for n in names), names

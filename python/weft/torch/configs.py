@@ -124,7 +124,8 @@ FUSE_CHOICES = ("auto", True, False)
 # staging and the fold after the GEMM, both per element of C, so the rule is on M x N (all
 # rows), cut at the geometric middle of the two points: 2^23 (~2896^2).  The same cut for every
 # rank count and for the allreduce (gemm_ar: not measured at all).  Replace it with measured
-# crossovers (bench/torch_dist_session.sh mrs) per P.
+# crossovers per P (bench/torch_dist_session.sh mrs; bench/gemm_rs.sh, whose runner now times the
+# fused kernel beside the unfused pieces).
 FUSE_MAX_MN = 1 << 23
 
 
@@ -186,24 +187,29 @@ def matmul_comm_shapes(op, a, b, b_layout, ranks, scatter_dim=None, aname="a_sha
     return m, n, k
 
 
-def fused_refusal(op, m, n, k):
-    """Why the fused families (gemm_rs, gemm_ar: the GEMM's TMA rows) cannot take this shape, or None."""
+def fused_refusal(op, m, n, k, ranks=1):
+    """Why the fused families cannot take this shape, or None: N and K (the GEMM's TMA rows) and M,
+    which both split into one block of rows per rank (gemm_rs's shards, gemm_ar's owners: their
+    comm.divide = "m"; the reduce-scatter's own check already holds M to that)."""
     why = []
+    if m % ranks:
+        why.append("M = %d (not a multiple of the %d ranks: each owns M / P rows)" % (m, ranks))
     if k < 8 or k % 8:
         why.append("K = %d (a_shard's last dim)" % k)
     if n < 8 or n % 8:
         why.append("N = %d" % n)
     if not why:
         return None
-    return ("weft.torch.%s: %s: the fused kernel takes N and K >= 8 in multiples of 8 (16-byte TMA rows); pass "
-            "fuse=\"auto\" or False for torch.matmul and weft's collective, or pad" % (op, " and ".join(why)))
+    return ("weft.torch.%s: %s: the fused kernel takes N and K >= 8 in multiples of 8 (16-byte TMA rows) and M a "
+            "multiple of the ranks; pass fuse=\"auto\" or False for torch.matmul and weft's collective, or pad"
+            % (op, " and ".join(why)))
 
 
 def choose_fuse(op, m, n, k, ranks, fuse="auto"):
     """(fused, why): whether to run the fused kernel.  fuse=True asks for it (SizeError where it
     cannot take the shape), False for torch.matmul + weft's collective, "auto" the rule: fused
     where M x N <= FUSE_MAX_MN and the kernel takes the shape."""
-    refused = fused_refusal(op, m, n, k)
+    refused = fused_refusal(op, m, n, k, ranks)
     if fuse is True:
         if refused:
             raise SizeError(refused)
@@ -211,17 +217,18 @@ def choose_fuse(op, m, n, k, ranks, fuse="auto"):
     if fuse is False:
         return False, "fuse=False"
     if refused:
-        return False, "the fused kernel cannot take it (N, K multiples of 8)"
+        return False, "the fused kernel cannot take it (N, K multiples of 8, M of the ranks)"
     if m * n <= FUSE_MAX_MN:
         return True, "M x N = %d <= %d (FUSE_MAX_MN)" % (m * n, FUSE_MAX_MN)
     return False, "M x N = %d > %d (FUSE_MAX_MN)" % (m * n, FUSE_MAX_MN)
 
 
 def matmul_comm_config(family, dtype, b_layout, ranks):
-    """The fused family's config (gemm_rs or gemm_ar): what the op means; weft.auto (with the rank
-    count) chooses the schedule.  One rank: gemm_rs with ranks = 1 is the plain GEMM's epilogue
-    (no staging; the family's rule leaves ranks open at one rank, see gen/families/gemm_rs.lua)."""
-    cfg = {"family": family, "dtype": dtype, "b_layout": b_layout}
-    if family == "gemm_rs" and ranks == 1:
+    """The fused family's config (gemm_rs or gemm_ar): what the op means, comm = threadload (never
+    multicast here); weft.auto (with the rank count) chooses the schedule.  One rank: ranks = 1 is
+    the plain GEMM's epilogue, no staging (the families' rule leaves ranks open at one rank, see
+    gen/families/gemm_rs.lua)."""
+    cfg = {"family": family, "dtype": dtype, "b_layout": b_layout, "comm": "threadload"}
+    if ranks == 1:
         cfg["ranks"] = 1
     return cfg

@@ -252,9 +252,11 @@ def matmul_reduce_scatter_linear(x_shard, weight_shard, group=None, scatter_dim=
 def matmul_all_reduce(a_shard, b_shard, group=None, b_layout="row", fuse="auto", reduce_op="sum"):
     """sum over the group's ranks of a_shard @ b_shard, all of it on every rank with the same bits
     (a_shard.shape[:-1] + (N,)): matmul_reduce_scatter's arguments without the scatter.  fuse: True
-    is the gemm_ar kernel (f32 partials folded in rank order, rounded once), False torch.matmul then
-    weft's allreduce (the partial rounded to the dtype first, then the same rank-order f32 fold);
-    "auto" configs.choose_fuse (the gemm_rs crossover: gemm_ar has not been measured)."""
+    is the gemm_ar kernel (each row block's owner folds the f32 partials in rank order, rounds once,
+    and every rank copies those bits; N and k multiples of 8, M = a_shard's rows a multiple of P),
+    False torch.matmul then weft's allreduce (the partial rounded to the dtype first, then the same
+    rank-order f32 fold: any M, N, k); "auto" configs.choose_fuse (the gemm_rs crossover: gemm_ar
+    has not been measured), unfused where the fused kernel cannot take the shape."""
     name = group_name(group)
     if torch.compiler.is_compiling():
         return torch.ops.weft.matmul_all_reduce(a_shard, b_shard, reduce_op, name, group_size(name), b_layout,

@@ -105,7 +105,8 @@ def graph_case_fn(t):
         """Both ops and both paths, once eagerly, then captured in one graph and replayed with new inputs."""
         calls = [("rs", torch.bfloat16, (32 * t.P,), 264, 136, "row", True), ("rs", torch.float16, (32 * t.P,), 264, 136,
                                                                               "col", False),
-                 ("ar", torch.bfloat16, (33,), 136, 264, "row", True), ("ar", torch.bfloat16, (33,), 136, 264, "col", False)]
+                 ("ar", torch.bfloat16, (33 * t.P,), 136, 264, "row", True),
+                 ("ar", torch.bfloat16, (33,), 136, 264, "col", False)]
         static = [[x.to(t.DEV) for x in inputs(t, t.RANK, c[2], c[3], c[4], c[1], c[5], 500 + i)] for i, c in enumerate(calls)]
 
         def run():
@@ -185,7 +186,9 @@ def errors_case_fn(t):
                 ("rows", lambda: wm.matmul_reduce_scatter(torch.ones((8 * t.P + 1, 64), **bf), b) if t.P > 1 else
                  wm.matmul_reduce_scatter(a, b, reduce_op="max"), "does not split" if t.P > 1 else "reduce_op"),
                 ("N for the fused kernel", lambda: wm.matmul_reduce_scatter(a, torch.ones((64, 20), **bf), fuse=True),
-                 "N = 20: the fused kernel takes")]:
+                 "N = 20: the fused kernel takes"),
+                ("M for the fused allreduce", lambda: wm.matmul_all_reduce(torch.ones((8 * t.P + 1, 64), **bf), b, fuse=True)
+                 if t.P > 1 else wm.matmul_all_reduce(a, b, fuse=None), "not a multiple of the" if t.P > 1 else "fuse = None")]:
             try:
                 call()
             except (ValueError, TypeError) as e:
@@ -221,14 +224,17 @@ def run(t, quick):
                 for lead, k, n in shapes:
                     salt += 1
                     mrs_case("rs", dtype, lead, k, n, layout, fuse, 0, salt)
-                    mrs_case("ar", dtype, (lead[0] + 3,), k, n, layout, fuse, 0, salt)
+                    # the fused allreduce needs M a multiple of P (odd rows per rank: 3, 127); unfused any M
+                    mrs_case("ar", dtype, (lead[0] + (2 * P if fuse else 3),), k, n, layout, fuse, 0, salt)
     for fuse in ("auto", False):   # the unfused path takes any N and K
         mrs_case("rs", torch.bfloat16, (3 * P,), 12, 100, "row", fuse, 0, 90)
         mrs_case("ar", torch.float16, (5,), 20, 36, "col", fuse, 0, 91)
     mrs_case("rs", torch.bfloat16, (2 * P, 7), 264, 136, "row", True, 0, 92)
     mrs_case("rs", torch.bfloat16, (3, 4 * P, 5), 136, 72, "col", True, 1, 93)
     mrs_case("rs", torch.float16, (3, 4 * P, 5), 136, 72, "row", False, 1, 94)
-    mrs_case("ar", torch.bfloat16, (2, 9), 264, 136, "col", True, 0, 95)
+    mrs_case("ar", torch.bfloat16, (2, 9 * P), 264, 136, "col", True, 0, 95)
+    if P > 1:   # rows that do not split: "auto" takes the unfused path
+        mrs_case("ar", torch.bfloat16, (4 * P + 1,), 64, 64, "row", "auto", 0, 97)
     mrs_case("rs", torch.bfloat16, (64 * P,), 512, 512, "row", "auto", 0, 96)
     paths_differ_case_fn(t)()
     graph_case_fn(t)(3 if quick else 10)
