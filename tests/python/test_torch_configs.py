@@ -308,8 +308,10 @@ def test_matmul_comm_choices_compile_and_take_their_shapes(ctx, family, b_layout
 
 def test_the_unfused_collectives_compile(ctx):
     for dt in ("f16", "bf16"):
-        k = ctx.compile({"family": "reduce_scatter", "dtype": dt, "op": "sum", "comm": "threadload"})
-        assert [g.name for g in k.manifest.args] == ["y", "x", "n"] and k.manifest.params["op"] == "sum"
+        for ranks in (2, 8):   # dist_matmul.py's unfused reduce-scatter: generated for the group's size
+            k = ctx.compile({"family": "reduce_scatter", "dtype": dt, "op": "sum", "comm": "threadload", "ranks": ranks})
+            assert [g.name for g in k.manifest.args] == ["y", "x", "n"] and k.manifest.params["op"] == "sum"
+            assert k.manifest.params["ranks"] == str(ranks)
         for algo in ("one_shot_ll", "one_shot", "two_shot"):   # dist.allreduce_algo's choices
             k = ctx.compile({"family": "allreduce", "dtype": dt, "op": "sum", "algo": algo, "comm": "threadload"})
             assert [g.name for g in k.manifest.args] == ["y", "x", "n"] and k.manifest.params["algo"] == algo

@@ -149,8 +149,9 @@ def _run(op, a, b, name, b_layout, fuse, scatter, reduce_op="sum", scatter_dim=0
     if scatter:
         c = torch.empty((rows, N), dtype=a.dtype, device=device)
         n = rows * N
-        rs = {"family": "reduce_scatter", "dtype": dt, "op": "sum", "comm": "threadload"}
-        _launch(g, op, ("reduce_scatter", dt, "sum"), lambda ctx: ctx.compile(rs), n, s, y=c, x=part, n=n)
+        # generated for the group's size (its fold's loads and loops are P; the runtime refuses another world)
+        rs = {"family": "reduce_scatter", "dtype": dt, "op": "sum", "comm": "threadload", "ranks": ranks}
+        _launch(g, op, ("reduce_scatter", dt, "sum", ranks), lambda ctx: ctx.compile(rs), n, s, y=c, x=part, n=n)
     else:
         c = torch.empty((M, N), dtype=a.dtype, device=device)
         n = M * N
