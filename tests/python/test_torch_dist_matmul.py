@@ -251,5 +251,6 @@ def test_the_fused_path_chooses_the_one_rank_kernel(wt, family):
     # no GPU here: the kernel is chosen and compiled, its communicator cannot be made
     with pytest.raises(weft.NoGPUError, match="^weft.torch.%s: rank 0 of group weft:self: .*no NVIDIA driver" % op):
         getattr(wt, op)(a, b, fuse=True)
-    names = [v[0] for v in wt._plans._d.values()]
-    assert any(n.startswith("weft_%s_bf16_" % family) and n.endswith("_rk1") for n in names), names
+    chosen = [v[1].manifest for v in wt._plans._d.values() if v[0].startswith("weft_%s_bf16_" % family)]
+    assert len(chosen) == 1 and chosen[0].params["ranks"] == "1", [m.name for m in chosen]
+    assert (chosen[0].params["b_layout"], chosen[0].params["comm"]) == ("row", "threadload"), chosen[0].params
