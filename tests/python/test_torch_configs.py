@@ -290,7 +290,8 @@ def test_matmul_comm_choices_compile_and_take_their_shapes(ctx, family, b_layout
         for ms, n, k in ((1, 8, 8), (125, 136, 4104), (1024, 4096, 512)):
             m = ms * ranks
             cfg = C.matmul_comm_config(family, "bf16", b_layout, ranks)
-            assert cfg == dict({"family": family, "dtype": "bf16", "b_layout": b_layout, "comm": "threadload"},
+            assert cfg == dict({"family": family, "dtype": "bf16", "b_layout": b_layout, "reduce": "ordered",
+                                "comm": "threadload"},
                                **({"ranks": 1} if ranks == 1 else {}))
             a = ctx.auto(cfg, {"m": m, "n": n, "k": k}, ranks=ranks)
             try:
@@ -299,7 +300,8 @@ def test_matmul_comm_choices_compile_and_take_their_shapes(ctx, family, b_layout
             finally:
                 a.close()
             p = kern.manifest.params
-            assert (p["ranks"], p["b_layout"], p["dtype"], p["comm"]) == (str(ranks), b_layout, "bf16", "threadload"), p
+            assert (p["ranks"], p["b_layout"], p["dtype"], p["comm"], p["reduce"]) == (
+                str(ranks), b_layout, "bf16", "threadload", "ordered"), p
             assert kern.manifest.name.startswith("weft_%s_bf16_" % family), kern.manifest.name
             assert [g.name for g in kern.manifest.args] == ["c", "a", "b", "m", "n", "k"]
             for name, v in (("m", m), ("n", n), ("k", k)):

@@ -224,11 +224,12 @@ def choose_fuse(op, m, n, k, ranks, fuse="auto"):
 
 
 def matmul_comm_config(family, dtype, b_layout, ranks):
-    """The fused family's config (gemm_rs or gemm_ar): what the op means, comm = threadload (never
-    multicast here); weft.auto (with the rank count) chooses the schedule.  One rank: ranks = 1 is
-    the plain GEMM's epilogue, no staging (the families' rule leaves ranks open at one rank, see
+    """The fused family's config (gemm_rs or gemm_ar): what the op means, reduce = "ordered" (the
+    rank-order fold: the same bits every run; never "atomic"), comm = threadload (never multicast
+    here); weft.auto (with the rank count) chooses the schedule.  One rank: ranks = 1 is the plain
+    GEMM's epilogue, no staging (the families' rule leaves ranks open at one rank, see
     gen/families/gemm_rs.lua)."""
-    cfg = {"family": family, "dtype": dtype, "b_layout": b_layout, "comm": "threadload"}
+    cfg = {"family": family, "dtype": dtype, "b_layout": b_layout, "reduce": "ordered", "comm": "threadload"}
     if ranks == 1:
         cfg["ranks"] = 1
     return cfg
