@@ -20,16 +20,11 @@ local COMM = {
     .. "owners; multimem: every partial stays home, the owner's multimem.ld_reduce sums them and multimem.st "
     .. "hands every rank the rounded rows (fallback = \"emulate\": the unicast twin, folded in rank order)",
 }
-local FALLBACK = {
-  name = "fallback", kind = "enum", values = { "none", "emulate" }, default = "none", tag = "fb",
-  doc = "comm = multimem where multicast is unavailable: none (fail) or emulate (unicast fan-out twin)",
-}
 
 F.fields = {}
 for _, f in ipairs(rs.fields) do
   if f.name == "comm" then
     F.fields[#F.fields + 1] = COMM
-    F.fields[#F.fields + 1] = FALLBACK
   elseif f.name == "reduce" then
     F.fields[#F.fields + 1] = { name = "reduce", kind = "enum", values = { "ordered" }, default = "ordered", tag = "",
       doc = "ordered: the owner of each row block folds the P f32 partials in rank order and rounds once, and every "
@@ -43,16 +38,8 @@ for _, f in ipairs(rs.fields) do
   end
 end
 
-function F.check(cfg, errs)
-  rs.check(cfg, errs)
-  if cfg.comm ~= "multimem" and cfg.fallback ~= "none" then
-    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
-  end
-  if cfg.fold == "tiles" and cfg.comm == "multimem" then
-    errs.add("fold", cfg.fold, 'fold = "tiles" is built for comm = "threadload" (the owner folds the partials pushed '
-      .. 'to it); multimem folds after, with one ld_reduce per vector')
-  end
-end
+-- gemm_rs's checks: among them a fallback only with multimem, and multimem only with fold = "after"
+F.check = rs.check
 
 -- c: all M x N rows of the sum; a: this rank's M x k block of A; b: its k x N block of B.
 -- The data area per half: the m x n f32 partials (threadload: P slots of this rank's rows, one per

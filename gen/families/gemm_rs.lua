@@ -27,10 +27,14 @@ F.fields = {
       .. "memory), then the owner rounds the sum once; the adds land in the order they arrive, so the result's bits "
       .. "depend on timing (NOT bit-stable from run to run; within the GEMM's tolerance). A staging of M/P x N f32 "
       .. "per half instead of M x N" },
-  { name = "comm", kind = "enum", values = { "auto", "threadload", "tma" }, default = "auto", tag = "",
+  { name = "comm", kind = "enum", values = { "auto", "threadload", "tma", "multimem" }, default = "auto", tag = "",
     doc = "how a finished f32 tile reaches its owner: threadload (the epilogue's threads store 8-byte vectors into the "
-      .. "owner's mapped buffer) or tma (rows staged in shared memory, then TMA bulk copies, or bulk reduce-adds for "
-      .. "reduce = \"atomic\"); auto: tma for atomic, else threadload. multimem is not built" },
+      .. "owner's mapped buffer), tma (rows staged in shared memory, then TMA bulk copies, or bulk reduce-adds for "
+      .. "reduce = \"atomic\"), or multimem (every partial stays home; the owner's multimem.ld_reduce sums them, in "
+      .. "the switch's order); auto: tma for atomic, else threadload" },
+  { name = "fallback", kind = "enum", values = { "none", "emulate" }, default = "none", tag = "fb",
+    doc = "comm = multimem where multicast is unavailable: none (fail) or emulate (unicast twin: the rank-order fold "
+      .. "of loads from every rank)" },
   G.b_layout,
   gemm.tile_field(),
   G.stages, G.consumers, G.mma, G.cluster, G.split_k,
@@ -55,6 +59,12 @@ function F.check(cfg, errs)
   if cfg.fold == "tiles" and cfg.comm == "tma" and cfg.reduce ~= "atomic" then
     errs.add("fold", cfg.fold, 'fold = "tiles" flags each tile after its thread stores: comm = "threadload" (TMA '
       .. 'bulk stores complete asynchronously); use fold = "after" with comm = "tma"')
+  end
+  if cfg.comm ~= "multimem" and cfg.fallback ~= "none" then
+    errs.add("fallback", cfg.fallback, 'only comm = "multimem" has a fallback; leave it "none"')
+  end
+  if cfg.comm == "multimem" and (cfg.fold == "tiles" or cfg.reduce == "atomic") then
+    errs.add("comm", cfg.comm, 'comm = "multimem" sums once every partial is in (reduce = "ordered", fold = "after")')
   end
   if cfg.reduce == "atomic" and cfg.fold == "tiles" then
     errs.add("fold", cfg.fold, 'reduce = "atomic" adds every tile into one f32 sum as it arrives, so there are no '
@@ -105,16 +115,18 @@ end
 -- atomic's config struct also has SMEM_RS, the consumer warps' f32 slices (gen/core/gemm.lua's
 -- layout: none on one rank, the plain epilogue).
 function F.derive(cfg)
-  local tiles, atomic, bulk = cfg.fold == "tiles", cfg.reduce == "atomic", cfg.comm == "tma"
-  local lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";" }
+  local tiles, atomic, bulk, mm = cfg.fold == "tiles", cfg.reduce == "atomic", cfg.comm == "tma", cfg.comm == "multimem"
+  local lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";",
+                  "static constexpr bool MULTIMEM = " .. tostring(mm) .. ";" }
   if bulk then
-    lines[2] = string.format("static constexpr unsigned SMEM_RS = %d;   // the warps' f32 slices", gemm.layout(cfg).rs or 0)
-    lines[3] = "static constexpr bool ATOMIC = " .. tostring(atomic) .. ";"
+    lines[3] = string.format("static constexpr unsigned SMEM_RS = %d;   // the warps' f32 slices", gemm.layout(cfg).rs or 0)
+    lines[4] = "static constexpr bool ATOMIC = " .. tostring(atomic) .. ";"
   end
   return F.derive_as(cfg, { struct = "GemmRsCfg", body = bulk and "gemm_rs_bulk_wgmma" or "gemm_rs_wgmma",
     lines = lines,
     comm = { signals = { tiles and "tile" or "done" }, halves = 2, elem_bytes = 4, elems = { "m", "n" },
-             divide = "m", flag_div = tiles and 2 or nil, scatter = atomic or nil } })
+             divide = "m", flag_div = tiles and 2 or nil, scatter = atomic or nil, multimem = mm or nil,
+             emulate = mm and cfg.fallback == "emulate" or nil } })
 end
 
 F.sizes = gemm.SIZES   -- m: all rows (rank r ends with m / ranks of them); k: this rank's share of K

@@ -56,48 +56,22 @@ __device__ __forceinline__ void gather_rows(U4 *dst, const U4 *src, long n8, lon
   for (; i < n8; i += step) dst[i] = src[i];
 }
 
-template <class Cfg> struct ArPartials : RsPartials<Cfg> {
-  using Base = RsPartials<Cfg>;
+// X or Y by a constant (NVRTC has no <type_traits>)
+template <bool B, class X, class Y> struct Pick { using type = X; };
+template <class X, class Y> struct Pick<false, X, Y> { using type = Y; };
+
+// gemm_rs's source (threadload: RsPartials; multimem: RsHome, the partials at home) with the
+// owner's rows published and gathered
+template <class Cfg> struct ArPartials : Pick<Cfg::MULTIMEM, RsHome<Cfg>, RsPartials<Cfg>>::type {
+  using Base = typename Pick<Cfg::MULTIMEM, RsHome<Cfg>, RsPartials<Cfg>>::type;
   using T = typename Cfg::T;
-  using Base::NT;
+  static constexpr int NT = Cfg::CONSUMERS * 128;
   static constexpr bool MULTIMEM = Cfg::MULTIMEM;
   __device__ __forceinline__ ArPartials(const Comm &cm_, long m_) : Base(cm_, m_) {}
 
   // the rounded sum's region in `base`'s current half (after the m x n partials)
   __device__ __forceinline__ T *result_of(char *base, long rows, long n) const {
     return (T *)(this->half_of(base) + (long)rows * this->shards() * n);
-  }
-  // multimem: every partial tile stays in this rank's own half, at its rows of the full C
-  template <class C, int MR>
-  __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, const float (&acc)[MR][C::BN / 2]) {
-    if constexpr (Cfg::NP == 1 || !MULTIMEM) {
-      Base::template store<C, MR>(c, cw, rows, n, r0, s, bn, acc);
-    } else {
-      float *mine = this->half_of(this->cm.peers[this->cm.rank]) + (long)s * rows * n;
-      store_tile_f32<C::BN, MR>(mine + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
-    }
-  }
-  // vector i of this rank's rows of the sum, rounded
-  __device__ __forceinline__ U4 fold(long rows, long n, long i) const {
-    const Comm &cm = this->cm;
-    const int P = this->shards(), rank = cm.rank;
-    const long len = rows * n;
-    if constexpr (MULTIMEM) {
-      if (cm.mc) {
-        const U4 *s = (const U4 *)(this->half_of(cm.mc) + (long)rank * len);
-        float acc[8];
-        const U4 lo = multimem_ld_reduce<f32, MM_ADD>(s + 2 * i), hi = multimem_ld_reduce<f32, MM_ADD>(s + 2 * i + 1);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          acc[k] = __uint_as_float((&lo.x)[k]);
-          acc[4 + k] = __uint_as_float((&hi.x)[k]);
-        }
-        return pack_f32<T>(acc);
-      }
-      return fold_partials<T, Cfg::NP>([&](int p) { return this->half_of(cm.peers[p]) + (long)rank * len; }, i, P);
-    } else {
-      return rs_fold_slots<T, Cfg::NP>(this->half_of(cm.peers[rank]), len, i, P);
-    }
   }
   // vector i of the rounded rows into every rank's R (multimem) or this rank's (threadload)
   __device__ __forceinline__ void publish(long rows, long n, long i, const U4 &v) const {
@@ -122,15 +96,12 @@ template <class Cfg> struct ArPartials : RsPartials<Cfg> {
     const int P = this->shards(), rank = cm.rank;
     const int tid = threadIdx.x - 128;
     const u64 e = this->epoch();
-    bar_sync(BAR_CONSUMERS, NT);   // every consumer's partial stores issued before the release
-    if (tid < P) send_signal(cm, SIG_DONE, tid, rank, e);
+    if (this->done_round()) return;
     int stop = 0;
-    for (int p = 0; p < P && !stop; ++p) stop = wait_blocks(cm, SIG_DONE, p, e, tid, NT);
-    if (bar_or(BAR_CONSUMERS, NT, stop)) return;
     const long n8 = rows * n / 8, first = (long)blockIdx.x * NT + tid, step = (long)gridDim.x * NT;
     U4 *out = (U4 *)c;
     for (long i = first; i < n8; i += step) {
-      const U4 v = fold(rows, n, i);
+      const U4 v = this->fold(rows, n, i);
       out[rank * n8 + i] = v;
       publish(rows, n, i, v);
     }

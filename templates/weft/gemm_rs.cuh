@@ -158,9 +158,9 @@ template <class Cfg> struct RsPartials {
       store_tile_f32<C::BN, MR>(slot + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
     }
   }
-  // every consumer thread, after its last tile: DONE to every rank, then this CTA's share of the fold
-  template <class C> __device__ __forceinline__ void consumers_done(T *c, long rows, long n) {
-    if constexpr (Cfg::NP == 1) return;
+  // every consumer thread after its last tile: DONE to every rank once every consumer's stores
+  // are issued, then DONE from every block of every rank; 1 where a wait stopped (all threads)
+  __device__ __forceinline__ int done_round() const {
     const int P = cm.ranks<Cfg::NP>(), rank = cm.rank;
     const int tid = threadIdx.x - 128;
     const u64 e = epoch();
@@ -168,13 +168,66 @@ template <class Cfg> struct RsPartials {
     if (tid < P) send_signal(cm, SIG_DONE, tid, rank, e);
     int stop = 0;
     for (int p = 0; p < P && !stop; ++p) stop = wait_blocks(cm, SIG_DONE, p, e, tid, NT);
-    if (bar_or(BAR_CONSUMERS, NT, stop)) return;
-    const float *mine = half_of(cm.peers[rank]);
-    const long len = rows * n, n8 = len / 8;   // (n is a multiple of 8)
-    for (long i = (long)blockIdx.x * NT + tid; i < n8; i += (long)gridDim.x * NT)
-      ((U4 *)c)[i] = rs_fold_slots<T, Cfg::NP>(mine, len, i, P);
+    return bar_or(BAR_CONSUMERS, NT, stop);
+  }
+  // vector i (8 outputs) of this rank's rows of the sum, from its local slots, rounded
+  __device__ __forceinline__ U4 fold(long rows, long n, long i) const {
+    return rs_fold_slots<T, Cfg::NP>(half_of(cm.peers[cm.rank]), rows * n, i, shards());
+  }
+  // every consumer thread, after its last tile: the DONE round, then this CTA's share of the fold
+  template <class C> __device__ __forceinline__ void consumers_done(T *c, long rows, long n) {
+    if constexpr (Cfg::NP == 1) return;
+    if (done_round()) return;
+    const long n8 = rows * n / 8;   // (n is a multiple of 8)
+    for (long i = (long)blockIdx.x * NT + threadIdx.x - 128; i < n8; i += (long)gridDim.x * NT) ((U4 *)c)[i] = fold(rows, n, i);
   }
   __device__ __forceinline__ void retire() { launch_retire(cm, epoch()); }
+};
+
+// ---- comm = "multimem" (RsHome): every partial stays home; the owner's switch adds -----------------
+// The tile of shard q goes as f32 into this rank's own S_r[h], at its rows q*Ms.. (local stores);
+// the DONE round as above (now a peer will read it); then vector i of shard r is
+// multimem.ld_reduce over every rank's S[h] at rows r*Ms.. -- or, the emulated twin without a
+// multicast address, the rank-order fold of loads from every rank's S_p[h] (the same bits every
+// run; the switch adds in its own order).  Reuse as above: S_p[h] is rewritten by p at e + 2 only
+// after DONE(e + 1) from every rank, each sent after that rank's launch e (its reads) finished.
+template <class Cfg> struct RsHome : RsPartials<Cfg> {
+  using Base = RsPartials<Cfg>;
+  using T = typename Cfg::T;
+  __device__ __forceinline__ RsHome(const Comm &cm_, long m_) : Base(cm_, m_) {}
+  template <class C, int MR>
+  __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, const float (&acc)[MR][C::BN / 2]) {
+    if constexpr (Cfg::NP == 1) {
+      Base::template store<C, MR>(c, cw, rows, n, r0, s, bn, acc);
+    } else {
+      float *mine = this->half_of(this->cm.peers[this->cm.rank]) + (long)s * rows * n;
+      store_tile_f32<C::BN, MR>(mine + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
+    }
+  }
+  __device__ __forceinline__ U4 fold(long rows, long n, long i) const {
+    const Comm &cm = this->cm;
+    const int rank = cm.rank;
+    const long len = rows * n;
+    if (cm.mc) {
+      const U4 *s = (const U4 *)(this->half_of(cm.mc) + (long)rank * len);
+      float acc[8];
+      const U4 lo = multimem_ld_reduce<f32, MM_ADD>(s + 2 * i), hi = multimem_ld_reduce<f32, MM_ADD>(s + 2 * i + 1);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        acc[k] = __uint_as_float((&lo.x)[k]);
+        acc[4 + k] = __uint_as_float((&hi.x)[k]);
+      }
+      return pack_f32<T>(acc);
+    }
+    return fold_partials<T, Cfg::NP>([&](int p) { return this->half_of(cm.peers[p]) + (long)rank * len; }, i, this->shards());
+  }
+  template <class C> __device__ __forceinline__ void consumers_done(T *c, long rows, long n) {
+    if constexpr (Cfg::NP == 1) return;
+    if (this->done_round()) return;
+    const long n8 = rows * n / 8;
+    for (long i = (long)blockIdx.x * Base::NT + threadIdx.x - 128; i < n8; i += (long)gridDim.x * Base::NT)
+      ((U4 *)c)[i] = fold(rows, n, i);
+  }
 };
 
 // ---- fold = "tiles" (Cfg::FOLD_TILES): the owner folds each of its tiles in the epilogue ---------
@@ -298,6 +351,9 @@ __device__ __forceinline__ void gemm_rs_wgmma(typename Cfg::T *c, long m, long n
   static_assert(!Cfg::PDL && !Cfg::EPI_TMA && !Cfg::SPLIT_TAIL, "gemm_rs: direct f32 stores, no pdl, no split tail");
   if constexpr (Cfg::FOLD_TILES) {
     RsTiles<Cfg> src(cm, m);
+    gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  } else if constexpr (Cfg::MULTIMEM) {
+    RsHome<Cfg> src(cm, m);
     gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
   } else {
     RsPartials<Cfg> src(cm, m);

@@ -1,2 +1,2 @@
--- expect: fold = "tiles": fold = "tiles" is built for comm = "threadload"
+-- expect: comm = "multimem": comm = "multimem" sums once every partial is in
 return { family = "gemm_ar", fold = "tiles", comm = "multimem", fallback = "emulate" }

@@ -233,6 +233,14 @@ static const entry matrix[] = {
    {"multimem"}},
   {"gemm_rs.lua", {"cluster.m=2", "tile.m=64", "consumers=1", "tile.n=128"},
    {GEMM_PTX, AG_SIGNAL_PTX, "st.global.v2.f32", "multicast::cluster"}, {"multimem"}},
+  /* gemm_rs comm = "multimem": the partials stored home (st.global.v2.f32), DONE, then the owner's
+   * multimem.ld_reduce of f32 vectors (the twin: 16-byte loads from every rank, rank order) */
+  {"gemm_rs.lua", {"comm=multimem", "fallback=emulate"},
+   {GEMM_PTX, AG_SIGNAL_PTX, "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "st.global.v2.f32"},
+   {"multimem.st", "cp.reduce.async.bulk", "cp.async.bulk.global"}},
+  {"gemm_rs.lua", {"comm=multimem", "fallback=emulate", "ranks=8", "dtype=f16", "b_layout=col", "tile.n=128"},
+   {GEMM_PTX, "multimem.ld_reduce.relaxed.sys.global.add.v4.f32", "cvt.rn.f16x2.f32", "ld.global.v4.f32"},
+   {"multimem.st", "bf16"}},
   /* gemm_rs comm = "tma" (ordered): atomic's slices and bulk path with plain bulk copies into the
    * owner's slot, completion and the proxy fence before DONE, then the rank-order fold */
   {"gemm_rs.lua", {"comm=tma"},

@@ -391,7 +391,7 @@ local function check_manifest(m, cfg, file, where)
     local eb = ar and 4 + 2 or 4   -- (bf16 and f16: 2 bytes)
     T.eq(m.comm.flag_div, tiles and 2 or nil, where .. " comm: a flag region for fold = tiles")
     T.ok(m.comm.halves == 2 and m.comm.elem_bytes == eb and m.comm.divide == "m", where .. " comm: f32 halves, M divided")
-    T.eq(m.comm.multimem == true, ar and cfg.comm == "multimem", where .. " comm: multimem")
+    T.eq(m.comm.multimem == true, cfg.comm == "multimem", where .. " comm: multimem")
     local names = {}
     for _, a in ipairs(m.args) do names[#names + 1] = a.name end
     T.deq(names, { "c", "a", "b", "m", "n", "k" }, where .. " args")
@@ -796,7 +796,8 @@ local function fixup(cfg, field)
     if field == "comm" and cfg.comm == "multimem" then cfg.algo = "two_shot" end
     if field == "fallback" and cfg.fallback ~= "none" then cfg.comm = "multimem"; cfg.algo = "two_shot" end
   end
-  if (cfg.family == "reduce_scatter" or cfg.family == "all_gather" or cfg.family == "gemm_ar") and field == "fallback"
+  if (cfg.family == "reduce_scatter" or cfg.family == "all_gather" or cfg.family == "gemm_ar" or cfg.family == "gemm_rs")
+      and field == "fallback"
       and cfg.fallback ~= "none" then
     cfg.comm = "multimem"   -- only multimem has a fallback
   end

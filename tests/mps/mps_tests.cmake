@@ -162,6 +162,19 @@ add_test(NAME mps.timeout.gemm_rs_atomic_done.np2
 set_tests_properties(mps.timeout.gemm_rs_atomic_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
                      RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 
+# comm = "multimem" through its unicast twin: the partials stay home, the owner folds every rank's
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_rs_multimem_emulated ${np} ${GRS} --set comm=multimem --set fallback=emulate ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_rs_multimem_f16_bcol_ranks_known 4 ${GRS} --set comm=multimem --set fallback=emulate --set dtype=f16
+              --set b_layout=col --set ranks=4 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_multimem_odd_rows 3 ${GRS} --set comm=multimem --set fallback=emulate --shapes-only
+              --shape 1002x1000x1000 --shape 375x264x72)
+add_test(NAME mps.timeout.gemm_rs_multimem_done.np2
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 2 $<TARGET_FILE:weft_cli> ${GRS} 1 done --set comm=multimem
+                 --set fallback=emulate --shapes-only --shape 1000x1000x1000)
+set_tests_properties(mps.timeout.gemm_rs_multimem_done.np2 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                     RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE}")
 # comm = "tma" (ordered): the partial tiles stored by TMA bulk copies, the same fold and bits
 foreach(np 1 2 3 4 8)
   weft_mps_test(gemm_rs_tma_bf16 ${np} ${GRS} --set comm=tma ${GRS_SHAPES})

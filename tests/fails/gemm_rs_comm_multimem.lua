@@ -1,2 +1,0 @@
--- expect: comm = "multimem": must be one of "auto", "threadload", "tma"
-return { family = "gemm_rs", comm = "multimem" }
