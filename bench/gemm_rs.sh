@@ -12,8 +12,10 @@
 #            the runner times in the same run (weft's gemm at M x N x K/P on every rank with the same
 #            schedule, then weft's reduce_scatter of M N / P elements, or allreduce of M N), at 1024^3
 #            and 8192^3 total (M x N x K with K cut over the ranks).
-#   REDUCE (gemm_rs): e.g. "ordered atomic" times every case once per reduce mode (--set reduce=...;
-#            atomic adds with TMA bulk reduce-adds into an M/P x N staging and is not bit-stable).
+#   VARIANTS: the multi-rank cases once per variant, each a comma-separated list of key=value (or
+#            "config": the example's with SETS), e.g. for gemm_rs
+#            VARIANTS="config fold=tiles comm=tma reduce=atomic comm=multimem,fallback=emulate"
+#            (atomic adds with TMA bulk reduce-adds into an M/P x N staging and is not bit-stable).
 #   Logs under $OUT; the timing lines on stdout.
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -25,7 +27,6 @@ W=build/weft
 FAM=${FAMILY:-gemm_rs}
 GRS="$here/../examples/$FAM.lua"
 SETS=${SETS:-}
-REDUCE=${REDUCE:-}
 for ph in ${PHASES:-tests time}; do
   case $ph in
     tests)
@@ -39,9 +40,12 @@ for ph in ${PHASES:-tests time}; do
       for np in ${RANKS:-2 4 8}; do
         for t in 1024 8192; do
           k=$((t / np))
-          for red in ${REDUCE:-config}; do   # config: the example's (or SETS') reduce
+          for var in ${VARIANTS:-config}; do
             rs=; tag=
-            [ "$red" = config ] || { rs="--set reduce=$red"; tag="_$red"; }
+            if [ "$var" != config ]; then
+              for kv in ${var//,/ }; do rs="$rs --set $kv"; done
+              tag="_${var//[=,]/_}"
+            fi
             echo "== P=$np ${t}^3 (k = $k per rank): fused $SETS $rs beside the unfused gemm + collective (the runner times both)"
             timeout 300 $MPIRUN -x WEFT_CACHE_DIR -np "$np" $W run "$GRS" $SETS $rs --set ranks="$np" --no-check \
               --shapes-only --time-shape "${t}x${t}x$k" > "$out/${FAM}${tag}_np${np}_$t.txt" 2>&1; echo "rc=$?"
