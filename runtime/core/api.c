@@ -524,7 +524,7 @@ long api_grid_items(const weft_grid_dim *g, long v, long w, int ranks) {
 
 /* The grid from the size arguments, as the manifest says.  ranks: the world size (split =
  * "ranks"); share: processes sharing this GPU, which divide its co-resident capacity. */
-static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share, unsigned grid[3]) {
+static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share, long coresident, unsigned grid[3]) {
   const weft_manifest *m = k->m;
   for (int i = 0; i < 3; i++) {
     long g = m->grid[i].times;
@@ -540,7 +540,8 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
        * capacity (132 + 132 blocks of 512 threads) timed out waiting for a block of the other rank
        * that never started, on the first launch, while 100 + 100 ran 20 launches clean.  With a
        * GPU of its own a rank keeps the whole capacity. */
-      long cap = k->coresident / (share > 0 ? share : 1) / (share > 1 && m->comm.n_signals > 0 ? 2 : 1);
+      long cap = (coresident > 0 ? coresident : k->coresident) / (share > 0 ? share : 1) /
+                 (share > 1 && m->comm.n_signals > 0 ? 2 : 1);
       if (m->grid[i].cap && items > cap) items = cap;
       if (items < 1) items = 1;
       g *= items;
@@ -697,7 +698,8 @@ static int log_launches(void) {
   return v;
 }
 
-weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, void *stream) {
+weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, long coresident,
+                       void *stream) {
   weft_status st = check_args(k, args);
   if (st) return st;
   const weft_manifest *m = k->m;
@@ -707,7 +709,7 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
   st = kernel_load(k);
   if (st) return st;
   unsigned grid[3];
-  st = launch_grid(k, args, env->ranks, share, grid);
+  st = launch_grid(k, args, env->ranks, share, coresident, grid);
   if (st) return st;
   const drv_table *d = k->ctx->drv;
   /* the kernel's parameters: args, tensor maps (by value), then the tail */
@@ -755,7 +757,7 @@ weft_status weft_launch(weft_kernel *k, void **args, void *stream) {
     return fail(k->err, WEFT_ERR_INVALID, "%s: a %s kernel talks to other ranks: launch it with weft_comm_launch "
                 "(after weft_comm_create), not weft_launch", k->m->name, k->m->family);
   api_tmap_env one = {.ranks = 1, .rank = 0, .halves = 1};
-  return api_launch(k, args, &one, NULL, 1, stream);
+  return api_launch(k, args, &one, NULL, 1, 0, stream);
 }
 
 weft_status api_kernel_load(weft_kernel *k, long *coresident) {

@@ -52,7 +52,8 @@ struct weft_comm {
   err_record *rec;          /* host view of the record */
   comm_param p;
   long long max_elems;
-  int share, multicast, dead;
+  int share, multicast, dead;   /* share: the most processes on one GPU, over the ranks */
+  long fit;                     /* the co-resident capacity (clusters), the lowest over the ranks */
   char err[API_ERRLEN];
 };
 
@@ -187,7 +188,17 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
     free(c);
     return st;
   }
-  c->share = weft_symm_gpu_share(c->symm);
+  /* Every rank caps its grid the same way (the waits pair blocks by index and count every block of
+   * every rank): the lowest capacity, divided by the most processes sharing one GPU. */
+  c->fit = coresident / ((long)m->cluster[0] * m->cluster[1] * m->cluster[2]);
+  {
+    long long most = weft_symm_gpu_share(c->symm);
+    if (world_reduce_i64(w, WORLD_ALL, &most, WORLD_MAX)) {
+      snprintf(msg, sizeof msg, "weft_comm_create: %s", world_transport_error(w));
+      goto local_done;
+    }
+    c->share = (int)most;
+  }
   for (int r = 0; r < P; r++) c->p.peers[r] = (CUdeviceptr)weft_symm_ptr(c->symm, r);
   c->p.rank = weft_world_rank(w);
   c->p.size = P;
@@ -300,7 +311,7 @@ weft_status weft_comm_launch(weft_comm *c, void **args, void *stream) {
   api_tmap_env env = {.ranks = c->p.size, .rank = c->p.rank, .halves = cs->halves > 0 ? cs->halves : 1,
                       .peers = c->p.peers, .symm_stride = weft_symm_bytes(c->symm),
                       .data_offset = c->p.data_offset, .half_bytes = c->p.half_bytes};
-  weft_status st = api_launch(c->k, args, &env, &c->p, c->share, stream);
+  weft_status st = api_launch(c->k, args, &env, &c->p, c->share, c->fit, stream);
   if (st) snprintf(c->err, sizeof c->err, "%s", api_kernel_err(c->k));
   return st;
 }

@@ -54,7 +54,11 @@ weft_status api_tmap_encode(const drv_table *d, const weft_manifest *m, int i, c
  * env->ranks, the co-resident cap divided by `share` processes on the GPU), and the kernel's
  * parameters: args, then one tensor map per manifest tmap (built from args and env), then
  * `tail` if not NULL (a communicator's weft::Comm). */
-weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, void *stream);
+/* coresident: the co-resident capacity to divide among the `share` processes on a GPU (0: this
+ * process's own count; a communicator passes the lowest over its ranks, so every rank's grid is
+ * the same size) */
+weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, long coresident,
+                       void *stream);
 #define API_ERRLEN 16384
 
 #endif

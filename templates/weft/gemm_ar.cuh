@@ -147,6 +147,8 @@ template <class Cfg> struct ArTiles : RsTiles<Cfg> {
     const int rank = this->cm.rank;
     if constexpr (Cfg::NP == 1) {
       store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
+    } else if (!this->inside(rows, n, r0, bn)) {
+      return;   // a cluster's CTA past the matrix: no flag, no wait
     } else if (s != rank) {
       this->template send_tile<C, MR>(cw, rows, n, r0, s, bn, acc);
     } else if (this->template fold_tile<C, MR>(cw, rows, n, r0, bn, acc)) {
@@ -166,7 +168,7 @@ template <class Cfg> struct ArTiles : RsTiles<Cfg> {
     int stop = 0;
     for (int j = 0; j < P - 1 && !stop; ++j) {
       const int q = (rank + 1 + j) % P;
-      stop = wait_blocks_of(cm, SIG_FOLDED, q, e, tid, NT, q, 1);
+      stop = wait_blocks_of(cm, SIG_FOLDED, q, e, tid, NT, q, 2);   // (twice as long: FOLDED follows q's TILE waits)
     }
     if (bar_or(BAR_CONSUMERS, NT, stop)) return;
     const long n8 = rows * n / 8, first = (long)blockIdx.x * NT + tid, step = (long)gridDim.x * NT;

@@ -243,9 +243,14 @@ template <class Cfg> struct RsHome : RsPartials<Cfg> {
 //                  The same f32 values in the same order as fold = "after": the same bits.
 // Flags: one u64 per (source, tile, part) -- part = the cooperative warpgroup whose rows they are
 // (pingpong: one part) -- in a region of their own between the pads and the data (comm.flag_div),
-// holding only epochs: a later launch of another shape finds older epochs there, never data.  One
-// region for both halves: a flag is waited for as ">= e", and a sender gets to rewrite it (e + 1)
-// only with a value that also passes.  No DONE round: a rank waits, in
+// holding only epochs: a later launch of another shape finds older epochs there, never data.  The
+// region is cut into one equal part per source, indexed by tile within it, so a flag's slot never
+// depends on another source's tile numbering: with P >= 3 a rank may already be in launch e + 1,
+// with another shape, while a slower one still sends its tiles of e, and a slot shared between
+// sources would let the newer epoch of one pass for the other's.  One region for both halves: a
+// flag is waited for as ">= e", and a source's own later value (e + 1: it finished e) also
+// passes.  A cluster's CTA whose tile lies past the matrix (an odd count of row or column blocks)
+// neither sends nor waits: its slot is another tile's.  No DONE round: a rank waits, in
 // launch e + 1, for a TILE(e + 1) of every other rank, which each sent after finishing launch e,
 // so the staging it rewrites at e + 2 is no longer read (every rank has at least one tile of
 // every shard).  No deadlock: a CTA's walk takes every tile of the other shards (which never wait)
@@ -260,11 +265,19 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
   __device__ __forceinline__ RsTiles(const Comm &cm_, long m_) : Base(cm_, m_) {}
 
   // the flag of (source, tile of row block bm and column block bn, part) in `base`'s buffer: the
-  // region starts where the pads of the family's signals end (runtime/core/comm.c sizes it so)
-  __device__ __forceinline__ u64 *flag(char *base, long rows, long n, int src, long bm, int bn, int part) const {
-    const long mt = (rows + Cfg::BM - 1) / Cfg::BM, nt = (n + Cfg::BN - 1) / Cfg::BN;
+  // region starts where the pads of the family's signals end and ends at the data (both as
+  // runtime/core/comm.c lays them out); source src's part is the src-th of P equal parts, which
+  // hold every tile of any shape the communicator takes (comm.flag_div; tests/lua/test_generate.lua
+  // checks the bound for every tile shape, rank count and size class)
+  __device__ __forceinline__ u64 *flag(char *base, long n, int src, long bm, int bn, int part) const {
+    const long nt = (n + Cfg::BN - 1) / Cfg::BN;
     const long pads = ((long)Cfg::SIGNALS * MAX_RANKS * this->cm.max_blocks * 8 + 255) / 256 * 256;
-    return (u64 *)(base + pads) + ((src * mt + bm) * nt + bn) * PARTS + part;
+    const long per = (this->cm.data_offset - pads) / 8 / this->shards();
+    return (u64 *)(base + pads) + src * per + (bm * nt + bn) * PARTS + part;
+  }
+  // whether the tile exists (a cluster's second CTA may hold one past the matrix)
+  __device__ __forceinline__ static bool inside(long rows, long n, long r0, int bn) {
+    return r0 < rows && (long)bn * Cfg::BN < n;
   }
   // another shard's tile: its f32 partial into the owner's slot, then its flag
   template <class C, int MR>
@@ -275,7 +288,7 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
     store_tile_f32<C::BN, MR>(slot + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
     bar_sync(BAR_TILE_WG0 + cw, 128);   // this warpgroup's stores issued before the release (cumulative)
     if (threadIdx.x % 128 == 0 && !(rank == cm.mute_rank && cm.mute_signal == SIG_TILE))
-      st_release_sys(flag(cm.peers[s], rows, n, rank, r0 / Cfg::BM, bn, Cfg::PINGPONG ? 0 : cw), this->epoch());
+      st_release_sys(flag(cm.peers[s], n, rank, r0 / Cfg::BM, bn, Cfg::PINGPONG ? 0 : cw), this->epoch());
   }
   // an own tile: acc := the rank-order sum once every other rank's flag for it is in; false if a
   // wait stopped (a timeout: the host reports it)
@@ -287,7 +300,7 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
     int stop = 0;
     Timeout to;
     if (t < P && t != rank)
-      poll_bounded<false>(cm, flag(cm.peers[rank], rows, n, t, r0 / Cfg::BM, bn, part), t, [e](u64 v) { return v >= e; },
+      poll_bounded<false>(cm, flag(cm.peers[rank], n, t, r0 / Cfg::BM, bn, part), t, [e](u64 v) { return v >= e; },
                           [](u64 v) { return v; }, stop, to);
     to.report(cm, SIG_TILE, e);
     fence_acquire_sys();
@@ -299,6 +312,8 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
   __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, float (&acc)[MR][C::BN / 2]) {
     if constexpr (Cfg::NP == 1) {
       store_tile<T, C::BN, MR>(c, n, r0, rows - r0, (long)bn * C::BN, acc);
+    } else if (!inside(rows, n, r0, bn)) {
+      return;   // (the same for the whole warpgroup: no barrier is left waiting)
     } else if (s != this->cm.rank) {
       send_tile<C, MR>(cw, rows, n, r0, s, bn, acc);
     } else if (fold_tile<C, MR>(cw, rows, n, r0, bn, acc)) {

@@ -692,6 +692,35 @@ T.test("the config file's path is recorded, and only in the manifest", function(
   T.contains(a.json, '"config_file": "a/one.lua"')
 end)
 
+-- ---- gemm_rs fold = "tiles": the flag region holds every tile ------------------------------
+-- runtime/core/comm.c gives it max_elems / flag_div + 4096 bytes (rounded up to 256); the kernel
+-- (templates/weft/gemm_rs.cuh RsTiles::flag) cuts it into P equal parts, one per source, each
+-- holding a u64 per (tile, part) of this rank's shard: Ms x n with Ms = m / P, m * n <= max_elems.
+T.test("gemm_rs fold = tiles: every source's flags fit its part of the region", function()
+  local m = gen(cfg_text({ family = "gemm_rs", fold = "tiles" }), "t.lua")
+  local div = m.comm.flag_div
+  T.ok(div and div > 0, "fold = tiles has a flag region")
+  local worst = 0
+  for P = 1, 8 do
+    for _, ms in ipairs({ 1, 2, 63, 64, 65, 127, 129, 255, 1000, 8191 }) do
+      for _, n in ipairs({ 8, 16, 64, 72, 200, 520, 4096, 8200, 49152, 1 << 20 }) do
+        local E = P * ms * n
+        local R = (E // div + 4096 + 255) // 256 * 256   -- (a rank's max_elems may be larger: more room)
+        local per = R // 8 // P
+        for _, tp in ipairs({ { 64, 1 }, { 128, 1 }, { 128, 2 }, { 256, 1 }, { 256, 2 } }) do
+          for _, bn in ipairs({ 64, 128, 192, 256 }) do
+            local need = ((ms + tp[1] - 1) // tp[1]) * ((n + bn - 1) // bn) * tp[2]
+            worst = math.max(worst, need / per)
+            T.ok(need <= per, string.format("P=%d Ms=%d n=%d tile %dx%d parts %d: %d flags, %d slots", P, ms, n, tp[1],
+                                            bn, tp[2], need, per))
+          end
+        end
+      end
+    end
+  end
+  T.ok(worst < 0.75, "room to spare: at most " .. worst .. " of a part used")
+end)
+
 -- ---- every parameter is in the name ------------------------------------------------------
 
 local BASE = {

@@ -195,6 +195,10 @@ weft_mps_test(gemm_rs_tiles_pingpong 4 ${GRS} --set fold=tiles --set tile.n=128 
 weft_mps_test(gemm_rs_tiles_split_k2 2 ${GRS} --set fold=tiles --set split_k=2 --set tile.n=128 ${GRS_SHAPES})
 weft_mps_test(gemm_rs_tiles_cluster_m2 4 ${GRS} --set fold=tiles --set cluster.m=2 --set tile.m=64 --set consumers=1
               --set tile.n=128 ${GRS_SHAPES})
+# a cluster of two along N over an odd count of column blocks (1032 / 128 = 9): the second CTA's
+# last tile lies past the matrix and must neither flag nor wait (its slot is another tile's)
+weft_mps_test(gemm_rs_tiles_cluster_n2_odd 4 ${GRS} --set fold=tiles --set cluster.n=2 --set tile.n=128 --shapes-only
+              --shape 1032x1032x520 --shape 2056x1160x256)
 weft_mps_test(gemm_rs_tiles_tile64_c1 8 ${GRS} --set fold=tiles --set tile.m=64 --set consumers=1 --set tile.n=128
               --set stages=6 ${GRS_SHAPES})
 # a rank whose tile flags never come: the others' own tiles time out naming it and signal "tile";
@@ -222,6 +226,8 @@ foreach(np 1 2 3 4 8)
 endforeach()
 weft_mps_test(gemm_ar_tiles_f16_bcol_pingpong 4 ${GAR} --set fold=tiles --set dtype=f16 --set b_layout=col --set mma=pingpong
               --set tile.n=128 --set ranks=4 ${GRS_SHAPES})
+weft_mps_test(gemm_ar_tiles_cluster_m2_odd 4 ${GAR} --set fold=tiles --set cluster.m=2 --set tile.m=64 --set consumers=1
+              --set tile.n=128 --shapes-only --shape 1032x1032x520)
 weft_mps_test(gemm_ar_tiles_odd_rows 3 ${GAR} --set fold=tiles --shapes-only --shape 1002x1000x1000 --shape 375x264x72)
 weft_mps_test(gemm_ar_multimem_f16_ranks_known 4 ${GAR} ${GAR_MM} --set dtype=f16 --set b_layout=col --set ranks=4 ${GRS_SHAPES})
 weft_mps_test(gemm_ar_pingpong 4 ${GAR} --set tile.n=128 --set mma=pingpong ${GRS_SHAPES})
