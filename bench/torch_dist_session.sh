@@ -48,34 +48,20 @@ if [ "$STAGE" = tests ] || [ "$STAGE" = all ]; then
          "$(grep -c 'FAIL ' "$OUT/test_np$np.log") FAIL lines" | tee -a "$OUT/summary.txt"
   done
 fi
-if [ "$STAGE" = bench ] || [ "$STAGE" = all ]; then
+# one torchrun per rank count: bench/SCRIPT's table rows (and FAIL lines) into the summary
+run_stage() {   # name script
   for np in ${WEFT_BENCH_NPS:-2 4}; do
     timeout -k 20 ${WEFT_BENCH_TIMEOUT_S:-280} "$PY" -m torch.distributed.run --standalone --nproc-per-node "$np" \
-      "$ROOT/bench/torch_comm.py" > "$OUT/bench_np$np.log" 2>&1
+      "$ROOT/bench/$2" > "$OUT/$1_np$np.log" 2>&1
     rc=$?
     [ $rc -ne 0 ] && bad=1
-    echo "bench np=$np: exit $rc" | tee -a "$OUT/summary.txt"
-    grep -E '^(\||##)' "$OUT/bench_np$np.log" | tee -a "$OUT/summary.txt"
+    echo "$1 np=$np: exit $rc" | tee -a "$OUT/summary.txt"
+    grep -E '^(\||##|FAIL)' "$OUT/$1_np$np.log" | tee -a "$OUT/summary.txt"
   done
-fi
-if [ "$STAGE" = arn ]; then   # bench/arn_torch.py: the fused op against NCCL (or weft's allreduce) + torch's add, rms_norm
-  for np in ${WEFT_BENCH_NPS:-2 4}; do
-    timeout -k 20 ${WEFT_BENCH_TIMEOUT_S:-280} "$PY" -m torch.distributed.run --standalone --nproc-per-node "$np" \
-      "$ROOT/bench/arn_torch.py" > "$OUT/arn_np$np.log" 2>&1
-    rc=$?
-    [ $rc -ne 0 ] && bad=1
-    echo "arn np=$np: exit $rc" | tee -a "$OUT/summary.txt"
-    grep -E '^(\||##|FAIL)' "$OUT/arn_np$np.log" | tee -a "$OUT/summary.txt"
-  done
-fi
-if [ "$STAGE" = mrs ]; then   # bench/mrs_torch.py: GEMM + reduce-scatter, fused and not, against torch + NCCL
-  for np in ${WEFT_BENCH_NPS:-2 4}; do
-    timeout -k 20 ${WEFT_BENCH_TIMEOUT_S:-280} "$PY" -m torch.distributed.run --standalone --nproc-per-node "$np" \
-      "$ROOT/bench/mrs_torch.py" > "$OUT/mrs_np$np.log" 2>&1
-    rc=$?
-    [ $rc -ne 0 ] && bad=1
-    echo "mrs np=$np: exit $rc" | tee -a "$OUT/summary.txt"
-    grep -E '^(\||##|FAIL)' "$OUT/mrs_np$np.log" | tee -a "$OUT/summary.txt"
-  done
-fi
+}
+if [ "$STAGE" = bench ] || [ "$STAGE" = all ]; then run_stage bench torch_comm.py; fi
+# bench/arn_torch.py: the fused op against NCCL (or weft's allreduce) + torch's add, rms_norm
+if [ "$STAGE" = arn ]; then run_stage arn arn_torch.py; fi
+# bench/mrs_torch.py: GEMM + reduce-scatter, fused and not, against torch + NCCL
+if [ "$STAGE" = mrs ]; then run_stage mrs mrs_torch.py; fi
 exit $bad
