@@ -382,7 +382,7 @@ foreach(np 1 2 3 4 8)
   weft_mps_test(reduce_scatter_bf16_sum_ranks_known ${np} ${RS} --set dtype=bf16 --set ranks=${np})
   weft_mps_test(all_gather_f16_ranks_known ${np} ${AGC} --set dtype=f16 --set ranks=${np})
 endforeach()
-weft_mps_test(reduce_scatter_f32_max_multimem_emulated_ranks_known 8 ${RS} ${COLL_MM} --set op=max --set ranks=8)
+weft_mps_test(reduce_scatter_bf16_max_multimem_emulated_ranks_known 8 ${RS} ${COLL_MM} --set dtype=bf16 --set op=max --set ranks=8)
 weft_mps_test(all_gather_bf16_multimem_emulated_ranks_known 4 ${AGC} ${COLL_MM} --set dtype=bf16 --set ranks=4)
 add_test(NAME mps.reduce_scatter_ranks_mismatch.np2
          COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/expect_fail.sh 2 $<TARGET_FILE:weft_cli>
