@@ -532,16 +532,17 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
       long v = arg_int(&m->args[k->grid_arg[i]], args[k->grid_arg[i]]);
       long w = k->grid_by[i] >= 0 ? arg_int(&m->args[k->grid_by[i]], args[k->grid_by[i]]) : 1;
       long items = api_grid_items(&m->grid[i], v, w, ranks);
-      /* Ranks sharing a GPU (MPS) split its co-resident capacity, and a kernel that waits on other
-       * ranks gets half of its share: room for two grids per rank.  A pdl kernel needs it, as the
-       * next launch's blocks may park beside it (scheduled early, waiting in griddepcontrol.wait)
-       * and take the room of another rank's blocks this launch waits for.  The others need it
-       * too: seen on the H200 with two torch processes under MPS, one_shot grids filling the whole
-       * capacity (132 + 132 blocks of 512 threads) timed out waiting for a block of the other rank
-       * that never started, on the first launch, while 100 + 100 ran 20 launches clean.  With a
-       * GPU of its own a rank keeps the whole capacity. */
-      long cap = (coresident > 0 ? coresident : k->coresident) / (share > 0 ? share : 1) /
-                 (share > 1 && m->comm.n_signals > 0 ? 2 : 1);
+      /* Ranks sharing a GPU (MPS) split its capacity (comm.c passes it counted at one block per SM
+       * there), and a kernel that waits on other ranks gets half of its share: blocks spinning on a
+       * rank that has not started must leave SMs free for whatever that rank (or any process on the
+       * GPU) queued before its own launch -- seen on the H200 under MPS: with grids covering every
+       * SM (132 + 132 blocks of 512 threads at two ranks; 4 x 66 at four, two per SM), a rank's
+       * kernel never started and the others timed out.  A pdl kernel halves it again: the next
+       * launch's blocks may park beside it (scheduled early, waiting in griddepcontrol.wait), so a
+       * rank can hold two grids.  With a GPU of its own a rank keeps the whole capacity. */
+      int shared = share > 1 && m->comm.n_signals > 0;
+      long cap = (coresident > 0 ? coresident : k->coresident) / (share > 0 ? share : 1) / (shared ? 2 : 1) /
+                 (shared && m->pdl ? 2 : 1);
       if (m->grid[i].cap && items > cap) items = cap;
       if (items < 1) items = 1;
       g *= items;

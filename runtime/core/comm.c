@@ -124,8 +124,13 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
              "generate it with ranks = %d, or \"any\"", m->name, m->comm.ranks, P, P == 1 ? "" : "s", P);
   }
   if (!world_all_ok(w, !st, msg, kerr, API_ERRLEN)) { free(c); return st ? st : WEFT_ERR_CUDA; }
-  long long fit = coresident;
-  if (world_reduce_i64(w, WORLD_ALL, &fit, WORLD_MIN)) {
+  /* the capacity at one cluster (or block) per SM, for ranks sharing a GPU (below) */
+  int sms = 0;
+  if (c->d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || sms < 1)
+    sms = 1;
+  long long fit = coresident, per_sm = sms / ((long long)m->cluster[0] * m->cluster[1] * m->cluster[2]);
+  if (per_sm < 1) per_sm = 1;
+  if (world_reduce_i64(w, WORLD_ALL, &fit, WORLD_MIN) || world_reduce_i64(w, WORLD_ALL, &per_sm, WORLD_MIN)) {
     snprintf(kerr, API_ERRLEN, "weft_comm_create: %s", world_transport_error(w));
     free(c);
     return WEFT_ERR_IO;
@@ -199,6 +204,12 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
     }
     c->share = (int)most;
   }
+  /* Ranks sharing a GPU count SMs, not block slots: a block spinning on another rank holds its SM's
+   * registers, and with blocks spread over every SM (4 ranks x 66 blocks of 512 threads, two per SM)
+   * a rank's torch.matmul queued before its own collective found no SM to run on, so that collective
+   * never started and the others timed out (H200, MPS, 4 ranks).  launch_grid then halves each
+   * rank's part, so at least half the SMs hold no waiting block. */
+  if (c->share > 1 && c->fit > per_sm) c->fit = (long)per_sm;
   for (int r = 0; r < P; r++) c->p.peers[r] = (CUdeviceptr)weft_symm_ptr(c->symm, r);
   c->p.rank = weft_world_rank(w);
   c->p.size = P;

@@ -30,7 +30,7 @@
 // of this one has started, so with the GPU to itself its parked blocks take no room this launch
 // needs.  With several ranks on one GPU they could take another rank's room; a rank has at most
 // two grids resident (the next one's trigger comes after its wait, i.e. after this grid is
-// gone), so there the runtime halves the co-resident cap of pdl comm kernels.
+// gone), so there the runtime halves the grid cap of pdl comm kernels once more (api.c).
 //
 // The fold is in rank order from rank 0's value, in f32, rounded once: every rank computes the
 // same expression on the same inputs.  (A real multimem.ld_reduce reduces in the switch, in

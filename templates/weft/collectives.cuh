@@ -47,7 +47,7 @@
 // not 16-byte aligned (odd n) moves element by element on the x / y side; S is always aligned.
 //
 // PDL: as allreduce.cuh (wait for the previous grid before the epoch or any buffer, then let the
-// next one be scheduled; the runtime halves the co-resident cap of pdl comm kernels).
+// next one be scheduled; the runtime halves the grid cap of pdl comm kernels once more).
 //
 // NP (the config's `ranks`; 0: any): the world size the kernel is generated for, so that the
 // loops over ranks and the fold's loads are that many (the runtime refuses another world size).

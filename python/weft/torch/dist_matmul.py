@@ -155,12 +155,7 @@ def _run(op, a, b, name, b_layout, fuse, scatter, reduce_op="sum", scatter_dim=0
     else:
         c = torch.empty((M, N), dtype=a.dtype, device=device)
         n = M * N
-        # not one_shot_ll: at 4 ranks under MPS, its launch after a torch.matmul timed out every time at the
-        # fifth launch of the communicator (rank 0's words of that epoch never came; bench/RESULTS.md, third
-        # session of issue 20), where one_shot gave the same bits 24 times in a row.  Cause not found yet.
         algo = allreduce_algo(n * ESIZE[dt], n, ranks)
-        if algo == "one_shot_ll":
-            algo = "one_shot"
         ar = {"family": "allreduce", "dtype": dt, "op": "sum", "algo": algo, "comm": "threadload"}
         # the same key as dist.all_reduce's: one communicator serves both
         _launch(g, op, ("allreduce", dt, "sum", algo), lambda ctx: ctx.compile(ar), n, s, y=c, x=part, n=n)

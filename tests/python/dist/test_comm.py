@@ -176,6 +176,32 @@ def all_reduce_case(dtype, op, n, algo=None):
         wd.LL_MAX_BYTES, wd.TWO_SHOT_MIN_BYTES, wd.TWO_SHOT_MIN_RANKS = saved
 
 
+@case
+def behind_torch_case(launches=20):
+    """Each collective queued right behind a torch.matmul on the same stream: a rank whose matmul
+    cannot find a free SM never starts its collective.  At 4 ranks on one GPU, grids that put two
+    spinning blocks on every SM timed out at the third to fifth launch this way (the runtime now
+    caps them at one block per SM per rank, halved)."""
+    a = gen(31 + RANK, (2048, 256), torch.float16).to(DEV)
+    b = gen(37 + RANK, (256, 1024), torch.float16).to(DEV)
+    x_cpu = gen(41 + RANK, (503 * 136,), torch.bfloat16)   # one_shot_ll's size class
+    x = x_cpu.to(DEV)
+    xs = gather(x_cpu)
+    first = None
+    for i in range(launches):
+        torch.matmul(a, b)
+        y = wd.all_reduce(x)
+        torch.cuda.synchronize()
+        wd.check()
+        d = digest(y)
+        if first is None:
+            ar_check("all_reduce behind torch.matmul", y, xs, "sum", torch.bfloat16)
+            first = d
+        elif d != first:
+            raise AssertionError("all_reduce behind torch.matmul: launch %d gave other bits" % (i + 1))
+    same_bits("all_reduce behind torch.matmul", y)
+
+
 # ---- all_gather_matmul --------------------------------------------------------------------------
 
 def ag_inputs(ms, k, n, dtype, layout, salt=0):
@@ -655,6 +681,7 @@ def main_cases(quick):
             for ms, k, n in ((200, 328, 264), (128, 64, 256), (1, 8, 8), (512, 1024, 1024)):
                 for return_a in (False, True):
                     all_gather_matmul_case(dtype, ms, k, n, layout, return_a)
+    behind_torch_case()
     arn_cases(quick)
     matmul_cases.run(sys.modules[__name__], True)
     cuda_graph_case(10 if quick else 100)
@@ -679,6 +706,7 @@ def main():
     if only == "arn":
         arn_cases(quick)
     elif only == "mrs":
+        behind_torch_case()
         matmul_cases.run(sys.modules[__name__], quick)
         if COUNTS["poisoned"] == 0:
             fail("poison", "no output reused a poisoned block: the checks never saw NaN-filled outputs")
