@@ -146,8 +146,7 @@ def main():
                     torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, nccl.group_name)
                 dist_timing.heat(symm_fn, 200)
                 row["symm"] = dist_timing.time_us(symm_fn, reps, SAMPLES)
-        share = wd._groups[wd.group_name(None)].gpu_share
-        path = "fused" if configs.choose_fuse("matmul_reduce_scatter", m, n, k, P, "auto", share)[0] else "unfused"
+        path = "fused" if configs.choose_fuse("matmul_reduce_scatter", m, n, k, P)[0] else "unfused"
         best = min(v for kk, v in row.items() if kk != "auto")
         f = lambda key: "%.2f" % row[key] if key in row else "-"   # noqa: E731
         out("| %dx%dx%d | %s | %s | %s (%s) | %s | %s | %.3f | %.3f | %s |" % (

@@ -116,16 +116,16 @@ def all_reduce_rms_norm(x, residual, weight, eps):
 MATMUL_COMM_DTYPES = ("f16", "bf16")
 REDUCE_OPS = ("sum",)
 FUSE_CHOICES = ("auto", True, False)
-# The fused-or-not rule.  Ranks sharing a GPU (MPS): unfused.  There the runtime gives a comm
-# kernel half of its share of the SMs (api.c), which the fused GEMM pays for and the unfused
-# GEMM, not a comm kernel, does not: measured (bench/RESULTS.md, issue 20, H200, bf16, fused over
-# weft gemm + weft collective in the same run) 1.025 / 0.68 at P = 2 (1024^3 / 8192^3 total),
-# 0.69 / 0.76 at P = 4 and 0.61 / 0.74 at P = 8 for gemm_rs, 0.66-0.94 for gemm_ar.  One rank
-# per GPU (provisional: not measured yet, issue 22): fused up to M x N = FUSE_MAX_MN.  What grows
-# faster in the fused kernel than in the pieces is the f32 staging and the fold after the GEMM,
-# both per element of C, so the cut is on M x N (all rows): 2^23 (~2896^2), between the two
-# points first measured (P = 2 under MPS: fused won at 2^20, lost at 2^26).  Replace it with
-# the crossovers issue 22 measures across GPUs (bench/torch_dist_session.sh mrs).
+# The fused-or-not rule (provisional: two measured points).  bench/RESULTS.md, "gemm_rs: GEMM +
+# reduce-scatter in one kernel", H200, bf16, P = 2 under MPS, fused / (weft gemm + weft
+# reduce_scatter): 0.928 at 1024^3 (M x N = 2^20: fused wins) and 1.313 at 8192^3 (2^26: the
+# unfused pieces win); at P = 1, 8192^3, the fused kernel (the plain GEMM epilogue) took 1753 us
+# and cuBLASLt 1655 us.  What grows faster in the fused kernel than in the pieces is the f32
+# staging and the fold after the GEMM, both per element of C, so the rule is on M x N (all
+# rows), cut at the geometric middle of the two points: 2^23 (~2896^2).  The same cut for every
+# rank count and for the allreduce (gemm_ar: not measured at all).  Replace it with measured
+# crossovers per P (bench/torch_dist_session.sh mrs; bench/gemm_rs.sh, whose runner now times the
+# fused kernel beside the unfused pieces).
 FUSE_MAX_MN = 1 << 23
 
 
@@ -205,11 +205,10 @@ def fused_refusal(op, m, n, k, ranks=1):
             % (op, " and ".join(why)))
 
 
-def choose_fuse(op, m, n, k, ranks, fuse="auto", gpu_share=1):
+def choose_fuse(op, m, n, k, ranks, fuse="auto"):
     """(fused, why): whether to run the fused kernel.  fuse=True asks for it (SizeError where it
     cannot take the shape), False for torch.matmul + weft's collective, "auto" the rule: fused
-    where no two ranks share a GPU (gpu_share: the most ranks on one GPU), M x N <= FUSE_MAX_MN
-    and the kernel takes the shape."""
+    where M x N <= FUSE_MAX_MN and the kernel takes the shape."""
     refused = fused_refusal(op, m, n, k, ranks)
     if fuse is True:
         if refused:
@@ -219,8 +218,6 @@ def choose_fuse(op, m, n, k, ranks, fuse="auto", gpu_share=1):
         return False, "fuse=False"
     if refused:
         return False, "the fused kernel cannot take it (N, K multiples of 8, M of the ranks)"
-    if gpu_share > 1 and ranks > 1:
-        return False, "%d ranks share a GPU (MPS): a comm kernel gets half of its share of the SMs" % gpu_share
     if m * n <= FUSE_MAX_MN:
         return True, "M x N = %d <= %d (FUSE_MAX_MN)" % (m * n, FUSE_MAX_MN)
     return False, "M x N = %d > %d (FUSE_MAX_MN)" % (m * n, FUSE_MAX_MN)

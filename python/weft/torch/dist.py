@@ -108,14 +108,6 @@ def _node(info, rank):
     return same.index(rank), len(same)
 
 
-def _gpu_id(device):
-    """What tells this rank's GPU from another on the host: its UUID (the index where torch has none)."""
-    try:
-        return str(torch.cuda.get_device_properties(device).uuid)
-    except (AttributeError, RuntimeError):
-        return "index %s" % _common.device_index(device)
-
-
 def _env_int(name):
     v = os.environ.get(name)
     try:
@@ -135,7 +127,7 @@ class _Group:
         self.parts = {}           # config key -> the kernel's parts (gather_then_gemm: [gather, gemm])
         self.lock = threading.RLock()
         if name == SELF:
-            self.gloo, rank, size, local, share = None, 0, 1, (0, 1), 1
+            self.gloo, rank, size, local = None, 0, 1, (0, 1)
             gather = lambda data: data  # noqa: E731 (one rank: its own bytes)
         else:
             pg = _resolve(name)
@@ -148,13 +140,10 @@ class _Group:
             mine = (socket.gethostname(), _env_int("LOCAL_RANK") if whole else None,
                     _env_int("LOCAL_WORLD_SIZE") if whole else None)
             info = [None] * size
-            dist.all_gather_object(info, mine + (_gpu_id(device),), group=self.gloo)
-            local = _node([i[:3] for i in info], rank)
-            gpus = [(i[0], i[3]) for i in info]
-            share = max(gpus.count(g) for g in gpus)
+            dist.all_gather_object(info, mine, group=self.gloo)
+            local = _node(info, rank)
             gather = self._allgather
         self.rank, self.size = rank, size
-        self.gpu_share = share   # the most ranks of the group on one GPU (MPS), over the group
         self.world = World(rank, size, local[0], local[1], gather)
 
     def _allgather(self, data):

@@ -15,9 +15,9 @@ b_layout="col"); the result is sum over the ranks of A_r . B_r.  Two ways to get
           reduce_scatter (or allreduce) folds the P partials in rank order in f32 and rounds once.
           Each partial is rounded to the dtype first, so the two paths' results differ in the last
           bits (the fused one is the more accurate); each path alone is deterministic.
-fuse="auto" (the default) picks with configs.choose_fuse: unfused where ranks share a GPU (MPS:
-measured slower fused there), else fused up to M x N = configs.FUSE_MAX_MN elements (provisional),
-and unfused where the fused kernel cannot take the shape; fuse=True / False forces one.
+fuse="auto" (the default) picks with configs.choose_fuse (provisional: fused up to M x N =
+configs.FUSE_MAX_MN elements, the middle of the two measured points cited there, and unfused where
+the fused kernel cannot take the shape); fuse=True / False forces one.
 
 Everything dist.py's docstring says about groups, the first-call agreement (the path and the
 kernel's name are part of the signature: ranks that chose differently fail together with
@@ -100,17 +100,14 @@ def _run(op, a, b, name, b_layout, fuse, scatter, reduce_op="sum", scatter_dim=0
             shape = configs.matmul_comm_shapes(op, _desc(a), _desc(b), layout, ranks,
                                                (0 if moved else scatter_dim) if scatter and not problems else None,
                                                aname, bname)
+            if not problems:
+                fused, why = configs.choose_fuse(op, shape[0], shape[1], shape[2], ranks, fuse)
         except (TypeError, ValueError) as e:
             problems.append(str(e))
     device = _device_of(a)
     g, p = _group(name, device, op, aname)
     if p:
         problems.append(p)
-    elif shape and not problems:
-        try:
-            fused, why = configs.choose_fuse(op, shape[0], shape[1], shape[2], ranks, fuse, g.gpu_share)
-        except (TypeError, ValueError) as e:
-            problems.append(str(e))
     kname = kern = auto = None
     dt = _common.DTYPES.get(a.dtype) if isinstance(a, torch.Tensor) else None
     M, N, k = shape if shape else (0, 0, 0)
