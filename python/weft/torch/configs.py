@@ -125,7 +125,11 @@ FUSE_CHOICES = ("auto", True, False)
 # rows), cut at the geometric middle of the two points: 2^23 (~2896^2).  The same cut for every
 # rank count and for the allreduce (gemm_ar: not measured at all).  Replace it with measured
 # crossovers per P (bench/torch_dist_session.sh mrs; bench/gemm_rs.sh, whose runner now times the
-# fused kernel beside the unfused pieces).
+# fused kernel beside the unfused pieces).  The op itself at P = 4 under MPS (bench/mrs_torch.py,
+# fused / unfused): 0.648 at 1024^3, 1.51 at 4096^3, 1.49 at 8192^3, so the cut holds there too,
+# though the runner's C-level pair (weft gemm + weft reduce_scatter, no host work between) beats
+# the fused kernel at 1024^3 (0.69): torch.matmul plus a second op call cost the op's unfused path
+# more than the fused kernel's halved grid costs it.
 FUSE_MAX_MN = 1 << 23
 
 
