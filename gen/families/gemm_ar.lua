@@ -29,6 +29,10 @@ for _, f in ipairs(rs.fields) do
     F.fields[#F.fields + 1] = { name = "reduce", kind = "enum", values = { "ordered" }, default = "ordered", tag = "",
       doc = "ordered: the owner of each row block folds the P f32 partials in rank order and rounds once, and every "
         .. "rank copies those bits (multimem: the switch's order, the same bits on every rank)" }
+  elseif f.name == "reducer" then
+    F.fields[#F.fields + 1] = { name = "reducer", kind = "enum", values = { "consumers" }, default = "consumers",
+      tag = "rd", doc = "consumers: each own tile folded by its warpgroup (fold = \"tiles\"), or every warp once the "
+        .. "GEMM is done (fold = \"after\"); gemm_rs's reducer = \"producer\" is not built here" }
   elseif f.name == "fold" then
     F.fields[#F.fields + 1] = { name = "fold", kind = "enum", values = { "after", "tiles" }, default = "after",
       tag = "fd", doc = "after: every CTA folds its share of the rank's rows once every rank's tiles are in; tiles "

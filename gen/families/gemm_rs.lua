@@ -47,6 +47,10 @@ F.fields = {
     doc = "after: every CTA folds its share of the rank's rows once every rank's tiles are in (a DONE round); "
       .. "tiles: each own tile is folded in its epilogue as the other ranks' partials of it arrive (a flag per "
       .. "tile; the walk takes the own rows last), so the fold overlaps the GEMM. The same bits either way" },
+  { name = "reducer", kind = "enum", values = { "consumers", "producer" }, default = "consumers", tag = "rd",
+    doc = "which warps fold the own rows (fold = \"tiles\"): consumers (each own tile in its warpgroup's epilogue, "
+      .. "its own partial from the accumulators) or producer (warps 1-3 of the loading warpgroup, beside the TMA warp: "
+      .. "the consumers send every tile, the own ones too, and go on; split_k = 1). The same bits either way" },
 }
 
 -- atomic adds every tile into one f32 sum: there are no per-source partials for fold = "tiles"
@@ -65,6 +69,14 @@ function F.check(cfg, errs)
   end
   if cfg.comm == "multimem" and (cfg.fold == "tiles" or cfg.reduce == "atomic") then
     errs.add("comm", cfg.comm, 'comm = "multimem" sums once every partial is in (reduce = "ordered", fold = "after")')
+  end
+  if cfg.reducer == "producer" and cfg.fold ~= "tiles" then
+    errs.add("reducer", cfg.reducer, 'the producer\'s warps fold tile by tile: fold = "tiles" (fold = "after" folds '
+      .. 'with every warp once the GEMM is done)')
+  end
+  if cfg.reducer == "producer" and cfg.split_k ~= 1 then
+    errs.add("reducer", cfg.reducer, string.format('split_k = %d: the producer\'s warps fold the tiles of an unsplit '
+      .. 'walk (split_k = 1), or use reducer = "consumers"', cfg.split_k))
   end
   if cfg.reduce == "atomic" and cfg.fold == "tiles" then
     errs.add("fold", cfg.fold, 'reduce = "atomic" adds every tile into one f32 sum as it arrives, so there are no '
@@ -117,10 +129,11 @@ end
 function F.derive(cfg)
   local tiles, atomic, bulk, mm = cfg.fold == "tiles", cfg.reduce == "atomic", cfg.comm == "tma", cfg.comm == "multimem"
   local lines = { "static constexpr bool FOLD_TILES = " .. tostring(tiles) .. ";",
-                  "static constexpr bool MULTIMEM = " .. tostring(mm) .. ";" }
+                  "static constexpr bool MULTIMEM = " .. tostring(mm) .. ";",
+                  "static constexpr bool REDUCER_PRODUCER = " .. tostring(cfg.reducer == "producer") .. ";" }
   if bulk then
-    lines[3] = string.format("static constexpr unsigned SMEM_RS = %d;   // the warps' f32 slices", gemm.layout(cfg).rs or 0)
-    lines[4] = "static constexpr bool ATOMIC = " .. tostring(atomic) .. ";"
+    lines[#lines + 1] = string.format("static constexpr unsigned SMEM_RS = %d;   // the warps' f32 slices", gemm.layout(cfg).rs or 0)
+    lines[#lines + 1] = "static constexpr bool ATOMIC = " .. tostring(atomic) .. ";"
   end
   return F.derive_as(cfg, { struct = "GemmRsCfg", body = bulk and "gemm_rs_bulk_wgmma" or "gemm_rs_wgmma",
     lines = lines,

@@ -70,7 +70,7 @@ template <class Cfg> struct AgShards {
       else tma_load_4d(dst, tsh, k0, row, s, h, full);
     }
   }
-  __device__ __forceinline__ void comm_warps() {
+  template <class Walk> __device__ __forceinline__ void comm_warps(const Walk &, T *, long) {
     if (P > 1) {
       const int tid = threadIdx.x - 32;
       const long se = m / P * k;

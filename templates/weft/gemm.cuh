@@ -49,7 +49,8 @@ __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence
 // share one (bar.sync counts arrivals per id: two groups on one id would release each other).
 // Each says who syncs on it and with how many threads; id 0 is __syncthreads.
 enum GemmBarrier {
-  BAR_COMM = 1,           // ag_gemm: the 96 threads of warpgroup 0's comm warps 1-3 (publish, pull)
+  BAR_COMM = 1,           // the 96 threads of warpgroup 0's comm warps 1-3 (ag_gemm: publish, pull; gemm_rs
+                          //   reducer = "producer": a tile's flags before its fold)
   BAR_PINGPONG_WG0 = 2,   // pingpong: consumer warpgroup 0 waits (bar.sync) and 1 arrives: 256 threads;
   BAR_PINGPONG_WG1 = 3,   //   tile i's main loop starts after tile i-1's was issued by the other
   BAR_SPLITK = 4,         // split-K: the CONSUMERS * 128 consumer threads of one CTA

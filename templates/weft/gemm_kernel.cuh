@@ -51,7 +51,7 @@
 //   prefetch()              its own tensor maps (lane 0 of the producer)
 //   producer_wait(s, lane)  the producer's warp, before the first tile of shard s
 //   load_a<MC>(...)         one k-block of A's rows of shard s into a stage (MC: multicast to mask)
-//   comm_warps()            warps 1-3 of warpgroup 0
+//   comm_warps(walk, c, n)  warps 1-3 of warpgroup 0 (the walk: this CTA's tiles, as the others see them)
 //   retire()                every thread, at the end
 //   STORES                  the source stores the tiles itself (gemm_rs: to their owners), by
 //                           store<Cfg, MR>(c, cw, rows, n, r0, s, bn, acc) per consumer tile and
@@ -148,7 +148,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         __syncwarp();
       }
     } else {   // ---- warps 1-3: the source's (ag_gemm: publish, then pull)
-      src.comm_warps();
+      src.comm_warps(walk, c, n);
     }
   } else {   // ---- consumers
     if constexpr (SHIFT_REGS) regs_inc<Src::CONSUMER_REGS>();
@@ -206,7 +206,7 @@ struct LocalA {
     if constexpr (MC) tma_load_2d_mc(dst, ta, k0, row, full, mask);
     else tma_load_2d(dst, ta, k0, row, full);
   }
-  __device__ __forceinline__ void comm_warps() {}
+  template <class Walk, class T> __device__ __forceinline__ void comm_warps(const Walk &, T *, long) {}
   __device__ __forceinline__ void retire() {}
 };
 

@@ -144,7 +144,7 @@ template <class Cfg> struct RsPartials {
     if constexpr (MC) tma_load_2d_mc(dst, ta, k0, r, full, mask);
     else tma_load_2d(dst, ta, k0, r, full);
   }
-  __device__ __forceinline__ void comm_warps() {}
+  template <class Walk> __device__ __forceinline__ void comm_warps(const Walk &, T *, long) {}
   __device__ __forceinline__ float *half_of(char *base) const {
     return (float *)(base + cm.data_offset + (long)(epoch() & 1) * cm.half_bytes);
   }
@@ -359,12 +359,112 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
   template <class C> __device__ __forceinline__ void consumers_done(T *, long, long) {}
 };
 
+// 4 outputs (at float offset `at` of every slot: one row, 4 columns) of the rank-order fold of the
+// P f32 slots at s + p * len, rounded once.  Loads go four ranks at a time (16 bytes each), all
+// four in flight before their adds (two for a kernel of any rank count, whose predicated loads
+// need more registers): eight at once spilled in the comm warps' 64 registers.
+template <class T, int NP>
+__device__ __forceinline__ uint2 fold4_slots(const float *s, long len, long at, int P) {
+  constexpr int R = rank_slots<NP>(), G = NP == 0 ? 2 : R < 4 ? R : 4;
+  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int p0 = 0; p0 < R; p0 += G) {
+    float4 v[G];
+#pragma unroll
+    for (int j = 0; j < G; ++j)
+      if (p0 + j < P) v[j] = *(const float4 *)(s + (p0 + j) * len + at);
+#pragma unroll
+    for (int j = 0; j < G; ++j)
+      if (p0 + j < P) {
+        if (p0 + j == 0) {
+          a = v[j];
+        } else {
+          a.x += v[j].x;
+          a.y += v[j].y;
+          a.z += v[j].z;
+          a.w += v[j].w;
+        }
+      }
+  }
+  return make_uint2(pack2<T>(a.x, a.y), pack2<T>(a.z, a.w));
+}
+
+// ---- reducer = "producer" (Cfg::REDUCER_PRODUCER, with fold = "tiles") -------------------------
+// Which warps reduce.  Here the consumers never fold and never wait: every finished tile, the own
+// shard's too, goes as its f32 partial to the owner's slot with its flag (send_tile; an own tile
+// into this rank's slot r, its flag among this rank's), and the consumers go on to the next tile.
+// Warps 1-3 of the loading warpgroup (96 threads beside the TMA warp; idle in gemm_rs otherwise)
+// take this CTA's own tiles in walk order: per part, thread p waits for rank p's flag (every rank,
+// this one included; relaxed polls, fence.acq_rel.sys, the stop OR-ed over the 96 on BAR_COMM),
+// then the 96 fold the part's P slots in rank order, round once and store to c.  The same f32
+// values in the same order as fold = "after": the same bits.  Each own tile's fold overlaps the
+// consumers' next own tile (the own shard comes last in the walk); the last one's is exposed.
+// The flags, the reuse of the staging and the absence of a DONE round are fold = "tiles"'s (the
+// own flags included: a rank reaches its own tiles of e + 2 only after launch e + 1 finished).
+// No deadlock: the consumers wait for nobody (they stop at the CTA's end), the comm warps only for
+// flags that consumers send, and every CTA of every rank is resident.  The comm warps get 64
+// registers (the consumers 216), as ag_gemm's; split_k = 1 only (the generator's check).
+template <class Cfg> struct RsTilesProducer : RsTiles<Cfg> {
+  using Base = RsTiles<Cfg>;
+  using T = typename Cfg::T;
+  static constexpr int PRODUCER_REGS = 64, CONSUMER_REGS = 216;
+  static constexpr int COMM_THREADS = 96;
+  __device__ __forceinline__ RsTilesProducer(const Comm &cm_, long m_) : Base(cm_, m_) {}
+  template <class C, int MR>
+  __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, float (&acc)[MR][C::BN / 2]) {
+    if constexpr (Cfg::NP == 1) {
+      Base::template store<C, MR>(c, cw, rows, n, r0, s, bn, acc);
+    } else if (Base::inside(rows, n, r0, bn)) {
+      this->template send_tile<C, MR>(cw, rows, n, r0, s, bn, acc);
+    }
+  }
+  // warps 1-3: this CTA's own tiles, folded as every rank's partial of each part arrives
+  template <class Walk> __device__ __forceinline__ void comm_warps(const Walk &walk, T *c, long n) {
+    if constexpr (Cfg::NP == 1) return;
+    constexpr int PART_ROWS = Cfg::BM / Base::PARTS;   // a cooperative warpgroup's rows (pingpong: the tile)
+    const Comm &cm = this->cm;
+    const int rank = cm.rank, P = this->shards(), tid = threadIdx.x - 32;
+    const long rows = walk.t.rows, len = rows * n;
+    const u64 e = this->epoch();
+    const float *half = this->half_of(cm.peers[rank]);
+    // thread p's flags: rank p's part of the region (flag()'s layout, its division done once)
+    const u64 *flags = this->flag(cm.peers[rank], n, tid < P ? tid : 0, 0, 0, 0);
+    const long nt = (n + Cfg::BN - 1) / Cfg::BN;
+    const int items = walk.count();
+    int stop = 0;
+    Timeout to;
+    for (int i = 0; i < items && !stop; ++i) {
+      const GemmWork w = walk.item(*this, i);
+      if (w.s != rank) continue;
+      for (int part = 0; part < Base::PARTS && !stop; ++part) {
+        const long r0 = (long)w.bm * Cfg::BM + part * PART_ROWS, col0 = (long)w.bn * Cfg::BN;
+        if (!Base::inside(rows, n, r0, w.bn)) continue;   // (its consumer sent no flag either)
+        if (tid < P)
+          poll_bounded<false>(cm, flags + ((long)w.bm * nt + w.bn) * Base::PARTS + part, tid, [e](u64 v) { return v >= e; },
+                              [](u64 v) { return v; }, stop, to);
+        fence_acquire_sys();
+        stop = bar_or(BAR_COMM, COMM_THREADS, stop);
+        if (stop) break;
+        const long nr = min((long)PART_ROWS, rows - r0), per_row = min((long)Cfg::BN, n - col0) / 4;   // (n: a multiple of 8)
+        for (long v = tid; v < nr * per_row; v += COMM_THREADS) {
+          const long at = (r0 + v / per_row) * n + col0 + 4 * (v % per_row);
+          *(uint2 *)(c + at) = fold4_slots<T, Cfg::NP>(half, len, at, P);
+        }
+      }
+    }
+    to.report(cm, SIG_TILE, e);
+  }
+};
+
 // The kernel's body (templates/gemm_rs.cu).
 template <class Cfg>
 __device__ __forceinline__ void gemm_rs_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
                                               const TensorMap &tb, const Comm &cm) {
   static_assert(!Cfg::PDL && !Cfg::EPI_TMA && !Cfg::SPLIT_TAIL, "gemm_rs: direct f32 stores, no pdl, no split tail");
-  if constexpr (Cfg::FOLD_TILES) {
+  if constexpr (Cfg::FOLD_TILES && Cfg::REDUCER_PRODUCER) {
+    RsTilesProducer<Cfg> src(cm, m);
+    gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
+  } else if constexpr (Cfg::FOLD_TILES) {
     RsTiles<Cfg> src(cm, m);
     gemm_persistent<Cfg>(c, m, n, k, ta, tb, nullptr, src);
   } else if constexpr (Cfg::MULTIMEM) {

@@ -848,6 +848,7 @@ local function fixup(cfg, field)
   end
   if cfg.family == "gemm_rs" then   -- atomic's bulk adds; auto spelled out (the base's own value is the base)
     if field == "reduce" and cfg.reduce == "atomic" then cfg.comm = "tma" end
+    if field == "reducer" and cfg.reducer == "producer" then cfg.fold = "tiles" end   -- the producer folds tile by tile
     if cfg.comm == "auto" then cfg.comm = cfg.reduce == "atomic" and "tma" or "threadload" end
   end
   if cfg.family == "gemm" or cfg.family == "gemm_rs" or cfg.family == "gemm_ar" then   -- the same GEMM rules as ag_gemm's wgmma variants

@@ -201,6 +201,26 @@ weft_mps_test(gemm_rs_tiles_cluster_n2_odd 4 ${GRS} --set fold=tiles --set clust
               --shape 1032x1032x520 --shape 2056x1160x256)
 weft_mps_test(gemm_rs_tiles_tile64_c1 8 ${GRS} --set fold=tiles --set tile.m=64 --set consumers=1 --set tile.n=128
               --set stages=6 ${GRS_SHAPES})
+# reducer = "producer": the loading warpgroup's spare warps fold the own tiles (the consumers send
+# every tile, their own too); the same checks, and the generated rank count or any
+foreach(np 1 2 3 4 8)
+  weft_mps_test(gemm_rs_producer_bf16 ${np} ${GRS} --set fold=tiles --set reducer=producer --set ranks=${np} ${GRS_SHAPES})
+endforeach()
+weft_mps_test(gemm_rs_producer_any_f16_bcol 4 ${GRS} --set fold=tiles --set reducer=producer --set dtype=f16
+              --set b_layout=col ${GRS_SHAPES})
+weft_mps_test(gemm_rs_producer_odd_rows 3 ${GRS} --set fold=tiles --set reducer=producer --set ranks=3 --shapes-only
+              --shape 1002x1000x1000 --shape 375x264x72)
+weft_mps_test(gemm_rs_producer_pingpong 4 ${GRS} --set fold=tiles --set reducer=producer --set tile.n=128
+              --set mma=pingpong --set ranks=4 ${GRS_SHAPES})
+weft_mps_test(gemm_rs_producer_cluster_n2_odd 4 ${GRS} --set fold=tiles --set reducer=producer --set cluster.n=2
+              --set tile.n=128 --set ranks=4 --shapes-only --shape 1032x1032x520 --shape 2056x1160x256)
+weft_mps_test(gemm_rs_producer_tile64_c1 8 ${GRS} --set fold=tiles --set reducer=producer --set tile.m=64
+              --set consumers=1 --set tile.n=128 --set stages=6 --set ranks=8 ${GRS_SHAPES})
+add_test(NAME mps.timeout.gemm_rs_producer_tile.np3
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/mps/timeout.sh 3 $<TARGET_FILE:weft_cli> ${GRS} 1 tile --set fold=tiles
+                 --set reducer=producer --shapes-only --shape 999x1000x1000)
+set_tests_properties(mps.timeout.gemm_rs_producer_tile.np3 PROPERTIES LABELS "gpu;mps" SKIP_RETURN_CODE 77 TIMEOUT 300
+                     RESOURCE_LOCK mps ENVIRONMENT "WEFT_CACHE_DIR=${WEFT_MPS_CACHE};ANY_RANK=1")
 # a rank whose tile flags never come: the others' own tiles time out naming it and signal "tile";
 # the muted rank needs nothing from itself and finishes (one rank's report is enough: ANY_RANK)
 add_test(NAME mps.timeout.gemm_rs_tile.np3

@@ -1,0 +1,2 @@
+-- expect: reducer = "producer"
+return { family = "gemm_ar", fold = "tiles", reducer = "producer" }
