@@ -14,7 +14,6 @@ inputs (every rank), within rms_norm's bf16 rounding.
 Timing: CUDA events around back-to-back calls after heating the GPU 200 ms; the slowest rank's
 median over WEFT_BENCH_SAMPLES (default 20) counts, a gloo barrier before each.
 """
-import datetime
 import os
 import sys
 import time
@@ -22,32 +21,15 @@ import time
 import torch
 import torch.distributed as dist
 
-if not torch.cuda.is_available():
-    print("arn_torch: SKIP: no CUDA GPU")
-    sys.exit(77)
+import dist_timing  # bench/, beside this script
 
-import dist_timing  # noqa: E402 (bench/, beside this script)
+S = dist_timing.session("arn_torch", 20)
 from weft.torch import dist as wd  # noqa: E402
 
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
-RANK, P = dist.get_rank(), dist.get_world_size()
-DEV = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-torch.cuda.set_device(DEV)
-SAMPLES = int(os.environ.get("WEFT_BENCH_SAMPLES", "20"))
+RANK, P, DEV, SAMPLES, out = S.rank, S.p, S.dev, S.samples, S.out
 TOKENS = [int(t) for t in os.environ.get("WEFT_ARN_TOKENS", "1 16 128 1024 8192").split()]
 HIDDEN = [int(h) for h in os.environ.get("WEFT_ARN_HIDDEN", "4096 8192").split()]
 EPS = 1e-6
-
-
-def out(line):
-    if RANK == 0:
-        print(line, flush=True)
-
-
-def agree_all(flag):
-    t = torch.tensor([1 if flag else 0])
-    dist.all_reduce(t, op=dist.ReduceOp.MIN)
-    return bool(t.item())
 
 
 def heat(fn):
@@ -58,16 +40,7 @@ def time_us(fn, reps):
     return dist_timing.time_us(fn, reps, SAMPLES, wd.check)
 
 
-# NCCL wants a GPU per rank: ask every rank which GPU it is on
-_props = torch.cuda.get_device_properties(DEV)
-buses = [None] * P
-dist.all_gather_object(buses, "%s/%s" % (os.uname().nodename, getattr(_props, "uuid", DEV.index)))
-NCCL_WHY = None
-if len(set(buses)) < P:
-    NCCL_WHY = "%d ranks on %d GPU(s): NCCL takes one rank per GPU" % (P, len(set(buses)))
-    nccl = None
-else:
-    nccl = dist.new_group(backend="nccl")
+nccl, NCCL_WHY = dist_timing.nccl_group(DEV, P)   # NCCL wants a GPU per rank
 
 
 def unfused(x, residual, weight, allreduce):
@@ -106,7 +79,7 @@ def main():
             h_ok = torch.equal(r, ru)
             dy = (x.float() - xu.float()).abs()
             y_ok = bool((dy <= 2 ** -6 * xu.float().abs() + 1e-5).all())
-            if not agree_all(h_ok and y_ok):
+            if not dist_timing.agree_all(h_ok and y_ok):
                 hd = int((r != ru).sum())
                 out("FAIL at %d x %d (rank 0): h: %d of %d elements differ; y: max |diff| %.3g, max |diff| / |y| %.3g" % (
                     tokens, hidden, hd, r.numel(), float(dy.max()), float((dy / xu.float().abs().clamp_min(1e-30)).max())))

@@ -19,52 +19,27 @@ bounds tests/python/dist/matmul_cases.py uses (max |err| / bound printed), and f
 the same bits.  Timing: CUDA events around back-to-back calls after heating 200 ms; the slowest
 rank's median of WEFT_BENCH_SAMPLES (default 20), a gloo barrier before each (bench/dist_timing.py).
 """
-import datetime
 import os
 import sys
 
 import torch
 import torch.distributed as dist
 
-if not torch.cuda.is_available():
-    print("mrs_torch: SKIP: no CUDA GPU")
-    sys.exit(77)
+import dist_timing  # bench/, beside this script
 
-import dist_timing  # noqa: E402 (bench/, beside this script)
+S = dist_timing.session("mrs_torch", 20)
 from weft.torch import configs  # noqa: E402
 from weft.torch import dist as wd  # noqa: E402
 from weft.torch import dist_matmul as wm  # noqa: E402
 
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
-RANK, P = dist.get_rank(), dist.get_world_size()
-DEV = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-torch.cuda.set_device(DEV)
+RANK, P, DEV, SAMPLES, out = S.rank, S.p, S.dev, S.samples, S.out
 torch.backends.cuda.matmul.allow_tf32 = False
-SAMPLES = int(os.environ.get("WEFT_BENCH_SAMPLES", "20"))
 SHAPES = [tuple(int(v) for v in s.split("x"))
           for s in os.environ.get("WEFT_MRS_SHAPES", "1024x1024x1024 4096x4096x4096 8192x8192x8192 4096x8192x28672").split()]
 
-
-def out(line):
-    if RANK == 0:
-        print(line, flush=True)
-
-
-def agree_all(flag):
-    t = torch.tensor([1 if flag else 0])
-    dist.all_reduce(t, op=dist.ReduceOp.MIN)
-    return bool(t.item())
-
-
-_props = torch.cuda.get_device_properties(DEV)
-buses = [None] * P
-dist.all_gather_object(buses, "%s/%s" % (os.uname().nodename, getattr(_props, "uuid", DEV.index)))
-NCCL_WHY = SYMM_WHY = None
-nccl = None
-if len(set(buses)) < P:
-    NCCL_WHY = SYMM_WHY = "%d ranks on %d GPU(s): NCCL takes one rank per GPU" % (P, len(set(buses)))
-else:
-    nccl = dist.new_group(backend="nccl")
+nccl, NCCL_WHY = dist_timing.nccl_group(DEV, P)
+SYMM_WHY = NCCL_WHY
+if nccl is not None:
     try:
         from torch.distributed import _symmetric_memory as symm
         symm.enable_symm_mem_for_group(nccl.group_name)
@@ -123,7 +98,7 @@ def main():
         k = kt // P
         a, b = shards(RANK, m, n, k)
         ok, text = check(m, n, k, a, b)
-        if not agree_all(ok):
+        if not dist_timing.agree_all(ok):
             out("| %dx%dx%d | FAIL (rank 0: %s) | | | | | | | |" % (m, n, kt, text))
             bad += 1
             continue

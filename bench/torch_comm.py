@@ -15,7 +15,6 @@
 Timing: CUDA events around back-to-back calls after heating the GPU 300 ms; every rank times, the
 slowest rank's median over 50 counts (a barrier over gloo before each sample).
 """
-import datetime
 import os
 import sys
 import time
@@ -23,24 +22,13 @@ import time
 import torch
 import torch.distributed as dist
 
-if not torch.cuda.is_available():
-    print("torch_comm: SKIP: no CUDA GPU")
-    sys.exit(77)
+import dist_timing  # bench/, beside this script
 
-import dist_timing  # noqa: E402 (bench/, beside this script)
+S = dist_timing.session("torch_comm", 50)
 from weft.torch import dist as wd  # noqa: E402
 
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
-RANK, P = dist.get_rank(), dist.get_world_size()
-DEV = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-torch.cuda.set_device(DEV)
-SAMPLES = int(os.environ.get("WEFT_BENCH_SAMPLES", "50"))
+P, DEV, SAMPLES, out = S.p, S.dev, S.samples, S.out
 ROWS = []
-
-
-def out(line):
-    if RANK == 0:
-        print(line, flush=True)
 
 
 def heat(fn, ms=300):

@@ -71,6 +71,28 @@ long long cli_size(const weft_manifest *m, const weft_shape *sh, const char *nam
   return j < 0 ? -1 : sh->v[j];
 }
 
+static cli_mnk mnk_of(const weft_manifest *m, const weft_shape *s) {
+  return (cli_mnk){cli_size(m, s, "m"), cli_size(m, s, "n"), cli_size(m, s, "k")};
+}
+
+void cli_mnk_shapes(const weft_manifest *m, const run_opts *o, const cli_mnk *extra, cli_mnk_lists *l) {
+  l->n_check = l->n_time = 0;
+  for (int i = 0; i < o->n_check && l->n_check < CLI_MAX_SHAPES; i++) l->check[l->n_check++] = mnk_of(m, &o->check_shapes[i]);
+  if (extra && !o->shapes_only) l->check[l->n_check++] = *extra;
+  for (int i = 0; i < o->n_time && l->n_time < CLI_MAX_SHAPES; i++) l->time[l->n_time++] = mnk_of(m, &o->time_shapes[i]);
+  if (!o->check) l->n_check = 0;
+  if (!o->timing) l->n_time = 0;
+}
+
+long long cli_mnk_max_elems(const cli_mnk_lists *l, long long (*elems)(const cli_mnk *s)) {
+  long long most = 1;
+  for (int i = 0; i < l->n_check + l->n_time; i++) {
+    long long e = elems(i < l->n_check ? &l->check[i] : &l->time[i - l->n_check]);
+    if (e > most) most = e;
+  }
+  return most;
+}
+
 int cli_each_shape(weft_kernel *k, const run_opts *o, cli_shape_fn one, void *ud) {
   int timed[CLI_MAX_SHAPES] = {0};
   for (int i = 0; i < (o->check ? o->n_check : 0); i++) {

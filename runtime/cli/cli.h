@@ -65,6 +65,19 @@ int cli_each_shape(weft_kernel *k, const run_opts *o, cli_shape_fn one, void *ud
 /* Size `name` of shape sh, by the kernel's run spec; -1 if the family has no such size. */
 long long cli_size(const weft_manifest *m, const weft_shape *sh, const char *name);
 
+/* The GEMM runners' shapes (ag_gemm, gemm_rs, gemm_ar), by their sizes m, n and k: the shapes
+ * to check are o's, then the runner's own `extra` (left out when o->shapes_only, or when extra
+ * is NULL); the shapes to time are o's.  A list is empty where o does not check / time. */
+typedef struct cli_mnk { long long m, n, k; } cli_mnk;
+typedef struct cli_mnk_lists {
+  cli_mnk check[CLI_MAX_SHAPES + 1], time[CLI_MAX_SHAPES];
+  int n_check, n_time;
+} cli_mnk_lists;
+void cli_mnk_shapes(const weft_manifest *m, const run_opts *o, const cli_mnk *extra, cli_mnk_lists *l);
+/* The most elements any shape of l asks of a communicator (the family's elems(), at least 1):
+ * what weft_comm_create's max_elems must hold for every launch of the run. */
+long long cli_mnk_max_elems(const cli_mnk_lists *l, long long (*elems)(const cli_mnk *s));
+
 /* Runs a compiled kernel on random data: check, then time (see weft help run), through the
  * runner its family registered (runner.h). */
 int run_kernel(weft_kernel *k, const run_opts *o);

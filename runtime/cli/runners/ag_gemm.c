@@ -29,9 +29,6 @@
 #include "internal.h"
 #include "ranks.h"
 
-/* A GEMM shape, M x N x K. */
-typedef struct gshape { long long m, n, k; } gshape;
-
 static const drv_table *D;
 static int RANK, SIZE;
 
@@ -376,6 +373,10 @@ static int second_kernel(agg *r, char *why, size_t len) {
   return 0;
 }
 
+/* The communicator's buffer holds the gathered A (M*K); weft_comm_launch also holds every size
+ * argument to max_elems, so N and K count too (K never passes M*K). */
+static long long comm_elems(const cli_mnk *s) { return s->m * s->k > s->n ? s->m * s->k : s->n; }
+
 /* plain: family gemm, this runner's GEMM at P = 1 with no comm (its manifest has no variant) */
 static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
   /* a plain `weft run`: a world of one.  MPI stays up until the process exits: `weft tune`
@@ -386,8 +387,7 @@ static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
   int rc = CLI_FAIL, pass = 1;
   char why[512] = "";
   agg r = {.o = o, .k = k, .m = weft_kernel_manifest(k), .device = cli_device(), .rank = RANK, .size = SIZE};
-  gshape checks[CLI_MAX_SHAPES + 1], times[CLI_MAX_SHAPES];
-  int n_checks = 0, n_times = 0;
+  cli_mnk_lists sh;
   D = r.d = drv_get(why, sizeof why);
   if (!D) {
     fprintf(stderr, "weft run: %s\n", why);
@@ -413,33 +413,15 @@ static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
     goto out;
   }
   /* the shapes: the family's and the user's (run_opts), and one that depends on the world size */
-  for (int i = 0; i < o->n_check && n_checks < CLI_MAX_SHAPES; i++) {
-    const weft_shape *s = &o->check_shapes[i];
-    checks[n_checks++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
-  }
-  if (!o->shapes_only) checks[n_checks++] = (gshape){1024ll * SIZE, 1536, 512};   /* big enough to sample rows */
-  for (int i = 0; i < o->n_time && n_times < CLI_MAX_SHAPES; i++) {
-    const weft_shape *s = &o->time_shapes[i];
-    times[n_times++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
-  }
-  if (!o->check) n_checks = 0;
-  if (!o->timing) n_times = 0;
-  /* The communicator's buffer holds the gathered A (max_elems = M*K); weft_comm_launch also
-   * holds every size argument to max_elems, so N and K count too. */
-  long long max_elems = 1;
-  for (int i = 0; i < n_checks + n_times; i++) {
-    const gshape *s = i < n_checks ? &checks[i] : &times[i - n_checks];
-    long long e = s->m * s->k;
-    if (s->n > e) e = s->n;
-    if (e > max_elems) max_elems = e;
-  }
+  cli_mnk_shapes(r.m, o, &(cli_mnk){1024ll * SIZE, 1536, 512}, &sh);   /* big enough to sample rows */
+  const int n_checks = sh.n_check, n_times = sh.n_time;
   if (r.kind == V_TWO && !ranks_all(!second_kernel(&r, why, sizeof why))) {
     fprintf(stderr, "weft run: rank %d: %s\n", RANK, why[0] ? why : "another rank has no GEMM kernel");
     goto out;
   }
   if (r.kind != V_GEMM) {
     if (weft_world_create(NULL, &r.w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
-    if (weft_comm_create(k, r.w, max_elems, &r.comm)) {
+    if (weft_comm_create(k, r.w, cli_mnk_max_elems(&sh, comm_elems), &r.comm)) {
       fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
       goto out;
     }
@@ -485,7 +467,7 @@ static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
     fflush(stdout);
   }
   for (int i = 0; i < n_checks; i++) {
-    const gshape *s = &checks[i];
+    const cli_mnk *s = &sh.check[i];
     r.M = s->m; r.N = s->n; r.K = s->k;
     if (r.kind != V_GEMM && s->m % SIZE) {
       if (RANK == 0) printf("check: %s %lldx%lldx%lld: skipped: M is not a multiple of the %d ranks\n", r.variant, s->m, s->n, s->k, SIZE);
@@ -503,7 +485,7 @@ static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
   if (n_checks > 0 && o->result) { o->result->checked = 1; o->result->passed = 1; }
   if (n_times > 0 && RANK == 0) ag_print_header(&r);
   for (int i = 0; i < n_times; i++) {
-    const gshape *s = &times[i];
+    const cli_mnk *s = &sh.time[i];
     r.M = s->m; r.N = s->n; r.K = s->k;
     if ((r.kind != V_GEMM && s->m % SIZE) || !bind_shape(&r, 0, why, sizeof why)) {
       if (RANK == 0)

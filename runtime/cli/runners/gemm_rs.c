@@ -365,7 +365,10 @@ static int time_shape(rs_run *r, unfused *u) {
   return ok;
 }
 
-typedef struct gshape { long long m, n, k; } gshape;
+/* the staging half holds m x n f32 (every rank's partial of this rank's rows; gemm_rs atomic:
+ * comm.c makes it m x n / P, their sum; gemm_ar: then the m x n rounded sum, which the
+ * manifest's elem_bytes counts); every size argument is also held to max_elems */
+static long long comm_elems(const cli_mnk *s) { return s->k > s->m * s->n ? s->k : s->m * s->n; }
 
 static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
   ranks_ensure();
@@ -374,9 +377,8 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
   MPI_Comm_size(MPI_COMM_WORLD, &r.size);
   char why[512] = "";
   int rc = CLI_FAIL, pass = 1;
-  gshape checks[CLI_MAX_SHAPES + 1], times[CLI_MAX_SHAPES];
+  cli_mnk_lists sh;
   unfused un = {0};
-  int n_checks = 0, n_times = 0;
   r.d = drv_get(why, sizeof why);
   if (!r.d) { fprintf(stderr, "weft run: %s\n", why); rc = CLI_NO_GPU; goto out; }
   const char *bl = weft_manifest_param(r.m, "b_layout");
@@ -392,30 +394,13 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
     goto out;
   }
   r.atomic = !strcmp(red, "atomic");
-  for (int i = 0; i < o->n_check && n_checks < CLI_MAX_SHAPES; i++) {
-    const weft_shape *s = &o->check_shapes[i];
-    checks[n_checks++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
-  }
-  if (!o->shapes_only) checks[n_checks++] = (gshape){1024ll * r.size, 1536, 512};   /* big enough to sample rows */
-  for (int i = 0; i < o->n_time && n_times < CLI_MAX_SHAPES; i++) {
-    const weft_shape *s = &o->time_shapes[i];
-    times[n_times++] = (gshape){cli_size(r.m, s, "m"), cli_size(r.m, s, "n"), cli_size(r.m, s, "k")};
-  }
-  if (!o->check) n_checks = 0;
-  if (!o->timing) n_times = 0;
-  /* the staging half holds m x n f32 (every rank's partial of this rank's rows; gemm_rs atomic:
-   * comm.c makes it m x n / P, their sum; gemm_ar: then the
-   * m x n rounded sum, which the manifest's elem_bytes counts); every size argument is also held
-   * to max_elems */
-  long long max_elems = 1;
-  for (int i = 0; i < n_checks + n_times; i++) {
-    const gshape *s = i < n_checks ? &checks[i] : &times[i - n_checks];
-    long long e = s->m * s->n;
-    if (s->k > e) e = s->k;
-    if (e > max_elems) max_elems = e;
-  }
+  cli_mnk_shapes(r.m, o, &(cli_mnk){1024ll * r.size, 1536, 512}, &sh);   /* big enough to sample rows */
+  const int n_checks = sh.n_check, n_times = sh.n_time;
   if (weft_world_create(NULL, &r.w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", r.rank); goto out; }
-  if (weft_comm_create(k, r.w, max_elems, &r.comm)) { fprintf(stderr, "weft run: rank %d: %s\n", r.rank, weft_kernel_error(k)); goto out; }
+  if (weft_comm_create(k, r.w, cli_mnk_max_elems(&sh, comm_elems), &r.comm)) {
+    fprintf(stderr, "weft run: rank %d: %s\n", r.rank, weft_kernel_error(k));
+    goto out;
+  }
   if (!ranks_all(cu_ok(&r, r.d->cuStreamCreate(&r.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))) goto out;
   if (r.rank == 0) {
     printf("run: %s: %s, b_layout %s, reduce %s%s, on %d rank%s (%d per GPU)\n", r.m->name, hr_dtype_name(r.dt), bl, red,
@@ -427,7 +412,7 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
    * shape at all does not pass. */
   int checked = 0;
   for (int i = 0; i < n_checks; i++) {
-    const gshape *s = &checks[i];
+    const cli_mnk *s = &sh.check[i];
     if (s->m % r.size || s->n % 8 || s->k % 8) {
       if (r.rank == 0) printf("check: %s %lldx%lldx%lld: %s: M must be a multiple of the %d ranks, N and k of 8\n",
                               r.fam, s->m, s->n, s->k, o->shapes_only ? "FAIL" : "skipped", r.size);
@@ -457,7 +442,7 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
            "M", "N", "k", "P", "iters", "fused_ev", "fused_gr", "unfus_ev", "unfus_gr", "gemm_ev", "gemm_gr", "coll_ev",
            "coll_gr", "TF_ev", "vs_unf_ev", "vs_unf_gr");
   for (int i = 0; i < n_times; i++) {
-    const gshape *s = &times[i];
+    const cli_mnk *s = &sh.time[i];
     if (s->m % r.size || s->n % 8 || s->k % 8) {
       if (r.rank == 0) printf("time: %s %lldx%lldx%lld: %s: M must be a multiple of the %d ranks, N and k of 8\n", r.fam, s->m,
                               s->n, s->k, o->shapes_only ? "FAIL" : "skipped", r.size);
