@@ -287,7 +287,8 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
     float *slot = this->half_of(cm.peers[s]) + (long)rank * rows * n;
     store_tile_f32<C::BN, MR>(slot + r0 * n, n, rows - r0, (long)bn * C::BN, acc);
     bar_sync(BAR_TILE_WG0 + cw, 128);   // this warpgroup's stores issued before the release (cumulative)
-    if (threadIdx.x % 128 == 0 && !(rank == cm.mute_rank && cm.mute_signal == SIG_TILE))
+    // (a muted rank still flags its own tiles to itself: reducer = "producer" folds them from its slot)
+    if (threadIdx.x % 128 == 0 && !(rank == cm.mute_rank && cm.mute_signal == SIG_TILE && s != rank))
       st_release_sys(flag(cm.peers[s], n, rank, r0 / Cfg::BM, bn, Cfg::PINGPONG ? 0 : cw), this->epoch());
   }
   // an own tile: acc := the rank-order sum once every other rank's flag for it is in; false if a
@@ -362,7 +363,7 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
 // 4 outputs (at float offset `at` of every slot: one row, 4 columns) of the rank-order fold of the
 // P f32 slots at s + p * len, rounded once.  Loads go four ranks at a time (16 bytes each), all
 // four in flight before their adds (two for a kernel of any rank count, whose predicated loads
-// need more registers): eight at once spilled in the comm warps' 64 registers.
+// need more registers): eight at once spilled in the comm warps' registers.
 template <class T, int NP>
 __device__ __forceinline__ uint2 fold4_slots(const float *s, long len, long at, int P) {
   constexpr int R = rank_slots<NP>(), G = NP == 0 ? 2 : R < 4 ? R : 4;
@@ -402,20 +403,36 @@ __device__ __forceinline__ uint2 fold4_slots(const float *s, long len, long at, 
 // The flags, the reuse of the staging and the absence of a DONE round are fold = "tiles"'s (the
 // own flags included: a rank reaches its own tiles of e + 2 only after launch e + 1 finished).
 // No deadlock: the consumers wait for nobody (they stop at the CTA's end), the comm warps only for
-// flags that consumers send, and every CTA of every rank is resident.  The comm warps get 64
-// registers (the consumers 216), as ag_gemm's; split_k = 1 only (the generator's check).
+// flags that consumers send, and every CTA of every rank is resident.  The comm warps get 72
+// registers (the consumers 216; with 64 the count below spilled); split_k = 1 only (the
+// generator's check).
+// When a tile is due: the comm warps first wait (thread 0 in shared memory, with no time limit,
+// the others at BAR_COMM) until this CTA's consumers have sent as many own tiles of that part as
+// the comm warps have folded plus one (a count in shared memory, raised after each own tile's
+// flag), and only then start the bounded polls: so the timeout runs from where fold = "tiles"'s consumers would start waiting,
+// not from the kernel's start, and no thread spins on the system scope during the GEMM.  The
+// count is only the clock's start (pingpong's two warpgroups may raise it out of tile order);
+// what the fold reads is still ordered by every rank's flag, this rank's own included.
 template <class Cfg> struct RsTilesProducer : RsTiles<Cfg> {
   using Base = RsTiles<Cfg>;
   using T = typename Cfg::T;
-  static constexpr int PRODUCER_REGS = 64, CONSUMER_REGS = 216;
+  static constexpr int PRODUCER_REGS = 72, CONSUMER_REGS = 216;   // 128 * 72 + 256 * 216: the launch's 64512
   static constexpr int COMM_THREADS = 96;
-  __device__ __forceinline__ RsTilesProducer(const Comm &cm_, long m_) : Base(cm_, m_) {}
+  // own tiles sent so far, per part (a count the comm warps wait on before a tile's flags)
+  __device__ __forceinline__ static int *sent_own() {
+    __shared__ int n[Base::PARTS];
+    return n;
+  }
+  __device__ __forceinline__ RsTilesProducer(const Comm &cm_, long m_) : Base(cm_, m_) {
+    if (threadIdx.x < Base::PARTS) sent_own()[threadIdx.x] = 0;   // (gemm_persistent's barrier after its set-up orders it)
+  }
   template <class C, int MR>
   __device__ __forceinline__ void store(T *c, int cw, long rows, long n, long r0, int s, int bn, float (&acc)[MR][C::BN / 2]) {
     if constexpr (Cfg::NP == 1) {
       Base::template store<C, MR>(c, cw, rows, n, r0, s, bn, acc);
     } else if (Base::inside(rows, n, r0, bn)) {
       this->template send_tile<C, MR>(cw, rows, n, r0, s, bn, acc);
+      if (s == this->cm.rank && threadIdx.x % 128 == 0) atomicAdd(&sent_own()[Cfg::PINGPONG ? 0 : cw], 1);
     }
   }
   // warps 1-3: this CTA's own tiles, folded as every rank's partial of each part arrives
@@ -431,20 +448,25 @@ template <class Cfg> struct RsTilesProducer : RsTiles<Cfg> {
     const u64 *flags = this->flag(cm.peers[rank], n, tid < P ? tid : 0, 0, 0, 0);
     const long nt = (n + Cfg::BN - 1) / Cfg::BN;
     const int items = walk.count();
-    int stop = 0;
+    int stop = 0, folded[Base::PARTS] = {};
     Timeout to;
     for (int i = 0; i < items && !stop; ++i) {
       const GemmWork w = walk.item(*this, i);
       if (w.s != rank) continue;
-      for (int part = 0; part < Base::PARTS && !stop; ++part) {
+#pragma unroll
+      for (int part = 0; part < Base::PARTS; ++part) {   // (unrolled: folded[] stays in registers)
         const long r0 = (long)w.bm * Cfg::BM + part * PART_ROWS, col0 = (long)w.bn * Cfg::BN;
-        if (!Base::inside(rows, n, r0, w.bn)) continue;   // (its consumer sent no flag either)
+        if (stop || !Base::inside(rows, n, r0, w.bn)) continue;   // (its consumer sent no flag either)
+        const int due = ++folded[part];
+        if (tid == 0)
+          while (*(volatile int *)&sent_own()[part] < due) __nanosleep(256);   // the consumers always get there
+        bar_sync(BAR_COMM, COMM_THREADS);
         if (tid < P)
           poll_bounded<false>(cm, flags + ((long)w.bm * nt + w.bn) * Base::PARTS + part, tid, [e](u64 v) { return v >= e; },
                               [](u64 v) { return v; }, stop, to);
         fence_acquire_sys();
         stop = bar_or(BAR_COMM, COMM_THREADS, stop);
-        if (stop) break;
+        if (stop) continue;
         const long nr = min((long)PART_ROWS, rows - r0), per_row = min((long)Cfg::BN, n - col0) / 4;   // (n: a multiple of 8)
         for (long v = tid; v < nr * per_row; v += COMM_THREADS) {
           const long at = (r0 + v / per_row) * n + col0 + 4 * (v % per_row);

@@ -262,11 +262,11 @@ static const entry matrix[] = {
    {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "bar.arrive"}, {"multimem"}},
   {"gemm_rs.lua", {"fold=tiles", "split_k=2", "tile.n=128", "ranks=4"},
    {GEMM_PTX, AG_SIGNAL_PTX, "ld.global.v2.f32", "barrier.cluster", "mapa"}, {"multimem"}},
-  /* reducer = "producer": the loading warpgroup's warps 1-3 (64 registers, the consumers 216) wait
+  /* reducer = "producer": the loading warpgroup's warps 1-3 (72 registers, the consumers 216) wait
    * for every rank's flag of each own tile and fold with 16-byte loads of the slots, storing 8-byte
    * vectors of c; the consumers send every tile and never fold (no fold_into's 8-byte loads) */
   {"gemm_rs.lua", {"fold=tiles", "reducer=producer"},
-   {GEMM_PTX, "setmaxnreg.dec.sync.aligned.u32 64", "setmaxnreg.inc.sync.aligned.u32 216", "ld.global.v4.f32"},
+   {GEMM_PTX, "setmaxnreg.dec.sync.aligned.u32 72", "setmaxnreg.inc.sync.aligned.u32 216", "ld.global.v4.f32"},
    {"ld.global.v2.f32", "multimem"}},
   {"gemm_rs.lua", {"fold=tiles", "reducer=producer"},
    {AG_SIGNAL_PTX, "st.global.v2.u32", "barrier.cta.red.or.pred", "cvt.rn.bf16x2.f32"}, {"ld.global.v2.f32"}},
