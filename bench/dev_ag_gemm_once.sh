@@ -140,7 +140,8 @@ IFS=, read -r -a prof_configs <<<"${PROF_CONFIGS:-tile.m=64 tile.n=128 consumers
 want prof && for t in "${prof_configs[@]}"; do
   sets=$(set_args "$t")
   n="prof_$(echo $t | tr ' =' '_-')"
-  r "$n" 120 $PROF_NCU -k regex:weft_ $W run examples/gemm.lua $sets --shapes-only --shape $PROF_SHAPE --no-time
+  # timed, not checked: the CPU reference of a large PROF_SHAPE (4096^3) would take minutes
+  r "$n" 120 $PROF_NCU -k regex:weft_ $W run examples/gemm.lua $sets --no-check --shapes-only --time-shape $PROF_SHAPE --iters 3
   prof_grep "$O/logs/$n.log"
 done
 if want prof; then
