@@ -15,10 +15,12 @@
 
 namespace weft {
 
-// The accumulators of rows [r0, r0 + 64*MR) of a tile to C (ldc = n), rows < rows_valid and
-// columns < n only.
-template <class T, int BN, int MR>
-__device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
+// The m64nBNk16 accumulator fragment of a consumer warpgroup's MR x 64 rows: f(r, col, lo, hi)
+// for each pair of adjacent columns this thread holds (lo, hi: acc[mi][4j + 2h] and the next, as
+// references), at row r of the warpgroup's rows (r < rows_valid) and column col (< n; n is even,
+// a multiple of 8, so a pair is in or out whole).  Unrolled: every index is a constant.
+template <int BN, int MR, class Acc, class F>
+__device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long col0, long n, F f) {
   const int t = threadIdx.x % 128;
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
 #pragma unroll
@@ -27,15 +29,23 @@ __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_va
     for (int h = 0; h < 2; ++h) {
       const long r = mi * 64 + r_in + 8 * h;
       if (r >= rows_valid) continue;
-      T *row = c + (row0 + r) * n;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const long col = col0 + 8 * j + c_in;
-        if (col >= n) continue;   // n is even (a multiple of 8): the pair is whole
-        *(u32 *)(row + col) = pack2<T>(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+        if (col >= n) continue;
+        f(r, col, acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
       }
     }
   }
+}
+
+// The accumulators of rows [r0, r0 + 64*MR) of a tile to C (ldc = n), rows < rows_valid and
+// columns < n only.
+template <class T, int BN, int MR>
+__device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
+  for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, [&](long r, long col, float lo, float hi) {
+    *(u32 *)(c + (row0 + r) * n + col) = pack2<T>(lo, hi);
+  });
 }
 
 // One 32-bit store to shared memory by its 32-bit shared-window address: st.shared, not a

@@ -59,23 +59,7 @@ __device__ __forceinline__ void st_global_f32x2(float *p, float x, float y) {
 
 template <int BN, int MR>
 __device__ __forceinline__ void store_tile_f32(float *dst, long n, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
-  const int t = threadIdx.x % 128;
-  const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
-#pragma unroll
-  for (int mi = 0; mi < MR; ++mi) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const long r = mi * 64 + r_in + 8 * h;
-      if (r >= rows_valid) continue;
-      float *row = dst + r * n;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const long col = col0 + 8 * j + c_in;
-        if (col >= n) continue;
-        st_global_f32x2(row + col, acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
-      }
-    }
-  }
+  for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, [&](long r, long col, float lo, float hi) { st_global_f32x2(dst + r * n + col, lo, hi); });
 }
 
 // Vector i (8 outputs) of the rank-order fold of P f32 partials, partial p at slot(p) (any
@@ -326,36 +310,22 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
   template <int BN, int MR>
   __device__ __forceinline__ static void fold_into(float (&acc)[MR][BN / 2], const float *s, long len, long n, long rows_valid,
                                                    long col0, int rank, int P) {
-    const int t = threadIdx.x % 128;
-    const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+    for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, [&](long r, long col, float &a0, float &a1) {
+      const float *row = s + r * n;
+      // (the loads in the chain: the unrolled columns keep enough of them in flight, and a
+      // vector of every rank's pair per column spilled at 8 ranks)
+      auto at = [&](int p) { return p == rank ? make_float2(a0, a1) : *(const float2 *)(row + p * len + col); };
+      float2 x = at(0);
 #pragma unroll
-    for (int mi = 0; mi < MR; ++mi) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const long r = mi * 64 + r_in + 8 * h;
-        if (r >= rows_valid) continue;
-        const float *row = s + r * n;
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const long col = col0 + 8 * j + c_in;
-          if (col >= n) continue;
-          float &a0 = acc[mi][4 * j + 2 * h], &a1 = acc[mi][4 * j + 2 * h + 1];
-          // (the loads in the chain: the unrolled columns keep enough of them in flight, and a
-          // vector of every rank's pair per column spilled at 8 ranks)
-          auto at = [&](int p) { return p == rank ? make_float2(a0, a1) : *(const float2 *)(row + p * len + col); };
-          float2 x = at(0);
-#pragma unroll
-          for (int p = 1; p < rank_slots<Cfg::NP>(); ++p)
-            if (p < P) {
-              const float2 v = at(p);
-              x.x += v.x;
-              x.y += v.y;
-            }
-          a0 = x.x;
-          a1 = x.y;
+      for (int p = 1; p < rank_slots<Cfg::NP>(); ++p)
+        if (p < P) {
+          const float2 v = at(p);
+          x.x += v.x;
+          x.y += v.y;
         }
-      }
-    }
+      a0 = x.x;
+      a1 = x.y;
+    });
   }
   template <class C> __device__ __forceinline__ void consumers_done(T *, long, long) {}
 };
