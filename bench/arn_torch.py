@@ -15,7 +15,6 @@ Timing: CUDA events around back-to-back calls after heating the GPU 200 ms; the 
 median over WEFT_BENCH_SAMPLES (default 20) counts, a gloo barrier before each.
 """
 import os
-import sys
 import time
 
 import torch
@@ -102,8 +101,4 @@ def main():
     return bad
 
 
-rc = 1 if main() else 0
-dist.barrier()
-wd.close()
-dist.destroy_process_group()
-sys.exit(rc)
+dist_timing.finish(main(), wd)

@@ -51,6 +51,15 @@ def agree_all(flag):
     return bool(t.item())
 
 
+def finish(failed, wd):
+    """The end of a torchrun bench: every rank past its rows, weft's groups and the process group
+    closed, exit 1 where `failed` (this rank saw a failure), else 0."""
+    dist.barrier()
+    wd.close()
+    dist.destroy_process_group()
+    sys.exit(1 if failed else 0)
+
+
 def heat(fn, ms=300):
     """About ms of calls, the same number on every rank: a collective's ranks must launch the same
     sequence (a count per rank's own clock left one rank two launches short: a timeout, rightly)."""

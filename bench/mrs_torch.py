@@ -20,7 +20,6 @@ the same bits.  Timing: CUDA events around back-to-back calls after heating 200 
 rank's median of WEFT_BENCH_SAMPLES (default 20), a gloo barrier before each (bench/dist_timing.py).
 """
 import os
-import sys
 
 import torch
 import torch.distributed as dist
@@ -130,8 +129,4 @@ def main():
     return bad
 
 
-rc = 1 if main() else 0
-dist.barrier()
-wd.close()
-dist.destroy_process_group()
-sys.exit(rc)
+dist_timing.finish(main(), wd)
