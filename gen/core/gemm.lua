@@ -180,7 +180,7 @@ local function align(x, a) return (x + a - 1) // a * a end
 --   full, empty STAGES mbarriers each, after the stages
 --   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
---               their 128-byte swizzle)
+--               their 128-byte swizzle), each min(2, BN / 64) chunks of rows x 128 bytes
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
 --               consumer warp's slice of a finished tile, 8 rows x 64 f32 (rows RS_LD floats apart),
 --               staged for the bulk copy or reduce-add (the ring stays the producer's: the kernel is
@@ -201,7 +201,9 @@ function M.layout(cfg)
   L.red = L.red_bar + 16
   local used = cfg.split_k > 1 and L.red + t.m * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
-  L.epi_stage = cfg.epilogue == "tma" and M.epi_rows(cfg) * t.n * esize or 0
+  -- (each warpgroup's C leaves in 64-column chunks, rows x 128 bytes, through at most two
+  -- buffers: weft/gemm_epilogue.cuh's epi_bufs)
+  L.epi_stage = cfg.epilogue == "tma" and M.epi_rows(cfg) * 128 * math.min(2, t.n * esize // 128) or 0
   L.bytes = cfg.epilogue == "tma" and L.epi + cfg.consumers * L.epi_stage or used
   if M.bulk_slices(cfg) then   -- (16-byte aligned rows: the bulk source)
     L.rs = align(L.bytes, 128)

@@ -1,12 +1,13 @@
 // weft/gemm_epilogue.cuh: a consumer warpgroup's accumulators to C.
 //   direct   straight from registers to global memory, bounds-checked (store_tile);
-//   tma      through a stage of shared memory, swizzled, then stored by TMA, which clips at the
-//            tensor's edges (store_tile_tma).  A consumer warpgroup writes its ROWS x BN tile
-//            into its stage (BN/64 chunks of ROWS x 128 bytes, in the 128-byte swizzle its
-//            tensor map names, so the 8 rows a store instruction touches land in 8 different
-//            16-byte units: no bank conflicts), then one thread stores each chunk with
-//            cp.async.bulk.tensor.  The stage is rewritten only after the previous tile's
-//            stores have read it (wait_group.read at the start).
+//   tma      through shared memory, swizzled, then stored by TMA, which clips at the tensor's
+//            edges (store_tile_tma).  A consumer warpgroup's ROWS x BN tile leaves in BN/64
+//            chunks of ROWS x 128 bytes (the 128-byte swizzle its tensor map names, so the 8 rows
+//            a store instruction touches land in 8 different 16-byte units: no bank conflicts),
+//            through min(2, BN/64) chunk buffers in turn: one thread stores each
+//            chunk with cp.async.bulk.tensor while the warpgroup writes the next into the other
+//            buffer.  Two buffers instead of the whole tile leave room for a deeper ring (128 x
+//            256: four stages instead of three).
 // Fragment layout of m64nNk16 (f32): thread t of the warpgroup holds rows 16*(t/32) + (t%32)/4
 // (+8) and columns 8*j + 2*(t%4) (+1).
 #pragma once
@@ -58,37 +59,44 @@ __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
 // bar_id: a named barrier for the 128 threads of this warpgroup.  SHARD: the map is 3-d
 // { n, rows of a shard, shard } (the fused kernel: a tile must not spill into the next shard);
 // else 2-d { n, m }.
+// One barrier per chunk: before it, every thread has written chunk ch (and fenced its writes for
+// the async proxy), and thread 0 has seen every store issued so far read its buffer -- that of
+// chunk ch - 1, which is chunk ch + 1's; after it, thread 0 stores chunk ch and the warpgroup
+// writes ch + 1.  The first barrier of a tile covers the last tile's stores the same way.
 template <class T, int BN, int MR, bool SHARD>
 __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage, int bar_id, int row0, int shard, int col0,
                                                const float (&acc)[MR][BN / 2]) {
-  constexpr int ROWS = MR * 64, CHUNK = ROWS * 128;
+  constexpr int ROWS = MR * 64, CHUNK = ROWS * 128, NCH = BN / 64;
+  constexpr int BUFS = NCH < 2 ? NCH : 2;   // (gen/core/gemm.lua's layout sizes the stage by the same rule)
+  static_assert(BN % 64 == 0 && BUFS >= 1, "the TMA epilogue stores 64-column chunks");
   const int t = threadIdx.x % 128;
-  if (t == 0) bulk_wait_read();   // the last tile's stores have read the stage
+  if (t == 0) bulk_wait_read();   // the last tile's stores have read their buffers
   bar_sync(bar_id, 128);
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
   const u32 base = smem_addr(stage);
 #pragma unroll
-  for (int mi = 0; mi < MR; ++mi)
+  for (int ch = 0; ch < NCH; ++ch) {
+    const u32 buf = base + (u32)((ch % BUFS) * CHUNK);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = mi * 64 + r_in + 8 * h;
+    for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int col = 8 * j + c_in;
-        const int unit = ((col % 64) / 8) ^ (r % 8);
-        st_shared_u32(base + (u32)((col / 64) * CHUNK + r * 128 + unit * 16 + 2 * (col % 8)),
-                      pack2<T>(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]));
+      for (int h = 0; h < 2; ++h) {
+        const int r = mi * 64 + r_in + 8 * h;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {   // the chunk's 8-column groups
+          const int unit = j ^ (r % 8);
+          st_shared_u32(buf + (u32)(r * 128 + unit * 16 + 2 * c_in),
+                        pack2<T>(acc[mi][4 * (8 * ch + j) + 2 * h], acc[mi][4 * (8 * ch + j) + 2 * h + 1]));
+        }
       }
+    fence_proxy_async_shared();
+    if (t == 0 && ch + 1 < NCH && BUFS > 1) bulk_wait_read();   // chunk ch + 1's buffer: ch - 1's store read it
+    bar_sync(bar_id, 128);
+    if (t == 0) {
+      if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, stage + (ch % BUFS) * CHUNK);
+      else tma_store_2d(tc, col0 + 64 * ch, row0, stage + (ch % BUFS) * CHUNK);
+      bulk_commit();
     }
-  fence_proxy_async_shared();
-  bar_sync(bar_id, 128);
-  if (t == 0) {
-#pragma unroll
-    for (int ch = 0; ch < BN / 64; ++ch) {
-      if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, stage + ch * CHUNK);
-      else tma_store_2d(tc, col0 + 64 * ch, row0, stage + ch * CHUNK);
-    }
-    bulk_commit();
   }
 }
 

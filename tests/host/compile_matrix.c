@@ -456,6 +456,12 @@ static const entry matrix[] = {
    {GEMM_PTX, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
     "cp.async.bulk.wait_group.read", "fence.proxy.async.shared::cta", "st.shared.u32"},
    {"st.global.u32", "cp.async.bulk.tensor.3d", "cp.async.bulk.wait_group 0", "\tst.u32"}},
+  /* 128 x 256 with four stages: C leaves in 64-column chunks through two buffers per warpgroup, so
+   * the ring and the staging fit 227 KB together (with the B multicast of a cluster of two) */
+  {"gemm.lua", {"epilogue=tma", "stages=4", "cluster.m=2"},
+   {GEMM_PTX, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read",
+    "fence.proxy.async.shared::cta", "st.shared.u32", "multicast::cluster", "m64n256k16"},
+   {"st.global.u32", "cp.async.bulk.tensor.3d"}},
   {"ag_gemm.lua", {"epilogue=tma", "tile.n=128", "mma=pingpong", "cluster.m=2"},
    {"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read", "multicast::cluster",
     AG_SIGNAL_PTX, "st.shared.u32"},

@@ -74,10 +74,11 @@ local function ag_smem(cfg)
   -- split-K adds the f32 partial tile the second CTA writes into the first, and its two barriers
   local split = (cfg.split_k or 1) > 1 and 16 + cfg.tile.m * cfg.tile.n * 4 or 0
   local used = cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + split
-  -- the TMA-store epilogue stages C (a tile per consumer warpgroup with pingpong) after all
-  -- that, 1024-byte aligned
+  -- the TMA-store epilogue stages C after all that, 1024-byte aligned: each consumer warpgroup
+  -- its rows (the tile's share, or the whole tile with pingpong) in at most two 64-column chunks
   if cfg.epilogue == "tma" then
-    used = (used + 1023) // 1024 * 1024 + (cfg.mma == "pingpong" and 2 or 1) * cfg.tile.m * cfg.tile.n * 2
+    local rows = cfg.mma == "pingpong" and cfg.tile.m or cfg.tile.m // cfg.consumers
+    used = (used + 1023) // 1024 * 1024 + cfg.consumers * rows * 128 * math.min(2, cfg.tile.n // 64)
   end
   return used + 1024
 end
@@ -1415,11 +1416,18 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
   -- split-K: two more barriers and the f32 partial tile (16-byte aligned) after the ring's
   l = L("split_k = 2, tile = { m = 128, n = 128, k = 64 }, stages = 4")
   T.eq(l.red, l.red_bar + 16); T.eq(l.bytes, l.red + 128 * 128 * 4)
-  -- the TMA epilogue: C's stages 1024-byte aligned after everything else, one per consumer
+  -- the TMA epilogue: C's stages 1024-byte aligned after everything else, one per consumer, each
+  -- two 64-column chunk buffers of its rows (so 128 x 256 keeps four stages)
   l = L('epilogue = "tma", stages = 3')
-  T.eq(l.epi, 148480, "align(3 * 49152 + 48, 1024)"); T.eq(l.epi_stage, 64 * 256 * 2); T.eq(l.bytes, l.epi + 2 * 32768)
+  T.eq(l.epi, 148480, "align(3 * 49152 + 48, 1024)"); T.eq(l.epi_stage, 2 * 64 * 128); T.eq(l.bytes, l.epi + 2 * 16384)
+  l = L('epilogue = "tma", stages = 4')
+  T.eq(l.epi, 197632, "align(4 * 49152 + 64, 1024)"); T.eq(l.smem, 197632 + 2 * 16384 + 1024, "fits 227 KB")
   l = L('epilogue = "tma", stages = 3, mma = "pingpong", tile = { m = 128, n = 128, k = 64 }')
-  T.eq(l.epi_stage, 128 * 128 * 2, "pingpong: a whole tile per warpgroup")
+  T.eq(l.epi_stage, 2 * 128 * 128, "pingpong: a warpgroup's whole rows, two chunks")
+  l = L('epilogue = "tma", stages = 8, tile = { m = 64, n = 64, k = 64 }, consumers = 1')
+  T.eq(l.epi_stage, 64 * 128, "one 64-column chunk: one buffer")
+  local big = gm('epilogue = "tma", stages = 5')
+  T.ok(not big, "128 x 256 with five stages does not fit")
   -- invariants over a spread of configs, for both families
   local cases = { "", 'epilogue = "tma", stages = 3', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }',
                   'split_k = 2, epilogue = "tma", tile = { m = 64, n = 128, k = 64 }, consumers = 1, stages = 3',
