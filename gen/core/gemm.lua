@@ -90,7 +90,8 @@ end
 -- The tile field of the WGMMA-only families (gemm, gemm_rs), "auto" resolved by check_auto_tile.
 function M.tile_field()
   return { name = "tile", kind = "custom", check = M.tile_check, default = "auto", tag = "",
-           doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256}, k = 64" }
+           doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256} (family "
+             .. "gemm with b_layout = \"col\": any multiple of 16 up to 256), k = 64" }
 end
 -- F.check of those families: the default tile for "auto", then the WGMMA rules.
 function M.check_auto_tile(cfg, errs)
@@ -105,14 +106,28 @@ function M.cab_args(dt)
            { name = "b", type = "ptr", dtype = dt, role = "in", align = 16 }, size("m"), size("n"), size("k") }
 end
 
+-- Tile widths: row-major B arrives in 64-column boxes (n a multiple of 64); family gemm with
+-- column-major B takes any multiple of 16 up to 256 (B's box is n rows tall, half each with a
+-- cluster of two along M; C's last chunk is narrower than 64 columns, weft/gemm_epilogue.cuh), so
+-- a tile width can fit the tile count to the GPU's waves (176: 82 column blocks of 14336).
+function M.any_n(cfg) return cfg.family == "gemm" and cfg.b_layout == "col" end
+function M.n_ok(cfg)
+  local n = cfg.tile.n
+  if M.any_n(cfg) then return math.type(n) == "integer" and n >= 16 and n <= 256 and n % 16 == 0 end
+  return has(M.WGMMA_N, n)
+end
+
 -- The WGMMA rules over a config whose tile is resolved (family gemm; ag_gemm's wgmma variants).
 function M.check(cfg, errs)
   local t = cfg.tile
   if not has(M.WGMMA_M, t.m) then
     errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)")
   end
-  if not has(M.WGMMA_N, t.n) then
-    errs.add("tile.n", t.n, "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)")
+  if not M.n_ok(cfg) then
+    errs.add("tile.n", t.n, M.any_n(cfg)
+      and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256 (a multiple of 16: the m64nNk16 shape)"
+      or "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)"
+        .. (cfg.family == "gemm" and '; with b_layout = "col", any multiple of 16 up to 256' or ""))
   end
   if t.k ~= 64 then
     errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
@@ -131,7 +146,7 @@ function M.check(cfg, errs)
       t.m, t.m // 64, t.m // 64))
   elseif cfg.mma == "pingpong" and cfg.consumers ~= 2 then
     errs.add("mma", cfg.mma, "pingpong alternates two consumer warpgroups: set consumers = 2")
-  elseif has(M.WGMMA_M, t.m) and has(M.WGMMA_N, t.n) then
+  elseif has(M.WGMMA_M, t.m) and M.n_ok(cfg) then
     local owners = cfg.mma == "pingpong" and 1 or cfg.consumers   -- warpgroups sharing a tile
     local regs = t.m * t.n // (128 * owners)
     if regs > M.ACC_REGS then
@@ -180,7 +195,7 @@ local function align(x, a) return (x + a - 1) // a * a end
 --   full, empty STAGES mbarriers each, after the stages
 --   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
---               their 128-byte swizzle), each min(2, BN / 64) chunks of rows x 128 bytes
+--               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
 --               consumer warp's slice of a finished tile, 8 rows x 64 f32 (rows RS_LD floats apart),
 --               staged for the bulk copy or reduce-add (the ring stays the producer's: the kernel is
@@ -201,9 +216,17 @@ function M.layout(cfg)
   L.red = L.red_bar + 16
   local used = cfg.split_k > 1 and L.red + t.m * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
-  -- (each warpgroup's C leaves in 64-column chunks, rows x 128 bytes, through at most two
-  -- buffers: weft/gemm_epilogue.cuh's epi_bufs)
-  L.epi_stage = cfg.epilogue == "tma" and M.epi_rows(cfg) * 128 * math.min(2, t.n * esize // 128) or 0
+  -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
+  -- they fit beside the ring (the whole tile written, then stored), else two in turn (128 x 256
+  -- with four stages; weft/gemm_epilogue.cuh)
+  local chunks = (t.n * esize + 127) // 128
+  L.epi_bufs = 0
+  if cfg.epilogue == "tma" then
+    L.epi_bufs = chunks
+    local whole = L.epi + cfg.consumers * M.epi_rows(cfg) * 128 * chunks + 1024
+    if whole > common.SMEM_LIMIT then L.epi_bufs = math.min(2, chunks) end
+  end
+  L.epi_stage = M.epi_rows(cfg) * 128 * L.epi_bufs
   L.bytes = cfg.epilogue == "tma" and L.epi + cfg.consumers * L.epi_stage or used
   if M.bulk_slices(cfg) then   -- (16-byte aligned rows: the bulk source)
     L.rs = align(L.bytes, 128)
@@ -236,6 +259,7 @@ function M.cfg_struct(name, cfg, L, extra)
       L.full, L.empty),
     string.format("  static constexpr unsigned SMEM_RED_BAR = %d, SMEM_RED = %d, SMEM_EPI = %d, SMEM_EPI_STAGE = %d;",
       L.red_bar, L.red, L.epi, L.epi_stage),
+    string.format("  static constexpr int EPI_BUFS = %d;", L.epi_bufs),
   }
   for _, x in ipairs(extra or {}) do lines[#lines + 1] = "  " .. x end
   lines[#lines + 1] = "};"
@@ -271,7 +295,7 @@ function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
     and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, t.m, t.n) or "")
-    .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: a tile per consumer warpgroup)" or "")
+    .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: at least two 64-column chunks per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end
@@ -431,11 +455,37 @@ function M.tail_split(shape, tl, sp, sms, shards)
   return tail_waves(units, math.max(1, math.min(units, M.coresident(sp[3], sms))), sp[3])
 end
 
+-- Tile widths fitted to the waves (family gemm with column-major B, which takes any multiple of
+-- 16): for 128-row tiles over two consumers and 64-row tiles over one, the two widths in 80..240
+-- (not multiples of 64: ENUM_TILES has those) whose rounds cost least, rounds x width (ties: the
+-- wider).  cuBLASLt does the same (its kernel names: 176 x 128 at 1024 x 14336 x 4096, 112 x 128
+-- at 256 x 14336 x 4096, 96 x 64 at 128 x 6144 x 4096; bench/RESULTS.md).
+function M.fitted_tiles(shape, sms)
+  local out = {}
+  for _, bm in ipairs({ { 128, 2 }, { 64, 1 } }) do
+    local widths = {}
+    for bn = 80, 240, 16 do
+      if bn % 64 ~= 0 then
+        local units = cdiv(shape.m, bm[1]) * cdiv(shape.n, bn)
+        widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * bn }
+      end
+    end
+    table.sort(widths, function(a, b) if a.cost ~= b.cost then return a.cost < b.cost end return a.bn > b.bn end)
+    for i = 1, 2 do out[#out + 1] = { bm[1], widths[i].bn, bm[2], "cooperative" } end
+  end
+  return out
+end
+
 -- Every enumerated schedule that validates with the fixed fields, with its estimate.
 local function score_all(shape, fixed, sms, opts)
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
   local scored = {}
-  for i, tl in ipairs(ENUM_TILES) do
+  local tiles = ENUM_TILES
+  if opts.family == "gemm" and fixed.b_layout == "col" and open("tile") then
+    tiles = { table.unpack(ENUM_TILES) }
+    for _, tl in ipairs(M.fitted_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
+  end
+  for i, tl in ipairs(tiles) do
     for j, sp in ipairs(ENUM_SPLIT) do
       -- (the split tail only where the family has it, and only where it has both whole waves and
       -- split tiles: otherwise it is plain split-K or plain tiles, candidates of their own)
@@ -447,7 +497,7 @@ local function score_all(shape, fixed, sms, opts)
                     cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,
                     split_k_tail = opts.has_tail and sp[4] or nil }
         -- the config as it will be: fixed fields over the candidate's
-        local r = { dtype = open("dtype") and "bf16" or fixed.dtype, stages = 4 }
+        local r = { dtype = open("dtype") and "bf16" or fixed.dtype, stages = 4, family = opts.family }
         for k, v in pairs(c) do r[k] = copy(v) end
         for k, v in pairs(fixed) do if v ~= "auto" then r[k] = copy(v) end end
         r.tile = M.tile_check(r.tile)
@@ -567,12 +617,14 @@ function M.candidates(shape, fixed, dev, opts)
       for k, x in pairs(changes) do v[k] = x end
       try(v, why)
     end
+    -- (B multicast first: 1.5-4 % at 4096^3 .. 16384 x 4096 x 14336 with 128 x 256, four stages;
+    -- bench/RESULTS.md "GEMM, second session")
+    if best.r.split_k == 1 and best.r.cluster.m * best.r.cluster.n == 1 and open("cluster") then
+      variant({ cluster = { m = 2, n = 1 } }, "the choice with B multicast to a cluster of two along M")
+    end
     if b.stages and b.stages > 3 then variant({ stages = b.stages - 1 }, "the choice with one stage fewer") end
     if opts.has_pdl and open("pdl") then
       variant({ pdl = not b.pdl }, "the choice with pdl " .. (b.pdl and "off" or "on"))
-    end
-    if best.r.split_k == 1 and best.r.cluster.m * best.r.cluster.n == 1 and open("cluster") then
-      variant({ cluster = { m = 2, n = 1 } }, "the choice with B multicast to a cluster of two along M")
     end
     variant({ group = 8 }, "the choice with raster groups of 8 row blocks")
     if b.epilogue == "tma" and open("stages") then

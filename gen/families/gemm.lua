@@ -31,8 +31,12 @@ function F.derive(cfg)
   local args = gemm.cab_args(dt)
   local tmaps = gemm.tmaps_ab(cfg, "m")
   local epi_tma = cfg.epilogue == "tma"
+  local tail = cfg.tile.n % 64   -- (column-major B: a tile may end in a chunk narrower than 64 columns)
   if epi_tma then   -- the epilogue's map over C: each consumer warpgroup's rows x 64 columns per box
     tmaps[3] = { name = "tc", source = "c", dtype = dt, swizzle = 128, dims = { "n", "m" }, box = { 64, gemm.epi_rows(cfg) } }
+    if tail > 0 then   -- ... and its last, narrow chunk (dense rows of tail * 2 bytes)
+      tmaps[4] = { name = "tct", source = "c", dtype = dt, swizzle = 0, dims = { "n", "m" }, box = { tail, gemm.epi_rows(cfg) } }
+    end
   end
   local layout = gemm.layout(cfg)
   local threads = gemm.threads(cfg)
@@ -40,8 +44,8 @@ function F.derive(cfg)
   local big = common.INT_MAX
   return {
     values = { threads = threads,
-               body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s);",
-                 epi_tma and "&tc" or "nullptr"),
+               body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s, %s);",
+                 epi_tma and "&tc" or "nullptr", epi_tma and tail > 0 and "&tct" or "nullptr"),
                wgmma = gemm.wgmma_struct(cfg.tile.n, dt, cfg.b_layout == "row"),
                cfg = gemm.cfg_struct("GemmCfg", cfg, layout) },
     block = { threads, 1, 1 },

@@ -4,10 +4,10 @@
 //            edges (store_tile_tma).  A consumer warpgroup's ROWS x BN tile leaves in BN/64
 //            chunks of ROWS x 128 bytes (the 128-byte swizzle its tensor map names, so the 8 rows
 //            a store instruction touches land in 8 different 16-byte units: no bank conflicts),
-//            through min(2, BN/64) chunk buffers in turn: one thread stores each
-//            chunk with cp.async.bulk.tensor while the warpgroup writes the next into the other
-//            buffer.  Two buffers instead of the whole tile leave room for a deeper ring (128 x
-//            256: four stages instead of three).
+//            through a buffer per chunk where they fit beside the ring, else through two in
+//            turn: one thread stores each chunk with cp.async.bulk.tensor while the warpgroup
+//            writes the next into the other buffer.  Two buffers instead of the whole tile
+//            leave room for a deeper ring (128 x 256: four stages instead of three).
 // Fragment layout of m64nNk16 (f32): thread t of the warpgroup holds rows 16*(t/32) + (t%32)/4
 // (+8) and columns 8*j + 2*(t%4) (+1).
 #pragma once
@@ -58,24 +58,35 @@ __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
 
 // bar_id: a named barrier for the 128 threads of this warpgroup.  SHARD: the map is 3-d
 // { n, rows of a shard, shard } (the fused kernel: a tile must not spill into the next shard);
-// else 2-d { n, m }.
-// One barrier per chunk: before it, every thread has written chunk ch (and fenced its writes for
-// the async proxy), and thread 0 has seen every store issued so far read its buffer -- that of
-// chunk ch - 1, which is chunk ch + 1's; after it, thread 0 stores chunk ch and the warpgroup
-// writes ch + 1.  The first barrier of a tile covers the last tile's stores the same way.
-template <class T, int BN, int MR, bool SHARD>
-__device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage, int bar_id, int row0, int shard, int col0,
-                                               const float (&acc)[MR][BN / 2]) {
-  constexpr int ROWS = MR * 64, CHUNK = ROWS * 128, NCH = BN / 64;
-  constexpr int BUFS = NCH < 2 ? NCH : 2;   // (gen/core/gemm.lua's layout sizes the stage by the same rule)
-  static_assert(BN % 64 == 0 && BUFS >= 1, "the TMA epilogue stores 64-column chunks");
+// else 2-d { n, m }.  A tile BN columns wide that is not a multiple of 64 (family gemm, B
+// column-major) ends in a narrow chunk of W = BN % 64 columns, stored through tct, C's second map
+// (box W x ROWS, no swizzle: its rows are W * 2 bytes, dense in the buffer).
+// BUFS (gen/core/gemm.lua's layout): a buffer per chunk -- the whole tile is written, then one
+// barrier, then thread 0 stores every chunk; or two, taken in turn, with one barrier per chunk:
+// before it every thread has written chunk ch (and fenced its writes for the async proxy), and
+// thread 0 has seen every store issued so far read its buffer -- that of chunk ch - 1, which is
+// chunk ch + 1's; after it, thread 0 stores chunk ch and the warpgroup writes ch + 1.  Either
+// way the first barrier of a tile covers the last tile's stores.
+template <class T, int BN, int MR, bool SHARD, int BUFS>
+__device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const TensorMap *tct, char *stage, int bar_id, int row0,
+                                               int shard, int col0, const float (&acc)[MR][BN / 2]) {
+  constexpr int ROWS = MR * 64, CHUNK = ROWS * 128, W = BN % 64, NCH = (BN + 63) / 64;
+  constexpr bool ALL = BUFS == NCH;   // a buffer per chunk
+  static_assert(BN % 8 == 0 && W % 8 == 0 && (W == 0 || !SHARD), "64-column chunks, and a narrow last one in family gemm");
+  static_assert(ALL || BUFS == 2, "a buffer per chunk, or two in turn");
   const int t = threadIdx.x % 128;
   if (t == 0) bulk_wait_read();   // the last tile's stores have read their buffers
   bar_sync(bar_id, 128);
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
   const u32 base = smem_addr(stage);
+  auto store = [&](int ch) {   // thread 0
+    const char *src = stage + (ch % BUFS) * CHUNK;
+    if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, src);
+    else tma_store_2d(W != 0 && ch == NCH - 1 ? *tct : tc, col0 + 64 * ch, row0, src);
+  };
 #pragma unroll
   for (int ch = 0; ch < NCH; ++ch) {
+    const bool narrow = W != 0 && ch == NCH - 1;
     const u32 buf = base + (u32)((ch % BUFS) * CHUNK);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi)
@@ -84,31 +95,40 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, char *stage,
         const int r = mi * 64 + r_in + 8 * h;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {   // the chunk's 8-column groups
-          const int unit = j ^ (r % 8);
-          st_shared_u32(buf + (u32)(r * 128 + unit * 16 + 2 * c_in),
-                        pack2<T>(acc[mi][4 * (8 * ch + j) + 2 * h], acc[mi][4 * (8 * ch + j) + 2 * h + 1]));
+          if (8 * (8 * ch + j) >= BN) break;
+          const float lo = acc[mi][4 * (8 * ch + j) + 2 * h], hi = acc[mi][4 * (8 * ch + j) + 2 * h + 1];
+          if (narrow) st_shared_u32(buf + (u32)(r * (2 * W) + 2 * (8 * j + c_in)), pack2<T>(lo, hi));
+          else st_shared_u32(buf + (u32)(r * 128 + (j ^ (r % 8)) * 16 + 2 * c_in), pack2<T>(lo, hi));
         }
       }
+    if constexpr (!ALL) {
+      fence_proxy_async_shared();
+      if (t == 0 && ch + 1 < NCH) bulk_wait_read();   // chunk ch + 1's buffer: ch - 1's store read it
+      bar_sync(bar_id, 128);
+      if (t == 0) {
+        store(ch);
+        bulk_commit();
+      }
+    }
+  }
+  if constexpr (ALL) {
     fence_proxy_async_shared();
-    if (t == 0 && ch + 1 < NCH && BUFS > 1) bulk_wait_read();   // chunk ch + 1's buffer: ch - 1's store read it
     bar_sync(bar_id, 128);
     if (t == 0) {
-      if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, stage + (ch % BUFS) * CHUNK);
-      else tma_store_2d(tc, col0 + 64 * ch, row0, stage + (ch % BUFS) * CHUNK);
+#pragma unroll
+      for (int ch = 0; ch < NCH; ++ch) store(ch);
       bulk_commit();
     }
   }
 }
 
-// The tile of consumer warpgroup cw (rows r0.. of shard s, column block bn) by Cfg's epilogue.
-// Its C stage is cw's, at Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, with barrier
-// BAR_EPILOGUE_WG0 + cw.  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
+// tct: C's map for a narrow last chunk (BN not a multiple of 64), else unused.
 template <class Cfg, int MR, bool SHARD>
-__device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, char *smem_base, int cw, long rows, long n,
-                                         long r0, int s, int bn, const float (&acc)[MR][Cfg::BN / 2]) {
+__device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, const TensorMap *tct, char *smem_base, int cw,
+                                         long rows, long n, long r0, int s, int bn, const float (&acc)[MR][Cfg::BN / 2]) {
   if constexpr (Cfg::EPI_TMA) {
     if (r0 < rows && (long)bn * Cfg::BN < n)   // (a cluster partner's tile past the edge stores nothing)
-      store_tile_tma<typename Cfg::T, Cfg::BN, MR, SHARD>(*tc, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE,
+      store_tile_tma<typename Cfg::T, Cfg::BN, MR, SHARD, Cfg::EPI_BUFS>(*tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE,
                                                           BAR_EPILOGUE_WG0 + cw, (int)r0, s, bn * Cfg::BN, acc);
   } else {
     store_tile<typename Cfg::T, Cfg::BN, MR>(c, n, s * rows + r0, rows - r0, (long)bn * Cfg::BN, acc);

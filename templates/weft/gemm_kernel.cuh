@@ -74,7 +74,8 @@ namespace weft {
 
 template <class Cfg, class Src>
 __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
-                                                const TensorMap &tb, const TensorMap *tc, Src &src) {
+                                                const TensorMap &tb, const TensorMap *tc, Src &src,
+                                                const TensorMap *tct = nullptr) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, STAGES = Cfg::STAGES, CONSUMERS = Cfg::CONSUMERS;
   constexpr bool PINGPONG = Cfg::PINGPONG;
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
@@ -184,7 +185,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         }
       }
       if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
-      else epilogue<Cfg, MR, Src::SHARDED>(c, tc, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
+      else epilogue<Cfg, MR, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
     }
     epilogue_finish<Cfg>();
     if constexpr (Src::STORES) src.template consumers_done<Cfg>(c, ms, n);
@@ -210,12 +211,13 @@ struct LocalA {
   __device__ __forceinline__ void retire() {}
 };
 
-// Family gemm's kernel body (templates/gemm.cu): tc is C's TMA map with EPI_TMA, else nullptr.
+// Family gemm's kernel body (templates/gemm.cu): tc is C's TMA map with EPI_TMA, else nullptr;
+// tct its map for the narrow last chunk of a tile whose BN is not a multiple of 64, else nullptr.
 template <class Cfg>
 __device__ __forceinline__ void gemm_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
-                                           const TensorMap &tb, const TensorMap *tc) {
+                                           const TensorMap &tb, const TensorMap *tc, const TensorMap *tct) {
   LocalA src;
-  gemm_persistent<Cfg>(c, m, n, k, ta, tb, tc, src);
+  gemm_persistent<Cfg>(c, m, n, k, ta, tb, tc, src, tct);
 }
 
 }  // namespace weft

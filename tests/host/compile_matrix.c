@@ -462,6 +462,14 @@ static const entry matrix[] = {
    {GEMM_PTX, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read",
     "fence.proxy.async.shared::cta", "st.shared.u32", "multicast::cluster", "m64n256k16"},
    {"st.global.u32", "cp.async.bulk.tensor.3d"}},
+  /* a tile 176 wide (column-major B): m64n176k16, B's 176-row box (88 per CTA of a cluster along
+   * M), and C's last 48 columns through a second, unswizzled map (the kernel's tenth parameter, after c, a, b, m, n, k, ta, tb, tc) */
+  {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.n=176", "stages=5", "cluster.m=2"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16",
+    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "multicast::cluster", "_param_9"},
+   {"st.global.u32", "_param_10"}},
+  {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.n=192", "stages=4"},
+   {GEMM_PTX, "m64n192k16", "_param_8"}, {"_param_9"}},
   {"ag_gemm.lua", {"epilogue=tma", "tile.n=128", "mma=pingpong", "cluster.m=2"},
    {"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read", "multicast::cluster",
     AG_SIGNAL_PTX, "st.shared.u32"},

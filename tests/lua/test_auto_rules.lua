@@ -170,6 +170,24 @@ T.test("gemm: the estimate counts waves (a partial last round costs a whole one)
   T.ok(b > 1.9 * a - 2 * gemm.MODEL.LAUNCH_US, string.format("133 tiles cost two rounds: %.1f vs %.1f us", b, a))
 end)
 
+T.test("gemm: widths fitted to the waves, for column-major B only", function()
+  -- 1024 x 14336: 176 columns make 8 x 82 = 656 tiles, 4.97 waves of 132 (cuBLASLt's own 176 x 128)
+  local f = gemm.fitted_tiles({ m = 1024, n = 14336, k = 4096 }, 132)
+  T.eq(f[1][1], 128); T.eq(f[1][2], 176, "the fullest last wave at 128 rows")
+  for _, tl in ipairs(f) do T.ok(tl[2] % 16 == 0 and tl[2] % 64 ~= 0 and tl[2] >= 80 and tl[2] <= 240, "width " .. tl[2]) end
+  local F = weft.family_module("gemm")
+  local function widths(fixed)
+    local w = {}
+    for _, c in ipairs(F.auto({ m = 1024, n = 14336, k = 4096 }, fixed, H200)) do
+      if c.tile then w[c.tile.n] = true end
+    end
+    return w
+  end
+  T.ok(widths({ family = "gemm", b_layout = "col" })[176], "B col: a 176-wide candidate")
+  for n in pairs(widths({ family = "gemm", b_layout = "row" })) do T.eq(n % 64, 0, "B row: 64-column multiples only") end
+  for n in pairs(widths({ family = "gemm" })) do T.eq(n % 64, 0, "B row by default") end
+end)
+
 T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
   local F = weft.family_module("gemm")
   local cases = {

@@ -78,7 +78,10 @@ local function ag_smem(cfg)
   -- its rows (the tile's share, or the whole tile with pingpong) in at most two 64-column chunks
   if cfg.epilogue == "tma" then
     local rows = cfg.mma == "pingpong" and cfg.tile.m or cfg.tile.m // cfg.consumers
-    used = (used + 1023) // 1024 * 1024 + cfg.consumers * rows * 128 * math.min(2, cfg.tile.n // 64)
+    local chunks = (cfg.tile.n + 63) // 64   -- a buffer per chunk if they fit, else two
+    used = (used + 1023) // 1024 * 1024
+    local whole = used + cfg.consumers * rows * 128 * chunks
+    used = whole + 1024 <= common.SMEM_LIMIT and whole or used + cfg.consumers * rows * 128 * math.min(2, chunks)
   end
   return used + 1024
 end
@@ -233,8 +236,10 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, string.format("SMEM_RED_BAR = %d, SMEM_RED = %d, SMEM_EPI = %d, SMEM_EPI_STAGE = %d;", L.red_bar, L.red,
       L.epi, L.epi_stage), where .. " cfg layout (split-K, epilogue)")
     local tc = cfg.epilogue == "tma" and "&tc" or "nullptr"
+    local tct = cfg.epilogue == "tma" and cfg.tile.n % 64 ~= 0 and "&tct" or "nullptr"
     if cfg.variant == "gemm" then
-      T.contains(s, "weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, " .. tc .. ");", where .. " kernel")
+      T.contains(s, "weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, " .. tc .. ", " .. tct .. ");",
+        where .. " kernel")
     else
       T.contains(s, "  static constexpr int COMM = " .. comm_id .. ";", where .. " cfg comm")
       T.contains(s, "  static constexpr bool RING = " .. ring .. ";", where .. " cfg ring")
@@ -1417,15 +1422,21 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
   l = L("split_k = 2, tile = { m = 128, n = 128, k = 64 }, stages = 4")
   T.eq(l.red, l.red_bar + 16); T.eq(l.bytes, l.red + 128 * 128 * 4)
   -- the TMA epilogue: C's stages 1024-byte aligned after everything else, one per consumer, each
-  -- two 64-column chunk buffers of its rows (so 128 x 256 keeps four stages)
+  -- a buffer per 64-column chunk of its rows where they fit, else two (so 128 x 256 keeps four stages)
   l = L('epilogue = "tma", stages = 3')
-  T.eq(l.epi, 148480, "align(3 * 49152 + 48, 1024)"); T.eq(l.epi_stage, 2 * 64 * 128); T.eq(l.bytes, l.epi + 2 * 16384)
+  T.eq(l.epi, 148480, "align(3 * 49152 + 48, 1024)"); T.eq(l.epi_bufs, 4); T.eq(l.epi_stage, 4 * 64 * 128)
+  T.eq(l.bytes, l.epi + 2 * 32768)
   l = L('epilogue = "tma", stages = 4')
-  T.eq(l.epi, 197632, "align(4 * 49152 + 64, 1024)"); T.eq(l.smem, 197632 + 2 * 16384 + 1024, "fits 227 KB")
+  T.eq(l.epi, 197632, "align(4 * 49152 + 64, 1024)"); T.eq(l.epi_bufs, 2, "the whole tile does not fit: two in turn")
+  T.eq(l.smem, 197632 + 2 * 16384 + 1024, "fits 227 KB")
   l = L('epilogue = "tma", stages = 3, mma = "pingpong", tile = { m = 128, n = 128, k = 64 }')
   T.eq(l.epi_stage, 2 * 128 * 128, "pingpong: a warpgroup's whole rows, two chunks")
   l = L('epilogue = "tma", stages = 8, tile = { m = 64, n = 64, k = 64 }, consumers = 1')
   T.eq(l.epi_stage, 64 * 128, "one 64-column chunk: one buffer")
+  l = L('epilogue = "tma", stages = 5, b_layout = "col", tile = { m = 128, n = 176, k = 64 }')
+  T.eq(l.epi_bufs, 2, "176 columns: two full chunks and a narrow one, through two buffers")
+  l = L('epilogue = "tma", stages = 3, b_layout = "col", tile = { m = 128, n = 176, k = 64 }')
+  T.eq(l.epi_bufs, 3, "... or one each, with a shallower ring")
   local big = gm('epilogue = "tma", stages = 5')
   T.ok(not big, "128 x 256 with five stages does not fit")
   -- invariants over a spread of configs, for both families

@@ -98,6 +98,9 @@ weft_mps_test(ag_fused_split_k4_decode 2 ${AG} --set split_k=4 --set tile.m=64 -
               --shapes-only --shape 32x4096x4096 --shape 1000x1000x1000)
 # the TMA-store epilogue per shard: 1000 rows over 4 ranks are 250 per shard, not a tile multiple
 weft_mps_test(ag_fused_epilogue_tma 4 ${AG} --set epilogue=tma --set stages=3 ${AG_SHAPES})
+# ... with four stages: C per shard through two 64-column chunk buffers in turn (3-d stores)
+weft_mps_test(ag_fused_epilogue_tma_s4 2 ${AG} --set epilogue=tma --set stages=4 --set cluster.m=2
+              --shapes-only --shape 1000x1000x1000 --shape 2048x4096x264)
 weft_mps_test(ag_fused_cluster_n2 2 ${AG} --set cluster.n=2 ${AG_SHAPES})
 weft_mps_test(ag_fused_cluster_m2_tma 4 ${AG} --set cluster.m=2 --set comm=tma ${AG_SHAPES})
 weft_mps_test(ag_fused_cluster_n2_pingpong 8 ${AG} --set cluster.n=2 --set tile.n=128 --set mma=pingpong ${AG_SHAPES})
