@@ -292,6 +292,11 @@ class Context:
 
     def __init__(self, device=0, cache_dir=None, source_dir=None):
         self._h = None
+        # The C handle once closed while kernels of it are still to be destroyed (see _release),
+        # and how many kernels made here are not destroyed yet: a kernel goes before its context.
+        self._closing_h = None
+        self._open = 0
+        self._open_lock = threading.Lock()
         self._comms = weakref.WeakSet()   # weft.dist.Comm objects over this context's kernels
         self.device = operator.index(device)
         opts = _lib._CtxOptions(self.device, _fs(cache_dir, "cache_dir"), _fs(source_dir, "source_dir"))
@@ -331,6 +336,31 @@ class Context:
             for k in list(self._kernels):
                 k.close()
             h, self._h = self._h, None
+            self._release(h)
+
+    def _release(self, h):
+        # A kernel still open here is one close() could not reach: garbage the collector is
+        # finalizing (a Kernel is in a cycle with its Manifest, so the context and its kernels go
+        # in one collection, at the latest at interpreter exit), and the collector clears weak
+        # references before it runs any __del__, this context's included.  Its weft_kernel_destroy
+        # is yet to come and must not follow weft_ctx_destroy: the last of them destroys the context.
+        with self._open_lock:
+            if self._open:
+                self._closing_h, h = h, None
+        if h:
+            lib.weft_ctx_destroy(h)
+
+    def _kernel_made(self):
+        with self._open_lock:
+            self._open += 1
+
+    def _kernel_gone(self):
+        with self._open_lock:
+            self._open -= 1
+            h = None
+            if not self._open and self._closing_h is not None:
+                h, self._closing_h = self._closing_h, None
+        if h:
             lib.weft_ctx_destroy(h)
 
     def __del__(self):
@@ -598,9 +628,11 @@ class Kernel:
 
     def __init__(self, ctx, h, owner=None):
         self.ctx = ctx
-        self._h = h
         self._owner = owner
         self._parts = None
+        self._h = h
+        if owner is None:   # a first kernel: destroyed by close(), before its context (Context._release)
+            ctx._kernel_made()
         self.manifest = Manifest(lib.weft_kernel_manifest(h), owned=False, keep=self)
         args = self.manifest.args
         self._vals = [_CTYPE[a.type]() for a in args]
@@ -706,7 +738,10 @@ class Kernel:
         for p in (getattr(self, "_parts", None) or [])[1:]:
             p._h = None
         if h and self._owner is None:
-            lib.weft_kernel_destroy(h)
+            try:
+                lib.weft_kernel_destroy(h)
+            finally:
+                self.ctx._kernel_gone()
 
     def __del__(self):
         try:

@@ -37,6 +37,7 @@ struct weft_kernel {
   int hit;
   double compile_ms;
   CUlibrary lib;
+  const drv_table *drv;    /* what loaded lib and unloads it: the context may be destroyed first */
   CUfunction fn;
   int grid_arg[3];         /* index of the size argument behind each grid dimension, or -1 */
   int grid_by[3];          /* index of its second size argument (weft_grid_dim.by), or -1 */
@@ -236,8 +237,9 @@ weft_kernel *weft_kernel_part(weft_kernel *k, int i) {
   return i == 0 ? k : k->parts[i];
 }
 
+/* Reads nothing of k->ctx: a kernel may outlive its context (weft_ctx_destroy first). */
 static void kernel_free(weft_kernel *k) {
-  if (k->lib && k->ctx->drv) k->ctx->drv->cuLibraryUnload(k->lib);
+  if (k->lib && k->drv) k->drv->cuLibraryUnload(k->lib);
   cache_entry_free(&k->bin);
   free(k);
 }
@@ -406,7 +408,7 @@ static weft_status kernel_load(weft_kernel *k) {
   weft_status st = ctx_device(k->ctx, err);
   if (st) return st;
   if (k->fn) return WEFT_OK;
-  const drv_table *d = k->ctx->drv;
+  const drv_table *d = k->drv = k->ctx->drv;
   CU(d->cuLibraryLoadData(&k->lib, k->bin.cubin, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
   CUkernel kern;
   CU(d->cuLibraryGetKernel(&kern, k->lib, k->m->entry), "cuLibraryGetKernel");

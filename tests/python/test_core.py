@@ -390,6 +390,137 @@ def test_compile_from_threads(ctx, softmax):
     assert all(k.cache_hit for k in again)
 
 
+# ---- teardown order ----------------------------------------------------------------------------
+# weft_kernel_destroy reads its context (on a GPU: the driver table that unloads the kernel's
+# CUlibrary), so a kernel must be destroyed before its context, whatever order Python finalizes
+# them in.  A Kernel is in a cycle with its Manifest, so a context and the kernels still open on
+# it are collected together, at the latest at interpreter exit (bench/gemm_llm.py's end), and the
+# collector clears the context's weak set of kernels before running any __del__.
+
+_DESTROYS = ("weft_ctx_destroy", "weft_kernel_destroy")
+
+
+class _Recorder:
+    """weft.core's lib, recording (function, handle) for weft_ctx_destroy and weft_kernel_destroy."""
+
+    def __init__(self, real):
+        self.real, self.calls = real, []
+
+    def __getattr__(self, name):
+        f = getattr(self.real, name)
+        if name not in _DESTROYS:
+            return f
+
+        def call(h):
+            self.calls.append((name, h.value))
+            return f(h)
+        return call
+
+
+def check_teardown(calls, ctx_h, kernel_hs):
+    kernels = [h for n, h in calls if n == "weft_kernel_destroy"]
+    assert sorted(kernels) == sorted(kernel_hs), "each kernel destroyed once"
+    assert [n for n, h in calls if h == ctx_h] == ["weft_ctx_destroy"], "the context destroyed once"
+    assert calls[-1] == ("weft_ctx_destroy", ctx_h), "a kernel destroyed after its context: %s" % calls
+
+
+@pytest.mark.parametrize("drop", ["context first", "kernels first", "one cycle"])
+def test_collector_destroys_kernels_before_their_context(tmp_path, softmax, monkeypatch, drop):
+    import gc
+    from weft import core
+    rec = _Recorder(core.lib)
+    monkeypatch.setattr(core, "lib", rec)
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    ks = [c.compile(softmax, cluster=n) for n in (1, 2)]
+    ks.append(c.compile(EXAMPLES / "ag_gemm.lua", variant="gather_then_gemm"))
+    ks[-1].parts()   # Kernel objects over its second kernel, which the first owns
+    ctx_h, kernel_hs = c._h.value, [k.handle.value for k in ks]
+    if drop == "context first":
+        del c
+        del ks
+    elif drop == "kernels first":
+        del ks
+        del c
+    else:
+        junk = [c, ks]
+        junk.append(junk)
+        del c, ks, junk
+    gc.collect()
+    check_teardown(rec.calls, ctx_h, kernel_hs)
+
+
+def test_close_and_collector_mixed(tmp_path, softmax, monkeypatch):
+    import gc
+    from weft import core
+    rec = _Recorder(core.lib)
+    monkeypatch.setattr(core, "lib", rec)
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    k1, k2 = c.compile(softmax, cluster=1), c.compile(softmax, cluster=2)
+    ctx_h, kernel_hs = c._h.value, [k1.handle.value, k2.handle.value]
+    k1.close()
+    k1.close()
+    del c, k1, k2
+    gc.collect()
+    check_teardown(rec.calls, ctx_h, kernel_hs)
+    # an explicit close still closes the kernels still open, then the context, at once
+    rec.calls.clear()
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    k = c.compile(softmax)
+    ctx_h, kernel_hs = c._h.value, [k.handle.value]
+    c.close()
+    check_teardown(rec.calls, ctx_h, kernel_hs)
+    with pytest.raises(ValueError, match="closed"):
+        k.ptx
+    k.close()
+    c.close()
+    assert len(rec.calls) == 2
+
+
+EXIT_SCRIPT = r"""
+import os, sys
+import weft
+from weft import core
+
+write = os.write   # at exit, print and sys.stderr may be gone
+class Recorder:
+    def __init__(self, real):
+        self.real = real
+    def __getattr__(self, name):
+        f = getattr(self.real, name)
+        if name not in ("weft_ctx_destroy", "weft_kernel_destroy"):
+            return f
+        def call(h, f=f, name=name, write=write):
+            write(2, b"%s %d\n" % (name.encode(), h.value))
+            return f(h)
+        return call
+core.lib = Recorder(core.lib)
+
+class Bench:   # bench/gemm_llm.py's: a context and its kernels, left open for the exit
+    def __init__(self):
+        self.ctx = weft.Context()
+        self.kernels = {n: self.ctx.compile(sys.argv[1], cluster=n) for n in (1, 2, 4)}
+        write(2, b"made %d %s\n" % (self.ctx._h.value, b" ".join(b"%d" % k.handle.value for k in self.kernels.values())))
+
+def main():
+    B = Bench()
+    return 0
+
+sys.exit(main())
+"""
+
+
+def test_interpreter_exit_destroys_kernels_before_their_context(tmp_path, softmax):
+    script = tmp_path / "leave_open.py"
+    script.write_text(EXIT_SCRIPT)
+    env = dict(os.environ, WEFT_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, str(script), softmax], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [ln.split() for ln in r.stderr.splitlines() if ln.startswith(("made ", "weft_"))]
+    assert lines and lines[0][0] == "made", r.stderr
+    ctx_h, kernel_hs = int(lines[0][1]), [int(x) for x in lines[0][2:]]
+    check_teardown([(n, int(h)) for n, h in lines[1:]], ctx_h, kernel_hs)
+
+
 # ---- launch (no GPU here) ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
