@@ -125,7 +125,8 @@ function M.check(cfg, errs)
   end
   if not M.n_ok(cfg) then
     errs.add("tile.n", t.n, M.any_n(cfg)
-      and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256 (a multiple of 16: the m64nNk16 shape)"
+      and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256 (a multiple of 16: m64nNk16 with half "
+        .. "of B's box per CTA of a cluster in whole 8-row groups)"
       or "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)"
         .. (cfg.family == "gemm" and '; with b_layout = "col", any multiple of 16 up to 256' or ""))
   end
