@@ -427,12 +427,26 @@ local function errs_sink()
   return e
 end
 
--- The deepest ring up to `cap` that fits in shared memory, or nil.
+-- The deepest ring up to `cap` that fits in shared memory, or nil.  With the TMA epilogue, a ring
+-- of three stages that keeps a C buffer per 64-column chunk rather than four with C through two
+-- buffers in turn: measured, 128 x 256 with three stages beat four by 1-6 % at the large shapes;
+-- from four stages up the deeper ring won (128 x 176: five stages 3-6 % faster than four at 1024 x
+-- 14336 x 4096; bench/RESULTS.md "GEMM at every shape, second session").  The rule's neighbours
+-- offer the other.
 function M.fit_stages(cfg, cap)
+  local deepest, whole
   for s = cap, 2, -1 do
     cfg.stages = s
-    if M.layout(cfg).smem <= common.SMEM_LIMIT then return s end
+    local L = M.layout(cfg)
+    if L.smem <= common.SMEM_LIMIT then
+      deepest = deepest or s
+      if cfg.epilogue ~= "tma" or L.epi_bufs * 64 >= cfg.tile.n then whole = s; break end
+    end
   end
+  local s = deepest
+  if whole == 3 and deepest == 4 then s = 3 end
+  if s then cfg.stages = s end
+  return s
 end
 
 local function copy(v)
@@ -624,6 +638,13 @@ function M.candidates(shape, fixed, dev, opts)
       variant({ cluster = { m = 2, n = 1 } }, "the choice with B multicast to a cluster of two along M")
     end
     if b.stages and b.stages > 3 then variant({ stages = b.stages - 1 }, "the choice with one stage fewer") end
+    if b.epilogue == "tma" and b.stages and open("stages") then   -- one stage deeper with C through two buffers, if it fits
+      local r = copy(best.r)
+      r.tile, r.cluster, r.stages = M.tile_check(r.tile), M.cluster_check(r.cluster), b.stages + 1
+      if r.stages <= M.MAX_STAGES and M.layout(r).smem <= common.SMEM_LIMIT then
+        variant({ stages = r.stages }, "the choice with one stage more (C through two buffers in turn)")
+      end
+    end
     if opts.has_pdl and open("pdl") then
       variant({ pdl = not b.pdl }, "the choice with pdl " .. (b.pdl and "off" or "on"))
     end
