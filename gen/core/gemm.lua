@@ -220,14 +220,18 @@ function M.layout(cfg)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
   -- they fit beside the ring (the whole tile written, then stored), else two in turn (128 x 256
   -- with four stages; weft/gemm_epilogue.cuh)
-  local chunks = (t.n * esize + 127) // 128
-  L.epi_bufs = 0
+  -- (a buffer per chunk: the last, narrow one (BN % 64 columns, dense rows) takes rows x 2W bytes,
+  -- a multiple of 1024 as the next warpgroup's stage needs; two in turn both take whole chunks)
+  local chunks, rows = (t.n * esize + 127) // 128, M.epi_rows(cfg)
+  local narrow = (t.n % 64) * esize
+  L.epi_bufs, L.epi_stage = 0, 0
   if cfg.epilogue == "tma" then
     L.epi_bufs = chunks
-    local whole = L.epi + cfg.consumers * M.epi_rows(cfg) * 128 * chunks + 1024
-    if whole > common.SMEM_LIMIT then L.epi_bufs = math.min(2, chunks) end
+    L.epi_stage = rows * 128 * (chunks - 1) + rows * (narrow > 0 and narrow or 128)
+    if L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT and chunks > 2 then
+      L.epi_bufs, L.epi_stage = 2, rows * 128 * 2
+    end
   end
-  L.epi_stage = M.epi_rows(cfg) * 128 * L.epi_bufs
   L.bytes = cfg.epilogue == "tma" and L.epi + cfg.consumers * L.epi_stage or used
   if M.bulk_slices(cfg) then   -- (16-byte aligned rows: the bulk source)
     L.rs = align(L.bytes, 128)
@@ -296,7 +300,7 @@ function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
     and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, t.m, t.n) or "")
-    .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: at least two 64-column chunks per consumer warpgroup)" or "")
+    .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two, per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end

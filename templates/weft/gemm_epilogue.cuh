@@ -1,9 +1,10 @@
 // weft/gemm_epilogue.cuh: a consumer warpgroup's accumulators to C.
 //   direct   straight from registers to global memory, bounds-checked (store_tile);
 //   tma      through shared memory, swizzled, then stored by TMA, which clips at the tensor's
-//            edges (store_tile_tma).  A consumer warpgroup's ROWS x BN tile leaves in BN/64
+//            edges (store_tile_tma).  A consumer warpgroup's ROWS x BN tile leaves in 64-column
 //            chunks of ROWS x 128 bytes (the 128-byte swizzle its tensor map names, so the 8 rows
-//            a store instruction touches land in 8 different 16-byte units: no bank conflicts),
+//            a store instruction touches land in 8 different 16-byte units: no bank conflicts;
+//            a last chunk of BN % 64 columns is dense and unswizzled, with a map of its own),
 //            through a buffer per chunk where they fit beside the ring, else through two in
 //            turn: one thread stores each chunk with cp.async.bulk.tensor while the warpgroup
 //            writes the next into the other buffer.  Two buffers instead of the whole tile

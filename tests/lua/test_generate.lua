@@ -1437,6 +1437,11 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
   T.eq(l.epi_bufs, 2, "176 columns: two full chunks and a narrow one, through two buffers")
   l = L('epilogue = "tma", stages = 3, b_layout = "col", tile = { m = 128, n = 176, k = 64 }')
   T.eq(l.epi_bufs, 3, "... or one each, with a shallower ring")
+  T.eq(l.epi_stage, 2 * 64 * 128 + 64 * 96, "the narrow chunk's buffer: its dense rows, 48 x 2 bytes each")
+  l = L('epilogue = "tma", stages = 4, b_layout = "col", tile = { m = 128, n = 208, k = 64 }')
+  T.eq(l.epi_bufs, 4, "208 with four stages keeps a buffer per chunk (the narrow one is 2 KB)")
+  local m208 = assert(gm('epilogue = "tma", stages = 4, b_layout = "col", tile = { m = 128, n = 208, k = 64 }'))
+  T.contains(m208.source, "static constexpr int EPI_BUFS = 4;", "the layout's buffer count reaches the device code")
   local big = gm('epilogue = "tma", stages = 5')
   T.ok(not big, "128 x 256 with five stages does not fit")
   -- invariants over a spread of configs, for both families
