@@ -8,6 +8,8 @@
 #   3. sass: cuobjdump -sass of each weft config in PROF (the main loop is what to read).
 #   4. runs: RUNS, weft configs timed beside cuBLASLt (weft_ev weft_gr cublas_ev cublas_gr ratio_ev ratio_gr);
 #   5. waves: the default example at shapes of 3.9 and 4.0 waves of tiles (quantization).
+#   NCU_SECTIONS replaces ncu's --set full (e.g. "--section WarpStateStats --page raw": every stall reason's raw metric;
+#   not run on a GPU yet).
 #   PHASES "names prof sass waves" (default)
 set -u
 . bench/env.sh
@@ -51,7 +53,9 @@ if want names; then
   echo "== cuBLASLt kernels (torch.mm)" >>"$S"; cat "$L/names.txt" >>"$S"
 fi
 
-NCU="ncu --clock-control none --cache-control none --launch-skip 5 --launch-count 1 --set full"
+# NCU_SECTIONS: what ncu collects (default the full set; "--section WarpStateStats --page raw" prints
+# every warp-stall reason's raw metric)
+NCU="ncu --clock-control none --cache-control none --launch-skip 5 --launch-count 1 ${NCU_SECTIONS:---set full}"
 i=0
 if want prof; then
   for p in "${PROF[@]}"; do
@@ -68,8 +72,8 @@ if want prof; then
         --time-shape "$shp" --iters 3 >"$L/prof_$i.txt" 2>&1
     fi
     echo "== prof_$i: $p (rc $?)" >>"$S"
-    grep -E "^  [a-zA-Z_]+.*\(|Duration|Elapsed Cycles|SM Frequency|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Issue Slots Busy|No Eligible|Grid Size|Registers Per|L1/TEX Hit|L2 Hit|Shared Memory|Tensor" \
-      "$L/prof_$i.txt" | head -40 >>"$S"
+    grep -E "^  [a-zA-Z_]+.*\(|Duration|Elapsed Cycles|SM Frequency|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Issue Slots Busy|No Eligible|Grid Size|Registers Per|L1/TEX Hit|L2 Hit|Shared Memory|Tensor|issue_stalled" \
+      "$L/prof_$i.txt" | head -80 >>"$S"
   done
 fi
 
