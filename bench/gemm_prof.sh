@@ -99,7 +99,7 @@ if want runs; then
     bl=col; case $shp in *r) bl=row; shp=${shp%r};; esac
     $W run examples/gemm.lua --set b_layout=$bl $(set_args "$rest") --no-check --shapes-only --time-shape "$shp" \
       --iters 20 >"$L/run.txt" 2>&1
-    echo "$shp $bl $rest | $(grep -E '^ag_gemm ' "$L/run.txt" | tail -1 | awk '{print $10, $11, $14, $15, $16, $17}')" >>"$S"
+    echo "$shp $bl $rest | $(grep -E '^ag_gemm ' "$L/run.txt" | tail -1 | awk '{print $10, $11, $14, $15, $18, $19}')" >>"$S"
     cat "$L/run.txt" >>"$L/runs.txt"
   done
 fi
