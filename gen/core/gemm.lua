@@ -218,10 +218,9 @@ function M.layout(cfg)
   local used = cfg.split_k > 1 and L.red + t.m * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
-  -- they fit beside the ring (the whole tile written, then stored), else two in turn (128 x 256
-  -- with four stages; weft/gemm_epilogue.cuh)
-  -- (a buffer per chunk: the last, narrow one (BN % 64 columns, dense rows) takes rows x 2W bytes,
-  -- a multiple of 1024 as the next warpgroup's stage needs; two in turn both take whole chunks)
+  -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64
+  -- columns in dense rows takes rows x 2W bytes, a multiple of 1024 as the next warpgroup's stage
+  -- needs), else two whole-chunk buffers in turn (128 x 256 with four stages; weft/gemm_epilogue.cuh)
   local chunks, rows = (t.n * esize + 127) // 128, M.epi_rows(cfg)
   local narrow = (t.n % 64) * esize
   L.epi_bufs, L.epi_stage = 0, 0
@@ -300,7 +299,8 @@ function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
     and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, t.m, t.n) or "")
-    .. (cfg.epilogue == "tma" and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two, per consumer warpgroup)" or "")
+    .. (cfg.epilogue == "tma"
+      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two, per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end
@@ -628,8 +628,13 @@ function M.candidates(shape, fixed, dev, opts)
       best = best or s
     end
   end
-  if best then   -- its neighbours: a shallower ring, the direct epilogue, group 8, pdl
+  if best then   -- its neighbours: B multicast, a shallower or deeper ring, pdl, group 8, the direct epilogue
     local b = best.c
+    local function resolved()   -- the best as a config whose ring can be fitted again
+      local r = copy(best.r)
+      r.tile, r.cluster = M.tile_check(r.tile), M.cluster_check(r.cluster)
+      return r
+    end
     local function variant(changes, why)
       if #out >= want - 1 then return end
       local v = copy(b)
@@ -643,8 +648,8 @@ function M.candidates(shape, fixed, dev, opts)
     end
     if b.stages and b.stages > 3 then variant({ stages = b.stages - 1 }, "the choice with one stage fewer") end
     if b.epilogue == "tma" and b.stages and open("stages") then   -- one stage deeper with C through two buffers, if it fits
-      local r = copy(best.r)
-      r.tile, r.cluster, r.stages = M.tile_check(r.tile), M.cluster_check(r.cluster), b.stages + 1
+      local r = resolved()
+      r.stages = b.stages + 1
       if r.stages <= M.MAX_STAGES and M.layout(r).smem <= common.SMEM_LIMIT then
         variant({ stages = r.stages }, "the choice with one stage more (C through two buffers in turn)")
       end
@@ -654,8 +659,7 @@ function M.candidates(shape, fixed, dev, opts)
     end
     variant({ group = 8 }, "the choice with raster groups of 8 row blocks")
     if b.epilogue == "tma" and open("stages") then
-      local r = copy(best.r)
-      r.tile, r.cluster = M.tile_check(r.tile), M.cluster_check(r.cluster)
+      local r = resolved()
       r.epilogue = "direct"
       if M.fit_stages(r, M.MAX_STAGES) then variant({ epilogue = "direct", stages = r.stages }, "the choice with direct stores") end
     end

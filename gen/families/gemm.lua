@@ -35,7 +35,8 @@ function F.derive(cfg)
   if epi_tma then   -- the epilogue's map over C: each consumer warpgroup's rows x 64 columns per box
     tmaps[3] = { name = "tc", source = "c", dtype = dt, swizzle = 128, dims = { "n", "m" }, box = { 64, gemm.epi_rows(cfg) } }
     if tail > 0 then   -- ... and its last, narrow chunk (dense rows of tail * 2 bytes)
-      tmaps[4] = { name = "tct", source = "c", dtype = dt, swizzle = 0, dims = { "n", "m" }, box = { tail, gemm.epi_rows(cfg) } }
+      tmaps[4] = { name = "tct", source = "c", dtype = dt, swizzle = 0, dims = { "n", "m" },
+                   box = { tail, gemm.epi_rows(cfg) } }
     end
   end
   local layout = gemm.layout(cfg)

@@ -80,14 +80,14 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   bar_sync(bar_id, 128);
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
   const u32 base = smem_addr(stage);
+  auto narrow = [](int ch) { return W != 0 && ch == NCH - 1; };   // the last chunk, BN % 64 wide
   auto store = [&](int ch) {   // thread 0
     const char *src = stage + (ch % BUFS) * CHUNK;
     if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, src);
-    else tma_store_2d(W != 0 && ch == NCH - 1 ? *tct : tc, col0 + 64 * ch, row0, src);
+    else tma_store_2d(narrow(ch) ? *tct : tc, col0 + 64 * ch, row0, src);
   };
 #pragma unroll
   for (int ch = 0; ch < NCH; ++ch) {
-    const bool narrow = W != 0 && ch == NCH - 1;
     const u32 buf = base + (u32)((ch % BUFS) * CHUNK);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi)
@@ -98,7 +98,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
         for (int j = 0; j < 8; ++j) {   // the chunk's 8-column groups
           if (8 * (8 * ch + j) >= BN) break;
           const float lo = acc[mi][4 * (8 * ch + j) + 2 * h], hi = acc[mi][4 * (8 * ch + j) + 2 * h + 1];
-          if (narrow) st_shared_u32(buf + (u32)(r * (2 * W) + 2 * (8 * j + c_in)), pack2<T>(lo, hi));
+          if (narrow(ch)) st_shared_u32(buf + (u32)(r * (2 * W) + 2 * (8 * j + c_in)), pack2<T>(lo, hi));
           else st_shared_u32(buf + (u32)(r * 128 + (j ^ (r % 8)) * 16 + 2 * c_in), pack2<T>(lo, hi));
         }
       }
@@ -123,14 +123,17 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   }
 }
 
+// The tile of consumer warpgroup cw (rows r0.. of shard s, column block bn) by Cfg's epilogue.
+// Its C stage is cw's, at Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, with barrier
+// BAR_EPILOGUE_WG0 + cw.  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
 // tct: C's map for a narrow last chunk (BN not a multiple of 64), else unused.
 template <class Cfg, int MR, bool SHARD>
 __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, const TensorMap *tct, char *smem_base, int cw,
                                          long rows, long n, long r0, int s, int bn, const float (&acc)[MR][Cfg::BN / 2]) {
   if constexpr (Cfg::EPI_TMA) {
     if (r0 < rows && (long)bn * Cfg::BN < n)   // (a cluster partner's tile past the edge stores nothing)
-      store_tile_tma<typename Cfg::T, Cfg::BN, MR, SHARD, Cfg::EPI_BUFS>(*tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE,
-                                                          BAR_EPILOGUE_WG0 + cw, (int)r0, s, bn * Cfg::BN, acc);
+      store_tile_tma<typename Cfg::T, Cfg::BN, MR, SHARD, Cfg::EPI_BUFS>(
+          *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, BAR_EPILOGUE_WG0 + cw, (int)r0, s, bn * Cfg::BN, acc);
   } else {
     store_tile<typename Cfg::T, Cfg::BN, MR>(c, n, s * rows + r0, rows - r0, (long)bn * Cfg::BN, acc);
   }
