@@ -9,7 +9,8 @@
 #   4. runs: RUNS, weft configs timed beside cuBLASLt (weft_ev weft_gr cublas_ev cublas_gr ratio_ev ratio_gr);
 #   5. waves: the default example at shapes of 3.9 and 4.0 waves of tiles (quantization).
 #   NCU_SECTIONS replaces ncu's --set full (e.g. "--section WarpStateStats --page raw": every stall reason's raw metric;
-#   not run on a GPU yet).
+#   not run on a GPU yet).  NCU_SOURCE=1: ncu also keeps a report and writes, per PROF entry,
+#   src_N.csv (each SASS instruction with its warp-stall samples) and raw_N.csv (every metric).
 #   PHASES "names prof sass waves" (default)
 set -u
 . bench/env.sh
@@ -60,18 +61,24 @@ i=0
 if want prof; then
   for p in "${PROF[@]}"; do
     i=$((i + 1))
+    REP=""; [ -n "${NCU_SOURCE:-}" ] && REP="--import-source no -f -o /tmp/rep_$i"
     read -r shp rest <<<"$p"
     row=0; case $shp in *r) row=1; shp=${shp%r};; esac
     if [ "$rest" = torch ]; then
       sfx=""; [ $row = 1 ] && sfx=r
-      timeout 200 $NCU -k regex:'nvjet|gemm|sm90|cutlass' python3 /tmp/mm.py prof "$shp$sfx" >"$L/prof_$i.txt" 2>&1
+      timeout 200 $NCU $REP -k regex:'nvjet|gemm|sm90|cutlass' python3 /tmp/mm.py prof "$shp$sfx" >"$L/prof_$i.txt" 2>&1
     else
       bl=col; [ $row = 1 ] && bl=row
       # timed, not checked: ncu profiles the 6th launch
-      timeout 200 $NCU -k regex:weft_ $W run examples/gemm.lua --set b_layout=$bl $(set_args "$rest") --no-check --shapes-only \
+      timeout 200 $NCU $REP -k regex:weft_ $W run examples/gemm.lua --set b_layout=$bl $(set_args "$rest") --no-check --shapes-only \
         --time-shape "$shp" --iters 3 >"$L/prof_$i.txt" 2>&1
     fi
     echo "== prof_$i: $p (rc $?)" >>"$S"
+    if [ -n "${NCU_SOURCE:-}" ] && [ -f "/tmp/rep_$i.ncu-rep" ]; then
+      ncu -i "/tmp/rep_$i.ncu-rep" --page source --csv --print-source sass >"$L/src_$i.csv" 2>&1
+      ncu -i "/tmp/rep_$i.ncu-rep" --page raw --csv >"$L/raw_$i.csv" 2>&1
+      ncu -i "/tmp/rep_$i.ncu-rep" --page details >"$L/prof_$i.txt" 2>&1
+    fi
     grep -E "^  [a-zA-Z_]+.*\(|Duration|Elapsed Cycles|SM Frequency|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Compute \(SM\) Throughput|Issue Slots Busy|No Eligible|Grid Size|Registers Per|L1/TEX Hit|L2 Hit|Shared Memory|Tensor|issue_stalled" \
       "$L/prof_$i.txt" | head -80 >>"$S"
   done

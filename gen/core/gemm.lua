@@ -82,6 +82,10 @@ function M.fields(pre)
     epilogue = { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
       doc = pre .. "direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared "
         .. "memory, swizzled, and stored by TMA, which clips at the edges)" },
+    swap_ab = { name = "swap_ab", kind = "bool", default = false, tag = "sw",
+      doc = pre .. "family gemm, b_layout = \"col\", decode: B's rows are the WGMMA's 64-row side (tile.n in {64, 128, "
+        .. "192, 256}) and A's rows its N side (tile.m = 8, 16, ..., 256), so a tile is as tall as M needs (M = 1: "
+        .. "8 rows, not 64) and the ring holds B, not A's padding; cooperative, no cluster, direct epilogue" },
     group = { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
       doc = pre .. "row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   }
@@ -91,7 +95,7 @@ end
 function M.tile_field()
   return { name = "tile", kind = "custom", check = M.tile_check, default = "auto", tag = "",
            doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256} (family "
-             .. "gemm with b_layout = \"col\": any multiple of 16 up to 256), k = 64" }
+             .. "gemm with b_layout = \"col\": any multiple of 16 up to 256; with swap_ab, m = 8, 16, ..., 256), k = 64" }
 end
 -- F.check of those families: the default tile for "auto", then the WGMMA rules.
 function M.check_auto_tile(cfg, errs)
@@ -117,8 +121,47 @@ function M.n_ok(cfg)
   return has(M.WGMMA_N, n)
 end
 
+-- swap_ab (family gemm): A's rows are the WGMMA's N side, B's its 64-row groups.
+function M.swapped(cfg) return cfg.swap_ab == true end
+
+-- The rules of a swapped tile: tile.m is the WGMMA's n, tile.n whole 64-row groups of B over the
+-- consumers; B column-major (its rows K-major, as the WGMMA's A operand reads them); the
+-- cooperative main loop, no multicast, C stored straight from the accumulators (transposed).
+local function check_swapped(cfg, errs)
+  local t = cfg.tile
+  if cfg.b_layout ~= "col" then
+    errs.add("swap_ab", cfg.swap_ab, 'swap_ab reads B\'s rows as the WGMMA\'s A operand: set b_layout = "col"')
+  end
+  if t.m % 8 ~= 0 or t.m < 8 or t.m > 256 then
+    errs.add("tile.m", t.m, "with swap_ab, tile.m is the WGMMA's n: 8, 16, 24, ..., 256")
+  end
+  if not has(M.WGMMA_N, t.n) or (t.n // 64) % cfg.consumers ~= 0 then
+    errs.add("tile.n", t.n, string.format("with swap_ab, tile.n is B's rows in 64-row WGMMA groups, split over the "
+      .. "%d consumer warpgroup(s): %s", cfg.consumers, cfg.consumers == 2 and "128 or 256" or "64, 128, 192 or 256"))
+  end
+  if t.k ~= 64 then
+    errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
+  end
+  if cfg.mma == "pingpong" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
+  if cfg.cluster.m * cfg.cluster.n > 1 then
+    errs.add("cluster", cfg.cluster.tag, "swap_ab takes no multicast cluster: cluster = { m = 1, n = 1 }")
+  end
+  if cfg.epilogue ~= "direct" then
+    errs.add("epilogue", cfg.epilogue, 'swap_ab stores C (transposed) from the accumulators: epilogue = "direct"')
+  end
+  if cfg.split_k_tail and cfg.split_k == 1 then
+    errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
+  end
+  local regs = (t.n // 64 // cfg.consumers) * (t.m // 2)
+  if t.m % 8 == 0 and has(M.WGMMA_N, t.n) and regs > M.ACC_REGS then
+    errs.add("tile", t.tag, string.format("with swap_ab, %d x %d over %d consumer warpgroup(s) is %d f32 accumulators "
+      .. "per thread; at most %d fit", t.m, t.n, cfg.consumers, regs, M.ACC_REGS))
+  end
+end
+
 -- The WGMMA rules over a config whose tile is resolved (family gemm; ag_gemm's wgmma variants).
 function M.check(cfg, errs)
+  if M.swapped(cfg) then return check_swapped(cfg, errs) end
   local t = cfg.tile
   if not has(M.WGMMA_M, t.m) then
     errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)")
@@ -264,6 +307,9 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr unsigned SMEM_RED_BAR = %d, SMEM_RED = %d, SMEM_EPI = %d, SMEM_EPI_STAGE = %d;",
       L.red_bar, L.red, L.epi, L.epi_stage),
     string.format("  static constexpr int EPI_BUFS = %d;", L.epi_bufs),
+    -- swap_ab: the WGMMA's A operand is B's rows, its n A's; ACC_N: the accumulators' columns
+    string.format("  static constexpr bool SWAP = %s;", b(M.swapped(cfg))),
+    string.format("  static constexpr int ACC_N = %d;", M.swapped(cfg) and t.m or t.n),
   }
   for _, x in ipairs(extra or {}) do lines[#lines + 1] = "  " .. x end
   lines[#lines + 1] = "};"

@@ -22,6 +22,7 @@ F.fields = {
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
       .. "sets up its shared memory, then waits for it before touching global memory)" },
+  G.swap_ab,
 }
 
 F.check = gemm.check_auto_tile
@@ -47,7 +48,7 @@ function F.derive(cfg)
     values = { threads = threads,
                body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s, %s);",
                  epi_tma and "&tc" or "nullptr", epi_tma and tail > 0 and "&tct" or "nullptr"),
-               wgmma = gemm.wgmma_struct(cfg.tile.n, dt, cfg.b_layout == "row"),
+               wgmma = gemm.wgmma_struct(gemm.swapped(cfg) and cfg.tile.m or cfg.tile.n, dt, cfg.b_layout == "row"),
                cfg = gemm.cfg_struct("GemmCfg", cfg, layout) },
     block = { threads, 1, 1 },
     cluster = { csize, 1, 1 },

@@ -50,6 +50,32 @@ __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_va
   });
 }
 
+// swap_ab: a consumer warpgroup's accumulators hold C^T -- acc[mi][4j + 2h + e] is C's element
+// at row m0 + 8j + 2(t%4) + e and column n0 + 64 mi + 16(t/32) + (t%32)/4 + 8h -- stored one
+// element at a time, bounds-checked (decode's C is a few rows: a warp's 8 lanes of one row write
+// 16 contiguous bytes).
+template <class T, int ACC_N, int MR>
+__device__ __forceinline__ void store_tile_swapped(T *c, long m, long n, long m0, long n0, const float (&acc)[MR][ACC_N / 2]) {
+  const int t = threadIdx.x % 128;
+  const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long col = n0 + mi * 64 + r_in + 8 * h;
+      if (col >= n) continue;
+#pragma unroll
+      for (int j = 0; j < ACC_N / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const long row = m0 + 8 * j + c_in + e;
+          if (row < m) c[row * n + col] = from_f32<T>(acc[mi][4 * j + 2 * h + e]);
+        }
+      }
+    }
+  }
+}
+
 // One 32-bit store to shared memory by its 32-bit shared-window address: st.shared, not a
 // generic store through a 64-bit pointer (a generic pointer makes ptxas emit ST.E and keep
 // 64-bit addresses live across the barrier; measured 2 % of a 8192^3 GEMM).

@@ -41,6 +41,12 @@
 //
 // SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed tree (weft/gemm_splitk.cuh).
 //
+// SWAP (family gemm's swap_ab, for decode): the WGMMA computes C^T's tile, B's BN rows (64 per
+// group, split over the consumers) times A's BM rows as its n (8, 16, ...), so an M of 1 loads
+// an 8-row A box instead of a 64-row one and the ring's bytes are B's.  The loads and the
+// schedule are the plain GEMM's (tiles of BM rows x BN columns of C); the consumers store the
+// transposed accumulators straight to C.
+//
 // PDL: the kernel may be launched before the previous one in its stream has finished; it waits
 // (griddepcontrol.wait) after setting up its shared memory.
 //
@@ -85,14 +91,19 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
   constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
   constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
-  constexpr int MR = PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);   // 64-row WGMMA groups per consumer
+  constexpr bool SWAP = Cfg::SWAP;
+  static_assert(!SWAP || (!PINGPONG && CM * CN == 1 && !Cfg::EPI_TMA && !Cfg::B_ROW && !Src::STORES && !Src::SHARDED),
+                "swap_ab: family gemm, cooperative, no multicast, B column-major, the direct epilogue");
+  constexpr int ACC_N = Cfg::ACC_N;                                 // the accumulators' columns (the WGMMA's n)
+  // 64-row WGMMA groups per consumer: of the tile's rows, or swapped, of B's
+  constexpr int MR = SWAP ? BN / (64 * CONSUMERS) : PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);
   constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
   // than 64 accumulators, the loading warpgroup gives most of its share to them (a source's comm
   // warps need a little more than TMA issue alone); smaller tiles keep the even split.  The
   // shifted counts must add up to no more than the launch allocation, 128 * P + 256 * C <= 64512:
   // setmaxnreg.inc waits for registers that were never allocated, forever.
-  constexpr bool SHIFT_REGS = CONSUMERS > 1 && MR * BN / 2 > 64;
+  constexpr bool SHIFT_REGS = CONSUMERS > 1 && MR * ACC_N / 2 > 64;
   static_assert(128 * Src::PRODUCER_REGS + 256 * Src::CONSUMER_REGS <= 64512, "more registers than the launch allocated");
   extern __shared__ char smem_raw[];
   Ring<Cfg> ring;
@@ -163,7 +174,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         if (lane == 0) mbar_arrive(&ring.empty[st]);
       }
     };
-    float acc[MR][BN / 2];
+    float acc[MR][ACC_N / 2];
     zero_acc(acc);
     Pipe<STAGES> p;
     const int step = PINGPONG ? 2 : 1;                  // this warpgroup's share of the CTA's tiles
@@ -177,14 +188,17 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start
       mainloop_drain(acc, prev, release);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
-      const long r0 = (long)w.bm * BM + (PINGPONG ? 0 : cw * MR * 64);
+      // this consumer's first row of C, or swapped, its first column (its 64-row groups of B)
+      const long r0 = SWAP ? (long)w.bn * BN + cw * MR * 64 : (long)w.bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       if constexpr (SPLITK > 1) {
         if (w.split) {
           if (w.kb0 == w.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)
-          if (!sk.template combine<MR, BN, CONSUMERS * 128>(acc, crank, splits++, ms - r0)) continue;   // rank 0 stores
+          // rank 0 stores; the rows left are of C, swapped of B (a warp's 16 past them send nothing)
+          if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, (SWAP ? n : ms) - r0)) continue;
         }
       }
-      if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
+      if constexpr (SWAP) store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc);
+      else if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
       else epilogue<Cfg, MR, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
     }
     epilogue_finish<Cfg>();

@@ -28,18 +28,22 @@ __device__ __forceinline__ void load_b(char *dst, const TensorMap &tb, int kb, i
   }
 }
 
-// One k-block (4 steps of k16) of a consumer warpgroup: MR row groups of 64, BN columns.
-// WG is provided by the family's rendered code: the wgmma instruction for this BN and dtype.
-template <int BN, int MR, bool B_ROW, class WG>
-__device__ __forceinline__ void consume_kblock(float (&acc)[MR][BN / 2], u32 a_stage, u32 b_stage, int wg_row0, bool first) {
+// One k-block (4 steps of k16) of a consumer warpgroup: MR row groups of 64, ACC_N columns.
+// Cfg::Wgmma is rendered by the family: the wgmma instruction for ACC_N and the dtype.  The
+// WGMMA's A operand (its 64-row groups) is the stage's A tile, and its B operand (n = ACC_N) the
+// B tile; swapped (Cfg::SWAP), the other way round: B's rows in 64-row groups, A's rows as n.
+template <class Cfg, int MR>
+__device__ __forceinline__ void consume_kblock(float (&acc)[MR][Cfg::ACC_N / 2], u32 a_stage, u32 b_stage, int wg_row0,
+                                               bool first) {
+  const u32 ga = Cfg::SWAP ? b_stage : a_stage, gb = Cfg::SWAP ? a_stage : b_stage;
 #pragma unroll
   for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
-    // B: K-major advances 32 bytes along the swizzled row; MN-major advances 16 k-rows.
-    const u64 db = B_ROW ? smem_desc(b_stage + kk * 2048, 8192, 1024) : smem_desc(b_stage + kk * 32, 16, 1024);
+    // the B operand: K-major advances 32 bytes along the swizzled row; MN-major advances 16 k-rows.
+    const u64 db = Cfg::B_ROW ? smem_desc(gb + kk * 2048, 8192, 1024) : smem_desc(gb + kk * 32, 16, 1024);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi) {
-      const u64 da = smem_desc(a_stage + (wg_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
-      WG::mma(acc[mi], da, db, (first && kk == 0) ? 0 : 1);
+      const u64 da = smem_desc(ga + (wg_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
+      Cfg::Wgmma::mma(acc[mi], da, db, (first && kk == 0) ? 0 : 1);
     }
   }
 }
@@ -51,20 +55,20 @@ template <int MR, int N> __device__ __forceinline__ void zero_acc(float (&acc)[M
     for (int q = 0; q < N; ++q) acc[mi][q] = 0.f;
 }
 
-// The k-blocks [kb0, kb1) of one tile into acc (rows row0 .. row0 + 64 * MR of the stage).
+// The k-blocks [kb0, kb1) of one tile into acc (rows row0 .. row0 + 64 * MR of the stage's A
+// tile; swapped, of its B tile).
 // One group of WGMMAs stays in flight: once k-block kb's are issued, kb-1's are waited for and
 // its stage released (release(stage): the caller's arrivals on empty[]).  Returns the stage
 // still in flight (-1: none), which mainloop_drain releases.
 template <class Cfg, int MR, class Release>
-__device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::BN / 2], const Ring<Cfg> &ring, Pipe<Cfg::STAGES> &p, int kb0,
+__device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const Ring<Cfg> &ring, Pipe<Cfg::STAGES> &p, int kb0,
                                         int kb1, int row0, Release release) {
   int prev = -1;
   for (int kb = kb0; kb < kb1; ++kb) {
     mbar_wait(&ring.full[p.s], p.phase);
     wgmma_fence();   // every k-block: with it only before a tile's first, ptxas serialised
                      // the WGMMAs (C7520): 1.1-1.3x slower (bench/RESULTS.md)
-    consume_kblock<Cfg::BN, MR, Cfg::B_ROW, typename Cfg::Wgmma>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0,
-                                                                 kb == kb0);
+    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0);
     wgmma_commit();
     wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
     if (kb > kb0) release(prev);

@@ -10,7 +10,7 @@
 
 typedef struct entry {
   const char *config;            /* example file under examples/ */
-  const char *sets[8];           /* --set overrides */
+  const char *sets[10];          /* --set overrides */
   const char *must[12];          /* PTX must contain each */
   const char *never[10];         /* PTX must not contain any */
 } entry;
@@ -468,6 +468,16 @@ static const entry matrix[] = {
    {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16",
     "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "multicast::cluster", "_param_9"},
    {"st.global.u32", "_param_10"}},
+  /* swap_ab (decode): B's rows are the WGMMA's 64-row side and A's 8 rows its n (m64n8k16), C
+   * stored transposed from the accumulators one 16-bit element at a time (no TMA store) */
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=8", "tile.n=64", "consumers=1", "stages=16"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", "st.global.u16"},
+   {"st.global.u32", "cp.async.bulk.tensor.2d.global.shared::cta", "m64n64k16"}},
+  /* ... in f16 with split-K: 16 rows of A as n, the partials through distributed shared memory */
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=16", "tile.n=128", "consumers=1", "stages=12",
+                "split_k=2", "dtype=f16"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "st.shared::cluster.v4.f32", "st.global.u16"},
+   {"st.global.u32", "m64n128k16"}},
   {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.n=192", "stages=4"},
    {GEMM_PTX, "m64n192k16", "_param_8"}, {"_param_9"}},
   {"ag_gemm.lua", {"epilogue=tma", "tile.n=128", "mma=pingpong", "cluster.m=2"},

@@ -213,9 +213,11 @@ local function check_ag_gemm(m, cfg, where)
   local ring = tostring(cfg.schedule == "ring")
   local comm_id = "weft::COMM_" .. cfg.comm:upper()
   if wg then
-    T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. t.n .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
+    local wn = cfg.swap_ab and t.m or t.n   -- (swapped: A's rows are the WGMMA's n)
+    T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. wn .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
     T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
-    T.contains(s, "float (&d)[" .. t.n // 2 .. "]", where .. " n/2 accumulators per m64 group")
+    T.contains(s, "float (&d)[" .. wn // 2 .. "]", where .. " n/2 accumulators per m64 group")
+    T.contains(s, "static constexpr bool SWAP = " .. tostring(cfg.swap_ab == true) .. ";", where .. " cfg swap")
     -- the config struct: every GEMM parameter, and the layout's offsets as the manifest exports them
     local b = tostring
     T.contains(s, "  using T = weft::" .. dt .. ";", where .. " cfg T")
@@ -865,6 +867,9 @@ local function fixup(cfg, field)
     if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end
     if field == "tile" and type(cfg.tile) == "table" and cfg.tile.m == 64 then cfg.consumers = 1 end
     if cfg.tile == "auto" then cfg.tile = { m = 128, n = 256, k = 64 } end
+    if field == "swap_ab" and cfg.swap_ab then   -- B column-major, C stored straight, a decode tile
+      cfg.b_layout, cfg.epilogue, cfg.tile = "col", "direct", { m = 16, n = 128, k = 64 }
+    end
   end
   if cfg.family == "rmsnorm" then
     -- a row split across a cluster takes its CTAs whole; a CTA per SM that min_blocks asks for
@@ -1148,7 +1153,7 @@ T.test("gemm, ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params
   T.eq(param(m, "tile.m"), "128"); T.eq(param(m, "tile.n"), "256"); T.eq(param(m, "tile.k"), "64")
   T.eq(param(m, "tile"), nil, "no tile key"); T.eq(param(m, "tile.tag"), nil, "the name tag is not a param")
   T.eq(param(m, "family"), "gemm"); T.eq(param(m, "variant"), nil); T.eq(param(m, "comm"), nil)
-  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0", "auto tile")
+  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0", "auto tile")
   T.contains(m.json, '"key": "tile.m",\n      "value": "128"')
   m = assert(ag('variant = "naive_remote"'))
   T.eq(param(m, "tile.m"), "32"); T.eq(param(m, "tile.n"), "32"); T.eq(param(m, "tile.k"), "16")
@@ -1267,6 +1272,24 @@ T.test("gemm, ag_gemm: the shared-memory and accumulator limits are exact", func
   T.contains(e, "256 x 192 over 2 consumer warpgroup(s) is 192 f32 accumulators per thread")
 end)
 
+T.test("gemm: swap_ab renders A's rows as the WGMMA's n and B's as its 64-row groups", function()
+  local fields = 'b_layout = "col", epilogue = "direct", swap_ab = true, tile = { m = 8, n = 128, k = 64 }, consumers = 1, '
+    .. 'stages = 12'
+  local m, e = gm(fields)
+  T.ok(m, fields .. ": " .. tostring(e))
+  T.contains(m.name, "_8x128x64_s12_c1_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw1", "name")
+  T.contains(m.source, "static constexpr bool SWAP = true;", "SWAP")
+  T.contains(m.source, "static constexpr int ACC_N = 8;", "the accumulators: A's 8 rows")
+  T.contains(m.source, "m64n8k16", "the WGMMA's n is tile.m")
+  -- the ring: 8 rows of A and 128 of B per stage, 128 bytes each
+  T.contains(m.source, "SMEM_B = 1024, SMEM_STAGE = 17408", "stage layout")
+  local plain = assert(gm('b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1'))
+  T.contains(plain.source, "static constexpr bool SWAP = false;", "unswapped")
+  T.contains(plain.source, "static constexpr int ACC_N = 128;", "unswapped accumulators: tile.n")
+  -- two consumers split B's 64-row groups: 256 rows, 2 groups each
+  T.ok(gm('b_layout = "col", epilogue = "direct", swap_ab = true, tile = { m = 16, n = 256, k = 64 }, stages = 6'))
+end)
+
 T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles per warpgroup", function()
   -- the name token sits between consumers and group; the config struct says PINGPONG
   for _, fam in ipairs({ "gemm", "ag_gemm" }) do
@@ -1340,13 +1363,13 @@ end)
 T.test("gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0")
+  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "family=ag_gemm" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0")
+  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0")
   m = assert(gen(text, "examples/gemm.lua", { "split_k=2", "split_k_tail=true", "tile.n=128", "stages=4" }))
   T.contains(m.name, "_sk2_skt1_")
   T.contains(m.source, "static constexpr bool SPLIT_TAIL = true;")
