@@ -436,7 +436,7 @@ function M.estimate(cfg, shape, sms, shards)
   -- split-K's tree: log2(S) hand-overs, each of the rows that exist (a warp past M sends nothing)
   local steps = 0
   while (1 << steps) < cfg.split_k do steps = steps + 1 end
-  local live = math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m
+  local live = M.swapped(cfg) and 1 or math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m   -- (swapped: B's rows)
   local unit = kb * t_kb + (pingpong and 0 or epi) + steps * elems * live / P.RED_ELEMS_PER_US
   local time = rounds * unit + (pingpong and epi or 0)
   local how = string.format("%d round(s) of %d k-blocks", rounds, kb)
@@ -468,6 +468,9 @@ local ENUM_TILES = {
 local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 }, { 1, 1, 3 }, { 1, 1, 4 }, { 1, 1, 6 },
                      { 1, 1, 8 }, { 1, 1, 2, true }, { 1, 1, 4, true } }   -- cluster.m, cluster.n, split_k, tail
 M.MAX_STAGES = 8   -- 8 over 6 stages: 2-7 % at decode and M = 128 (64 x 128; bench/RESULTS.md "GEMM at every shape"); 12 of 64 x 64 did not help
+-- swap_ab's stages hold B and a few rows of A: the ring goes deeper (decode streams B)
+M.MAX_STAGES_SWAP = 16
+local function max_stages(r) return M.swapped(r) and M.MAX_STAGES_SWAP or M.MAX_STAGES end
 
 local function errs_sink()
   local e = { n = 0 }
@@ -541,6 +544,15 @@ function M.fitted_tiles(shape, sms)
   return out
 end
 
+-- Swapped tiles for a small M (family gemm, B column-major; M < 64, where a 64-row tile is mostly
+-- A's zero padding): A's rows rounded up to 8 as the WGMMA's n, B's rows in 64, 128 or 256.
+M.SWAP_BELOW = 64
+function M.swap_tiles(shape)
+  if shape.m >= M.SWAP_BELOW then return {} end
+  local bm = cdiv(shape.m, 8) * 8
+  return { { bm, 64, 1, "cooperative", true }, { bm, 128, 1, "cooperative", true }, { bm, 256, 1, "cooperative", true } }
+end
+
 -- Every enumerated schedule that validates with the fixed fields, with its estimate.
 local function score_all(shape, fixed, sms, opts)
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
@@ -549,6 +561,9 @@ local function score_all(shape, fixed, sms, opts)
   if opts.family == "gemm" and fixed.b_layout == "col" and open("tile") then
     tiles = { table.unpack(ENUM_TILES) }
     for _, tl in ipairs(M.fitted_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
+    if open("swap_ab") then
+      for _, tl in ipairs(M.swap_tiles(shape)) do tiles[#tiles + 1] = tl end
+    end
   end
   for i, tl in ipairs(tiles) do
     for j, sp in ipairs(ENUM_SPLIT) do
@@ -560,7 +575,7 @@ local function score_all(shape, fixed, sms, opts)
       for e, epi in ipairs({ "tma", "direct" }) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
                     cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,
-                    split_k_tail = opts.has_tail and sp[4] or nil }
+                    split_k_tail = opts.has_tail and sp[4] or nil, swap_ab = tl[5] }
         -- the config as it will be: fixed fields over the candidate's
         local r = { dtype = open("dtype") and "bf16" or fixed.dtype, stages = 4, family = opts.family }
         for k, v in pairs(c) do r[k] = copy(v) end
@@ -572,7 +587,7 @@ local function score_all(shape, fixed, sms, opts)
           -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured)
           and (r.mma ~= "pingpong" or r.tile.m == 128 or not open("mma"))
         if ok and open("stages") then
-          ok = M.fit_stages(r, M.MAX_STAGES) ~= nil
+          ok = M.fit_stages(r, max_stages(r)) ~= nil
           c.stages = r.stages
         end
         if ok and math.type(r.stages) == "integer" then
@@ -696,7 +711,7 @@ function M.candidates(shape, fixed, dev, opts)
     if b.epilogue == "tma" and b.stages and open("stages") then   -- one stage deeper with C through two buffers, if it fits
       local r = resolved()
       r.stages = b.stages + 1
-      if r.stages <= M.MAX_STAGES and M.layout(r).smem <= common.SMEM_LIMIT then
+      if r.stages <= max_stages(r) and M.layout(r).smem <= common.SMEM_LIMIT then
         variant({ stages = r.stages }, "the choice with one stage more (C through two buffers in turn)")
       end
     end
@@ -707,7 +722,7 @@ function M.candidates(shape, fixed, dev, opts)
     if b.epilogue == "tma" and open("stages") then
       local r = resolved()
       r.epilogue = "direct"
-      if M.fit_stages(r, M.MAX_STAGES) then variant({ epilogue = "direct", stages = r.stages }, "the choice with direct stores") end
+      if M.fit_stages(r, max_stages(r)) then variant({ epilogue = "direct", stages = r.stages }, "the choice with direct stores") end
     end
   end
   -- last: examples/gemm.lua's config around the fixed fields, or the best that validates
