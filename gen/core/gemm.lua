@@ -679,13 +679,19 @@ function M.candidates(shape, fixed, dev, opts)
   -- the best of each schedule (tile, consumers, mma, cluster, split_k), then the best one's
   -- neighbours: first-use tuning times different schedules, not only different epilogues
   local best, seen = nil, {}
+  local slots = math.max(1, want - 3)
+  -- (swapped tiles leave two of the schedules to the unswapped ones, where both take the shape:
+  -- the list keeps the best of each kind)
+  local swaps, swap_cap = 0, math.max(1, slots - 2)
   for _, s in ipairs(scored) do
-    if #out >= math.max(1, want - 3) then break end
+    if #out >= slots then break end
     local r = s.r
     -- (a multicast cluster is a neighbour below, not a schedule of its own: it changes little)
-    local sched = string.format("%s %d %s %d %s", r.tile.tag, r.consumers, r.mma, r.split_k, tostring(r.split_k_tail))
-    if not seen[sched] and try(s.c, s.why) then
+    local sched = string.format("%s %d %s %d %s %s", r.tile.tag, r.consumers, r.mma, r.split_k, tostring(r.split_k_tail),
+      tostring(M.swapped(r)))
+    if not seen[sched] and not (M.swapped(r) and swaps >= swap_cap) and try(s.c, s.why) then
       seen[sched] = true
+      swaps = swaps + (M.swapped(r) and 1 or 0)
       best = best or s
     end
   end
