@@ -561,7 +561,7 @@ local function score_all(shape, fixed, sms, opts)
   if opts.family == "gemm" and fixed.b_layout == "col" and open("tile") then
     tiles = { table.unpack(ENUM_TILES) }
     for _, tl in ipairs(M.fitted_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
-    if open("swap_ab") then
+    if open("swap_ab") or fixed.swap_ab == true then
       for _, tl in ipairs(M.swap_tiles(shape)) do tiles[#tiles + 1] = tl end
     end
   end

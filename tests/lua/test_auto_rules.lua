@@ -188,6 +188,32 @@ T.test("gemm: widths fitted to the waves, for column-major B only", function()
   for n in pairs(widths({ family = "gemm" })) do T.eq(n % 64, 0, "B row by default") end
 end)
 
+T.test("gemm: swapped tiles for M < 64 with column-major B, beside the best unswapped ones", function()
+  local F = weft.family_module("gemm")
+  local function kinds(m, fixed)
+    local sw, plain, rows = 0, 0, {}
+    for _, c in ipairs(F.auto({ m = m, n = 8192, k = 8192 }, fixed, H200)) do
+      if c.swap_ab then sw = sw + 1; rows[c.tile.m] = true elseif c.tile then plain = plain + 1 end
+    end
+    return sw, plain, rows
+  end
+  for _, m in ipairs({ 1, 16, 33, 63 }) do
+    local sw, plain, rows = kinds(m, { family = "gemm", b_layout = "col" })
+    T.ok(sw > 0, m .. ": a swapped candidate")
+    T.ok(plain >= 2, m .. ": at least two unswapped candidates (" .. plain .. ")")
+    local want = (m + 7) // 8 * 8
+    for bm in pairs(rows) do T.eq(bm, want, m .. ": A's rows rounded up to 8") end
+  end
+  T.eq((kinds(64, { family = "gemm", b_layout = "col" })), 0, "64 rows: no padding to save, no swap")
+  T.eq((kinds(1, { family = "gemm", b_layout = "row" })), 0, "B row-major: no swap")
+  T.eq((kinds(1, { family = "gemm", b_layout = "col", swap_ab = false })), 0, "swap_ab fixed false")
+  local eight = false
+  for _, c in ipairs(F.auto({ m = 1, n = 8192, k = 8192 }, { family = "gemm", b_layout = "col", swap_ab = true }, H200)) do
+    if c.tile and c.tile.m == 8 then eight = true end
+  end
+  T.ok(eight, "swap_ab fixed true: the 8-row swapped tiles")
+end)
+
 T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
   local F = weft.family_module("gemm")
   local cases = {
