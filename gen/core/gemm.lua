@@ -95,7 +95,8 @@ end
 function M.tile_field()
   return { name = "tile", kind = "custom", check = M.tile_check, default = "auto", tag = "",
            doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256} (family "
-             .. "gemm with b_layout = \"col\": any multiple of 16 up to 256; with swap_ab, m = 8, 16, ..., 256), k = 64" }
+             .. "gemm with b_layout = \"col\": any multiple of 16 up to 256; with swap_ab, m = 8, 16, ..., 256 and n in {64, 128, 192, "
+             .. "256}), k = 64" }
 end
 -- F.check of those families: the default tile for "auto", then the WGMMA rules.
 function M.check_auto_tile(cfg, errs)
@@ -155,7 +156,8 @@ local function check_swapped(cfg, errs)
   local regs = (t.n // 64 // cfg.consumers) * (t.m // 2)
   if t.m % 8 == 0 and has(M.WGMMA_N, t.n) and regs > M.ACC_REGS then
     errs.add("tile", t.tag, string.format("with swap_ab, %d x %d over %d consumer warpgroup(s) is %d f32 accumulators "
-      .. "per thread; at most %d fit", t.m, t.n, cfg.consumers, regs, M.ACC_REGS))
+      .. "per thread; at most %d fit (use %sa smaller tile.m or tile.n)", t.m, t.n, cfg.consumers, regs, M.ACC_REGS,
+      cfg.consumers == 1 and "consumers = 2, " or ""))
   end
 end
 
@@ -164,7 +166,8 @@ function M.check(cfg, errs)
   if M.swapped(cfg) then return check_swapped(cfg, errs) end
   local t = cfg.tile
   if not has(M.WGMMA_M, t.m) then
-    errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)")
+    errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)"
+      .. (cfg.family == "gemm" and '; with b_layout = "col", swap_ab = true takes m = 8, 16, ..., 256' or ""))
   end
   if not M.n_ok(cfg) then
     errs.add("tile.n", t.n, M.any_n(cfg)
@@ -426,7 +429,8 @@ function M.estimate(cfg, shape, sms, shards)
   local clusters = math.max(1, math.min(units, M.coresident(cs, sms)))
   local rounds = cdiv(units, clusters)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
-  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (t.n == 64 and P.N64 or 1)
+  local wn = M.swapped(cfg) and t.m or t.n   -- the WGMMA's n
+  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (wn <= 64 and P.N64 or 1)
   local load = (t.m + t.n) * 128 / 1024 * P.US_PER_KB
   local t_kb = math.sqrt(compute * compute + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
   local pingpong = cfg.mma == "pingpong"
@@ -564,6 +568,11 @@ local function score_all(shape, fixed, sms, opts)
     if open("swap_ab") or fixed.swap_ab == true then
       for _, tl in ipairs(M.swap_tiles(shape)) do tiles[#tiles + 1] = tl end
     end
+  elseif opts.family == "gemm" and fixed.b_layout == "col" and open("swap_ab") then
+    -- a fixed tile may be a swapped one (8 x 64): the tile entries below take the fixed tile's
+    -- place, so one more entry tries it swapped
+    tiles = { table.unpack(ENUM_TILES) }
+    tiles[#tiles + 1] = { 64, 128, 1, "cooperative", true }
   end
   for i, tl in ipairs(tiles) do
     for j, sp in ipairs(ENUM_SPLIT) do
@@ -682,7 +691,7 @@ function M.candidates(shape, fixed, dev, opts)
   local slots = math.max(1, want - 3)
   -- (swapped tiles leave two of the schedules to the unswapped ones, where both take the shape:
   -- the list keeps the best of each kind)
-  local swaps, swap_cap = 0, math.max(1, slots - 2)
+  local swaps, swap_cap = 0, open("swap_ab") and math.max(1, slots - 2) or math.huge
   for _, s in ipairs(scored) do
     if #out >= slots then break end
     local r = s.r

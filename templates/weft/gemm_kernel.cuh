@@ -9,8 +9,9 @@
 //                 stage s, announcing the bytes on full[s]; it first waits on empty[s], which the
 //                 consumers arrive on once their WGMMAs that read stage s have completed
 //                 (weft/gemm_ring.cuh).  Warps 1-3 are the source's (ag_gemm: publish and pull).
-//   warpgroups 1..CONSUMERS  consumers.  Each owns BM / CONSUMERS rows of the tile, issues
-//                 m64nBNk16 WGMMAs straight from shared memory with one group in flight
+//   warpgroups 1..CONSUMERS  consumers.  Each owns BM / CONSUMERS rows of the tile (swapped: BN /
+//                 CONSUMERS of its columns), issues m64nBNk16 WGMMAs (swapped: m64nBMk16)
+//                 straight from shared memory with one group in flight
 //                 (weft/gemm_mainloop.cuh), and stores its accumulators to C by the epilogue
 //                 (weft/gemm_epilogue.cuh) while the producer already fills the ring for the
 //                 next tile.  Tiles come from weft/gemm_sched.cuh.

@@ -478,6 +478,13 @@ static const entry matrix[] = {
                 "split_k=2", "dtype=f16"},
    {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "st.shared::cluster.v4.f32", "st.global.u16"},
    {"st.global.u32", "m64n128k16"}},
+  /* ... 128 rows of A as n over two consumers, each with two 64-row groups of B: the consumers
+   * take the producer's registers (128 accumulators each) */
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=128", "tile.n=256", "consumers=2", "stages=3"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32", "st.global.u16"},
+   {"m64n256k16"}},
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=40", "tile.n=256", "consumers=2", "stages=4"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16"}, {"m64n256k16"}},
   {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.n=192", "stages=4"},
    {GEMM_PTX, "m64n192k16", "_param_8"}, {"_param_9"}},
   {"ag_gemm.lua", {"epilogue=tma", "tile.n=128", "mma=pingpong", "cluster.m=2"},

@@ -208,10 +208,15 @@ T.test("gemm: swapped tiles for M < 64 with column-major B, beside the best unsw
   T.eq((kinds(1, { family = "gemm", b_layout = "row" })), 0, "B row-major: no swap")
   T.eq((kinds(1, { family = "gemm", b_layout = "col", swap_ab = false })), 0, "swap_ab fixed false")
   local eight = false
-  for _, c in ipairs(F.auto({ m = 1, n = 8192, k = 8192 }, { family = "gemm", b_layout = "col", swap_ab = true }, H200)) do
+  local fixed_list = F.auto({ m = 1, n = 8192, k = 8192 }, { family = "gemm", b_layout = "col", swap_ab = true }, H200)
+  for _, c in ipairs(fixed_list) do
     if c.tile and c.tile.m == 8 then eight = true end
   end
   T.ok(eight, "swap_ab fixed true: the 8-row swapped tiles")
+  T.ok(#fixed_list >= 7, "swap_ab fixed true: no slot kept for unswapped schedules (" .. #fixed_list .. " candidates)")
+  -- a fixed 8-row tile with swap_ab open: the rule swaps it
+  local l = F.auto({ m = 1, n = 8192, k = 8192 }, { family = "gemm", b_layout = "col", tile = { m = 8, n = 64, k = 64 } }, H200)
+  T.ok(l[1] and l[1].swap_ab == true, "a fixed 8 x 64 tile is taken swapped")
 end)
 
 T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
