@@ -549,12 +549,13 @@ function M.fitted_tiles(shape, sms)
 end
 
 -- Swapped tiles for a small M (family gemm, B column-major; M < 64, where a 64-row tile is mostly
--- A's zero padding): A's rows rounded up to 8 as the WGMMA's n, B's rows in 64, 128 or 256.
+-- A's zero padding): A's rows rounded up to 8 as the WGMMA's n, B's rows in 64, 128, 192 or 256.
 M.SWAP_BELOW = 64
 function M.swap_tiles(shape)
   if shape.m >= M.SWAP_BELOW then return {} end
   local bm = cdiv(shape.m, 8) * 8
-  return { { bm, 64, 1, "cooperative", true }, { bm, 128, 1, "cooperative", true }, { bm, 256, 1, "cooperative", true } }
+  return { { bm, 64, 1, "cooperative", true }, { bm, 128, 1, "cooperative", true }, { bm, 192, 1, "cooperative", true },
+           { bm, 256, 1, "cooperative", true } }
 end
 
 -- Every enumerated schedule that validates with the fixed fields, with its estimate.
