@@ -230,6 +230,22 @@ def shape_text(shape):
     raise TypeError("weft: a shape is a dict of sizes or a str (\"rows=4096 cols=50257\"), not %s" % type(shape).__name__)
 
 
+def _take_handle(obj):
+    """obj._h for the one close() that frees it; None for every other caller, at once.
+
+    Reading _h and clearing it are two steps, and CPython may switch threads between them, so two
+    threads closing one object at once (a context's close() closing its kernels while another
+    thread closes one; threads sharing an Auto) each took the handle and each freed it.  The first
+    caller takes a lock that is never released; dict.setdefault makes that lock once, atomically,
+    even for an object whose __init__ failed early.  Nothing waits on it, so a close() at
+    interpreter exit can never block on a thread that was stopped."""
+    once = obj.__dict__.setdefault("_close_once", threading.Lock())
+    if not once.acquire(False):
+        return None
+    h, obj._h = getattr(obj, "_h", None), None
+    return h
+
+
 class Auto:
     """What weft chose for a shape (weft_auto_choose).  source: "database", "database-nearest", "table",
     "table-nearest" or "rule"; detail: one line saying where from; time_us: the measured time of a
@@ -272,7 +288,7 @@ class Auto:
                 raise self.ctx._error(st)
 
     def close(self):
-        h, self._h = getattr(self, "_h", None), None
+        h = _take_handle(self)
         if h:
             lib.weft_auto_free(h)
 
@@ -336,7 +352,8 @@ class Context:
             for k in list(self._kernels):
                 k.close()
             h, self._h = self._h, None
-            self._release(h)
+            if h is not None:   # else another thread's close() got here first (under this lock)
+                self._release(h)
 
     def _release(self, h):
         # A kernel still open here is one close() could not reach: garbage the collector is
@@ -734,7 +751,7 @@ class Kernel:
                 raise error(st, _lib.text(lib.weft_kernel_error(self._h)))
 
     def close(self):
-        h, self._h = getattr(self, "_h", None), None
+        h = _take_handle(self)
         for p in (getattr(self, "_parts", None) or [])[1:]:
             p._h = None
         if h and self._owner is None:

@@ -12,7 +12,7 @@ import weakref
 
 from . import _lib
 from ._lib import lib
-from .core import WeftError, error, stream_handle
+from .core import WeftError, _take_handle, error, stream_handle
 
 
 class World:
@@ -104,7 +104,7 @@ class World:
         if open_comms:
             raise ValueError("weft: this world still has %d open communicator(s): close them first "
                              "(Comm.close is collective)" % len(open_comms))
-        h, self._h = getattr(self, "_h", None), None
+        h = _take_handle(self)   # one free, whatever threads close it at once
         if h:
             lib.weft_world_destroy(h)
 
@@ -171,7 +171,7 @@ class Comm:
 
     def close(self):
         """Collective: every rank closes its communicators in the same order."""
-        h, self._h = getattr(self, "_h", None), None
+        h = _take_handle(self)   # one free, whatever threads close it at once
         if h:
             lib.weft_comm_destroy(h)
 

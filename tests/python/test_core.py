@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -519,6 +520,110 @@ def test_interpreter_exit_destroys_kernels_before_their_context(tmp_path, softma
     assert lines and lines[0][0] == "made", r.stderr
     ctx_h, kernel_hs = int(lines[0][1]), [int(x) for x in lines[0][2:]]
     check_teardown([(n, int(h)) for n, h in lines[1:]], ctx_h, kernel_hs)
+
+
+# ---- close() from several threads ----------------------------------------------------------------
+# close() reads the handle, clears it and frees it.  CPython may switch threads between the read
+# and the clearing, so two threads closing one object at once (threads sharing an Auto or a
+# kernel, a context's close() closing its kernels while another thread closes one) both freed it.
+# The tests widen that window: the handle's read sleeps, which lets every other thread run.
+
+_FREES = ("weft_auto_free", "weft_kernel_destroy", "weft_ctx_destroy", "weft_world_destroy")
+
+
+class _OnceRecorder:
+    """weft.core's lib, recording each free / destroy call and passing on only the first for a
+    handle (a second would be the double free itself, and abort the test run)."""
+
+    def __init__(self, real):
+        self.real, self.calls, self.lock = real, [], threading.Lock()
+
+    def __getattr__(self, name):
+        f = getattr(self.real, name)
+        if name not in _FREES:
+            return f
+
+        def call(h):
+            with self.lock:
+                first = (name, h.value) not in self.calls
+                self.calls.append((name, h.value))
+            if first:
+                f(h)
+        return call
+
+
+class _SlowHandle:
+    """_h as a data descriptor whose read sleeps (releasing the GIL) before it answers."""
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        v = obj.__dict__["_slow_h"]
+        time.sleep(0.02)
+        return v
+
+    def __set__(self, obj, v):
+        obj.__dict__["_slow_h"] = v
+
+
+def slow(obj):
+    obj.__dict__["_slow_h"] = obj.__dict__.pop("_h")
+    obj.__class__ = type("Slow" + type(obj).__name__, (type(obj),), {"_h": _SlowHandle()})
+    return obj
+
+
+def at_once(*fns):
+    barrier, errors = threading.Barrier(len(fns)), []
+
+    def run(fn):
+        try:
+            barrier.wait()
+            fn()
+        except BaseException as e:  # noqa: B902 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in fns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+        assert not t.is_alive()
+    assert not errors, errors
+
+
+def test_close_from_threads_frees_once(tmp_path, softmax, monkeypatch):
+    from weft import core
+    rec = _OnceRecorder(core.lib)
+    monkeypatch.setattr(core, "lib", rec)
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    ctx_h = c._h.value
+    a = c.auto({"family": "row_softmax", "dtype": "f32"}, {"rows": 64, "cols": 1024})
+    k1, k2 = c.compile(softmax, cluster=1), c.compile(softmax, cluster=2)
+    hs = [("weft_auto_free", a._h.value), ("weft_kernel_destroy", k1.handle.value),
+          ("weft_kernel_destroy", k2.handle.value)]
+    slow(a)
+    at_once(a.close, a.close, a.close)          # threads sharing an Auto
+    slow(k1)
+    at_once(k1.close, k1.close, k1.close)       # ... a kernel
+    slow(k2)
+    at_once(c.close, k2.close)                  # the context's close() and the kernel's own
+    assert [x for x in rec.calls if rec.calls.count(x) > 1] == [], "freed more than once: %s" % rec.calls
+    assert sorted(rec.calls) == sorted(hs + [("weft_ctx_destroy", ctx_h)])
+    assert rec.calls[-1] == ("weft_ctx_destroy", ctx_h), "a kernel destroyed after its context: %s" % rec.calls
+    assert c._open == 0 and c._closing_h is None
+    a.close(), k1.close(), k2.close(), c.close()
+    assert len(rec.calls) == 4
+
+def test_world_close_from_threads_frees_once(monkeypatch):
+    from weft import dist
+    rec = _OnceRecorder(dist.lib)
+    monkeypatch.setattr(dist, "lib", rec)
+    w = weft.World(0, 1, 0, 1, lambda data: data)
+    h = w.handle.value
+    slow(w)
+    at_once(w.close, w.close, w.close)
+    w.close()
+    assert rec.calls == [("weft_world_destroy", h)]
 
 
 # ---- launch (no GPU here) ----------------------------------------------------------------------
