@@ -618,39 +618,6 @@ local function score_all(shape, fixed, sms, opts)
   return scored
 end
 
--- A measured config at another shape (auto's nearest row, F.fit): kept only if the model puts it
--- within NEAREST_SLACK of the rule's best at this shape.  The tile count can change a lot
--- between shapes a factor of 4 apart (640 x 2048 x 7168 has 40 tiles of 128 x 256 where its
--- nearest row, 1024 x 4096 x 8192, had 128: a third of the GPU), which a row cannot know.
--- The best is the rule's under the user's fixed fields (fixed: the raw config, "auto" = open), on
--- this device (dev.sms).  Auto asks once per nearest row with the same `fixed` table, so the best
--- is kept per that table (weakly: it goes with the choice).
-M.NEAREST_SLACK = 1.25
-local best_memo = setmetatable({}, { __mode = "k" })
-local NO_FIXED = {}
-function M.fit_row(cfg, shape, opts, fixed, dev)
-  local weft = require("gen.core.weft")
-  local fam, ncfg = weft.check(copy(cfg), "gen/core/gemm.lua (a nearest row)")
-  if not fam then return nil end
-  local sms = dev and dev.sms or 132
-  fixed = fixed or NO_FIXED
-  local memo = best_memo[fixed] or {}
-  best_memo[fixed] = memo
-  local key = string.format("%s %s %d %d %d %d %s", fam.name, ncfg.dtype, sms, shape.m, shape.n, shape.k,
-    tostring(opts.shards))
-  local best = memo[key]
-  if not best then
-    local open = { dtype = ncfg.dtype }
-    for k, v in pairs(fixed) do if k ~= "family" and k ~= "dtype" then open[k] = v end end
-    best = math.huge
-    for _, sc in ipairs(score_all(shape, open, sms, opts)) do best = math.min(best, sc.est) end
-    memo[key] = best
-  end
-  local est = M.estimate(ncfg, shape, sms, opts.shards)
-  if est > M.NEAREST_SLACK * best then return nil end
-  return cfg
-end
-
 function M.candidates(shape, fixed, dev, opts)
   local weft = require("gen.core.weft")
   local sms = dev and dev.sms or 132
