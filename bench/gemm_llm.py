@@ -173,6 +173,12 @@ class Bench:
         self.kernels = {}
         self.ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
 
+    def close(self):
+        for k in self.kernels.values():
+            k.close()
+        self.kernels.clear()
+        self.ctx.close()
+
     def blas(self, name):
         b = self.torch.backends.cuda
         if name:
@@ -669,6 +675,9 @@ def main():
             i + 1, len(shapes), r["key"], took, est, time.time() - t0, f(r.get("best_us")), schedule(r.get("best_name")),
             f(r.get("auto_us")), f(r.get("lt_us")), f(r.get("torch_us")),
             "; %d FAIL" % len(r["fails"]) if r["fails"] else ""))
+    # weft's kernels and context go now, before the profiler pass: their module unloads then never
+    # meet torch.profiler's teardown at interpreter exit (two runs ended in a glibc abort there)
+    B.close()
     # the kernels torch ran, after every timing: the profiler (CUPTI) could slow what runs after it
     if args.kernel_names and not (args.budget_s and time.time() - t0 > args.budget_s - 5):
         s0 = time.time()

@@ -22,6 +22,8 @@ mkdir -p "$OUT" "$STATE/cache"
 . bench/env.sh   # NVRTC's path; NVLink multicast off for this process and its children
 export WEFT_CACHE_DIR=$STATE/cache
 export PYTHONPATH=$PWD/build/python${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1
+# a crash (two runs aborted at exit, after writing everything) prints the Python stack to progress.log
+export PYTHONFAULTHANDLER=1
 # auto without a table or a tuning database (gemm_llm.py also sets these): the rule's choice
 export WEFT_AUTO_TABLE=none
 unset WEFT_AUTOTUNE
