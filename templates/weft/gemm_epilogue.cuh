@@ -19,8 +19,9 @@ namespace weft {
 
 // The m64nBNk16 accumulator fragment of a consumer warpgroup's MR x 64 rows: f(r, col, lo, hi)
 // for each pair of adjacent columns this thread holds (lo, hi: acc[mi][4j + 2h] and the next, as
-// references), at row r of the warpgroup's rows (r < rows_valid) and column col (< n; n is even,
-// a multiple of 8, so a pair is in or out whole).  Unrolled: every index is a constant.
+// references), at row r of the warpgroup's rows (r < rows_valid) and column col (< n: the pair's
+// first column; C's n is a multiple of 8, so there a pair is in or out whole).  Unrolled: every
+// index is a constant.
 template <int BN, int MR, class Acc, class F>
 __device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long col0, long n, F f) {
   const int t = threadIdx.x % 128;
@@ -50,30 +51,16 @@ __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_va
   });
 }
 
-// swap_ab: a consumer warpgroup's accumulators hold C^T -- acc[mi][4j + 2h + e] is C's element
-// at row m0 + 8j + 2(t%4) + e and column n0 + 64 mi + 16(t/32) + (t%32)/4 + 8h -- stored one
-// element at a time, bounds-checked (decode's C is a few rows: a warp's 8 lanes of one row write
-// 16 contiguous bytes).
+// swap_ab: a consumer warpgroup's accumulators hold C^T -- the fragment's row r is C's column
+// n0 + r, its column pair (col, col + 1) C's rows -- stored one element at a time, bounds-checked
+// (M may be odd: a pair's second row may lie past it).  Decode's C is a few rows: a warp's 8
+// lanes of one row write 16 contiguous bytes.
 template <class T, int ACC_N, int MR>
 __device__ __forceinline__ void store_tile_swapped(T *c, long m, long n, long m0, long n0, const float (&acc)[MR][ACC_N / 2]) {
-  const int t = threadIdx.x % 128;
-  const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
-#pragma unroll
-  for (int mi = 0; mi < MR; ++mi) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const long col = n0 + mi * 64 + r_in + 8 * h;
-      if (col >= n) continue;
-#pragma unroll
-      for (int j = 0; j < ACC_N / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const long row = m0 + 8 * j + c_in + e;
-          if (row < m) c[row * n + col] = from_f32<T>(acc[mi][4 * j + 2 * h + e]);
-        }
-      }
-    }
-  }
+  for_acc_pairs<ACC_N, MR>(acc, n - n0, m0, m, [&](long r, long row, float lo, float hi) {
+    c[row * n + n0 + r] = from_f32<T>(lo);
+    if (row + 1 < m) c[(row + 1) * n + n0 + r] = from_f32<T>(hi);
+  });
 }
 
 // One 32-bit store to shared memory by its 32-bit shared-window address: st.shared, not a
