@@ -15,6 +15,15 @@ from conftest import EXAMPLES, REPO
 FAMILIES = ["ag_gemm", "all_gather", "allreduce", "allreduce_norm", "cluster_reduce", "gemm", "reduce_scatter", "rmsnorm", "row_reduce", "row_softmax"]
 
 
+
+def join_all(threads, timeout):
+    """Starts the threads, then joins each within timeout seconds (none may hang)."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+        assert not t.is_alive()
+
 def header_version():
     text = (REPO / "runtime/core/weft.h").read_text()
     m = re.search(r'#define\s+WEFT_VERSION\s+"([^"]+)"', text)
@@ -378,12 +387,7 @@ def test_compile_from_threads(ctx, softmax):
         except BaseException as e:  # noqa: B902 (reported below)
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-        assert not t.is_alive()
+    join_all([threading.Thread(target=work, args=(i,)) for i in range(4)], 300)
     assert not errors, errors
     assert len(results) == 12 and len({v[0] for v in results.values()}) == 12
     assert all(v[2] > 0 for v in results.values())
@@ -582,12 +586,7 @@ def at_once(*fns):
         except BaseException as e:  # noqa: B902 (reported below)
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(fn,)) for fn in fns]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-        assert not t.is_alive()
+    join_all([threading.Thread(target=run, args=(fn,)) for fn in fns], 60)
     assert not errors, errors
 
 
