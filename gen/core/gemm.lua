@@ -124,6 +124,8 @@ end
 
 -- swap_ab (family gemm): A's rows are the WGMMA's N side, B's its 64-row groups.
 function M.swapped(cfg) return cfg.swap_ab == true end
+-- The WGMMA's n, the accumulators' columns: the tile's width, or swapped, its rows.
+function M.wgmma_n(cfg) return M.swapped(cfg) and cfg.tile.m or cfg.tile.n end
 
 -- The rules of a swapped tile: tile.m is the WGMMA's n, tile.n whole 64-row groups of B over the
 -- consumers; B column-major (its rows K-major, as the WGMMA's A operand reads them); the
@@ -140,18 +142,12 @@ local function check_swapped(cfg, errs)
     errs.add("tile.n", t.n, string.format("with swap_ab, tile.n is B's rows in 64-row WGMMA groups, split over the "
       .. "%d consumer warpgroup(s): %s", cfg.consumers, cfg.consumers == 2 and "128 or 256" or "64, 128, 192 or 256"))
   end
-  if t.k ~= 64 then
-    errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
-  end
   if cfg.mma == "pingpong" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
   if cfg.cluster.m * cfg.cluster.n > 1 then
     errs.add("cluster", cfg.cluster.tag, "swap_ab takes no multicast cluster: cluster = { m = 1, n = 1 }")
   end
   if cfg.epilogue ~= "direct" then
     errs.add("epilogue", cfg.epilogue, 'swap_ab stores C (transposed) from the accumulators: epilogue = "direct"')
-  end
-  if cfg.split_k_tail and cfg.split_k == 1 then
-    errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
   end
   local regs = (t.n // 64 // cfg.consumers) * (t.m // 2)
   if t.m % 8 == 0 and has(M.WGMMA_N, t.n) and regs > M.ACC_REGS then
@@ -163,8 +159,14 @@ end
 
 -- The WGMMA rules over a config whose tile is resolved (family gemm; ag_gemm's wgmma variants).
 function M.check(cfg, errs)
-  if M.swapped(cfg) then return check_swapped(cfg, errs) end
   local t = cfg.tile
+  if t.k ~= 64 then
+    errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
+  end
+  if cfg.split_k_tail and cfg.split_k == 1 then
+    errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
+  end
+  if M.swapped(cfg) then return check_swapped(cfg, errs) end
   if not has(M.WGMMA_M, t.m) then
     errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)"
       .. (cfg.family == "gemm" and '; with b_layout = "col", swap_ab = true takes m = 8, 16, ..., 256' or ""))
@@ -175,12 +177,6 @@ function M.check(cfg, errs)
         .. "of B's box per CTA of a cluster in whole 8-row groups)"
       or "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)"
         .. (cfg.family == "gemm" and '; with b_layout = "col", any multiple of 16 up to 256' or ""))
-  end
-  if t.k ~= 64 then
-    errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
-  end
-  if cfg.split_k_tail and cfg.split_k == 1 then
-    errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
   end
   if cfg.split_k > 1 and cfg.mma == "pingpong" then
     errs.add("split_k", cfg.split_k, 'split-K adds partial sums of cooperative tiles; use mma = "cooperative"')
@@ -312,7 +308,7 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr int EPI_BUFS = %d;", L.epi_bufs),
     -- swap_ab: the WGMMA's A operand is B's rows, its n A's; ACC_N: the accumulators' columns
     string.format("  static constexpr bool SWAP = %s;", b(M.swapped(cfg))),
-    string.format("  static constexpr int ACC_N = %d;", M.swapped(cfg) and t.m or t.n),
+    string.format("  static constexpr int ACC_N = %d;", M.wgmma_n(cfg)),
   }
   for _, x in ipairs(extra or {}) do lines[#lines + 1] = "  " .. x end
   lines[#lines + 1] = "};"
@@ -429,8 +425,7 @@ function M.estimate(cfg, shape, sms, shards)
   local clusters = math.max(1, math.min(units, M.coresident(cs, sms)))
   local rounds = cdiv(units, clusters)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
-  local wn = M.swapped(cfg) and t.m or t.n   -- the WGMMA's n
-  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (wn <= 64 and P.N64 or 1)
+  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (M.wgmma_n(cfg) <= 64 and P.N64 or 1)
   local load = (t.m + t.n) * 128 / 1024 * P.US_PER_KB
   local t_kb = math.sqrt(compute * compute + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
   local pingpong = cfg.mma == "pingpong"

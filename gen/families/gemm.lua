@@ -48,7 +48,7 @@ function F.derive(cfg)
     values = { threads = threads,
                body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s, %s);",
                  epi_tma and "&tc" or "nullptr", epi_tma and tail > 0 and "&tct" or "nullptr"),
-               wgmma = gemm.wgmma_struct(gemm.swapped(cfg) and cfg.tile.m or cfg.tile.n, dt, cfg.b_layout == "row"),
+               wgmma = gemm.wgmma_struct(gemm.wgmma_n(cfg), dt, cfg.b_layout == "row"),
                cfg = gemm.cfg_struct("GemmCfg", cfg, layout) },
     block = { threads, 1, 1 },
     cluster = { csize, 1, 1 },
