@@ -65,11 +65,9 @@ function M.fields(pre)
       doc = pre .. "depth of the shared-memory ring TMA fills ahead of the tensor cores" },
     consumers = { name = "consumers", kind = "int", values = { 1, 2 }, default = 2, tag = "c",
       doc = pre .. "consumer warpgroups (each owns tile.m / consumers rows); one more warpgroup loads" },
-    mma = { name = "mma", kind = "enum", values = { "cooperative", "pingpong", "ksplit" }, default = "cooperative", tag = "",
-      doc = pre .. "2 consumers: cooperative (both split each tile by rows), pingpong (each owns whole tiles, "
-        .. "taking turns, so one's epilogue overlaps the other's WGMMAs) or ksplit (family gemm: both take every "
-        .. "tile whole over alternate k-blocks, and the second's partial sums join the first's in shared memory "
-        .. "before it stores: two WGMMA chains for a small tile)" },
+    mma = { name = "mma", kind = "enum", values = { "cooperative", "pingpong" }, default = "cooperative", tag = "",
+      doc = pre .. "2 consumers: cooperative (both split each tile by rows) or pingpong (each owns whole tiles, "
+        .. "taking turns, so one's epilogue overlaps the other's WGMMAs)" },
     cluster = { name = "cluster", kind = "custom", check = M.cluster_check, default = { m = 1, n = 1 }, tag = "cl",
       doc = pre .. "CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
         .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA" },
@@ -144,7 +142,7 @@ local function check_swapped(cfg, errs)
     errs.add("tile.n", t.n, string.format("with swap_ab, tile.n is B's rows in 64-row WGMMA groups, split over the "
       .. "%d consumer warpgroup(s): %s", cfg.consumers, cfg.consumers == 2 and "128 or 256" or "64, 128, 192 or 256"))
   end
-  if cfg.mma ~= "cooperative" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
+  if cfg.mma == "pingpong" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
   if cfg.cluster.m * cfg.cluster.n > 1 then
     errs.add("cluster", cfg.cluster.tag, "swap_ab takes no multicast cluster: cluster = { m = 1, n = 1 }")
   end
@@ -168,15 +166,6 @@ function M.check(cfg, errs)
   if cfg.split_k_tail and cfg.split_k == 1 then
     errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
   end
-  if cfg.mma == "ksplit" then
-    if cfg.family ~= "gemm" then
-      errs.add("mma", cfg.mma, 'ksplit is family gemm\'s (its consumers store the tile themselves): use "cooperative" or "pingpong"')
-    elseif cfg.consumers ~= 2 then
-      errs.add("mma", cfg.mma, "ksplit splits each tile's k-blocks over two consumer warpgroups: set consumers = 2")
-    elseif cfg.split_k > 1 then
-      errs.add("split_k", cfg.split_k, 'ksplit already splits K inside the CTA; leave split_k = 1 (or use mma = "cooperative")')
-    end
-  end
   if M.swapped(cfg) then return check_swapped(cfg, errs) end
   if not has(M.WGMMA_M, t.m) then
     errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)"
@@ -195,18 +184,18 @@ function M.check(cfg, errs)
     errs.add("split_k", cfg.split_k, "split-K's cluster is its CTAs along K; leave cluster = { m = 1, n = 1 } "
       .. "(no multicast with it)")
   end
-  if cfg.mma == "cooperative" and has(M.WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
+  if cfg.mma ~= "pingpong" and has(M.WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
     errs.add("consumers", cfg.consumers, string.format("tile.m = %d has %d 64-row group(s); use consumers <= %d",
       t.m, t.m // 64, t.m // 64))
   elseif cfg.mma == "pingpong" and cfg.consumers ~= 2 then
     errs.add("mma", cfg.mma, "pingpong alternates two consumer warpgroups: set consumers = 2")
   elseif has(M.WGMMA_M, t.m) and M.n_ok(cfg) then
-    local owners = M.whole_tiles(cfg) and 1 or cfg.consumers   -- warpgroups sharing a tile's rows
+    local owners = cfg.mma == "pingpong" and 1 or cfg.consumers   -- warpgroups sharing a tile
     local regs = t.m * t.n // (128 * owners)
     if regs > M.ACC_REGS then
       errs.add("tile", t.tag, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
         .. "at most %d fit (%s)", t.m, t.n, owners, regs, M.ACC_REGS,
-        M.whole_tiles(cfg) and cfg.mma .. ' gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
+        cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile" or "use a smaller tile: m x n <= 32768")))
     end
   end
@@ -234,15 +223,10 @@ function M.wgmma_struct(n, dtype, b_row)
   }, "\n")
 end
 
--- Whether each consumer warpgroup holds whole tiles (pingpong: its own; ksplit: every tile over
--- half its k-blocks) rather than its share of a tile's rows.
-function M.whole_tiles(cfg) return cfg.mma == "pingpong" or cfg.mma == "ksplit" end
 -- Rows of C one consumer warpgroup stores per tile (its TMA epilogue's box and stage).
 function M.epi_rows(cfg)
-  return M.whole_tiles(cfg) and cfg.tile.m or cfg.tile.m // cfg.consumers
+  return cfg.mma == "pingpong" and cfg.tile.m or cfg.tile.m // cfg.consumers
 end
--- Consumer warpgroups that store tiles (ksplit: the first, after the second's partial sums joined it).
-function M.storers(cfg) return cfg.mma == "ksplit" and 1 or cfg.consumers end
 
 local function align(x, a) return (x + a - 1) // a * a end
 
@@ -252,8 +236,7 @@ local function align(x, a) return (x + a - 1) // a * a end
 -- them.
 --   stage s     A at s * stage, B at s * stage + b (BM, BN rows x 128 bytes: 64 16-bit k each)
 --   full, empty STAGES mbarriers each, after the stages
---   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned; ksplit:
---               the second consumer warpgroup's partial sums there, no barriers)
+--   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
 --               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
@@ -274,7 +257,7 @@ function M.layout(cfg)
   L.empty = L.full + 8 * cfg.stages
   L.red_bar = L.empty + 8 * cfg.stages
   L.red = L.red_bar + 16
-  local used = (cfg.split_k > 1 or cfg.mma == "ksplit") and L.red + t.m * t.n * 4 or L.red_bar
+  local used = cfg.split_k > 1 and L.red + t.m * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
   -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64
@@ -286,11 +269,11 @@ function M.layout(cfg)
   if cfg.epilogue == "tma" then
     L.epi_bufs = chunks
     L.epi_stage = rows * 128 * (chunks - 1) + rows * (narrow > 0 and narrow or 128)
-    if L.epi + M.storers(cfg) * L.epi_stage + 1024 > common.SMEM_LIMIT and chunks > 2 then
+    if L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT and chunks > 2 then
       L.epi_bufs, L.epi_stage = 2, rows * 128 * 2
     end
   end
-  L.bytes = cfg.epilogue == "tma" and L.epi + M.storers(cfg) * L.epi_stage or used
+  L.bytes = cfg.epilogue == "tma" and L.epi + cfg.consumers * L.epi_stage or used
   if M.bulk_slices(cfg) then   -- (16-byte aligned rows: the bulk source)
     L.rs = align(L.bytes, 128)
     L.rs_warp = M.RS_ROWS * M.RS_LD * 4
@@ -312,7 +295,7 @@ function M.cfg_struct(name, cfg, L, extra)
     "  using Wgmma = ::Wgmma;",
     string.format("  static constexpr int BM = %d, BN = %d, STAGES = %d, CONSUMERS = %d;", t.m, t.n, cfg.stages,
       cfg.consumers),
-    "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ", KSPLIT = " .. b(cfg.mma == "ksplit") .. ";",
+    "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ";",
     string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k),
     "  static constexpr bool SPLIT_TAIL = " .. b(cfg.split_k_tail == true) .. ";",
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
@@ -361,8 +344,6 @@ function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
     and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, t.m, t.n) or "")
-    .. (cfg.mma == "ksplit" and string.format(" (ksplit also holds the second warpgroup's f32 partial tile, %d x %d x 4 bytes)",
-      t.m, t.n) or "")
     .. (cfg.epilogue == "tma"
       and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two, per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "

@@ -59,8 +59,6 @@ enum GemmBarrier {
   BAR_CONSUMERS = 7,      // gemm_rs: the CONSUMERS * 128 consumer threads (their DONE signal and the fold)
   BAR_TILE_WG0 = 8,       // gemm_rs fold = "tiles": the 128 threads of consumer warpgroup 0 (a tile's
   BAR_TILE_WG1 = 9,       //   stores before its flag, a flag's wait before the fold) ... and of warpgroup 1
-  BAR_KSPLIT_FULL = 10,   // mma = "ksplit": warpgroup 1 has written its partial tile (it arrives, 0 waits);
-  BAR_KSPLIT_EMPTY = 11,  //   warpgroup 0 has read it (0 arrives, 1 waits before the next): 256 threads each
 };
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }

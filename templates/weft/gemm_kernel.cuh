@@ -28,14 +28,6 @@
 // wait could otherwise see an older phase of the same stage).  Otherwise (cooperative) both
 // split every tile by rows.
 //
-// KSPLIT (mma = "ksplit", 2 consumers, family gemm): both consumer warpgroups take every tile
-// whole, warpgroup c its k-blocks kb0 + c, kb0 + c + 2, ..., into accumulators of its own; at
-// the tile's end warpgroup 1 hands its partial sums to 0 through shared memory (SMEM_RED) and 0
-// stores the tile (weft/gemm_mainloop.cuh's ksplit_combine) while 1 starts the next.  Two
-// independent WGMMA chains per SM where a tile is small (64 x 64: one warpgroup's single chain
-// left the tensor cores waiting on its own WGMMAs' latency); cuBLASLt's kernels at M = 128..256
-// do the same (bench/RESULTS.md).
-//
 // Multicast clusters (CM x CN CTAs, CM * CN <= 2): a cluster takes CM x CN neighbouring tiles at once --
 // CM row blocks sharing one column block of B, or CN column blocks sharing one row block of A.
 // The shared operand is loaded once per cluster: each CTA loads its part and multicasts it to
@@ -92,11 +84,9 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
                                                 const TensorMap &tb, const TensorMap *tc, Src &src,
                                                 const TensorMap *tct = nullptr) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, STAGES = Cfg::STAGES, CONSUMERS = Cfg::CONSUMERS;
-  constexpr bool PINGPONG = Cfg::PINGPONG, KSPLIT = Cfg::KSPLIT;
+  constexpr bool PINGPONG = Cfg::PINGPONG;
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
-  static_assert(!KSPLIT || (CONSUMERS == 2 && !PINGPONG && SPLITK == 1 && !Cfg::SWAP && !Src::STORES && !Src::SHARDED),
-                "ksplit: family gemm, two consumer warpgroups over alternate k-blocks, no split-K, not swapped");
   static_assert(CM * CN <= 2, "multicast clusters of at most two CTAs");
   static_assert(SPLITK >= 1 && SPLITK <= 8 && (SPLITK == 1 || CM * CN == 1), "split-K: 2..8 CTAs along K, no multicast");
   static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
@@ -107,9 +97,8 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
                 "swap_ab: family gemm, cooperative, no multicast, B column-major, the direct epilogue");
   constexpr int ACC_N = Cfg::ACC_N;                                 // the accumulators' columns (the WGMMA's n)
   // 64-row WGMMA groups per consumer: of the tile's rows, or swapped, of B's
-  // (pingpong and ksplit: each consumer holds the whole tile)
-  constexpr int MR = SWAP ? BN / (64 * CONSUMERS) : PINGPONG || KSPLIT ? BM / 64 : BM / (64 * CONSUMERS);
-  constexpr int STAGE_WARPS = PINGPONG || KSPLIT ? 4 : CONSUMERS * 4;   // consumer warps that read a stage
+  constexpr int MR = SWAP ? BN / (64 * CONSUMERS) : PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);
+  constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
   // than 64 accumulators, the loading warpgroup gives most of its share to them (a source's comm
   // warps need a little more than TMA issue alone); smaller tiles keep the even split.  The
@@ -196,17 +185,12 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
     for (int i = PINGPONG ? cw : 0; i < mine; i += step) {   // i: the CTA's i-th tile
       const GemmWork w = walk.item(src, i);
       if (PINGPONG && i > 0) bar_sync(BAR_PINGPONG_WG0 + cw, 256);   // the other's main loop of tile i-1 was issued
-      const int prev = KSPLIT ? mainloop<Cfg, MR, 2>(acc, ring, p, w.kb0, w.kb1, 0, release, cw)
-                              : mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, PINGPONG ? 0 : cw * MR * 64, release);
+      const int prev = mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, PINGPONG ? 0 : cw * MR * 64, release);
       if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start
       mainloop_drain(acc, prev, release);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
-      if constexpr (KSPLIT) {   // warpgroup 1's partial sums to 0, which stores the tile
-        if (prev < 0) zero_acc(acc);                    // (a tile of one k-block: none was this warpgroup's)
-        if (!ksplit_combine(acc, ring.base + Cfg::SMEM_RED, cw, i == 0, i + 1 == mine)) continue;
-      }
       // this consumer's first row of C, or swapped, its first column (its 64-row groups of B)
-      const long r0 = SWAP ? (long)w.bn * BN + cw * MR * 64 : (long)w.bm * BM + (PINGPONG || KSPLIT ? 0 : cw * MR * 64);
+      const long r0 = SWAP ? (long)w.bn * BN + cw * MR * 64 : (long)w.bm * BM + (PINGPONG ? 0 : cw * MR * 64);
       if constexpr (SPLITK > 1) {
         if (w.split) {
           if (w.kb0 == w.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)

@@ -56,29 +56,24 @@ template <int MR, int N> __device__ __forceinline__ void zero_acc(float (&acc)[M
 }
 
 // The k-blocks [kb0, kb1) of one tile into acc (rows row0 .. row0 + 64 * MR of the stage's A
-// tile; swapped, of its B tile); with STEP = 2 (mma = "ksplit") only every other one, from
-// kb0 + off: the other consumer warpgroup takes the rest, into accumulators of its own.
-// One group of WGMMAs stays in flight: once k-block kb's are issued, the previous one's are
-// waited for and its stage released (release(stage): the caller's arrivals on empty[]).  p ends
-// at kb1 either way.  Returns the stage still in flight (-1: none, also where this warpgroup had
-// no k-block of the tile), which mainloop_drain releases.
-template <class Cfg, int MR, int STEP = 1, class Release>
+// tile; swapped, of its B tile).
+// One group of WGMMAs stays in flight: once k-block kb's are issued, kb-1's are waited for and
+// its stage released (release(stage): the caller's arrivals on empty[]).  Returns the stage
+// still in flight (-1: none), which mainloop_drain releases.
+template <class Cfg, int MR, class Release>
 __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const Ring<Cfg> &ring, Pipe<Cfg::STAGES> &p, int kb0,
-                                        int kb1, int row0, Release release, int off = 0) {
-  static_assert(STEP == 1 || STEP == 2, "one consumer's k-blocks, or every other one");
+                                        int kb1, int row0, Release release) {
   int prev = -1;
-  if constexpr (STEP > 1) p.step(min(off, kb1 - kb0));
-  for (int kb = kb0 + off; kb < kb1; kb += STEP) {
+  for (int kb = kb0; kb < kb1; ++kb) {
     mbar_wait(&ring.full[p.s], p.phase);
     wgmma_fence();   // every k-block: with it only before a tile's first, ptxas serialised
                      // the WGMMAs (C7520): 1.1-1.3x slower (bench/RESULTS.md)
-    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0 + off);
+    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0);
     wgmma_commit();
     wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
-    if (prev >= 0) release(prev);
+    if (kb > kb0) release(prev);
     prev = p.s;
-    if constexpr (STEP > 1) p.step(min(kb + STEP, kb1) - kb);
-    else p.next();
+    p.next();
   }
   return prev;
 }
@@ -93,48 +88,6 @@ __device__ __forceinline__ void mainloop_drain(float (&acc)[MR][N], int prev, Re
 #pragma unroll
     for (int q = 0; q < N; ++q) fence_reg(acc[mi][q]);
   if (prev >= 0) release(prev);
-}
-
-// mma = "ksplit": the two consumer warpgroups took alternate k-blocks of one tile into
-// accumulators of their own; warpgroup 1's partial sums move to warpgroup 0 through the f32
-// buffer `red` (shared memory, 16-byte aligned, BM x BN x 4 bytes), which adds them and then
-// stores the tile alone.  Each thread writes and reads only its own registers' slots, in float4s
-// laid out thread-fastest (a warp's 32 x 16 bytes are contiguous: no bank conflicts).  The sum is
-// the same every run: warpgroup 0's k-blocks, plus warpgroup 1's, in that order.
-//   BAR_KSPLIT_FULL   warpgroup 1 arrives after writing; 0 waits before reading.
-//   BAR_KSPLIT_EMPTY  warpgroup 0 arrives after reading (when another tile follows); 1 waits
-//                     before writing the next tile's (not before its first).
-// Returns whether this warpgroup stores the tile (warpgroup 0).
-template <int MR, int N>
-__device__ __forceinline__ bool ksplit_combine(float (&acc)[MR][N], char *red, int cw, bool first, bool last) {
-  static_assert(N % 4 == 0, "float4 slots");
-  const u32 base = smem_addr(red) + (u32)(threadIdx.x % 128) * 16;
-  if (cw == 1) {
-    if (!first) bar_sync(BAR_KSPLIT_EMPTY, 256);
-#pragma unroll
-    for (int mi = 0; mi < MR; ++mi)
-#pragma unroll
-      for (int q = 0; q < N; q += 4)
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(base + (u32)((mi * N + q) / 4) * 2048),
-                     "f"(acc[mi][q]), "f"(acc[mi][q + 1]), "f"(acc[mi][q + 2]), "f"(acc[mi][q + 3]) : "memory");
-    bar_arrive(BAR_KSPLIT_FULL, 256);
-    return false;
-  }
-  bar_sync(BAR_KSPLIT_FULL, 256);
-#pragma unroll
-  for (int mi = 0; mi < MR; ++mi)
-#pragma unroll
-    for (int q = 0; q < N; q += 4) {
-      float x, y, z, w;
-      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
-                   : "r"(base + (u32)((mi * N + q) / 4) * 2048) : "memory");
-      acc[mi][q] += x;
-      acc[mi][q + 1] += y;
-      acc[mi][q + 2] += z;
-      acc[mi][q + 3] += w;
-    }
-  if (!last) bar_arrive(BAR_KSPLIT_EMPTY, 256);
-  return true;
 }
 
 }  // namespace weft

@@ -46,10 +46,6 @@ template <int STAGES> struct Pipe {
   __device__ __forceinline__ void next() {
     if (++s == STAGES) { s = 0; phase ^= 1; }
   }
-  __device__ __forceinline__ void step(int n) {   // n <= STAGES stages on
-    s += n;
-    if (s >= STAGES) { s -= STAGES; phase ^= 1; }
-  }
   __device__ __forceinline__ void skip(int n) {   // n stages further on (another reader's)
     const int to = s + n;
     s = to % STAGES;
