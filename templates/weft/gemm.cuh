@@ -60,6 +60,12 @@ enum GemmBarrier {
   BAR_TILE_WG0 = 8,       // gemm_rs fold = "tiles": the 128 threads of consumer warpgroup 0 (a tile's
   BAR_TILE_WG1 = 9,       //   stores before its flag, a flag's wait before the fold) ... and of warpgroup 1
 };
+// True in one lane of the (converged) warp, the same lane every call.
+__device__ __forceinline__ bool elect_one() {
+  u32 one;
+  asm volatile("{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 %0, 1, 0, p;\n}" : "=r"(one));
+  return one != 0;
+}
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ int bar_or(int id, int n, int v) {

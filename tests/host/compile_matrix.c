@@ -11,7 +11,7 @@
 typedef struct entry {
   const char *config;            /* example file under examples/ */
   const char *sets[10];          /* --set overrides */
-  const char *must[12];          /* PTX must contain each */
+  const char *must[16];          /* PTX must contain each */
   const char *never[10];         /* PTX must not contain any */
 } entry;
 
@@ -19,7 +19,7 @@ typedef struct entry {
  * An entry of the matrix must compile to one kernel, one of multi[] to two. */
 typedef struct entry2 {
   entry e;
-  const char *must2[8];
+  const char *must2[12];
 } entry2;
 
 /* what every cluster combine compiles to */
@@ -40,9 +40,10 @@ typedef struct entry2 {
  * wait; weft::Comm (136 bytes) is the last parameter: _param_9 after c, a, b, m, n, k, ta, tb,
  * tsh (fused), _param_6 after c, a, b, m, n, k (scalar), _param_4 after ag, a, m, k (gather) */
 #define AG_SIGNAL_PTX "st.release.sys.global.u64", "ld.relaxed.sys.global.u64", "fence.acq_rel.sys", "%globaltimer"
-/* the warp-specialised WGMMA GEMM: TMA into the ring, mbarrier waits, the tensor maps */
+/* the warp-specialised WGMMA GEMM: TMA into the ring, mbarrier waits, the tensor maps, the
+ * loading warp's issuing lane chosen by elect.sync */
 #define GEMM_PTX "wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes", \
-                 "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "prefetch.tensormap"
+                 "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "prefetch.tensormap", "elect.sync"
 /* the WGMMA's last immediate is B's transpose bit: 1 for B row-major (read MN-major), 0 for
  * B column-major (read K-major, like A) */
 #define B_ROW_PTX "p, 1, 1, 0, 1;"
