@@ -5,7 +5,7 @@
 // the fused all-gather + GEMM (A's shards arriving from other ranks).
 //
 // Roles (one CTA per SM, persistent over output tiles):
-//   warpgroup 0   producer.  Lane 0 of warp 0 issues the TMA loads of every (tile, k-block) into
+//   warpgroup 0   producer.  One lane of warp 0 issues the TMA loads of every (tile, k-block) into
 //                 stage s, announcing the bytes on full[s]; it first waits on empty[s], which the
 //                 consumers arrive on once their WGMMAs that read stage s have completed
 //                 (weft/gemm_ring.cuh).  Warps 1-3 are the source's (ag_gemm: publish and pull).
