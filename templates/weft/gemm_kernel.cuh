@@ -144,11 +144,9 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       constexpr u16 ALL = (u16)((1u << SHARE) - 1);
       constexpr int AROWS = BM / CN;    // rows of A this CTA loads (CN > 1: its part, multicast)
       const int items = walk.count();
-      // the issuing lane is chosen by elect.sync, not lane == 0: ptxas then knows one lane runs
-      // the loads and takes their operands into uniform registers once, where under lane == 0
-      // it wrapped every TMA issue in a loop over the lanes' values (ELECT, R2UR, BRA.U.ANY;
-      // ~50 instructions a stage against ~30 now).  No change in time was measured (64 x 64 at
-      // 128 x 4096 x 14336, bench/RESULTS.md, fourth session): the ring was not short of issue.
+      // the issuing lane by elect.sync, not lane == 0: ptxas then knows one lane runs the loads
+      // and keeps their operands in uniform registers (under lane == 0 it wrapped every TMA
+      // issue in a loop over the lanes' values)
       const bool leader = elect_one();
       for (int i = 0; i < items; ++i) {
         const GemmWork w = walk.item(src, i);
