@@ -54,6 +54,14 @@ function M.cluster_check(v)
   return out
 end
 
+M.L2_PROMOTION = { 0, 64, 128, 256 }   -- bytes: cuTensorMapEncodeTiled's CU_TENSOR_MAP_L2_PROMOTION_*
+function M.l2_promotion_check(v)
+  if v == "auto" then return v end
+  local iv = math.type(v) == "integer" and v or (type(v) == "number" and math.tointeger(v))
+  if iv and has(M.L2_PROMOTION, iv) then return iv end
+  return nil, '"auto" or 0, 64, 128 or 256 (bytes)'
+end
+
 -- The GEMM's schema fields, by name; each family lists them in its own order (the order is the
 -- kernel name's).  `pre` starts each doc line ("wgmma: " where a family also has scalar kernels).
 function M.fields(pre)
@@ -86,6 +94,10 @@ function M.fields(pre)
       doc = pre .. "family gemm, b_layout = \"col\", decode: B's rows are the WGMMA's 64-row side (tile.n in {64, 128, "
         .. "192, 256}) and A's rows its N side (tile.m = 8, 16, ..., 256), so a tile is as tall as M needs (M = 1: "
         .. "8 rows, not 64) and the ring holds B, not A's padding; cooperative, no cluster, direct epilogue" },
+    l2_promotion = { name = "l2_promotion", kind = "custom", check = M.l2_promotion_check, default = "auto", tag = "l2p",
+      doc = pre .. "family gemm: the L2 promotion of A's and B's tensor maps, in bytes (0, 64, 128 or 256: how much "
+        .. "L2 fetches around each TMA box row); auto: 128 with swap_ab (a decode tile reads B once, and 256 brought "
+        .. "neighbours nobody asked for: 2-5 % slower, bench/RESULTS.md), 256 otherwise" },
     group = { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
       doc = pre .. "row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   }
@@ -160,6 +172,7 @@ end
 -- The WGMMA rules over a config whose tile is resolved (family gemm; ag_gemm's wgmma variants).
 function M.check(cfg, errs)
   local t = cfg.tile
+  if cfg.l2_promotion == "auto" then cfg.l2_promotion = M.swapped(cfg) and 128 or 256 end
   if t.k ~= 64 then
     errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
   end
@@ -331,12 +344,16 @@ function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 -- Tensor maps over A (`rows` of it: "m", or "m/ranks" for a shard) and B: with a cluster each
 -- CTA loads its part of the shared tile: A's rows split over cluster.n, column-major B's over
 -- cluster.m (row-major B comes in 64-column boxes, shared out whole).
+-- A family with the l2_promotion field sets it on both (without it the runtime's default, 256).
 function M.tmaps_ab(cfg, rows)
-  local t, cl, dt = cfg.tile, cfg.cluster, cfg.dtype
+  local t, cl, dt, l2 = cfg.tile, cfg.cluster, cfg.dtype, cfg.l2_promotion
   return {
-    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128 },
-    cfg.b_layout == "row" and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
-      or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
+    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128,
+      l2_promotion = l2 },
+    cfg.b_layout == "row"
+      and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128, l2_promotion = l2 }
+      or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128,
+           l2_promotion = l2 },
   }
 end
 

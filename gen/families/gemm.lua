@@ -22,7 +22,7 @@ F.fields = {
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
       .. "sets up its shared memory, then waits for it before touching global memory)" },
-  G.swap_ab,
+  G.swap_ab, G.l2_promotion,
 }
 
 F.check = gemm.check_auto_tile

@@ -577,6 +577,9 @@ weft_status api_tmap_plan_make(const weft_manifest *m, int i, void **args, const
            : strcmp(t->dtype, "f16") == 0 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   p->swizzle = t->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : t->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
              : t->swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
+  p->l2_promotion = t->l2_promotion == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+                  : t->l2_promotion == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                  : t->l2_promotion == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   p->n_dims = (unsigned)t->n_dims;
   int shards = strcmp(t->source, "comm.shards") == 0, local = strcmp(t->source, "comm.local") == 0;
   const char *what = shards ? "the ranks' shards" : local ? "this rank's data area" : t->source;
@@ -674,7 +677,7 @@ weft_status api_tmap_encode(const drv_table *d, const weft_manifest *m, int i, c
    * sizes that are not multiples of their tiles */
   CUresult r = d->cuTensorMapEncodeTiled(out, p->dtype, p->n_dims, (void *)(uintptr_t)p->base, p->dims, p->strides,
                                          p->box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, p->swizzle,
-                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                         p->l2_promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r == CUDA_SUCCESS) return WEFT_OK;
   char desc[512], shape[512];
   drv_describe(d, r, "cuTensorMapEncodeTiled", desc, sizeof desc);

@@ -56,7 +56,7 @@ static const char **field_strs(lua_State *L, int t, const char *k, weft_manifest
   return v;
 }
 
-/* tmaps = { { name, source, dtype, dims = {...}, box = {...}, swizzle }, ... } (weft_tmap) */
+/* tmaps = { { name, source, dtype, dims = {...}, box = {...}, swizzle, l2_promotion }, ... } (weft_tmap) */
 static int to_tmaps(lua_State *L, int t, weft_manifest *m, char *err, size_t errlen) {
   lua_getfield(L, t, "tmaps");
   int n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
@@ -87,6 +87,10 @@ static int to_tmaps(lua_State *L, int t, weft_manifest *m, char *err, size_t err
       lua_pop(L, 1);
       lua_getfield(L, g, "swizzle");
       tm[i].swizzle = lua_isnil(L, -1) ? 0 : lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+      lua_pop(L, 1);
+      lua_getfield(L, g, "l2_promotion");   /* out of int's range or not an integer: -1, refused */
+      lua_Integer l2 = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+      tm[i].l2_promotion = lua_isnil(L, -1) ? 256 : l2 >= 0 && l2 <= 256 ? (int)l2 : -1;
       lua_pop(L, 1);
       if (nb != nd) {
         snprintf(err, errlen, "%s: tensor map %s: %d dims but %d box sizes", m->name, tm[i].name ? tm[i].name : "?", nd, nb);

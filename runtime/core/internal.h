@@ -39,6 +39,7 @@ typedef struct api_tmap_plan {
   cuuint64_t strides[WEFT_TMAP_MAX_DIMS - 1];   /* bytes, of dims 1.. */
   cuuint32_t box[WEFT_TMAP_MAX_DIMS];
   CUtensorMapSwizzle swizzle;
+  CUtensorMapL2promotion l2_promotion;
 } api_tmap_plan;
 
 /* Tensor map i of m for these args (no driver needed): WEFT_OK, or WEFT_ERR_LAUNCH with a

@@ -141,6 +141,8 @@ static int check_tmap(const weft_manifest *m, int i, char *err, size_t errlen) {
   }
   if (t->swizzle != 0 && t->swizzle != 32 && t->swizzle != 64 && t->swizzle != 128)
     BAD("%s: %s: swizzle = %d: must be 0, 32, 64 or 128 (bytes)", m->name, tn, t->swizzle);
+  if (t->l2_promotion != 0 && t->l2_promotion != 64 && t->l2_promotion != 128 && t->l2_promotion != 256)
+    BAD("%s: %s: l2_promotion = %d: must be 0, 64, 128 or 256 (bytes; absent: 256)", m->name, tn, t->l2_promotion);
   unsigned inner = t->box[0] * (unsigned)esize;
   if (inner % 16)
     BAD("%s: %s: box[1] = %u: its rows are %u bytes; TMA moves multiples of 16 bytes", m->name, tn, t->box[0], inner);

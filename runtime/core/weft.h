@@ -142,6 +142,7 @@ typedef struct weft_tmap {
   const char *dims[WEFT_TMAP_MAX_DIMS];
   unsigned box[WEFT_TMAP_MAX_DIMS];   /* elements per dim moved at once: 1..256 */
   int swizzle;          /* shared-memory swizzle span in bytes: 0 (none), 32, 64, 128 */
+  int l2_promotion;     /* bytes L2 fetches around each box row: 0 (none), 64, 128, 256 (absent: 256) */
 } weft_tmap;
 
 typedef struct weft_param { /* the validated config, flattened: "tile.m" = "128" */

@@ -296,6 +296,7 @@ static void test_tmap_manifest(void **state) {
   assert_int_equal(t->box[0], 64);
   assert_int_equal(t->box[1], 128);
   assert_int_equal(t->swizzle, 128);
+  assert_int_equal(t->l2_promotion, 256);   /* absent: the default */
   t = &m->tmaps[1];
   assert_string_equal(t->source, "comm.shards");
   assert_int_equal(t->n_dims, 4);
@@ -349,6 +350,12 @@ static void test_tmap_manifest_rejected(void **state) {
      "tensor map ta: 2 dims but 1 box sizes"},
     {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 128 }, swizzle = 96 } }",
      "swizzle = 96: must be 0, 32, 64 or 128"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 128 }, l2_promotion = 32 } }",
+     "tensor map ta: l2_promotion = 32: must be 0, 64, 128 or 256 (bytes; absent: 256)"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 128 }, l2_promotion = '128' } }",
+     "tensor map ta: l2_promotion = -1: must be 0, 64, 128 or 256"},
+    {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 64, 128 }, l2_promotion = 1 << 40 } }",
+     "tensor map ta: l2_promotion = -1: must be 0, 64, 128 or 256"},
     {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 128, 128 }, swizzle = 128 } }",
      "box[1] = 128: its rows are 256 bytes, wider than the 128-byte swizzle"},
     {"tmaps = { { name = 'ta', source = 'a', dtype = 'bf16', dims = { 'k', 'm' }, box = { 4, 128 } } }",
@@ -396,7 +403,7 @@ static void test_tmap_plan(void **state) {
   /* dense, from a pointer argument: row stride k x 2 bytes */
   weft_manifest *m;
   assert_int_equal(fake_manifest(ctx, "tmaps = { " TA ", { name = 'tr', source = 'a', dtype = 'bf16',"
-                   " dims = { 'k', 'm/ranks', 'ranks' }, box = { 8, 16, 1 } } }", &m), WEFT_OK);
+                   " dims = { 'k', 'm/ranks', 'ranks' }, box = { 8, 16, 1 }, l2_promotion = 64 } }", &m), WEFT_OK);
   assert_int_equal(plan_of(m, 0, args, &one, &p, err), WEFT_OK);
   assert_int_equal(p.dtype, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
   assert_int_equal(p.n_dims, 2);
@@ -407,6 +414,7 @@ static void test_tmap_plan(void **state) {
   assert_int_equal(p.box[0], 64);
   assert_int_equal(p.box[1], 128);
   assert_int_equal(p.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  assert_int_equal(p.l2_promotion, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
   /* m/ranks and ranks: dense over the ranks' row blocks */
   api_tmap_env eight = {.ranks = 8, .rank = 3, .halves = 2};
   assert_int_equal(plan_of(m, 1, args, &eight, &p, err), WEFT_OK);
@@ -416,6 +424,7 @@ static void test_tmap_plan(void **state) {
   assert_int_equal(p.strides[0], 2048);
   assert_int_equal(p.strides[1], 64 * 2048);
   assert_int_equal(p.swizzle, CU_TENSOR_MAP_SWIZZLE_NONE);
+  assert_int_equal(p.l2_promotion, CU_TENSOR_MAP_L2_PROMOTION_L2_64B);
   mm = 1001;
   assert_int_equal(plan_of(m, 1, args, &eight, &p, err), WEFT_ERR_LAUNCH);
   assert_non_null(strstr(err, "weft_test_tmap: tensor map tr: m = 1001 is not a multiple of the 8 ranks"));

@@ -150,10 +150,13 @@ local function check_ag_gemm(m, cfg, where)
     local rows = cfg.variant == "gemm" and "m" or "m/ranks"
     local tm = {
       -- a cluster splits the shared tile's box: A over cluster.n, column-major B over cluster.m
-      { name = "ta", source = "a", dtype = cfg.dtype, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128 },
+      { name = "ta", source = "a", dtype = cfg.dtype, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128,
+        l2_promotion = cfg.l2_promotion },
       cfg.b_layout == "row"
-        and { name = "tb", source = "b", dtype = cfg.dtype, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
-        or { name = "tb", source = "b", dtype = cfg.dtype, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
+        and { name = "tb", source = "b", dtype = cfg.dtype, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128,
+              l2_promotion = cfg.l2_promotion }
+        or { name = "tb", source = "b", dtype = cfg.dtype, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128,
+             l2_promotion = cfg.l2_promotion },
     }
     if cfg.variant == "fused" then
       tm[3] = { name = "tsh", source = cfg.comm == "tma" and "comm.shards" or "comm.local", dtype = cfg.dtype,
@@ -360,6 +363,10 @@ local function check_manifest(m, cfg, file, where)
   if cfg.family == "gemm_rs" and (cfg.comm == nil or cfg.comm == "auto") then   -- auto: tma for atomic
     cfg = copy(cfg)
     cfg.comm = cfg.reduce == "atomic" and "tma" or "threadload"
+  end
+  if cfg.family == "gemm" and (cfg.l2_promotion == nil or cfg.l2_promotion == "auto") then   -- auto: 128 swapped
+    cfg = copy(cfg)
+    cfg.l2_promotion = cfg.swap_ab and 128 or 256
   end
   -- name: weft_<family>_<tag><value>_... in schema order
   T.eq(m.family, fam.name, where .. " family")
@@ -805,6 +812,8 @@ local function candidates(f, base)
     for _, e in ipairs({ 1e-5, 0, 1, 0.5, "arg", -1e-6, 2, "config" }) do add(e) end
   elseif f.kind == "custom" and f.name == "ranks" then   -- 0, 9 and a string are refused
     for _, r in ipairs({ 1, 2, 3, 8, 0, 9, "two", 2.5 }) do add(r) end
+  elseif f.kind == "custom" and f.name == "l2_promotion" then   -- (256 is what the base's auto resolves to)
+    for _, v in ipairs({ 0, 64, 128, 32, 512 }) do add(v) end
   elseif f.kind == "custom" and f.name == "rows_per_cta" then   -- "auto": its own test
     for _, r in ipairs({ 1, 2, 4, 8, 16, 32, 3 }) do add(r) end
   elseif f.kind == "string" then add(base .. "x")
@@ -1153,7 +1162,8 @@ T.test("gemm, ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params
   T.eq(param(m, "tile.m"), "128"); T.eq(param(m, "tile.n"), "256"); T.eq(param(m, "tile.k"), "64")
   T.eq(param(m, "tile"), nil, "no tile key"); T.eq(param(m, "tile.tag"), nil, "the name tag is not a param")
   T.eq(param(m, "family"), "gemm"); T.eq(param(m, "variant"), nil); T.eq(param(m, "comm"), nil)
-  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0", "auto tile")
+  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0_l2p256",
+    "auto tile")
   T.contains(m.json, '"key": "tile.m",\n      "value": "128"')
   m = assert(ag('variant = "naive_remote"'))
   T.eq(param(m, "tile.m"), "32"); T.eq(param(m, "tile.n"), "32"); T.eq(param(m, "tile.k"), "16")
@@ -1163,13 +1173,31 @@ T.test("gemm, ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params
 end)
 
 T.test("ag_gemm: tensor maps for A, B in its layout, and the peer shards", function()
-  local function tm(name, source, dims, box)
-    return { name = name, source = source, dtype = "bf16", dims = dims, box = box, swizzle = 128 }
+  local function tm(name, source, dims, box, l2)
+    return { name = name, source = source, dtype = "bf16", dims = dims, box = box, swizzle = 128, l2_promotion = l2 }
   end
+  -- family gemm sets A's and B's L2 promotion (auto: 256, or 128 with swap_ab); ag_gemm leaves
+  -- it to the runtime's default (256)
   local m = assert(gm(""))
-  T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 128 }), tm("tb", "b", { "n", "k" }, { 64, 64 }) }, "gemm")
+  T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 128 }, 256), tm("tb", "b", { "n", "k" }, { 64, 64 }, 256) }, "gemm")
   m = assert(gm('b_layout = "col", tile = { m = 64, n = 128, k = 64 }, consumers = 1'))
-  T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 64 }), tm("tb", "b", { "k", "n" }, { 64, 128 }) }, "gemm, B col")
+  T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 64 }, 256), tm("tb", "b", { "k", "n" }, { 64, 128 }, 256) },
+    "gemm, B col")
+  local swap = 'b_layout = "col", epilogue = "direct", swap_ab = true, tile = { m = 16, n = 128, k = 64 }, consumers = 1'
+  m = assert(gm(swap))
+  T.deq(m.tmaps, { tm("ta", "a", { "k", "m" }, { 64, 16 }, 128), tm("tb", "b", { "k", "n" }, { 64, 128 }, 128) },
+    "gemm, swap_ab: auto is 128")
+  T.contains(m.name, "_sw1_l2p128", "the resolved promotion is in the name")
+  T.contains(m.json, '"l2_promotion": 128', "and in the manifest's json")
+  for _, v in ipairs({ 0, 64, 256 }) do
+    m = assert(gm(swap .. ", l2_promotion = " .. v))
+    T.eq(m.tmaps[1].l2_promotion, v, "ta l2_promotion = " .. v); T.eq(m.tmaps[2].l2_promotion, v, "tb " .. v)
+    T.contains(m.name, "_sw1_l2p" .. v, "name " .. v)
+  end
+  for _, v in ipairs({ "32", "512", "-64", '"128"', "true" }) do
+    local _, e = gm("l2_promotion = " .. v)
+    T.contains(e, "gemm.lua: l2_promotion = " .. v .. ': "auto" or 0, 64, 128 or 256 (bytes)', "refused " .. v)
+  end
   m = assert(ag('variant = "fused", comm = "tma"'))
   T.deq(m.tmaps, { tm("ta", "a", { "k", "m/ranks" }, { 64, 128 }), tm("tb", "b", { "n", "k" }, { 64, 64 }),
                    tm("tsh", "comm.shards", { "k", "m/ranks", "ranks", "halves" }, { 64, 128, 1, 1 }) }, "fused tma")
@@ -1363,13 +1391,13 @@ end)
 T.test("gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0")
+  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "family=ag_gemm" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0")
+  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256")
   m = assert(gen(text, "examples/gemm.lua", { "split_k=2", "split_k_tail=true", "tile.n=128", "stages=4" }))
   T.contains(m.name, "_sk2_skt1_")
   T.contains(m.source, "static constexpr bool SPLIT_TAIL = true;")
