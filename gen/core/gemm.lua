@@ -400,7 +400,7 @@ M.MODEL = {
   N64 = 1.3,                 -- m64n64 WGMMAs' compute, relative
   EPI_ELEMS_PER_US = 16384,  -- per consumer warpgroup, TMA epilogue
   DIRECT = 1.4,              -- direct epilogue, relative
-  RED_ELEMS_PER_US = 3500,   -- split-K's hand-over
+  RED_ELEMS_PER_US = 1200,   -- split-K's hand-over and its cost beyond (fitted, sixth session)
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   LAUNCH_US = 1.5,
@@ -426,6 +426,15 @@ M.CORESIDENT_H200 = { 132, 66, 39, 30, 24, 17, 15, 15 }
 function M.coresident(cs, sms)
   sms = sms or 132
   return math.max(1, (M.CORESIDENT_H200[cs] or sms // cs) * sms // 132)
+end
+
+-- The rounds of work units a resolved config runs at a shape (a partial last one counts whole).
+function M.rounds(cfg, shape, sms, shards)
+  local t, cl = cfg.tile, cfg.cluster
+  if not (t and cl and math.type(cfg.split_k) == "integer") then return nil end
+  shards = shards or 1
+  local units = cdiv(cdiv(math.max(1, cdiv(shape.m, shards)), t.m), cl.m) * cdiv(cdiv(shape.n, t.n), cl.n) * shards
+  return cdiv(units, math.max(1, math.min(units, M.coresident(cl.m * cl.n * cfg.split_k, sms))))
 end
 
 -- est(cfg, shape, sms, shards) -> microseconds, a line that says why, and the time without the
@@ -496,13 +505,17 @@ local function errs_sink()
   return e
 end
 
--- The deepest ring up to `cap` that fits in shared memory, or nil.  With the TMA epilogue, a ring
--- of three stages that keeps a C buffer per 64-column chunk rather than four with C through two
--- buffers in turn: measured, 128 x 256 with three stages beat four by 1-6 % at the large shapes;
--- from four stages up the deeper ring won (128 x 176: five stages 3-6 % faster than four at 1024 x
--- 14336 x 4096; bench/RESULTS.md "GEMM at every shape, second session").  The rule's neighbours
--- offer the other.
-function M.fit_stages(cfg, cap)
+-- The ring for a config, up to `cap` stages, or nil if none fits in shared memory.  With the TMA
+-- epilogue a ring may keep a C buffer per 64-column chunk ("whole") or pass C through two buffers
+-- in turn and be deeper; measured (bench/RESULTS.md "GEMM at every shape", the sixth session's
+-- database of 1270 runs):
+--   - three stages are too shallow below 256 columns: 128 x 192 and 128 x 224 ran 12-15 % faster
+--     with four (two buffers) than with three (whole);
+--   - from four stages up the whole buffers win: 128 x 176 with four (whole) 7 % faster than five;
+--   - 128 x 256 with three (whole) beat four by 1-5 % over several rounds of tiles, and lost by
+--     1-4 % in a single round (whose one epilogue costs little).
+-- `rounds`: the rounds of tiles the shape gives the config (nil: several).
+function M.fit_stages(cfg, cap, rounds)
   local deepest, whole
   for s = cap, 2, -1 do
     cfg.stages = s
@@ -513,7 +526,8 @@ function M.fit_stages(cfg, cap)
     end
   end
   local s = deepest
-  if whole == 3 and deepest == 4 then s = 3 end
+  if whole and whole >= 4 then s = whole
+  elseif whole == 3 and deepest == 4 and M.wgmma_n(cfg) >= 256 and (rounds or 2) > 1 then s = 3 end
   if s then cfg.stages = s end
   return s
 end
@@ -609,7 +623,7 @@ local function score_all(shape, fixed, sms, opts)
           -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured)
           and (r.mma ~= "pingpong" or r.tile.m == 128 or not open("mma"))
         if ok and open("stages") then
-          ok = M.fit_stages(r, max_stages(r)) ~= nil
+          ok = M.fit_stages(r, max_stages(r), M.rounds(r, shape, sms, opts.shards)) ~= nil
           c.stages = r.stages
         end
         if ok and math.type(r.stages) == "integer" then
