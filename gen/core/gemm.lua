@@ -346,15 +346,14 @@ function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 -- cluster.m (row-major B comes in 64-column boxes, shared out whole).
 -- A family with the l2_promotion field sets it on both (without it the runtime's default, 256).
 function M.tmaps_ab(cfg, rows)
-  local t, cl, dt, l2 = cfg.tile, cfg.cluster, cfg.dtype, cfg.l2_promotion
-  return {
-    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128,
-      l2_promotion = l2 },
-    cfg.b_layout == "row"
-      and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128, l2_promotion = l2 }
-      or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128,
-           l2_promotion = l2 },
+  local t, cl, dt = cfg.tile, cfg.cluster, cfg.dtype
+  local maps = {
+    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128 },
+    cfg.b_layout == "row" and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
+      or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
   }
+  for _, tm in ipairs(maps) do tm.l2_promotion = cfg.l2_promotion end
+  return maps
 end
 
 function M.smem_hint(cfg)
@@ -428,13 +427,14 @@ function M.coresident(cs, sms)
   return math.max(1, (M.CORESIDENT_H200[cs] or sms // cs) * sms // 132)
 end
 
--- The rounds of work units a resolved config runs at a shape (a partial last one counts whole).
-function M.rounds(cfg, shape, sms, shards)
+-- The work units of a resolved config at a shape, the clusters that take them at once, and so
+-- its rounds (a partial last one counts whole).
+function M.waves(cfg, shape, sms, shards)
   local t, cl = cfg.tile, cfg.cluster
-  if not (t and cl and math.type(cfg.split_k) == "integer") then return nil end
   shards = shards or 1
   local units = cdiv(cdiv(math.max(1, cdiv(shape.m, shards)), t.m), cl.m) * cdiv(cdiv(shape.n, t.n), cl.n) * shards
-  return cdiv(units, math.max(1, math.min(units, M.coresident(cl.m * cl.n * cfg.split_k, sms))))
+  local clusters = math.max(1, math.min(units, M.coresident(cl.m * cl.n * cfg.split_k, sms)))
+  return units, clusters, cdiv(units, clusters)
 end
 
 -- est(cfg, shape, sms, shards) -> microseconds, a line that says why, and the time without the
@@ -447,9 +447,7 @@ function M.estimate(cfg, shape, sms, shards)
   shards = shards or 1
   local cs = cl.m * cl.n * cfg.split_k
   local rows = math.max(1, cdiv(shape.m, shards))
-  local units = cdiv(cdiv(rows, t.m), cl.m) * cdiv(cdiv(shape.n, t.n), cl.n) * shards
-  local clusters = math.max(1, math.min(units, M.coresident(cs, sms)))
-  local rounds = cdiv(units, clusters)
+  local units, clusters, rounds = M.waves(cfg, shape, sms, shards)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
   local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (M.wgmma_n(cfg) <= 64 and P.N64 or 1)
   local load = (t.m + t.n) * 128 / 1024 * P.US_PER_KB
@@ -623,7 +621,7 @@ local function score_all(shape, fixed, sms, opts)
           -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured)
           and (r.mma ~= "pingpong" or r.tile.m == 128 or not open("mma"))
         if ok and open("stages") then
-          ok = M.fit_stages(r, max_stages(r), M.rounds(r, shape, sms, opts.shards)) ~= nil
+          ok = M.fit_stages(r, max_stages(r), select(3, M.waves(r, shape, sms, opts.shards))) ~= nil
           c.stages = r.stages
         end
         if ok and math.type(r.stages) == "integer" then
