@@ -88,9 +88,17 @@ static int to_tmaps(lua_State *L, int t, weft_manifest *m, char *err, size_t err
       lua_getfield(L, g, "swizzle");
       tm[i].swizzle = lua_isnil(L, -1) ? 0 : lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
       lua_pop(L, 1);
-      lua_getfield(L, g, "l2_promotion");   /* out of int's range or not an integer: -1, refused */
-      lua_Integer l2 = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
-      tm[i].l2_promotion = lua_isnil(L, -1) ? 256 : l2 >= 0 && l2 <= 256 ? (int)l2 : -1;
+      lua_getfield(L, g, "l2_promotion");   /* absent: 256; the allowed values: manifest_check */
+      lua_Integer l2 = lua_isnil(L, -1) ? 256 : lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+      if (!lua_isnil(L, -1) && (!lua_isinteger(L, -1) || l2 < 0 || l2 > 256)) {
+        char v[64];
+        if (lua_isinteger(L, -1)) snprintf(v, sizeof v, "%lld", (long long)l2);
+        else snprintf(v, sizeof v, "a %s", luaL_typename(L, -1));
+        snprintf(err, errlen, "%s: tensor map %s: l2_promotion = %s: must be the integer 0, 64, 128 or 256 (bytes; "
+                 "absent: 256)", m->name, tm[i].name ? tm[i].name : "?", v);
+        rc = -1;
+      }
+      tm[i].l2_promotion = (int)(l2 >= 0 && l2 <= 256 ? l2 : -1);
       lua_pop(L, 1);
       if (nb != nd) {
         snprintf(err, errlen, "%s: tensor map %s: %d dims but %d box sizes", m->name, tm[i].name ? tm[i].name : "?", nd, nb);
