@@ -403,6 +403,8 @@ M.MODEL = {
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   LAUNCH_US = 1.5,
+  PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
+  PDL_SPLIT_US = 60,
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -630,8 +632,12 @@ local function score_all(shape, fixed, sms, opts)
           if errs.ok() then
             local est, why, raw = M.estimate(r, shape, sms, opts.shards)
             -- pdl: a launch's set-up under the previous kernel's tail, ~0.5 us (7-8 % at 1024^3);
-            -- 0.4-2 % slower at 4096^3 (fourth session), so only where the launch is a tenth
-            if opts.has_pdl and open("pdl") then c.pdl = est < 20 end
+            -- 0.4-2 % slower at 4096^3 (fourth session), so only where the launch is a tenth.
+            -- A split-K cluster's launch costs more: pdl on was 3-9 % faster up to ~45 us (64 x
+            -- 128 split 2 at 128 x 4096 x 14336, 64 x 80 at 130 x 1536 x 8960; sixth session)
+            if opts.has_pdl and open("pdl") then
+              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or M.MODEL.PDL_US)
+            end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }
           end
         end
