@@ -396,7 +396,7 @@ end
 M.MODEL = {
   US_PER_MFLOP = 0.1376,     -- 7.3 TFLOP/s per SM (the H200's dense bf16 peak is ~7.5 per SM)
   US_PER_KB = 0.0120,        -- ~85 GB/s into each SM's shared memory with all 132 loading
-  N64 = 1.3,                 -- m64n64 WGMMAs' compute, relative
+  NARROW = 0.45,             -- a WGMMA's compute per 64 columns it is narrower than 128, relative
   EPI_ELEMS_PER_US = 16384,  -- per consumer warpgroup, TMA epilogue
   DIRECT = 1.4,              -- direct epilogue, relative
   RED_ELEMS_PER_US = 1200,   -- split-K's hand-over and its cost beyond (fitted, sixth session)
@@ -451,8 +451,17 @@ function M.estimate(cfg, shape, sms, shards)
   local rows = math.max(1, cdiv(shape.m, shards))
   local units, clusters, rounds = M.waves(cfg, shape, sms, shards)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
-  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (M.wgmma_n(cfg) <= 64 and P.N64 or 1)
-  local load = (t.m + t.n) * 128 / 1024 * P.US_PER_KB
+  -- a WGMMA narrower than 128 columns does less per instruction: 1.45x at n <= 64, falling
+  -- linearly to 1 at 128 (64 x 160 on one warpgroup ran 1.25-1.3x faster than 128 x 80 on two,
+  -- the same area, at 200 x 5120 x 5120, 640 x 2048 x 7168 and 128 x 10240 x 8192)
+  local wn = M.wgmma_n(cfg)
+  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (1 + P.NARROW * (128 - math.min(math.max(wn, 64), 128)) / 64)
+  -- K's rows not on 128-byte lines: each 128-byte row of a box spans two lines, and L2's reads,
+  -- not the SM's, bound the loads; a multicast cluster reads the shared operand once for its CTAs
+  -- (5000^3: 128 x 224 with cluster.m = 2 425 us, without 586).  Aligned, multicast changes little.
+  local ua, ub = 1, 1
+  if (shape.k * common.ESIZE[cfg.dtype]) % 128 ~= 0 then ua, ub = 1 / cl.n, 1 / cl.m end
+  local load = (t.m * ua + t.n * ub) * 128 / 1024 * P.US_PER_KB
   local t_kb = math.sqrt(compute * compute + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
   local pingpong = cfg.mma == "pingpong"
   local elems = t.m * t.n

@@ -172,6 +172,29 @@ T.test("gemm: the estimate counts waves (a partial last round costs a whole one)
   T.ok(b > 1.9 * a - 2 * gemm.MODEL.LAUNCH_US, string.format("133 tiles cost two rounds: %.1f vs %.1f us", b, a))
 end)
 
+T.test("gemm: multicast counts where K's rows are not on 128-byte lines, narrow WGMMAs cost more", function()
+  local function cfg(m, n, consumers, cm)
+    return { tile = gemm.tile_check({ m = m, n = n, k = 64 }), cluster = gemm.cluster_check({ m = cm, n = 1 }),
+             consumers = consumers, mma = "cooperative", split_k = 1, epilogue = "tma", stages = 4, dtype = "bf16" }
+  end
+  -- K = 5000 (10000-byte rows): B's reads shared by a cluster of two along M are cheaper ...
+  local odd = { m = 5000, n = 5000, k = 5000 }
+  T.ok(gemm.estimate(cfg(128, 224, 2, 2), odd, 132) < gemm.estimate(cfg(128, 224, 2, 1), odd, 132), "multicast at K = 5000")
+  -- ... and the rule's first pick there has the cluster (measured 425 us with it, 586 without)
+  local F = weft.family_module("gemm")
+  local first = F.auto(odd, { family = "gemm", b_layout = "col" }, H200)[1]
+  T.eq(first.cluster.m * first.cluster.n, 2, "5000^3: a multicast cluster first")
+  -- K = 5120: the same config costs the same with or without the cluster (its CTAs are paired, not fewer)
+  local even = { m = 5000, n = 5000, k = 5120 }
+  T.eq(gemm.estimate(cfg(128, 224, 2, 2), even, 132) >= gemm.estimate(cfg(128, 224, 2, 1), even, 132), true,
+    "no multicast credit at K = 5120")
+  -- the WGMMA's width: 128 x 80 over two warpgroups (n = 80 each) costs more than 64 x 160 on one
+  local s = { m = 200, n = 5120, k = 5120 }
+  T.ok(gemm.estimate(cfg(64, 160, 1, 1), s, 132) < gemm.estimate(cfg(128, 80, 2, 1), s, 132), "64 x 160 before 128 x 80")
+  local c = F.auto(s, { family = "gemm", b_layout = "col" }, H200)[1]
+  T.eq(c.tile.m .. "x" .. c.tile.n, "64x160", "200 x 5120 x 5120's first pick (measured 24.3 us against 32.2)")
+end)
+
 T.test("gemm: widths fitted to the waves, for column-major B only", function()
   -- 1024 x 14336: 176 columns make 8 x 82 = 656 tiles, 4.97 waves of 132 (cuBLASLt's own 176 x 128)
   local f = gemm.fitted_tiles({ m = 1024, n = 14336, k = 4096 }, 132)

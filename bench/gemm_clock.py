@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""bench/gemm_clock.py: is a GEMM slower per clock, or at a lower clock?  Runs each op (cuBLASLt
+through torch.mm, and weft configs) back to back for --secs seconds while nvidia-smi samples the
+SM clock and the board power every 20 ms, then prints per op: us per launch (events around the
+whole window), TFLOP/s, the mean SM clock and power over the window (its first 0.3 s left out),
+and flop per SM clock per SM -- which separates "the kernel does less per cycle" from "the GPU
+ran it at a lower clock" (power or thermal limits).
+
+  PYTHONPATH=build/python python3 bench/gemm_clock.py --out DIR [--secs 2] [--shape MxNxK:WEFT;WEFT ...]
+A WEFT config is key=value pairs joined by commas (tile.m=128,tile.n=128,stages=6,cluster.m=2,...),
+on top of family gemm, the dtype and B column-major; "@DIR," first compiles it from the weft source
+tree DIR (gen/ and templates/: a variant of the device code under trial) into a cache of its own.  Diagnostic only: nothing here is a target.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+SMS = 132
+
+
+def lua_text(dtype, kv):
+    """A family-gemm config as Lua: nested keys (tile.m) become nested tables."""
+    cfg = {"family": "gemm", "dtype": dtype, "b_layout": "col", "tile": {"k": "64"}}
+    for item in kv.split(","):
+        k, v = item.split("=", 1)
+        d = cfg
+        parts = k.split(".")
+        for p in parts[:-1]:
+            d = d.setdefault(p, {})
+        d[parts[-1]] = v
+
+    def val(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join("%s = %s" % (k, val(x)) for k, x in sorted(v.items())) + "}"
+        if v in ("true", "false") or v.lstrip("-").isdigit():
+            return v
+        return '"%s"' % v
+    return "return " + val(cfg) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--secs", type=float, default=2.0)
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--shape", action="append", required=True, help="MxNxK:cfg;cfg;...")
+    args = ap.parse_args()
+    import torch
+    import weft
+    os.makedirs(args.out, exist_ok=True)
+    smi_path = os.path.join(args.out, "smi.csv")
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active",
+                            "--format=csv,noheader,nounits", "-lms", "20", "-f", smi_path])
+    time.sleep(1.0)
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
+    ctx = weft.Context()
+    variants = {}
+
+    def context(kv):
+        if not kv.startswith("@"):
+            return ctx, kv
+        src, _, kv = kv[1:].partition(",")
+        if src not in variants:
+            variants[src] = weft.Context(source_dir=src, cache_dir=os.path.join(args.out, "cache-" + os.path.basename(src)))
+        return variants[src], kv
+    windows = []   # (label, shape, t0, t1, us)
+    ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    stream = torch.cuda.current_stream().cuda_stream
+    for spec in args.shape:
+        shape, _, cfgs = spec.partition(":")
+        m, n, k = (int(x) for x in shape.split("x"))
+        g = torch.Generator(device="cuda").manual_seed(19)
+        a = torch.empty(m, k, device="cuda", dtype=dt).uniform_(-1, 1, generator=g)
+        b = torch.empty(n, k, device="cuda", dtype=dt).uniform_(-1, 1, generator=g)
+        c = torch.empty(m, n, device="cuda", dtype=dt)
+        ref = (a[:64].double() @ b.double().t())
+        ops = [("cublaslt", lambda: torch.mm(a, b.t(), out=c))]
+        for kv in filter(None, cfgs.split(";")):
+            cx, body = context(kv)
+            kern = cx.compile_source(lua_text(args.dtype, body), "<%s>" % kv)
+            order = [x.name for x in kern.manifest.args]
+            d = {"a": a.data_ptr(), "b": b.data_ptr(), "c": c.data_ptr(), "m": m, "n": n, "k": k}
+            v = tuple(d[x] for x in order)
+            ops.append((kv, (lambda kern=kern, v=v: kern._launch_trusted(v, stream))))
+        torch.backends.cuda.preferred_blas_library("cublaslt")
+        for label, fn in ops:
+            c.fill_(float("nan"))
+            fn()
+            torch.cuda.synchronize()
+            err = (c[:64].double() - ref).abs().max().item()
+            # about --secs of launches: time one batch first
+            ev0.record()
+            for _ in range(10):
+                fn()
+            ev1.record()
+            ev1.synchronize()
+            per = ev0.elapsed_time(ev1) / 10 / 1e3
+            count = max(10, int(args.secs / per))
+            time.sleep(1.0)   # a quiet gap between windows
+            t0 = time.time()
+            ev0.record()
+            for _ in range(count):
+                fn()
+            ev1.record()
+            ev1.synchronize()
+            t1 = time.time()
+            us = ev0.elapsed_time(ev1) * 1e3 / count
+            windows.append((label, shape, t0, t1, us, err))
+            print("# %s %s: %.1f us, max err %.3g (first 64 rows)" % (shape, label, us, err), flush=True)
+        del a, b, c, ref
+        torch.cuda.empty_cache()
+    time.sleep(0.5)
+    smi.terminate()
+    smi.wait()
+    samples = []
+    import datetime
+    for line in open(smi_path):
+        f = [x.strip() for x in line.split(",")]
+        try:
+            ts = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            samples.append((ts, float(f[1]), float(f[2]), float(f[3]), f[4]))
+        except (ValueError, IndexError):
+            continue
+    print("shape\top\tus\tTFLOP/s\tSM MHz\tpower W\ttemp C\tflop/clk/SM\tsamples\tthrottle reasons")
+    for label, shape, t0, t1, us, err in windows:
+        m, n, k = (int(x) for x in shape.split("x"))
+        win = [s for s in samples if t0 + 0.3 <= s[0] <= t1]
+        if not win:
+            print("%s\t%s\t%.1f\t-\t-\t-\t-\t-\t0\t-" % (shape, label, us))
+            continue
+        mhz = sum(s[1] for s in win) / len(win)
+        w = sum(s[2] for s in win) / len(win)
+        temp = max(s[3] for s in win)
+        tf = 2.0 * m * n * k / (us * 1e-6) / 1e12
+        per_clk = 2.0 * m * n * k / (us * 1e-6) / (mhz * 1e6) / SMS
+        reasons = ",".join(sorted(set(s[4] for s in win)))
+        print("%s\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s" % (shape, label, us, tf, mhz, w, temp, per_clk, len(win), reasons))
+    ctx.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
