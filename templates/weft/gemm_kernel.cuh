@@ -113,7 +113,12 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   const int kblocks = (int)((k + GEMM_BK - 1) / GEMM_BK);
   const GemmWalk<Cfg, Src> walk(m, n, src.shards(), crank, kblocks);
   const long ms = walk.t.rows;
-  const int wg = threadIdx.x / 128;
+  // The warpgroup as lane 0 has it: the same number, but ptxas can see that it is warp-uniform,
+  // so the consumers' WGMMA descriptors (their rows of the stage follow from it) are built by the
+  // uniform datapath (UIADD3, ULOP3).  From threadIdx.x / 128 they were built per thread and moved
+  // over by R2UR between every two HGMMAs: 3-12 % slower at 128 x 128 and 128 x 256 tiles
+  // (bench/RESULTS.md, seventh session).
+  const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   SplitK<Cfg> sk(ring.base);
   if (threadIdx.x == 0) {
     ring.init(STAGE_WARPS * SHARE);   // one arrival per reading warp of each CTA

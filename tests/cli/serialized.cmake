@@ -1,6 +1,6 @@
 # A kernel whose WGMMAs ptxas serialises (C7520) must not pass unnoticed: from a copy of the
 # sources with the GEMM's per-k-block wgmma.fence limited to a tile's first k-block (the change
-# that ran 1.1-1.3x slower on the GPU), `weft build` must print ptxas's report as a warning, and
+# that ran 1.1-1.3x slower on the GPU) and the warpgroup index per thread, `weft build` must print ptxas's report as a warning, and
 # `weft tune --no-run` must reject the candidate.  The real sources must give neither.
 #   -DWEFT=... -DSRC=<repo> -DOUT=<folder>
 file(REMOVE_RECURSE "${OUT}")
@@ -14,6 +14,16 @@ endif()
 string(REPLACE "    wgmma_fence();   // every k-block" "    if (kb == kb0) wgmma_fence();   // every k-block"
        text "${text}")
 file(WRITE "${cuh}" "${text}")
+# (with the warpgroup index visibly warp-uniform ptxas keeps the WGMMAs in order without the fence:
+# the copy also takes threadIdx.x / 128 as it comes, as the kernel did when the fence was measured)
+set(kern "${OUT}/src/templates/weft/gemm_kernel.cuh")
+file(READ "${kern}" text)
+string(FIND "${text}" "__shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0)" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the warp-uniform warpgroup index moved: update tests/cli/serialized.cmake")
+endif()
+string(REPLACE "__shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0)" "(int)(threadIdx.x / 128)" text "${text}")
+file(WRITE "${kern}" "${text}")
 file(WRITE "${OUT}/sweep.lua" "return { base = { family = \"gemm\", tile = { m = 64, n = 128, k = 64 },\n"
      "  consumers = 1, stages = 6 }, space = { group = { 8, 16 } }, shapes = { { m = 1024, n = 1024, k = 1024 } } }\n")
 
