@@ -17,27 +17,27 @@ import subprocess
 import sys
 import time
 
-SMS = 132
+def config(dtype, kv):
+    """A family-gemm config dict from key=value pairs: nested keys (tile.m) become nested dicts,
+    integers and true/false their values, anything else a string (the package quotes it)."""
+    cfg = {"family": "gemm", "dtype": dtype, "b_layout": "col", "tile": {"k": 64}}
+    for item in filter(None, kv.split(",")):
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            raise SystemExit("gemm_clock.py: %r: a config is key=value pairs joined by commas" % item)
+        d = cfg
+        parts = k.split(".")
+        for part in parts[:-1]:
+            d = d.setdefault(part, {})
+            if not isinstance(d, dict):
+                raise SystemExit("gemm_clock.py: %r: %s is not a table" % (item, part))
+        d[parts[-1]] = {"true": True, "false": False}.get(v, int(v) if v.lstrip("-").isdigit() else v)
+    return cfg
 
 
 def lua_text(dtype, kv):
-    """A family-gemm config as Lua: nested keys (tile.m) become nested tables."""
-    cfg = {"family": "gemm", "dtype": dtype, "b_layout": "col", "tile": {"k": "64"}}
-    for item in kv.split(","):
-        k, v = item.split("=", 1)
-        d = cfg
-        parts = k.split(".")
-        for p in parts[:-1]:
-            d = d.setdefault(p, {})
-        d[parts[-1]] = v
-
-    def val(v):
-        if isinstance(v, dict):
-            return "{" + ", ".join("%s = %s" % (k, val(x)) for k, x in sorted(v.items())) + "}"
-        if v in ("true", "false") or v.lstrip("-").isdigit():
-            return v
-        return '"%s"' % v
-    return "return " + val(cfg) + "\n"
+    from weft.core import lua_config
+    return lua_config(config(dtype, kv))
 
 
 def main():
@@ -51,6 +51,7 @@ def main():
     import weft
     os.makedirs(args.out, exist_ok=True)
     smi_path = os.path.join(args.out, "smi.csv")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active",
                             "--format=csv,noheader,nounits", "-lms", "20", "-f", smi_path])
     time.sleep(1.0)
@@ -112,6 +113,8 @@ def main():
         del a, b, c, ref
         torch.cuda.empty_cache()
     time.sleep(0.5)
+    if smi.poll() is not None:   # it ended by itself: a field this driver does not know, or no GPU
+        print("# nvidia-smi stopped early (exit %d): no clocks in the table" % smi.returncode)
     smi.terminate()
     smi.wait()
     samples = []
@@ -134,7 +137,7 @@ def main():
         w = sum(s[2] for s in win) / len(win)
         temp = max(s[3] for s in win)
         tf = 2.0 * m * n * k / (us * 1e-6) / 1e12
-        per_clk = 2.0 * m * n * k / (us * 1e-6) / (mhz * 1e6) / SMS
+        per_clk = 2.0 * m * n * k / (us * 1e-6) / (mhz * 1e6) / sms
         reasons = ",".join(sorted(set(s[4] for s in win)))
         print("%s\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s" % (shape, label, us, tf, mhz, w, temp, per_clk, len(win), reasons))
     ctx.close()
