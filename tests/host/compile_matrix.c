@@ -41,9 +41,11 @@ typedef struct entry2 {
  * tsh (fused), _param_6 after c, a, b, m, n, k (scalar), _param_4 after ag, a, m, k (gather) */
 #define AG_SIGNAL_PTX "st.release.sys.global.u64", "ld.relaxed.sys.global.u64", "fence.acq_rel.sys", "%globaltimer"
 /* the warp-specialised WGMMA GEMM: TMA into the ring, mbarrier waits, the tensor maps, the
- * loading warp's issuing lane chosen by elect.sync */
+ * loading warp's issuing lane chosen by elect.sync, the warpgroup index broadcast from lane 0 (so
+ * ptxas builds the WGMMA descriptors in uniform registers: 3-12 % of the main loop) */
 #define GEMM_PTX "wgmma.mma_async.sync.aligned", "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes", \
-                 "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "prefetch.tensormap", "elect.sync"
+                 "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "prefetch.tensormap", "elect.sync", \
+                 "shfl.sync.idx.b32"
 /* the WGMMA's last immediate is B's transpose bit: 1 for B row-major (read MN-major), 0 for
  * B column-major (read K-major, like A) */
 #define B_ROW_PTX "p, 1, 1, 0, 1;"
