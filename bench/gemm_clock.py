@@ -9,7 +9,10 @@ ran it at a lower clock" (power or thermal limits).
   PYTHONPATH=build/python python3 bench/gemm_clock.py --out DIR [--secs 2] [--shape MxNxK:WEFT;WEFT ...]
 A WEFT config is key=value pairs joined by commas (tile.m=128,tile.n=128,stages=6,cluster.m=2,...),
 on top of family gemm, the dtype and B column-major; "@DIR," first compiles it from the weft source
-tree DIR (gen/ and templates/: a variant of the device code under trial) into a cache of its own.  Diagnostic only: nothing here is a target.
+tree DIR (gen/ and templates/: a variant of the device code under trial) into a cache of its own.
+Each op's C is first poisoned with NaN, computed once, and its largest error against a float64
+reference on rows from every 64-row group is printed beside cuBLASLt's.  Diagnostic only: nothing
+here is a target.
 """
 import argparse
 import os
@@ -31,7 +34,10 @@ def config(dtype, kv):
             d = d.setdefault(part, {})
             if not isinstance(d, dict):
                 raise SystemExit("gemm_clock.py: %r: %s is not a table" % (item, part))
-        d[parts[-1]] = {"true": True, "false": False}.get(v, int(v) if v.lstrip("-").isdigit() else v)
+        try:
+            d[parts[-1]] = {"true": True, "false": False}.get(v, int(v) if v.lstrip("-").isdigit() else v)
+        except ValueError:
+            raise SystemExit("gemm_clock.py: %r: not a number" % item)
     return cfg
 
 
@@ -40,25 +46,9 @@ def lua_text(dtype, kv):
     return lua_config(config(dtype, kv))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--secs", type=float, default=2.0)
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--shape", action="append", required=True, help="MxNxK:cfg;cfg;...")
-    args = ap.parse_args()
-    import torch
-    import weft
-    os.makedirs(args.out, exist_ok=True)
-    smi_path = os.path.join(args.out, "smi.csv")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active",
-                            "--format=csv,noheader,nounits", "-lms", "20", "-f", smi_path])
-    time.sleep(1.0)
-    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
-    ctx = weft.Context()
-    variants = {}
-
+def run(args, plan, dt, ctx, variants, torch, weft):
+    """Each op of each shape: checked once, then launched back to back for about --secs; returns
+    the windows (label, shape, wall start, wall end, us per launch, max error, cuBLASLt's error)."""
     def context(kv):
         if not kv.startswith("@"):
             return ctx, kv
@@ -66,31 +56,34 @@ def main():
         if src not in variants:
             variants[src] = weft.Context(source_dir=src, cache_dir=os.path.join(args.out, "cache-" + os.path.basename(src)))
         return variants[src], kv
-    windows = []   # (label, shape, t0, t1, us)
+    windows = []
     ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     stream = torch.cuda.current_stream().cuda_stream
-    for spec in args.shape:
-        shape, _, cfgs = spec.partition(":")
-        m, n, k = (int(x) for x in shape.split("x"))
+    torch.backends.cuda.preferred_blas_library("cublaslt")
+    for shape, m, n, k, kvs in plan:
         g = torch.Generator(device="cuda").manual_seed(19)
         a = torch.empty(m, k, device="cuda", dtype=dt).uniform_(-1, 1, generator=g)
         b = torch.empty(n, k, device="cuda", dtype=dt).uniform_(-1, 1, generator=g)
         c = torch.empty(m, n, device="cuda", dtype=dt)
-        ref = (a[:64].double() @ b.double().t())
+        # rows from every 64-row group (each consumer warpgroup's), and the last
+        idx = torch.unique(torch.cat([torch.arange(0, m, max(1, m // 256), device="cuda"),
+                                      torch.tensor([m - 1], device="cuda")]))
+        ref = a[idx].double() @ b.double().t()
         ops = [("cublaslt", lambda: torch.mm(a, b.t(), out=c))]
-        for kv in filter(None, cfgs.split(";")):
+        for kv in kvs:
             cx, body = context(kv)
             kern = cx.compile_source(lua_text(args.dtype, body), "<%s>" % kv)
             order = [x.name for x in kern.manifest.args]
             d = {"a": a.data_ptr(), "b": b.data_ptr(), "c": c.data_ptr(), "m": m, "n": n, "k": k}
             v = tuple(d[x] for x in order)
             ops.append((kv, (lambda kern=kern, v=v: kern._launch_trusted(v, stream))))
-        torch.backends.cuda.preferred_blas_library("cublaslt")
+        base_err = None
         for label, fn in ops:
             c.fill_(float("nan"))
             fn()
             torch.cuda.synchronize()
-            err = (c[:64].double() - ref).abs().max().item()
+            err = (c[idx].double() - ref).abs().max().item()   # NaN if any sampled output was left unwritten
+            base_err = err if base_err is None else base_err
             # about --secs of launches: time one batch first
             ev0.record()
             for _ in range(10):
@@ -108,30 +101,86 @@ def main():
             ev1.synchronize()
             t1 = time.time()
             us = ev0.elapsed_time(ev1) * 1e3 / count
-            windows.append((label, shape, t0, t1, us, err))
-            print("# %s %s: %.1f us, max err %.3g (first 64 rows)" % (shape, label, us, err), flush=True)
+            windows.append((label, shape, t0, t1, us, err, base_err))
+            print("# %s %s: %.1f us, max error %.3g on %d rows (cuBLASLt %.3g)" % (shape, label, us, err, len(idx), base_err),
+                  flush=True)
         del a, b, c, ref
         torch.cuda.empty_cache()
-    time.sleep(0.5)
-    if smi.poll() is not None:   # it ended by itself: a field this driver does not know, or no GPU
-        print("# nvidia-smi stopped early (exit %d): no clocks in the table" % smi.returncode)
-    smi.terminate()
-    smi.wait()
+    return windows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--secs", type=float, default=2.0)
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--shape", action="append", required=True, help="MxNxK:cfg;cfg;...")
+    ap.add_argument("--check-only", action="store_true", help="check the arguments, run nothing")
+    args = ap.parse_args()
+    if args.dtype not in ("bf16", "f16"):
+        raise SystemExit("gemm_clock.py: --dtype %r: bf16 or f16" % args.dtype)
+    plan = []   # (shape text, m, n, k, [config text, ...]): everything checked before anything runs
+    for spec in args.shape:
+        shape, _, cfgs = spec.partition(":")
+        try:
+            m, n, k = (int(x) for x in shape.split("x"))
+        except ValueError:
+            raise SystemExit("gemm_clock.py: --shape %r: MxNxK, then :configs" % spec)
+        if min(m, n, k) < 1:
+            raise SystemExit("gemm_clock.py: --shape %r: sizes from 1" % spec)
+        kvs = [kv for kv in cfgs.split(";") if kv]
+        for kv in kvs:
+            config(args.dtype, kv.partition(",")[2] if kv.startswith("@") else kv)
+        plan.append((shape, m, n, k, kvs))
+    if args.check_only:
+        print("%d shape(s), %d config(s): ok" % (len(plan), sum(len(p[4]) for p in plan)))
+        return 0
+    import torch
+    import weft
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
+    os.makedirs(args.out, exist_ok=True)
+    smi_path = os.path.join(args.out, "smi.csv")
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    query = ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active",
+             "--format=csv,noheader,nounits", "-lms", "20", "-f", smi_path]
+    uuid = str(getattr(props, "uuid", "") or "")
+    if uuid:   # the GPU torch runs on, not every GPU of the host
+        query[1:1] = ["-i", uuid if uuid.startswith("GPU-") else "GPU-" + uuid]
+    smi = subprocess.Popen(query)
+    time.sleep(1.0)
+    if smi.poll() is not None and "-i" in query:   # this nvidia-smi does not take torch's UUID
+        print("# nvidia-smi -i %s: exit %d; sampling every GPU of the host instead" % (query[2], smi.returncode))
+        del query[1:3]
+        smi = subprocess.Popen(query)
+    ctx = weft.Context()
+    variants = {}
+    try:
+        windows = run(args, plan, dt, ctx, variants, torch, weft)
+        time.sleep(0.5)
+    finally:
+        if smi.poll() is not None:   # it ended by itself: a field this driver does not know, or no GPU
+            print("# nvidia-smi stopped early (exit %d): no clocks in the table" % smi.returncode)
+        smi.terminate()
+        smi.wait()
+        for c in variants.values():
+            c.close()
+        ctx.close()
     samples = []
     import datetime
-    for line in open(smi_path):
+    for line in (open(smi_path) if os.path.exists(smi_path) else []):
         f = [x.strip() for x in line.split(",")]
         try:
             ts = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
             samples.append((ts, float(f[1]), float(f[2]), float(f[3]), f[4]))
         except (ValueError, IndexError):
             continue
-    print("shape\top\tus\tTFLOP/s\tSM MHz\tpower W\ttemp C\tflop/clk/SM\tsamples\tthrottle reasons")
-    for label, shape, t0, t1, us, err in windows:
+    print("shape\top\tus\tTFLOP/s\tSM MHz\tpower W\ttemp C\tflop/clk/SM\tsamples\tthrottle reasons\tmax error (cuBLASLt's)")
+    for label, shape, t0, t1, us, err, base_err in windows:
         m, n, k = (int(x) for x in shape.split("x"))
         win = [s for s in samples if t0 + 0.3 <= s[0] <= t1]
         if not win:
-            print("%s\t%s\t%.1f\t-\t-\t-\t-\t-\t0\t-" % (shape, label, us))
+            print("%s\t%s\t%.1f\t-\t-\t-\t-\t-\t0\t-\t%.3g (%.3g)" % (shape, label, us, err, base_err))
             continue
         mhz = sum(s[1] for s in win) / len(win)
         w = sum(s[2] for s in win) / len(win)
@@ -139,8 +188,8 @@ def main():
         tf = 2.0 * m * n * k / (us * 1e-6) / 1e12
         per_clk = 2.0 * m * n * k / (us * 1e-6) / (mhz * 1e6) / sms
         reasons = ",".join(sorted(set(s[4] for s in win)))
-        print("%s\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s" % (shape, label, us, tf, mhz, w, temp, per_clk, len(win), reasons))
-    ctx.close()
+        print("%s\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\t%.3g (%.3g)" % (shape, label, us, tf, mhz, w, temp, per_clk,
+                                                                          len(win), reasons, err, base_err))
 
 
 if __name__ == "__main__":

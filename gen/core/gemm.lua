@@ -380,8 +380,11 @@ end
 --            pingpong: 0.48 us, 247 us; 64x128 c1: 0.294 us, ~305 us); it then predicts
 --            8192x1024x1024 (128x256 29.6 us against 28.3-29.5 measured, 128x128 pingpong 32.2
 --            against 32.7, 64x128 44.7 against 41-46) and 1024^3 (64x128 7.1 against 6.85).
---            m64n64 WGMMAs are slower (128x64 c2 computed 0.24 us per k-block against 64x128's
---            0.20, "Where 1024^3 goes").
+--            WGMMAs narrower than 128 columns do less per instruction: NARROW per 64 columns
+--            short of 128 (m64n64 1.45x; 64 x 160 on one warpgroup ran 1.22-1.33x faster than
+--            128 x 80 on two, the seventh session).  Rows of an operand that do not start on
+--            128-byte lines (K = 5000) make L2 the bound: a multicast cluster's shared operand
+--            counts once.
 --   epilogue per tile, its consumer warpgroups storing tile.m x tile.n: ~1 us for 128 x 256 by
 --            TMA over two warpgroups (the 8192x1024x1024 fit); the direct stores cost more (the TMA
 --            epilogue was 3-14 % faster per shape, third session); pingpong hides all but the last
@@ -452,15 +455,18 @@ function M.estimate(cfg, shape, sms, shards)
   local units, clusters, rounds = M.waves(cfg, shape, sms, shards)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
   -- a WGMMA narrower than 128 columns does less per instruction: 1.45x at n <= 64, falling
-  -- linearly to 1 at 128 (64 x 160 on one warpgroup ran 1.25-1.3x faster than 128 x 80 on two,
+  -- linearly to 1 at 128 (64 x 160 on one warpgroup ran 1.22-1.33x faster than 128 x 80 on two,
   -- the same area, at 200 x 5120 x 5120, 640 x 2048 x 7168 and 128 x 10240 x 8192)
   local wn = M.wgmma_n(cfg)
   local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (1 + P.NARROW * (128 - math.min(math.max(wn, 64), 128)) / 64)
-  -- K's rows not on 128-byte lines: each 128-byte row of a box spans two lines, and L2's reads,
-  -- not the SM's, bound the loads; a multicast cluster reads the shared operand once for its CTAs
-  -- (5000^3: 128 x 224 with cluster.m = 2 425 us, without 586).  Aligned, multicast changes little.
-  local ua, ub = 1, 1
-  if (shape.k * common.ESIZE[cfg.dtype]) % 128 ~= 0 then ua, ub = 1 / cl.n, 1 / cl.m end
+  -- An operand whose rows do not start on 128-byte lines (A's rows are K long; B's are K long
+  -- column-major, N long row-major): each 128-byte row of a box spans two lines, and L2's reads,
+  -- not the SM's, bound its loads; a multicast cluster reads it once for its CTAs (5000^3, B
+  -- column-major: 128 x 224 with cluster.m = 2 425 us, without 586).  Aligned, multicast changes
+  -- little.  (Measured with K unaligned and B column-major only.)
+  local es = common.ESIZE[cfg.dtype]
+  local ua = (shape.k * es) % 128 ~= 0 and 1 / cl.n or 1
+  local ub = ((cfg.b_layout == "col" and shape.k or shape.n) * es) % 128 ~= 0 and 1 / cl.m or 1
   local load = (t.m * ua + t.n * ub) * 128 / 1024 * P.US_PER_KB
   local t_kb = math.sqrt(compute * compute + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
   local pingpong = cfg.mma == "pingpong"

@@ -175,7 +175,8 @@ end)
 T.test("gemm: multicast counts where K's rows are not on 128-byte lines, narrow WGMMAs cost more", function()
   local function cfg(m, n, consumers, cm)
     return { tile = gemm.tile_check({ m = m, n = n, k = 64 }), cluster = gemm.cluster_check({ m = cm, n = 1 }),
-             consumers = consumers, mma = "cooperative", split_k = 1, epilogue = "tma", stages = 4, dtype = "bf16" }
+             consumers = consumers, mma = "cooperative", split_k = 1, epilogue = "tma", stages = 4, dtype = "bf16",
+             b_layout = "col" }
   end
   -- K = 5000 (10000-byte rows): B's reads shared by a cluster of two along M are cheaper ...
   local odd = { m = 5000, n = 5000, k = 5000 }
@@ -188,6 +189,14 @@ T.test("gemm: multicast counts where K's rows are not on 128-byte lines, narrow 
   local even = { m = 5000, n = 5000, k = 5120 }
   T.eq(gemm.estimate(cfg(128, 224, 2, 2), even, 132) >= gemm.estimate(cfg(128, 224, 2, 1), even, 132), true,
     "no multicast credit at K = 5120")
+  -- B row-major: its rows are N long, so N decides B's alignment (cluster.m shares B) and K only A's
+  local function row(c) c.b_layout = "row"; return c end
+  local n_odd = { m = 5120, n = 5000, k = 5120 }
+  T.ok(gemm.estimate(row(cfg(128, 256, 2, 2)), n_odd, 132) < gemm.estimate(row(cfg(128, 256, 2, 1)), n_odd, 132),
+    "B row-major, N = 5000: B's multicast counts")
+  T.eq(gemm.estimate(row(cfg(128, 256, 2, 2)), { m = 5120, n = 5120, k = 5000 }, 132)
+    >= gemm.estimate(row(cfg(128, 256, 2, 1)), { m = 5120, n = 5120, k = 5000 }, 132), true,
+    "B row-major, K = 5000, N = 5120: B's rows are aligned, no credit for sharing B")
   -- the WGMMA's width: 128 x 80 over two warpgroups (n = 80 each) costs more than 64 x 160 on one
   local s = { m = 200, n = 5120, k = 5120 }
   T.ok(gemm.estimate(cfg(64, 160, 1, 1), s, 132) < gemm.estimate(cfg(128, 80, 2, 1), s, 132), "64 x 160 before 128 x 80")
