@@ -4,7 +4,9 @@
 # MPS tests; 2. bench/gemm_llm.sh on the published set, bf16 then f16, every checked candidate
 # stored in one tuning database ($OUT/llm.db: `weft export-table --db` makes the table rows).
 #   PHASES  "tests bf16 f16" (default), and: offset (shapes off the set, auto with the shipped
-#           table), ag (ag_gemm at P = 1 beside the GEMM, same schedule); GEMM_BUDGET per run (200 s)
+#           table; its candidates recorded in the same database), ag (ag_gemm at P = 1 beside the
+#           GEMM, same schedule); GEMM_BUDGET per run (200 s).  Each run's TSVs are also copied to
+#           $OUT/<phase>.tsv and <phase>_kernels.tsv (the device returns a limited number of files).
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 out=${OUT:-/tmp/out}
@@ -26,12 +28,17 @@ for ph in $phases; do
     bf16|f16)
       OUT=$out/$ph GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --dtype "$ph" --candidates "${CANDIDATES:-10}" \
         --record-db "$out/llm.db" > "$out/$ph.txt" 2>&1
-      echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200 ;;
+      echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200
+      # (the device returns a limited number of files: the tables one level up, beside the logs)
+      cp "$out/$ph/gemm_llm_kernels.tsv" "$out/${ph}_kernels.tsv" 2>/dev/null
+      cp "$out/$ph/gemm_llm.tsv" "$out/${ph}.tsv" 2>/dev/null ;;
     offset)   # shapes off the published set, auto reading the shipped table (as a user gets it)
       OUT=$out/offset GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --auto-table shipped --candidates \
-        "${CANDIDATES:-10}" --shapes "${OFFSET_SHAPES:-3x11008x4096,48x4096x11008,200x5120x5120,777x14336x4096,3000x11008x4096,1x5120x13824,33x13824x5120,96x2560x2560,512x12288x4096,7x8192x1024,130x1536x8960,1500x8960x1536,24x7168x2048,640x2048x7168,5000x5000x5000,2304x2304x2304}" \
+        "${CANDIDATES:-10}" --record-db "$out/llm.db" --shapes "${OFFSET_SHAPES:-3x11008x4096,48x4096x11008,200x5120x5120,777x14336x4096,3000x11008x4096,1x5120x13824,33x13824x5120,96x2560x2560,512x12288x4096,7x8192x1024,130x1536x8960,1500x8960x1536,24x7168x2048,640x2048x7168,5000x5000x5000,2304x2304x2304}" \
         > "$out/offset.txt" 2>&1
-      echo "== offset: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/offset.txt" | cut -c1-300 ;;
+      echo "== offset: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/offset.txt" | cut -c1-300
+      cp "$out/offset/gemm_llm_kernels.tsv" "$out/offset_kernels.tsv" 2>/dev/null
+      cp "$out/offset/gemm_llm.tsv" "$out/offset.tsv" 2>/dev/null ;;
     ag)   # the fused all-gather + GEMM at P = 1 against the GEMM, same schedule, same process each
       . "$here/env.sh"
       : > "$out/ag.txt"
