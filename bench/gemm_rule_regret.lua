@@ -1,0 +1,100 @@
+-- bench/gemm_rule_regret.lua: how far the gemm rule's first pick is from the best measured config,
+-- over a set of measured candidates -- the number the rule is fitted against (bench/RESULTS.md,
+-- "the rule refitted").  Host only; run inside weft's Lua environment:
+--
+--   build/tests/weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST]
+--
+-- ROWS.tsv: one measured candidate per line, dtype TAB shape TAB config TAB time_us, as a tuning
+-- database's results hold them (bench/gemm_rule_regret.sh dumps one: the shape "k=.. m=.. n=..",
+-- the config "key=value" fields separated by blanks).  Rows of one dtype, shape and b_layout form a
+-- group; the rule (gen/core/gemm.lua candidates, an H200's 132 SMs) ranks that group's shape, and
+-- its first pick is looked up among the group's rows.  Prints the geometric mean of pick / best
+-- over the groups whose pick was measured, the count of those that were not, and the WORST groups
+-- (default 10).  Exit 0; 1 if no group could be read.
+local gemm = require("gen.core.gemm")
+
+local path, worst_n = arg[1], tonumber(arg[2] or "10")
+if not path then
+  io.stderr:write("usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST]\n")
+  os.exit(2)
+end
+
+-- the fields the rule sets, in one canonical text: a measured row and a pick match when these agree
+local function key(c)
+  local f = {}
+  local function add(k, v) f[#f + 1] = k .. "=" .. tostring(v) end
+  add("tile", c.tile.m .. "x" .. c.tile.n); add("consumers", c.consumers); add("mma", c.mma)
+  add("cluster", c.cluster.m .. "x" .. c.cluster.n); add("split_k", c.split_k)
+  add("tail", c.split_k_tail and true or false); add("epilogue", c.epilogue); add("stages", c.stages)
+  add("swap", c.swap_ab and true or false); add("group", c.group or 16); add("pdl", c.pdl and true or false)
+  return table.concat(f, " ")
+end
+
+local function parse(cfgs)
+  local c = { tile = {}, cluster = { m = 1, n = 1 }, mma = "cooperative", split_k = 1, epilogue = "direct", consumers = 1 }
+  for k, v in cfgs:gmatch("(%S+)=(%S+)") do
+    local val = tonumber(v) or v
+    if v == "true" then val = true elseif v == "false" then val = false end
+    local a, b = k:match("^(%w+)%.(%w+)$")
+    if a and type(c[a]) == "table" then c[a][b] = val elseif not a then c[k] = val end
+  end
+  return c
+end
+
+local groups, order, lineno = {}, {}, 0
+local f, err = io.open(path, "r")
+if not f then
+  io.stderr:write("gemm_rule_regret: " .. tostring(err) .. "\n")
+  os.exit(1)
+end
+for line in f:lines() do
+  lineno = lineno + 1
+  local dt, shp, cfgs, t = line:match("^(%S+)\t([^\t]+)\t([^\t]+)\t(%S+)$")
+  local shape = {}
+  for k, v in (shp or ""):gmatch("(%a)=(%d+)") do shape[k] = tonumber(v) end
+  local c = cfgs and parse(cfgs)
+  if not (dt and tonumber(t) and shape.m and shape.n and shape.k and c.tile.m and c.tile.n) then
+    io.stderr:write(string.format("gemm_rule_regret: %s:%d: not dtype, shape, config, time_us: %q\n", path, lineno,
+      line:sub(1, 120)))
+  else
+    local bl = c.b_layout or "row"
+    local id = dt .. " " .. shp .. " " .. bl
+    if not groups[id] then
+      groups[id] = { shape = shape, dtype = dt, b_layout = bl, times = {}, best = math.huge }
+      order[#order + 1] = id
+    end
+    local gr = groups[id]
+    local t_us = tonumber(t)
+    local k = key(c)
+    gr.times[k] = math.min(gr.times[k] or math.huge, t_us)
+    gr.best = math.min(gr.best, t_us)
+  end
+end
+f:close()
+if #order == 0 then
+  io.stderr:write("gemm_rule_regret: " .. path .. ": no rows\n")
+  os.exit(1)
+end
+
+local lsum, n, missing, rows = 0, 0, 0, {}
+for _, id in ipairs(order) do
+  local gr = groups[id]
+  local list = gemm.candidates(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, { sms = 132 },
+    { family = "gemm", has_pdl = true, has_tail = true, max = 10 })
+  local pick = list[1] and key(list[1])
+  local t = pick and gr.times[pick]
+  if t then
+    lsum, n = lsum + math.log(t / gr.best), n + 1
+    rows[#rows + 1] = { id = id, r = t / gr.best, pick = pick }
+  else
+    missing = missing + 1
+    rows[#rows + 1] = { id = id, r = math.huge, pick = tostring(pick) .. " (not measured)" }
+  end
+end
+table.sort(rows, function(a, b) return a.r > b.r end)
+for i = 1, math.min(worst_n, #rows) do
+  local w = rows[i]
+  print(string.format("%s  %s  %s", w.r == math.huge and "   -" or string.format("%.3f", w.r), w.id, w.pick))
+end
+print(string.format("first pick / best measured: geomean %.4f over %d group(s); %d first pick(s) not measured",
+  n > 0 and math.exp(lsum / n) or 0 / 0, n, missing))
