@@ -8,7 +8,8 @@
 -- database's results hold them (bench/gemm_rule_regret.sh dumps one: the shape "k=.. m=.. n=..",
 -- the config "key=value" fields separated by blanks).  Rows of one dtype, shape and b_layout form a
 -- group; the rule (gen/core/gemm.lua candidates, an H200's 132 SMs) ranks that group's shape, and
--- its first pick is looked up among the group's rows.  Prints the geometric mean of pick / best
+-- its first pick is looked up among the group's rows by kernel name (the generator validates each
+-- row's config; one that does not validate is named by its line and left out).  Prints the geometric mean of pick / best
 -- over the groups whose pick was measured, the count of those that were not, and the WORST groups
 -- (default 10).  Exit 0; 1 if no group could be read.
 local gemm = require("gen.core.gemm")
@@ -19,24 +20,28 @@ if not path then
   os.exit(2)
 end
 
--- the fields the rule sets, in one canonical text: a measured row and a pick match when these agree
-local function key(c)
-  local f = {}
-  local function add(k, v) f[#f + 1] = k .. "=" .. tostring(v) end
-  add("tile", c.tile.m .. "x" .. c.tile.n); add("consumers", c.consumers); add("mma", c.mma)
-  add("cluster", c.cluster.m .. "x" .. c.cluster.n); add("split_k", c.split_k)
-  add("tail", c.split_k_tail and true or false); add("epilogue", c.epilogue); add("stages", c.stages)
-  add("swap", c.swap_ab and true or false); add("group", c.group or 16); add("pdl", c.pdl and true or false)
-  return table.concat(f, " ")
+local weft = require("gen.core.weft")
+
+-- A config's kernel name (the generator's own canonical text of every field, defaults resolved):
+-- a measured row and the rule's pick match when their names do.  nil for a config that no longer
+-- validates.
+local function name_of(cfg)
+  local fam, ncfg = weft.check(cfg, "gemm_rule_regret")
+  return fam and weft.kernel_name(fam, ncfg)
 end
 
-local function parse(cfgs)
-  local c = { tile = {}, cluster = { m = 1, n = 1 }, mma = "cooperative", split_k = 1, epilogue = "direct", consumers = 1 }
+local function parse(cfgs, dtype)
+  local c = { family = "gemm", dtype = dtype }
   for k, v in cfgs:gmatch("(%S+)=(%S+)") do
     local val = tonumber(v) or v
     if v == "true" then val = true elseif v == "false" then val = false end
     local a, b = k:match("^(%w+)%.(%w+)$")
-    if a and type(c[a]) == "table" then c[a][b] = val elseif not a then c[k] = val end
+    if a then
+      c[a] = type(c[a]) == "table" and c[a] or {}
+      c[a][b] = val
+    else
+      c[k] = val
+    end
   end
   return c
 end
@@ -52,10 +57,11 @@ for line in f:lines() do
   local dt, shp, cfgs, t = line:match("^(%S+)\t([^\t]+)\t([^\t]+)\t(%S+)$")
   local shape = {}
   for k, v in (shp or ""):gmatch("(%a)=(%d+)") do shape[k] = tonumber(v) end
-  local c = cfgs and parse(cfgs)
-  if not (dt and tonumber(t) and shape.m and shape.n and shape.k and c.tile.m and c.tile.n) then
-    io.stderr:write(string.format("gemm_rule_regret: %s:%d: not dtype, shape, config, time_us: %q\n", path, lineno,
-      line:sub(1, 120)))
+  local c = cfgs and parse(cfgs, dt)
+  local name = c and name_of(c)
+  if not (dt and tonumber(t) and shape.m and shape.n and shape.k and name) then
+    io.stderr:write(string.format("gemm_rule_regret: %s:%d: not dtype, shape, config, time_us: %q\n",
+      path, lineno, line:sub(1, 120)))
   else
     local bl = c.b_layout or "row"
     local id = dt .. " " .. shp .. " " .. bl
@@ -65,8 +71,7 @@ for line in f:lines() do
     end
     local gr = groups[id]
     local t_us = tonumber(t)
-    local k = key(c)
-    gr.times[k] = math.min(gr.times[k] or math.huge, t_us)
+    gr.times[name] = math.min(gr.times[name] or math.huge, t_us)
     gr.best = math.min(gr.best, t_us)
   end
 end
@@ -81,7 +86,12 @@ for _, id in ipairs(order) do
   local gr = groups[id]
   local list = gemm.candidates(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, { sms = 132 },
     { family = "gemm", has_pdl = true, has_tail = true, max = 10 })
-  local pick = list[1] and key(list[1])
+  local pick
+  if list[1] then
+    local c = { family = "gemm", dtype = gr.dtype, b_layout = gr.b_layout }
+    for k, v in pairs(list[1]) do if k ~= "why" then c[k] = v end end
+    pick = name_of(c)
+  end
   local t = pick and gr.times[pick]
   if t then
     lsum, n = lsum + math.log(t / gr.best), n + 1
