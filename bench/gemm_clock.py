@@ -21,8 +21,8 @@ import sys
 import time
 
 def config(dtype, kv):
-    """A family-gemm config dict from key=value pairs: nested keys (tile.m) become nested dicts,
-    integers and true/false their values, anything else a string (the package quotes it)."""
+    """A family-gemm config dict (Context.compile takes it) from key=value pairs: nested keys
+    (tile.m) become nested dicts, integers and true/false their values, anything else a string."""
     cfg = {"family": "gemm", "dtype": dtype, "b_layout": "col", "tile": {"k": 64}}
     for item in filter(None, kv.split(",")):
         k, eq, v = item.partition("=")
@@ -39,11 +39,6 @@ def config(dtype, kv):
         except ValueError:
             raise SystemExit("gemm_clock.py: %r: not a number" % item)
     return cfg
-
-
-def lua_text(dtype, kv):
-    from weft.core import lua_config
-    return lua_config(config(dtype, kv))
 
 
 def run(args, plan, dt, ctx, variants, torch, weft):
@@ -72,7 +67,10 @@ def run(args, plan, dt, ctx, variants, torch, weft):
         ops = [("cublaslt", lambda: torch.mm(a, b.t(), out=c))]
         for kv in kvs:
             cx, body = context(kv)
-            kern = cx.compile_source(lua_text(args.dtype, body), "<%s>" % kv)
+            try:   # (the package writes the dict as Lua itself, every value quoted as data)
+                kern = cx.compile(config(args.dtype, body))
+            except Exception as e:
+                raise SystemExit("gemm_clock.py: %s: %s" % (kv, e))
             order = [x.name for x in kern.manifest.args]
             d = {"a": a.data_ptr(), "b": b.data_ptr(), "c": c.data_ptr(), "m": m, "n": n, "k": k}
             v = tuple(d[x] for x in order)
