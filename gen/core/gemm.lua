@@ -487,7 +487,7 @@ function M.estimate(cfg, shape, sms, shards)
     how = string.format("%d whole round(s) of %d k-blocks%s", full, kb_all,
       left > 0 and string.format(", then %d tile(s) split %d ways", left, cfg.split_k) or "")
   end
-  local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * common.ESIZE[cfg.dtype]
+  local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * es
   local raw = time + P.LAUNCH_US
   time = math.max(time, bytes / (P.COPY_GBS * 1e3)) + P.LAUNCH_US
   local why = string.format("%d units of %dx%d%s on %d cluster(s) of %d CTA(s): %s, ~%.1f us "
