@@ -11,6 +11,11 @@ set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
+# A run's TSVs one level up, beside the logs (the device returns a limited number of files)
+keep_tables() {
+  cp "$out/$1/gemm_llm_kernels.tsv" "$out/${1}_kernels.tsv" 2>/dev/null
+  cp "$out/$1/gemm_llm.tsv" "$out/$1.tsv" 2>/dev/null
+}
 phases=${PHASES:-tests bf16 f16}
 for ph in $phases; do
   case $ph in
@@ -29,16 +34,13 @@ for ph in $phases; do
       OUT=$out/$ph GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --dtype "$ph" --candidates "${CANDIDATES:-10}" \
         --record-db "$out/llm.db" > "$out/$ph.txt" 2>&1
       echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200
-      # (the device returns a limited number of files: the tables one level up, beside the logs)
-      cp "$out/$ph/gemm_llm_kernels.tsv" "$out/${ph}_kernels.tsv" 2>/dev/null
-      cp "$out/$ph/gemm_llm.tsv" "$out/${ph}.tsv" 2>/dev/null ;;
+      keep_tables "$ph" ;;
     offset)   # shapes off the published set, auto reading the shipped table (as a user gets it)
       OUT=$out/offset GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --auto-table shipped --candidates \
         "${CANDIDATES:-10}" --record-db "$out/llm.db" --shapes "${OFFSET_SHAPES:-3x11008x4096,48x4096x11008,200x5120x5120,777x14336x4096,3000x11008x4096,1x5120x13824,33x13824x5120,96x2560x2560,512x12288x4096,7x8192x1024,130x1536x8960,1500x8960x1536,24x7168x2048,640x2048x7168,5000x5000x5000,2304x2304x2304}" \
         > "$out/offset.txt" 2>&1
       echo "== offset: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/offset.txt" | cut -c1-300
-      cp "$out/offset/gemm_llm_kernels.tsv" "$out/offset_kernels.tsv" 2>/dev/null
-      cp "$out/offset/gemm_llm.tsv" "$out/offset.tsv" 2>/dev/null ;;
+      keep_tables offset ;;
     ag)   # the fused all-gather + GEMM at P = 1 against the GEMM, same schedule, same process each
       . "$here/env.sh"
       : > "$out/ag.txt"

@@ -1,7 +1,8 @@
 # A kernel whose WGMMAs ptxas serialises (C7520) must not pass unnoticed: from a copy of the
 # sources with the GEMM's per-k-block wgmma.fence limited to a tile's first k-block (the change
-# that ran 1.1-1.3x slower on the GPU) and the warpgroup index per thread, `weft build` must print ptxas's report as a warning, and
-# `weft tune --no-run` must reject the candidate.  The real sources must give neither.
+# that ran 1.1-1.3x slower on the GPU) and the warpgroup index per thread, `weft build` must print
+# ptxas's report as a warning, and `weft tune --no-run` must reject the candidate.  The real
+# sources must give neither.
 #   -DWEFT=... -DSRC=<repo> -DOUT=<folder>
 file(REMOVE_RECURSE "${OUT}")
 file(COPY "${SRC}/gen" "${SRC}/templates" DESTINATION "${OUT}/src")
