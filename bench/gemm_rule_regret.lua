@@ -2,8 +2,10 @@
 -- over a set of measured candidates -- the number the rule is fitted against (bench/RESULTS.md,
 -- "the rule refitted").  Host only; run inside weft's Lua environment:
 --
---   build/tests/weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST]
+--   build/tests/weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST [NAME=VALUE ...]]
 --
+-- NAME=VALUE sets a constant of the rule's model (gen/core/gemm.lua M.MODEL, e.g. SMEM_US_PER_KB=0.005) for
+-- this run: a refit is a loop over values, each scored by the same geomean.
 -- ROWS.tsv: one measured candidate per line, dtype TAB shape TAB config TAB time_us, as a tuning
 -- database's results hold them (bench/gemm_rule_regret.sh dumps one: the shape "k=.. m=.. n=..",
 -- the config "key=value" fields separated by blanks).  Rows of one dtype, shape and b_layout form a
@@ -15,9 +17,21 @@
 local gemm = require("gen.core.gemm")
 
 local path, worst_n = arg[1], tonumber(arg[2] or "10")
-if not path then
-  io.stderr:write("usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST]\n")
+if not path or not worst_n then
+  io.stderr:write("usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST [NAME=VALUE ...]]\n")
   os.exit(2)
+end
+for i = 3, #arg do
+  local k, v = arg[i]:match("^(%u[%u_]*)=(.+)$")
+  if not (k and tonumber(v) and gemm.MODEL[k] ~= nil) then
+    local names = {}
+    for name in pairs(gemm.MODEL) do names[#names + 1] = name end
+    table.sort(names)
+    io.stderr:write(string.format("gemm_rule_regret: %q: not NAME=NUMBER with NAME one of the model's constants: %s\n",
+      arg[i], table.concat(names, ", ")))
+    os.exit(2)
+  end
+  gemm.MODEL[k] = tonumber(v)
 end
 
 local weft = require("gen.core.weft")

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench/gemm_rule_regret.sh DB [WORST]: the gemm rule's first pick against the best measured, over
+# bench/gemm_rule_regret.sh DB [WORST [NAME=VALUE ...]]: the gemm rule's first pick against the best measured, over
 # the gemm rows of a tuning database (bench/gemm_session.sh's llm.db, weft tune's database).  Host
 # only: dumps the rows with the sqlite3 shell into a private temporary folder and runs
 # bench/gemm_rule_regret.lua in weft's Lua environment (build/tests/weft-lua, from the build).
 set -euo pipefail
-if [ $# -lt 1 ] || [ $# -gt 2 ]; then echo "usage: bash bench/gemm_rule_regret.sh DB [WORST]" >&2; exit 2; fi
+if [ $# -lt 1 ]; then echo "usage: bash bench/gemm_rule_regret.sh DB [WORST [NAME=VALUE ...]]" >&2; exit 2; fi
 db=$1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lua=${WEFT_LUA:-$root/build/tests/weft-lua}
@@ -16,4 +16,4 @@ trap 'rm -rf "$tmp"' EXIT
 # (the database's config text has one field per line: joined by blanks for the Lua reader)
 sqlite3 -readonly -separator $'\t' "$db" \
   "select dtype, shape, replace(config, char(10), ' '), time_us from results where family = 'gemm'" > "$tmp/rows.tsv"
-"$lua" "$root" "$root/bench/gemm_rule_regret.lua" "$tmp/rows.tsv" "${2:-10}"
+"$lua" "$root" "$root/bench/gemm_rule_regret.lua" "$tmp/rows.tsv" "${2:-10}" "${@:3}"

@@ -373,16 +373,21 @@ end
 -- takes cluster units c, c + clusters, ... of the tiles (weft/gemm_sched.cuh).  So a config's
 -- time is its rounds (units over clusters, a partial last round costing a whole one: the wave
 -- count) times what one unit costs a CTA.  The estimate, in microseconds:
---   k-block  sqrt(compute^2 + load^2): the tensor cores at US_PER_MFLOP, the stage's A and B
---            tiles at US_PER_KB (the L2 -> shared-memory rate with every SM loading), added in
---            quadrature (they overlap partly).  Fitted to the steady state of three tiles at
+--   k-block  sqrt(max(compute, smem)^2 + load^2): the tensor cores at US_PER_MFLOP, or the
+--            shared memory the WGMMAs read and the TMA writes at SMEM_US_PER_KB, whichever binds;
+--            the stage's A and B tiles at US_PER_KB (the L2 -> shared-memory rate with every SM
+--            loading), added in quadrature (they overlap partly).  Fitted to the steady state of three tiles at
 --            4096^3 in bench/RESULTS.md (128x256 c2: 0.815 us per k-block, 213 us; 128x128
 --            pingpong: 0.48 us, 247 us; 64x128 c1: 0.294 us, ~305 us); it then predicts
 --            8192x1024x1024 (128x256 29.6 us against 28.3-29.5 measured, 128x128 pingpong 32.2
 --            against 32.7, 64x128 44.7 against 41-46) and 1024^3 (64x128 7.1 against 6.85).
---            WGMMAs narrower than 128 columns do less per instruction: NARROW per 64 columns
---            short of 128 (m64n64 1.45x; 64 x 160 on one warpgroup ran 1.22-1.33x faster than
---            128 x 80 on two, the seventh session).  Rows of an operand that do not start on
+--            Each WGMMA reads its 64 rows of A and its n rows of B from shared memory (one
+--            k-block: 128 bytes a row), so a tile of g 64-row groups reads g * (64 + n) rows and
+--            the TMA writes m + n: per flop, narrow WGMMAs and tall tiles read more (64 x 160 on
+--            one warpgroup ran 1.22-1.33x faster than 128 x 80 on two, the seventh session;
+--            128 x 224 8-9 % faster than 256 x 128, the eighth).  At the fitted rate this binds
+--            before the tensor cores for every tile (cuBLASLt and weft reached 71-88 % of the
+--            H200's peak flop per clock, bench/RESULTS.md).  Rows of an operand that do not start on
 --            128-byte lines (K = 5000) make L2 the bound: a multicast cluster's shared operand
 --            counts once.
 --   epilogue per tile, its consumer warpgroups storing tile.m x tile.n: ~1 us for 128 x 256 by
@@ -399,7 +404,8 @@ end
 M.MODEL = {
   US_PER_MFLOP = 0.1376,     -- 7.3 TFLOP/s per SM (the H200's dense bf16 peak is ~7.5 per SM)
   US_PER_KB = 0.0120,        -- ~85 GB/s into each SM's shared memory with all 132 loading
-  NARROW = 0.45,             -- a WGMMA's compute per 64 columns it is narrower than 128, relative
+  SMEM_US_PER_KB = 0.006,    -- shared memory read by WGMMAs and written by TMA (~170 GB/s: ~100 bytes
+                             -- a clock; fitted, eighth session: bench/gemm_rule_regret.lua)
   EPI_ELEMS_PER_US = 16384,  -- per consumer warpgroup, TMA epilogue
   DIRECT = 1.4,              -- direct epilogue, relative
   RED_ELEMS_PER_US = 1200,   -- split-K's hand-over and its cost beyond (fitted, sixth session)
@@ -454,11 +460,11 @@ function M.estimate(cfg, shape, sms, shards)
   local rows = math.max(1, cdiv(shape.m, shards))
   local units, clusters, rounds = M.waves(cfg, shape, sms, shards)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
-  -- a WGMMA narrower than 128 columns does less per instruction: 1.45x at n <= 64, falling
-  -- linearly to 1 at 128 (64 x 160 on one warpgroup ran 1.22-1.33x faster than 128 x 80 on two,
-  -- the same area, at 200 x 5120 x 5120, 640 x 2048 x 7168 and 128 x 10240 x 8192)
-  local wn = M.wgmma_n(cfg)
-  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP * (1 + P.NARROW * (128 - math.min(math.max(wn, 64), 128)) / 64)
+  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP
+  -- shared memory per k-block: every WGMMA reads its 64 rows of A and n rows of B (each warpgroup
+  -- its own; swapped, A's operand is B's rows), and the TMA writes the stage's m + n rows
+  local groups = (M.swapped(cfg) and t.n or t.m) // 64
+  local smem = (groups * (64 + M.wgmma_n(cfg)) + t.m + t.n) * 128 / 1024 * P.SMEM_US_PER_KB
   -- An operand whose rows do not start on 128-byte lines (A's rows are K long; B's are K long
   -- column-major, N long row-major): each 128-byte row of a box spans two lines, and L2's reads,
   -- not the SM's, bound its loads; a multicast cluster reads it once for its CTAs (5000^3, B
@@ -468,7 +474,8 @@ function M.estimate(cfg, shape, sms, shards)
   local ua = (shape.k * es) % 128 ~= 0 and 1 / cl.n or 1
   local ub = ((cfg.b_layout == "col" and shape.k or shape.n) * es) % 128 ~= 0 and 1 / cl.m or 1
   local load = (t.m * ua + t.n * ub) * 128 / 1024 * P.US_PER_KB
-  local t_kb = math.sqrt(compute * compute + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
+  local core = math.max(compute, smem)
+  local t_kb = math.sqrt(core * core + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
   local pingpong = cfg.mma == "pingpong"
   local elems = t.m * t.n
   local epi = elems / (P.EPI_ELEMS_PER_US * (pingpong and 1 or cfg.consumers)) *

@@ -172,7 +172,7 @@ T.test("gemm: the estimate counts waves (a partial last round costs a whole one)
   T.ok(b > 1.9 * a - 2 * gemm.MODEL.LAUNCH_US, string.format("133 tiles cost two rounds: %.1f vs %.1f us", b, a))
 end)
 
-T.test("gemm: multicast counts where K's rows are not on 128-byte lines, narrow WGMMAs cost more", function()
+T.test("gemm: multicast counts where K's rows are not on 128-byte lines, shared-memory reads of narrow WGMMAs and tall tiles cost", function()
   local function cfg(m, n, consumers, cm)
     return { tile = gemm.tile_check({ m = m, n = n, k = 64 }), cluster = gemm.cluster_check({ m = cm, n = 1 }),
              consumers = consumers, mma = "cooperative", split_k = 1, epilogue = "tma", stages = 4, dtype = "bf16",
@@ -202,6 +202,14 @@ T.test("gemm: multicast counts where K's rows are not on 128-byte lines, narrow 
   T.ok(gemm.estimate(cfg(64, 160, 1, 1), s, 132) < gemm.estimate(cfg(128, 80, 2, 1), s, 132), "64 x 160 before 128 x 80")
   local c = F.auto(s, { family = "gemm", b_layout = "col" }, H200)[1]
   T.eq(c.tile.m .. "x" .. c.tile.n, "64x160", "200 x 5120 x 5120's first pick (measured 24.3 us against 32.2)")
+  -- a tall tile re-reads its B rows for every 64-row group: 256 x 128 (7 rounds at 1024 x 29568)
+  -- ran 8-9 % slower than 128 x 224 (8 rounds), which the flops alone rank the other way
+  local tall = { m = 1024, n = 29568, k = 8192 }
+  local t256 = cfg(256, 128, 2, 1)
+  t256.stages = 3
+  T.ok(gemm.estimate(cfg(128, 224, 2, 1), tall, 132) < gemm.estimate(t256, tall, 132), "128 x 224 before 256 x 128")
+  local p = F.auto(tall, { family = "gemm", b_layout = "col" }, H200)[1]
+  T.ok(p.tile.m ~= 256, "1024 x 29568 x 8192's first pick is not 256 rows tall: " .. p.tile.m .. "x" .. p.tile.n)
 end)
 
 T.test("gemm: widths fitted to the waves, for column-major B only", function()
