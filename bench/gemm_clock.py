@@ -8,8 +8,10 @@ ran it at a lower clock" (power or thermal limits).
 
   PYTHONPATH=build/python python3 bench/gemm_clock.py --out DIR [--secs 2] [--shape MxNxK:WEFT;WEFT ...]
 A WEFT config is key=value pairs joined by commas (tile.m=128,tile.n=128,stages=6,cluster.m=2,...),
-on top of family gemm, the dtype and B column-major; "@DIR," first compiles it from the weft source
-tree DIR (gen/ and templates/: a variant of the device code under trial) into a cache of its own.
+on top of family gemm, the dtype and B column-major, and the family's defaults for the rest (its
+epilogue is "direct" unless epilogue=tma is given; each op's kernel name is printed). "@DIR,"
+first compiles it from the weft source tree DIR (gen/ and templates/: a variant of the device
+code under trial) into a cache of its own.
 Each op's C is first poisoned with NaN, computed once, and its largest error against a float64
 reference on rows from every 64-row group is printed beside cuBLASLt's.  Diagnostic only: nothing
 here is a target.
@@ -74,6 +76,9 @@ def run(args, plan, dt, ctx, variants, torch, weft):
             order = [x.name for x in kern.manifest.args]
             d = {"a": a.data_ptr(), "b": b.data_ptr(), "c": c.data_ptr(), "m": m, "n": n, "k": k}
             v = tuple(d[x] for x in order)
+            # (the kernel's name says every field, the family's defaults included: epilogue
+            # "direct" unless the config says "tma", as bench/gemm_llm.py's schedules do)
+            print("# %s %s: %s" % (shape, kv, kern.manifest.name), flush=True)
             ops.append((kv, (lambda kern=kern, v=v: kern._launch_trusted(v, stream))))
         base_err = None
         for label, fn in ops:
