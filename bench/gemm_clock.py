@@ -22,6 +22,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gemm_args import launch_args  # noqa: E402
+
 def config(dtype, kv):
     """A family-gemm config dict (Context.compile takes it) from key=value pairs: nested keys
     (tile.m) become nested dicts, integers and true/false their values, anything else a string."""
@@ -73,9 +76,10 @@ def run(args, plan, dt, ctx, variants, torch, weft):
                 kern = cx.compile(config(args.dtype, body))
             except Exception as e:
                 raise SystemExit("gemm_clock.py: %s: %s" % (kv, e))
-            order = [x.name for x in kern.manifest.args]
-            d = {"a": a.data_ptr(), "b": b.data_ptr(), "c": c.data_ptr(), "m": m, "n": n, "k": k}
-            v = tuple(d[x] for x in order)
+            try:
+                v = launch_args(kern, m, n, k)(a.data_ptr(), b.data_ptr(), c.data_ptr())
+            except RuntimeError as e:
+                raise SystemExit("gemm_clock.py: %s: %s" % (kv, e))
             # (the kernel's name says every field, the family's defaults included: epilogue
             # "direct" unless the config says "tma", as bench/gemm_llm.py's schedules do)
             print("# %s %s: %s" % (shape, kv, kern.manifest.name), flush=True)

@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gemm_llm_shapes as S  # noqa: E402
+from gemm_args import launch_args  # noqa: E402
 
 MB = 1 << 20
 L2_BYTES = 60 * MB
@@ -243,21 +244,13 @@ class Bench:
 
     def weft_op(self, name, s):
         k = self.kernels[name]
-        for size in ("m", "n", "k"):
-            why = k.manifest.check_size(size, s[size])
-            if why:
-                raise RuntimeError("%s = %d: %s" % (size, s[size], why))
-        order = [a.name for a in k.manifest.args]
-        if sorted(order) != ["a", "b", "c", "k", "m", "n"]:
-            raise RuntimeError("kernel %s takes %s; this bench passes c, a, b, m, n, k" % (name, ", ".join(order)))
+        args = launch_args(k, s["m"], s["n"], s["k"])
         cache = {}
 
         def fn(st, stream):
             v = cache.get(id(st))
             if v is None:
-                d = {"a": st["a"].data_ptr(), "b": st["b"].data_ptr(), "c": st["c"].data_ptr(),
-                     "m": s["m"], "n": s["n"], "k": s["k"]}
-                v = cache[id(st)] = tuple(d[x] for x in order)
+                v = cache[id(st)] = args(st["a"].data_ptr(), st["b"].data_ptr(), st["c"].data_ptr())
             k._launch_trusted(v, stream)
         return Op(name, fn)
 

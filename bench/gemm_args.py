@@ -1,0 +1,25 @@
+"""bench/gemm_args.py: a family-gemm kernel's launch arguments in its manifest's order, for the
+benchmarks that launch it directly (bench/gemm_llm.py, bench/gemm_clock.py): the sizes checked
+against what the kernel was built for, and its arguments required to be c, a, b, m, n, k in
+some order."""
+
+GEMM_ARGS = ["a", "b", "c", "k", "m", "n"]
+
+
+def launch_args(kernel, m, n, k):
+    """A function (a, b, c) -> the argument tuple for kernel._launch_trusted (a, b, c: device
+    pointers), or RuntimeError naming the size or the arguments that do not fit."""
+    sizes = {"m": m, "n": n, "k": k}
+    for size, value in sizes.items():
+        why = kernel.manifest.check_size(size, value)
+        if why:
+            raise RuntimeError("%s = %d: %s" % (size, value, why))
+    order = [x.name for x in kernel.manifest.args]
+    if sorted(order) != GEMM_ARGS:
+        raise RuntimeError("kernel %s takes %s; a GEMM benchmark passes c, a, b, m, n, k"
+                           % (kernel.manifest.name, ", ".join(order)))
+
+    def args(a, b, c):
+        d = dict(sizes, a=a, b=b, c=c)
+        return tuple(d[x] for x in order)
+    return args
