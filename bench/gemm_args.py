@@ -9,15 +9,15 @@ GEMM_ARGS = ["a", "b", "c", "k", "m", "n"]
 def launch_args(kernel, m, n, k):
     """A function (a, b, c) -> the argument tuple for kernel._launch_trusted (a, b, c: device
     pointers), or RuntimeError naming the size or the arguments that do not fit."""
+    order = [x.name for x in kernel.manifest.args]
+    if sorted(order) != GEMM_ARGS:   # (first: a kernel without m, n, k has no sizes to check)
+        raise RuntimeError("kernel %s takes %s; a GEMM benchmark passes c, a, b, m, n, k"
+                           % (kernel.manifest.name, ", ".join(order)))
     sizes = {"m": m, "n": n, "k": k}
     for size, value in sizes.items():
         why = kernel.manifest.check_size(size, value)
         if why:
             raise RuntimeError("%s = %d: %s" % (size, value, why))
-    order = [x.name for x in kernel.manifest.args]
-    if sorted(order) != GEMM_ARGS:
-        raise RuntimeError("kernel %s takes %s; a GEMM benchmark passes c, a, b, m, n, k"
-                           % (kernel.manifest.name, ", ".join(order)))
 
     def args(a, b, c):
         d = dict(sizes, a=a, b=b, c=c)

@@ -18,7 +18,8 @@ local gemm = require("gen.core.gemm")
 
 local path, worst_n = arg[1], tonumber(arg[2] or "10")
 if not path or not worst_n then
-  io.stderr:write("usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST [NAME=VALUE ...]]\n")
+  io.stderr:write("usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST [NAME=VALUE ...]]\n"
+    .. (path and string.format("gemm_rule_regret: WORST %q: not a number (the count of worst groups to print)\n", arg[2]) or ""))
   os.exit(2)
 end
 for i = 3, #arg do

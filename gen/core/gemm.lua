@@ -376,11 +376,13 @@ end
 --   k-block  sqrt(max(compute, smem)^2 + load^2): the tensor cores at US_PER_MFLOP, or the
 --            shared memory the WGMMAs read and the TMA writes at SMEM_US_PER_KB, whichever binds;
 --            the stage's A and B tiles at US_PER_KB (the L2 -> shared-memory rate with every SM
---            loading), added in quadrature (they overlap partly).  Fitted to the steady state of three tiles at
---            4096^3 in bench/RESULTS.md (128x256 c2: 0.815 us per k-block, 213 us; 128x128
---            pingpong: 0.48 us, 247 us; 64x128 c1: 0.294 us, ~305 us); it then predicts
---            8192x1024x1024 (128x256 29.6 us against 28.3-29.5 measured, 128x128 pingpong 32.2
---            against 32.7, 64x128 44.7 against 41-46) and 1024^3 (64x128 7.1 against 6.85).
+--            loading), added in quadrature (they overlap partly).  The constants are fitted to
+--            rank candidates (bench/gemm_rule_regret.lua: the first pick against the best
+--            measured), not to predict times: the k-blocks come out at 0.96 us for 128 x 256 c2,
+--            0.62 for 128 x 128, 0.41 for 64 x 128 c1, where 4096^3 ran 0.815 / 0.48 / 0.294 and
+--            256 x 4096 x 14336 ran 64 x 128 at 0.22.  At this SMEM_US_PER_KB the shared memory
+--            binds before the tensor cores for every tile (compute is at most 0.75 of it, at
+--            128 x 256), so US_PER_MFLOP ranks nothing now; it stays for a faster shared memory.
 --            Each WGMMA reads its 64 rows of A and its n rows of B from shared memory (one
 --            k-block: 128 bytes a row), so a tile of g 64-row groups reads g * (64 + n) rows and
 --            the TMA writes m + n: per flop, narrow WGMMAs and tall tiles read more (64 x 160 on
@@ -402,7 +404,8 @@ end
 -- few (N = 4096 at M <= 128: 32 units of 64 x 128) split_k multiplies the CTAs that stream B.
 -- The model ranks candidates; bench/gemm_llm.py is the sweep that checks it.
 M.MODEL = {
-  US_PER_MFLOP = 0.1376,     -- 7.3 TFLOP/s per SM (the H200's dense bf16 peak is ~7.5 per SM)
+  US_PER_MFLOP = 0.1376,     -- 7.3 TFLOP/s per SM (the H200's dense bf16 peak is ~7.5 per SM; below
+                             -- the shared-memory bound for every tile, see above)
   US_PER_KB = 0.0120,        -- ~85 GB/s into each SM's shared memory with all 132 loading
   SMEM_US_PER_KB = 0.006,    -- shared memory read by WGMMAs and written by TMA (~170 GB/s: ~100 bytes
                              -- a clock; fitted, eighth session: bench/gemm_rule_regret.lua)
