@@ -5,16 +5,19 @@
 # stored in one tuning database ($OUT/llm.db: `weft export-table --db` makes the table rows).
 #   PHASES  "tests bf16 f16" (default), and: offset (shapes off the set, auto with the shipped
 #           table; its candidates recorded in the same database), ag (ag_gemm at P = 1 beside the
-#           GEMM, same schedule); GEMM_BUDGET per run (200 s).  Each run's TSVs are also copied to
-#           $OUT/<phase>.tsv and <phase>_kernels.tsv (the device returns a limited number of files).
+#           GEMM, same schedule); GEMM_BUDGET per run (200 s).
+# The device returns at most 8 files from $OUT: at the end everything there but the database
+# goes into $OUT/logs.tgz (each phase's logs and TSVs in its folder; compile caches left out).
+# PACK=0 leaves the files as they are.
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-# A run's TSVs one level up, beside the logs (the device returns a limited number of files)
-keep_tables() {
-  cp "$out/$1/gemm_llm_kernels.tsv" "$out/${1}_kernels.tsv" 2>/dev/null
-  cp "$out/$1/gemm_llm.tsv" "$out/$1.tsv" 2>/dev/null
+pack() {
+  (cd "$out" || exit 1
+   mapfile -t items < <(ls -A | grep -vx -e llm.db -e logs.tgz)
+   [ ${#items[@]} = 0 ] && exit 0
+   tar czf logs.tgz.part --exclude='cache*' -- "${items[@]}" && mv logs.tgz.part logs.tgz && rm -rf -- "${items[@]}")
 }
 phases=${PHASES:-tests bf16 f16}
 for ph in $phases; do
@@ -33,14 +36,12 @@ for ph in $phases; do
     bf16|f16)
       OUT=$out/$ph GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --dtype "$ph" --candidates "${CANDIDATES:-10}" \
         --record-db "$out/llm.db" > "$out/$ph.txt" 2>&1
-      echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200
-      keep_tables "$ph" ;;
+      echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200 ;;
     offset)   # shapes off the published set, auto reading the shipped table (as a user gets it)
       OUT=$out/offset GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --auto-table shipped --candidates \
         "${CANDIDATES:-10}" --record-db "$out/llm.db" --shapes "${OFFSET_SHAPES:-3x11008x4096,48x4096x11008,200x5120x5120,777x14336x4096,3000x11008x4096,1x5120x13824,33x13824x5120,96x2560x2560,512x12288x4096,7x8192x1024,130x1536x8960,1500x8960x1536,24x7168x2048,640x2048x7168,5000x5000x5000,2304x2304x2304}" \
         > "$out/offset.txt" 2>&1
-      echo "== offset: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/offset.txt" | cut -c1-300
-      keep_tables offset ;;
+      echo "== offset: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/offset.txt" | cut -c1-300 ;;
     ag)   # the fused all-gather + GEMM at P = 1 against the GEMM, same schedule, same process each
       . "$here/env.sh"
       : > "$out/ag.txt"
@@ -57,3 +58,4 @@ for ph in $phases; do
       done ;;
   esac
 done
+if [ "${PACK:-1}" = 1 ]; then pack; fi
