@@ -376,22 +376,21 @@ end
 --   k-block  sqrt(max(compute, smem)^2 + load^2): the tensor cores at US_PER_MFLOP, or the
 --            shared memory the WGMMAs read and the TMA writes at SMEM_US_PER_KB, whichever binds;
 --            the stage's A and B tiles at US_PER_KB (the L2 -> shared-memory rate with every SM
---            loading), added in quadrature (they overlap partly).  The constants are fitted to
---            rank candidates (bench/gemm_rule_regret.lua: the first pick against the best
---            measured), not to predict times: the k-blocks come out at 0.96 us for 128 x 256 c2,
---            0.62 for 128 x 128, 0.41 for 64 x 128 c1, where 4096^3 ran 0.815 / 0.48 / 0.294 and
---            256 x 4096 x 14336 ran 64 x 128 at 0.22.  At this SMEM_US_PER_KB the shared memory
---            binds before the tensor cores for every tile (compute is at most 0.75 of it, at
---            128 x 256), so US_PER_MFLOP ranks nothing now; it stays for a faster shared memory.
+--            loading), added in quadrature (they overlap partly).
 --            Each WGMMA reads its 64 rows of A and its n rows of B from shared memory (one
 --            k-block: 128 bytes a row), so a tile of g 64-row groups reads g * (64 + n) rows and
 --            the TMA writes m + n: per flop, narrow WGMMAs and tall tiles read more (64 x 160 on
 --            one warpgroup ran 1.22-1.33x faster than 128 x 80 on two, the seventh session;
---            128 x 224 8-9 % faster than 256 x 128, the eighth).  At the fitted rate this binds
---            before the tensor cores for every tile (cuBLASLt and weft reached 71-88 % of the
---            H200's peak flop per clock, bench/RESULTS.md).  Rows of an operand that do not start on
---            128-byte lines (K = 5000) make L2 the bound: a multicast cluster's shared operand
---            counts once.
+--            128 x 224 8-9 % faster than 256 x 128, the eighth).  At the fitted SMEM_US_PER_KB this
+--            binds before the tensor cores for every tile (compute is at most 0.75 of it, at
+--            128 x 256; cuBLASLt and weft reached 71-88 % of the H200's peak flop per clock), so
+--            US_PER_MFLOP ranks nothing now; it stays for a faster shared memory.
+--            The constants are fitted to rank candidates (bench/gemm_rule_regret.lua: the first
+--            pick against the best measured), not to predict times: the k-blocks come out at
+--            0.96 us for 128 x 256 c2, 0.62 for 128 x 128, 0.41 for 64 x 128 c1, where 4096^3 ran
+--            0.815 / 0.48 / 0.294 and 256 x 4096 x 14336 ran 64 x 128 at 0.22.
+--            Rows of an operand that do not start on 128-byte lines (K = 5000) make L2 the bound:
+--            a multicast cluster's shared operand counts once.
 --   epilogue per tile, its consumer warpgroups storing tile.m x tile.n: ~1 us for 128 x 256 by
 --            TMA over two warpgroups (the 8192x1024x1024 fit); the direct stores cost more (the TMA
 --            epilogue was 3-14 % faster per shape, third session); pingpong hides all but the last
