@@ -6,6 +6,29 @@ some order."""
 GEMM_ARGS = ["a", "b", "c", "k", "m", "n"]
 
 
+def config(dtype, kv, b_layout="col"):
+    """A family-gemm config dict (Context.compile / generate take it) from key=value pairs joined by
+    commas: nested keys (tile.m) become nested dicts, integers and true/false their values, anything
+    else a string; on top of the family, the dtype, the B layout and tile.k = 64.  ValueError names
+    the pair that is not one."""
+    cfg = {"family": "gemm", "dtype": dtype, "b_layout": b_layout, "tile": {"k": 64}}
+    for item in filter(None, kv.split(",")):
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            raise ValueError("%r: a config is key=value pairs joined by commas" % item)
+        d = cfg
+        parts = k.split(".")
+        for part in parts[:-1]:
+            d = d.setdefault(part, {})
+            if not isinstance(d, dict):
+                raise ValueError("%r: %s is not a table" % (item, part))
+        try:
+            d[parts[-1]] = {"true": True, "false": False}.get(v, int(v) if v.lstrip("-").isdigit() else v)
+        except ValueError:
+            raise ValueError("%r: not a number" % item)
+    return cfg
+
+
 def launch_args(kernel, m, n, k):
     """A function (a, b, c) -> the argument tuple for kernel._launch_trusted (a, b, c: device
     pointers), or RuntimeError naming the size or the arguments that do not fit."""

@@ -23,27 +23,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_args  # noqa: E402
 from gemm_args import launch_args  # noqa: E402
 
+
 def config(dtype, kv):
-    """A family-gemm config dict (Context.compile takes it) from key=value pairs: nested keys
-    (tile.m) become nested dicts, integers and true/false their values, anything else a string."""
-    cfg = {"family": "gemm", "dtype": dtype, "b_layout": "col", "tile": {"k": 64}}
-    for item in filter(None, kv.split(",")):
-        k, eq, v = item.partition("=")
-        if not eq or not k:
-            raise SystemExit("gemm_clock.py: %r: a config is key=value pairs joined by commas" % item)
-        d = cfg
-        parts = k.split(".")
-        for part in parts[:-1]:
-            d = d.setdefault(part, {})
-            if not isinstance(d, dict):
-                raise SystemExit("gemm_clock.py: %r: %s is not a table" % (item, part))
-        try:
-            d[parts[-1]] = {"true": True, "false": False}.get(v, int(v) if v.lstrip("-").isdigit() else v)
-        except ValueError:
-            raise SystemExit("gemm_clock.py: %r: not a number" % item)
-    return cfg
+    try:
+        return gemm_args.config(dtype, kv)
+    except ValueError as e:
+        raise SystemExit("gemm_clock.py: %s" % e)
 
 
 def run(args, plan, dt, ctx, variants, torch, weft):

@@ -28,7 +28,7 @@ torch copy, bytes read + written over the time).
 Ratios: cuBLASLt time / the other's time (> 1: faster than cuBLASLt).
 
   PYTHONPATH=build/python python3 bench/gemm_llm.py [--quick] [--dtype bf16,f16] [--m 1,16] [--models M,..]
-      [--candidates 8] [--jobs 16] [--budget-s S] [--out DIR] [--dry-run]
+      [--candidates 8] [--jobs 16] [--budget-s S] [--out DIR] [--extra CFG ...] [--dry-run]
 --dry-run needs neither a GPU nor torch: the shapes, each one's candidates (the rule, through the
 Python package) and the estimated device time.  bench/gemm_llm.sh is the device-call wrapper.
 """
@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import gemm_args  # noqa: E402
 import gemm_llm_shapes as S  # noqa: E402
 from gemm_args import launch_args  # noqa: E402
 
@@ -83,8 +84,11 @@ def nsets(s):
 
 # ---- choosing (no GPU) --------------------------------------------------------------------------
 
-def choose(shapes, ncand, db):
-    """{key: {"names", "configs", "source", "detail"} or {"error"}}: Context.auto per shape."""
+def choose(shapes, ncand, db, extras=()):
+    """{key: {"names", "configs", "source", "detail", "extra_fails"} or {"error"}}: Context.auto per
+    shape, then each of `extras` (key=value configs, bench/gemm_args.py's config: schedules the rule
+    does not list, on top of the shape's dtype and B layout) after its candidates; an extra that does
+    not generate at a shape is named in extra_fails, and one the rule already lists is not repeated."""
     import weft
     ctx = weft.Context()
     out = {}
@@ -94,8 +98,19 @@ def choose(shapes, ncand, db):
         except Exception as e:   # a shape outside the family's limits: the message names it
             out[S.key(s)] = {"error": str(e)}
             continue
-        out[S.key(s)] = {"names": list(a.names), "configs": list(a.configs), "source": a.source, "detail": a.detail}
+        ch = out[S.key(s)] = {"names": list(a.names), "configs": list(a.configs), "source": a.source,
+                              "detail": a.detail, "extra_fails": {}}
         a.close()
+        for kv in extras:
+            try:
+                cfg = gemm_args.config(s["dtype"], kv, s["b_layout"])
+                name = ctx.generate(cfg).name
+            except Exception as e:   # a bad pair, or a config the generator refuses (its message names the field)
+                ch["extra_fails"]["extra " + kv] = str(e)[:300]
+                continue
+            if name not in ch["names"]:
+                ch["names"].append(name)
+                ch["configs"].append(weft.lua_config(cfg))
     ctx.close()
     return out
 
@@ -380,6 +395,7 @@ def run_shape(B, s, ch, copy_rate):
             r["fails"][col] = why
         ops.append(op)
     names = [] if "error" in ch else ch["names"]
+    r["fails"].update(ch.get("extra_fails", {}))
     if "error" in ch:
         r["fails"]["auto"] = "choose: " + ch["error"]
     else:
@@ -555,6 +571,8 @@ def dry_run(shapes, chosen, args):
         total += est
         print("%-28s %-44s ~%.2f s (kernel ~%.1f us)  candidates: %d: %s" % (
             S.key(s), s["label"], est, est_kernel_us(s), n, " ".join(schedule(x) for x in ch["names"])))
+        for kv, why in sorted(ch.get("extra_fails", {}).items()):
+            print("%-28s %s: %s" % (S.key(s), kv, why))
     comp = len(texts) * EST["compile_s"] / max(1, min(args.jobs, len(texts) or 1))
     total += comp
     print("# %d shapes (%d with candidates, %s each; %d distinct kernels); estimated device time %.0f s "
@@ -586,6 +604,10 @@ def main():
                     "in each --dtype (default bf16)")
     ap.add_argument("--auto-table", default="none", help="the table auto reads: none (default: the rule alone, "
                     "as without tuning), shipped (tune/h200.tsv, as a user gets it) or a path")
+    ap.add_argument("--extra", action="append", default=[], metavar="CFG",
+                    help="a schedule to time beside the rule's candidates at every shape: key=value pairs joined by "
+                    "commas on top of family gemm, the shape's dtype and B layout (tile.m=64,tile.n=80,stages=12,"
+                    "epilogue=direct); repeatable; not recorded in --record-db")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gemm_llm"))
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
@@ -620,7 +642,12 @@ def main():
     os.environ.pop("WEFT_AUTOTUNE", None)
     db = os.path.join(args.out, "no-such-dir", "empty-tune.db")   # never created: lookups open it read-only
     t0 = time.time()
-    chosen = choose(shapes, args.candidates, db)
+    for kv in args.extra:   # (checked before anything runs: a typo fails here, not at every shape)
+        try:
+            gemm_args.config("bf16", kv)
+        except ValueError as e:
+            ap.error("--extra %s" % e)
+    chosen = choose(shapes, args.candidates, db, args.extra)
     if args.dry_run:
         return dry_run(shapes, chosen, args)
     texts = {}

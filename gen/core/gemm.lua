@@ -96,8 +96,8 @@ function M.fields(pre)
         .. "8 rows, not 64) and the ring holds B, not A's padding; cooperative, no cluster, direct epilogue" },
     l2_promotion = { name = "l2_promotion", kind = "custom", check = M.l2_promotion_check, default = "auto", tag = "l2p",
       doc = pre .. "family gemm: the L2 promotion of A's and B's tensor maps, in bytes (0, 64, 128 or 256: how much "
-        .. "L2 fetches around each TMA box row); auto: 128 with swap_ab (a decode tile reads B once, and 256 brought "
-        .. "neighbours nobody asked for: 2-5 % slower, bench/RESULTS.md), 256 otherwise" },
+        .. "L2 fetches around each TMA box row); auto: 128 with swap_ab or a tile under 64 rows (a decode tile "
+        .. "reads B once, and 256 brought neighbours nobody asked for: 2-5 % slower, bench/RESULTS.md), 256 otherwise" },
     group = { name = "group", kind = "int", values = { 1, 2, 4, 8, 16, 32 }, default = 16, tag = "g",
       doc = pre .. "row blocks per raster group (tiles walk down a group of rows before moving right: L2 reuse)" },
   }
@@ -108,7 +108,8 @@ function M.tile_field()
   return { name = "tile", kind = "custom", check = M.tile_check, default = "auto", tag = "",
            doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256} (family "
              .. "gemm with b_layout = \"col\": any multiple of 16 up to 256; with swap_ab, m = 8, 16, ..., 256 and n in {64, 128, 192, "
-             .. "256}), k = 64" }
+             .. "256}), k = 64; family gemm also takes m = 8, 16, ..., 56 unswapped (a thin tile for decode: A's box is m "
+             .. "rows, one consumer, no cluster)" }
 end
 -- F.check of those families: the default tile for "auto", then the WGMMA rules.
 function M.check_auto_tile(cfg, errs)
@@ -136,6 +137,14 @@ end
 
 -- swap_ab (family gemm): A's rows are the WGMMA's N side, B's its 64-row groups.
 function M.swapped(cfg) return cfg.swap_ab == true end
+-- A thin tile (family gemm, unswapped, tile.m < 64: decode at any width): its A box is tile.m
+-- rows, so a stage holds B and the rows M has, not a 64-row group's zero padding; the m64 WGMMA
+-- still reads 64 rows, the rest from the bytes after them (the stage's B), into accumulator rows
+-- that are never stored.  Against swap_ab, its width is any multiple of 16 (a tile count fitted
+-- to the SMs: 16 x 80 is 128 tiles of N = 10240) and C leaves by either epilogue.
+function M.thin(cfg) return cfg.family == "gemm" and not M.swapped(cfg) and cfg.tile.m < 64 end
+-- Rows of the tile the WGMMAs compute (a thin tile's 64; swapped: its n, A's rows).
+local function mma_rows(cfg) return M.thin(cfg) and 64 or cfg.tile.m end
 -- The WGMMA's n, the accumulators' columns: the tile's width, or swapped, its rows.
 function M.wgmma_n(cfg) return M.swapped(cfg) and cfg.tile.m or cfg.tile.n end
 
@@ -169,10 +178,33 @@ local function check_swapped(cfg, errs)
   end
 end
 
+-- The rules of a thin tile: whole 8-row groups of A (the swizzle's 1024-byte atoms), one 64-row
+-- WGMMA group on one consumer warpgroup, no multicast (one row block: nothing to share along M,
+-- and A's box is too short to split along N).
+local function check_thin(cfg, errs)
+  local t = cfg.tile
+  if t.m % 8 ~= 0 or t.m < 8 then
+    errs.add("tile.m", t.m, "a tile under 64 rows (family gemm, unswapped: the m64 WGMMA over tile.m rows of A) takes "
+      .. "m = 8, 16, 24, ..., 56; or 64, 128, 256")
+  end
+  if not M.n_ok(cfg) then
+    errs.add("tile.n", t.n, M.any_n(cfg) and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256"
+      or "with b_layout = \"row\", n in {64, 128, 192, 256} (B arrives in 64-column boxes)")
+  end
+  if cfg.mma ~= "cooperative" then
+    errs.add("mma", cfg.mma, 'a tile under 64 rows is one WGMMA group: mma = "cooperative", consumers = 1')
+  elseif cfg.consumers ~= 1 then
+    errs.add("consumers", cfg.consumers, string.format("tile.m = %d is one 64-row WGMMA group: consumers = 1", t.m))
+  end
+  if cfg.cluster.m * cfg.cluster.n > 1 then
+    errs.add("cluster", cfg.cluster.tag, "a tile under 64 rows takes no multicast cluster: cluster = { m = 1, n = 1 }")
+  end
+end
+
 -- The WGMMA rules over a config whose tile is resolved (family gemm; ag_gemm's wgmma variants).
 function M.check(cfg, errs)
   local t = cfg.tile
-  if cfg.l2_promotion == "auto" then cfg.l2_promotion = M.swapped(cfg) and 128 or 256 end
+  if cfg.l2_promotion == "auto" then cfg.l2_promotion = (M.swapped(cfg) or M.thin(cfg)) and 128 or 256 end
   if t.k ~= 64 then
     errs.add("tile.k", t.k, "wgmma tiles take k = 64: one 128-byte swizzled row of 16-bit elements per stage")
   end
@@ -180,9 +212,11 @@ function M.check(cfg, errs)
     errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
   end
   if M.swapped(cfg) then return check_swapped(cfg, errs) end
+  if M.thin(cfg) then return check_thin(cfg, errs) end
   if not has(M.WGMMA_M, t.m) then
     errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)"
-      .. (cfg.family == "gemm" and '; with b_layout = "col", swap_ab = true takes m = 8, 16, ..., 256' or ""))
+      .. (cfg.family == "gemm" and '; family gemm also takes m = 8, 16, ..., 56 (a thin tile), and with b_layout = '
+        .. '"col", swap_ab = true takes m = 8, 16, ..., 256' or ""))
   end
   if not M.n_ok(cfg) then
     errs.add("tile.n", t.n, M.any_n(cfg)
@@ -247,7 +281,8 @@ local function align(x, a) return (x + a - 1) // a * a end
 -- 1024-byte aligned base (the swizzled stages need it).  The device code carves with these
 -- (rendered into the config struct), the manifest carries them (smem_layout), tests/lua checks
 -- them.
---   stage s     A at s * stage, B at s * stage + b (BM, BN rows x 128 bytes: 64 16-bit k each)
+--   stage s     A at s * stage, B at s * stage + b (BM, BN rows x 128 bytes: 64 16-bit k each); a
+--               thin tile's stage at least 64 rows (its WGMMA reads 64 rows from A's start)
 --   full, empty STAGES mbarriers each, after the stages
 --   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
@@ -265,12 +300,12 @@ function M.bulk_slices(cfg)
 end
 function M.layout(cfg)
   local t, esize = cfg.tile, common.ESIZE[cfg.dtype]
-  local L = { b = t.m * 128, stage = (t.m + t.n) * 128 }
+  local L = { b = t.m * 128, stage = math.max(t.m + t.n, mma_rows(cfg)) * 128 }
   L.full = cfg.stages * L.stage
   L.empty = L.full + 8 * cfg.stages
   L.red_bar = L.empty + 8 * cfg.stages
   L.red = L.red_bar + 16
-  local used = cfg.split_k > 1 and L.red + t.m * t.n * 4 or L.red_bar
+  local used = cfg.split_k > 1 and L.red + mma_rows(cfg) * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
   -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64
@@ -359,7 +394,8 @@ end
 function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
-    and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, t.m, t.n) or "")
+    and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, mma_rows(cfg), t.n)
+    or "")
     .. (cfg.epilogue == "tma"
       and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two, per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
@@ -462,10 +498,10 @@ function M.estimate(cfg, shape, sms, shards)
   local rows = math.max(1, cdiv(shape.m, shards))
   local units, clusters, rounds = M.waves(cfg, shape, sms, shards)
   local kb = cdiv(cdiv(shape.k, 64), cfg.split_k)
-  local compute = 2 * t.m * t.n * 64 / 1e6 * P.US_PER_MFLOP
+  local compute = 2 * mma_rows(cfg) * t.n * 64 / 1e6 * P.US_PER_MFLOP
   -- shared memory per k-block: every WGMMA reads its 64 rows of A and n rows of B (each warpgroup
   -- its own; swapped, A's operand is B's rows), and the TMA writes the stage's m + n rows
-  local groups = (M.swapped(cfg) and t.n or t.m) // 64
+  local groups = (M.swapped(cfg) and t.n or mma_rows(cfg)) // 64
   local smem = (groups * (64 + M.wgmma_n(cfg)) + t.m + t.n) * 128 / 1024 * P.SMEM_US_PER_KB
   -- An operand whose rows do not start on 128-byte lines (A's rows are K long; B's are K long
   -- column-major, N long row-major): each 128-byte row of a box spans two lines, and L2's reads,
@@ -517,9 +553,9 @@ local ENUM_TILES = {
 local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 }, { 1, 1, 3 }, { 1, 1, 4 }, { 1, 1, 6 },
                      { 1, 1, 8 }, { 1, 1, 2, true }, { 1, 1, 4, true } }   -- cluster.m, cluster.n, split_k, tail
 M.MAX_STAGES = 8   -- 8 over 6 stages: 2-7 % at decode and M = 128 (64 x 128; bench/RESULTS.md "GEMM at every shape"); 12 of 64 x 64 did not help
--- swap_ab's stages hold B and a few rows of A: the ring goes deeper (decode streams B)
+-- swap_ab's and thin tiles' stages hold B and a few rows of A: the ring goes deeper (decode streams B)
 M.MAX_STAGES_SWAP = 16
-local function max_stages(r) return M.swapped(r) and M.MAX_STAGES_SWAP or M.MAX_STAGES end
+local function max_stages(r) return (M.swapped(r) or M.thin(r)) and M.MAX_STAGES_SWAP or M.MAX_STAGES end
 
 local function errs_sink()
   local e = { n = 0 }
@@ -608,6 +644,23 @@ function M.swap_tiles(shape)
            { bm, 256, 1, "cooperative", true } }
 end
 
+-- Thin tiles for a small M (family gemm; M < 64): A's rows rounded up to 8, one consumer, the
+-- widths whose rounds cost least (rounds x width, ties: the wider), as fitted_tiles does: any
+-- multiple of 16 from 32 with column-major B (N = 10240: 80 wide, 128 tiles; 16 wide would tie
+-- in five rounds of tiles each with its own epilogue), 64-column boxes with row-major B.
+function M.thin_tiles(shape, sms, b_col)
+  if shape.m >= M.SWAP_BELOW then return {} end
+  local bm, widths = cdiv(shape.m, 8) * 8, {}
+  for bn = b_col and 32 or 64, 256, b_col and 16 or 64 do
+    local units = cdiv(shape.n, bn)
+    widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * bn }
+  end
+  table.sort(widths, function(a, b) if a.cost ~= b.cost then return a.cost < b.cost end return a.bn > b.bn end)
+  local out = {}
+  for i = 1, math.min(3, #widths) do out[i] = { bm, widths[i].bn, 1, "cooperative" } end
+  return out
+end
+
 -- Every enumerated schedule that validates with the fixed fields, with its estimate.
 local function score_all(shape, fixed, sms, opts)
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
@@ -619,6 +672,7 @@ local function score_all(shape, fixed, sms, opts)
     if open("swap_ab") or fixed.swap_ab == true then
       for _, tl in ipairs(M.swap_tiles(shape)) do tiles[#tiles + 1] = tl end
     end
+    for _, tl in ipairs(M.thin_tiles(shape, sms, true)) do tiles[#tiles + 1] = tl end
   elseif opts.family == "gemm" and fixed.b_layout == "col" and open("swap_ab") then
     -- a fixed tile may be a swapped one (8 x 64): the tile entries below take the fixed tile's
     -- place, so one more entry tries it swapped

@@ -81,10 +81,13 @@ __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
 // thread 0 has seen every store issued so far read its buffer -- that of chunk ch - 1, which is
 // chunk ch + 1's; after it, thread 0 stores chunk ch and the warpgroup writes ch + 1.  Either
 // way the first barrier of a tile covers the last tile's stores.
-template <class T, int BN, int MR, bool SHARD, int BUFS>
+// ROWS: the warpgroup's rows of the tile, MR * 64, or a thin tile's fewer (the map's box; the
+// accumulator rows past them are not C's and are not written).
+template <class T, int BN, int MR, int ROWS, bool SHARD, int BUFS>
 __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const TensorMap *tct, char *stage, int bar_id, int row0,
                                                int shard, int col0, const float (&acc)[MR][BN / 2]) {
-  constexpr int ROWS = MR * 64, CHUNK = ROWS * 128, W = BN % 64, NCH = (BN + 63) / 64;
+  constexpr int CHUNK = ROWS * 128, W = BN % 64, NCH = (BN + 63) / 64;
+  static_assert(ROWS % 8 == 0 && ROWS <= MR * 64, "whole 8-row swizzle groups of the accumulators' rows");
   constexpr bool ALL = BUFS == NCH;   // a buffer per chunk
   static_assert(BN % 8 == 0 && W % 8 == 0 && (W == 0 || !SHARD), "64-column chunks, and a narrow last one in family gemm");
   static_assert(ALL || BUFS == 2, "a buffer per chunk, or two in turn");
@@ -107,6 +110,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = mi * 64 + r_in + 8 * h;
+        if (ROWS < MR * 64 && r >= ROWS) continue;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {   // the chunk's 8-column groups
           if (8 * (8 * ch + j) >= BN) break;
@@ -136,19 +140,20 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   }
 }
 
-// The tile of consumer warpgroup cw (rows r0.. of shard s, column block bn) by Cfg's epilogue.
+// The tile of consumer warpgroup cw (rows r0.. of shard s, column block bn; ROWS of them at
+// most, fewer than its accumulators' in a thin tile) by Cfg's epilogue.
 // Its C stage is cw's, at Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, with barrier
 // BAR_EPILOGUE_WG0 + cw.  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
 // tct: C's map for a narrow last chunk (BN not a multiple of 64), else unused.
-template <class Cfg, int MR, bool SHARD>
+template <class Cfg, int MR, int ROWS, bool SHARD>
 __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, const TensorMap *tct, char *smem_base, int cw,
                                          long rows, long n, long r0, int s, int bn, const float (&acc)[MR][Cfg::BN / 2]) {
   if constexpr (Cfg::EPI_TMA) {
     if (r0 < rows && (long)bn * Cfg::BN < n)   // (a cluster partner's tile past the edge stores nothing)
-      store_tile_tma<typename Cfg::T, Cfg::BN, MR, SHARD, Cfg::EPI_BUFS>(
+      store_tile_tma<typename Cfg::T, Cfg::BN, MR, ROWS, SHARD, Cfg::EPI_BUFS>(
           *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, BAR_EPILOGUE_WG0 + cw, (int)r0, s, bn * Cfg::BN, acc);
   } else {
-    store_tile<typename Cfg::T, Cfg::BN, MR>(c, n, s * rows + r0, rows - r0, (long)bn * Cfg::BN, acc);
+    store_tile<typename Cfg::T, Cfg::BN, MR>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS, (long)bn * Cfg::BN, acc);
   }
 }
 

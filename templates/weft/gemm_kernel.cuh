@@ -48,6 +48,11 @@
 // schedule are the plain GEMM's (tiles of BM rows x BN columns of C); the consumers store the
 // transposed accumulators straight to C.
 //
+// THIN (family gemm, unswapped, BM < 64: decode): A's box is BM rows (8, 16, ..., 56), so the
+// ring holds B and the rows M has; the one consumer's m64 WGMMA reads 64 rows from the stage's A,
+// the rest from the B bytes after them (the stage is at least 64 rows), into accumulator rows
+// that no epilogue stores and no split-K hand-over reads (WG_ROWS: the rows a consumer stores).
+//
 // PDL: the kernel may be launched before the previous one in its stream has finished; it waits
 // (griddepcontrol.wait) after setting up its shared memory.
 //
@@ -96,8 +101,13 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   static_assert(!SWAP || (!PINGPONG && CM * CN == 1 && !Cfg::EPI_TMA && !Cfg::B_ROW && !Src::STORES && !Src::SHARDED),
                 "swap_ab: family gemm, cooperative, no multicast, B column-major, the direct epilogue");
   constexpr int ACC_N = Cfg::ACC_N;                                 // the accumulators' columns (the WGMMA's n)
+  constexpr bool THIN = !SWAP && BM < 64;
+  static_assert(!THIN || (CONSUMERS == 1 && !PINGPONG && CM * CN == 1 && !Src::STORES && !Src::SHARDED && BM % 8 == 0),
+                "a thin tile: family gemm, one consumer, no multicast, whole 8-row groups of A");
   // 64-row WGMMA groups per consumer: of the tile's rows, or swapped, of B's
-  constexpr int MR = SWAP ? BN / (64 * CONSUMERS) : PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);
+  constexpr int MR = SWAP ? BN / (64 * CONSUMERS) : THIN ? 1 : PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);
+  // rows of C a consumer stores per tile (swapped: its columns, MR * 64 of B's rows)
+  constexpr int WG_ROWS = THIN ? BM : MR * 64;
   constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
   // than 64 accumulators, the loading warpgroup gives most of its share to them (a source's comm
@@ -203,13 +213,15 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       if constexpr (SPLITK > 1) {
         if (w.split) {
           if (w.kb0 == w.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)
-          // rank 0 stores; the rows left are of C, swapped of B (a warp's 16 past them send nothing)
-          if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, (SWAP ? n : ms) - r0)) continue;
+          // rank 0 stores; the rows left are of C (of the tile: a thin one's), swapped of B (a warp's 16
+          // past them send nothing)
+          const long left = (SWAP ? n : ms) - r0;
+          if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS)) continue;
         }
       }
       if constexpr (SWAP) store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc);
       else if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
-      else epilogue<Cfg, MR, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
+      else epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
     }
     epilogue_finish<Cfg>();
     if constexpr (Src::STORES) src.template consumers_done<Cfg>(c, ms, n);

@@ -488,6 +488,23 @@ static const entry matrix[] = {
    {"m64n256k16"}},
   {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=40", "tile.n=256", "consumers=2", "stages=4"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16"}, {"m64n256k16"}},
+  /* thin tiles (decode, unswapped, tile.m < 64): A's box is tile.m rows, so full[s] expects
+   * (tile.m + tile.n) x 128 bytes, while the m64 WGMMA reads 64 rows from the stage's start (a
+   * stage of at least 64 rows): 16 x 80 stores C from the accumulators (32-bit pairs, not
+   * swapped); 8 x 32 with split-K and the TMA epilogue expects 5120 bytes in an 8192-byte stage;
+   * 24 x 128 over row-major B with the split tail */
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "tile.m=16", "tile.n=80", "consumers=1", "stages=16", "dtype=f16"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16", "STAGE_BYTESE = 12288;", "st.global.u32"},
+   {"multicast::cluster", "setmaxnreg", "st.global.u16", "st.shared::cluster"}},
+  {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.m=8", "tile.n=32", "consumers=1", "stages=16", "split_k=2"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16", "STAGE_BYTESE = 5120;", "SMEM_STAGEE = 8192;",
+    "st.shared::cluster.v4.f32", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "_param_9"},
+   {"st.global.u32", "multicast::cluster"}},
+  {"gemm.lua", {"epilogue=tma", "b_layout=row", "tile.m=24", "tile.n=128", "consumers=1", "stages=9", "split_k=2",
+                "split_k_tail=true", "pdl=true"},
+   {GEMM_PTX, B_ROW_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "STAGE_BYTESE = 19456;",
+    "st.shared::cluster.v4.f32", "griddepcontrol.wait"},
+   {"st.global.u32", "multicast::cluster", "_param_9"}},
   {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.n=192", "stages=4"},
    {GEMM_PTX, "m64n192k16", "_param_8"}, {"_param_9"}},
   {"ag_gemm.lua", {"epilogue=tma", "tile.n=128", "mma=pingpong", "cluster.m=2"},

@@ -261,6 +261,37 @@ T.test("gemm: swapped tiles for M < 64 with column-major B, beside the best unsw
   T.ok(l[1] and l[1].swap_ab == true, "a fixed 8 x 64 tile is taken swapped")
 end)
 
+T.test("gemm: thin tiles for M < 64 fit their width to the SMs (N = 10240: 16 x 80, 128 tiles)", function()
+  local F = weft.family_module("gemm")
+  local function thin(m, n, fixed)
+    local out = {}
+    for _, c in ipairs(F.auto({ m = m, n = n, k = 8192 }, fixed, H200)) do
+      if c.tile and not c.swap_ab and c.tile.m < 64 then out[#out + 1] = c end
+    end
+    return out
+  end
+  local col = { family = "gemm", b_layout = "col" }
+  for _, case in ipairs({ { 16, 10240, 80 }, { 1, 10240, 80 }, { 16, 14336, 112 }, { 16, 6144, 48 }, { 33, 29568, 224 } }) do
+    local m, n, w = case[1], case[2], case[3]
+    local got, widths = thin(m, n, col), {}
+    T.ok(#got > 0, m .. " x " .. n .. ": a thin candidate")
+    for _, c in ipairs(got) do
+      T.eq(c.tile.m, (m + 7) // 8 * 8, m .. ": A's rows rounded up to 8")
+      T.eq(c.consumers, 1, "one consumer")
+      widths[c.tile.n] = true
+    end
+    T.ok(widths[w], string.format("%d x %d: the %d-wide thin tile (%d tiles)", m, n, w, (n + w - 1) // w))
+  end
+  T.eq(#thin(64, 10240, col), 0, "64 rows: no thin tile")
+  T.eq(#thin(16, 10240, { family = "gemm", b_layout = "row" }), 0, "B row-major: the rule fits no thin width")
+  local widths = {}
+  for _, t in ipairs(gemm.thin_tiles({ m = 16, n = 10240, k = 8192 }, 132, true)) do widths[#widths + 1] = t[2] end
+  T.deq(widths, { 80, 96, 48 }, "the widths by rounds x width: 80 (one round of 128 tiles), 96 (one of 107), 48 (two of 214)")
+  widths = {}
+  for _, t in ipairs(gemm.thin_tiles({ m = 1, n = 4096, k = 4096 }, 132, true)) do widths[#widths + 1] = t[2] end
+  T.deq(widths, { 32, 48, 64 }, "N = 4096: 32 wide (128 tiles), no narrower")
+end)
+
 T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
   local F = weft.family_module("gemm")
   local cases = {

@@ -1318,6 +1318,42 @@ T.test("gemm: swap_ab renders A's rows as the WGMMA's n and B's as its 64-row gr
   T.ok(gm('b_layout = "col", epilogue = "direct", swap_ab = true, tile = { m = 16, n = 256, k = 64 }, stages = 6'))
 end)
 
+T.test("gemm: a thin tile (unswapped, tile.m < 64) loads tile.m rows of A in a stage of at least 64", function()
+  local m, e = gm('b_layout = "col", epilogue = "direct", tile = { m = 16, n = 80, k = 64 }, consumers = 1, stages = 16')
+  T.ok(m, tostring(e))
+  T.contains(m.name, "_16x80x64_s16_c1_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0_l2p128", "name: auto promotion 128")
+  T.contains(m.source, "static constexpr bool SWAP = false;", "unswapped")
+  T.contains(m.source, "static constexpr int ACC_N = 80;", "the accumulators: 64 rows x tile.n")
+  T.contains(m.source, "m64n80k16", "the m64 WGMMA")
+  -- 16 + 80 rows of 128 bytes; A's box is 16 rows
+  T.contains(m.source, "SMEM_B = 2048, SMEM_STAGE = 12288", "stage layout")
+  T.deq(m.tmaps[1].box, { 64, 16 }, "A's box: tile.m rows")
+  -- 8 x 32: the stage is padded to the 64 rows the WGMMA reads; split-K's partial tile is 64 x 32
+  -- f32 (the accumulators' rows), C's map 8 rows tall
+  m, e = gm('b_layout = "col", epilogue = "tma", tile = { m = 8, n = 32, k = 64 }, consumers = 1, stages = 16, split_k = 2')
+  T.ok(m, tostring(e))
+  local L = m.smem_layout
+  T.eq(L.stage, 64 * 128, "8 + 32 rows padded to 64")
+  T.eq(L.b, 8 * 128, "B after A's 8 rows")
+  T.ok(L.epi >= L.red + 64 * 32 * 4, "the partial tile holds 64 x 32 floats")
+  T.deq(m.tmaps[3].box, { 64, 8 }, "C's map: the tile's 8 rows")
+  T.deq(m.tmaps[4].box, { 32, 8 }, "C's narrow map (32 columns)")
+  m = assert(gm('b_layout = "col", tile = { m = 16, n = 80, k = 64 }, consumers = 1, stages = 16, l2_promotion = 256'))
+  T.contains(m.name, "_l2p256", "a set promotion stays")
+  -- 64 rows is an ordinary tile (promotion 256, stage m + n)
+  m = assert(gm('b_layout = "col", tile = { m = 64, n = 80, k = 64 }, consumers = 1, stages = 8'))
+  T.contains(m.name, "_l2p256", "64 rows: not thin")
+  T.eq(m.smem_layout.stage, (64 + 80) * 128, "64 x 80 stage")
+  -- the deepest ring the rule fits for a thin tile is the swapped one's (16), not 8
+  local F = weft.family_module("gemm")
+  local deepest = 0
+  for _, c in ipairs(F.auto({ m = 16, n = 10240, k = 8192 }, { family = "gemm", b_layout = "col" },
+    { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = 1 })) do
+    if c.tile and c.tile.m == 16 and not c.swap_ab and c.tile.n == 80 then deepest = math.max(deepest, c.stages) end
+  end
+  T.eq(deepest, 16, "16 x 80's ring")
+end)
+
 T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles per warpgroup", function()
   -- the name token sits between consumers and group; the config struct says PINGPONG
   for _, fam in ipairs({ "gemm", "ag_gemm" }) do
