@@ -669,10 +669,10 @@ local function score_all(shape, fixed, sms, opts)
   if opts.family == "gemm" and fixed.b_layout == "col" and open("tile") then
     tiles = { table.unpack(ENUM_TILES) }
     for _, tl in ipairs(M.fitted_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
+    for _, tl in ipairs(M.thin_tiles(shape, sms, true)) do tiles[#tiles + 1] = tl end
     if open("swap_ab") or fixed.swap_ab == true then
       for _, tl in ipairs(M.swap_tiles(shape)) do tiles[#tiles + 1] = tl end
     end
-    for _, tl in ipairs(M.thin_tiles(shape, sms, true)) do tiles[#tiles + 1] = tl end
   elseif opts.family == "gemm" and fixed.b_layout == "col" and open("swap_ab") then
     -- a fixed tile may be a swapped one (8 x 64): the tile entries below take the fixed tile's
     -- place, so one more entry tries it swapped
