@@ -634,12 +634,20 @@ function M.fitted_tiles(shape, sms)
   return out
 end
 
--- Swapped tiles for a small M (family gemm, B column-major; M < 64, where a 64-row tile is mostly
--- A's zero padding): A's rows rounded up to 8 as the WGMMA's n, B's rows in 64, 128, 192 or 256.
+-- Swapped tiles (family gemm, B column-major): A's rows rounded up to 8 as the WGMMA's n.  For
+-- M < 64 (where a 64-row tile is mostly A's zero padding), B's rows in 64, 128, 192 or 256; for M
+-- up to 256, one row block as tall as M (no 64-row padding of its last block: M = 130 is 136, not
+-- 3 x 64) over 64 of B's rows on one consumer or 128 on two -- for few column tiles and a long K
+-- with split-K (130 x 1536 x 8960: 136 x 64 split 4, 16.8 us against 64 x 128 split 3's 21.3;
+-- bench/RESULTS.md, ninth session).  The model ranks them first nowhere in the published set.
 M.SWAP_BELOW = 64
+M.SWAP_WHOLE_M = 256
 function M.swap_tiles(shape)
-  if shape.m >= M.SWAP_BELOW then return {} end
   local bm = cdiv(shape.m, 8) * 8
+  if shape.m >= M.SWAP_BELOW then
+    if bm > M.SWAP_WHOLE_M then return {} end
+    return { { bm, 64, 1, "cooperative", true }, { bm, 128, 2, "cooperative", true } }
+  end
   return { { bm, 64, 1, "cooperative", true }, { bm, 128, 1, "cooperative", true }, { bm, 192, 1, "cooperative", true },
            { bm, 256, 1, "cooperative", true } }
 end

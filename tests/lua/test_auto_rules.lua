@@ -230,7 +230,7 @@ T.test("gemm: widths fitted to the waves, for column-major B only", function()
   for n in pairs(widths({ family = "gemm" })) do T.eq(n % 64, 0, "B row by default") end
 end)
 
-T.test("gemm: swapped tiles for M < 64 with column-major B, beside the best unswapped ones", function()
+T.test("gemm: swapped tiles for M <= 256 with column-major B, beside the best unswapped ones", function()
   local F = weft.family_module("gemm")
   local function kinds(m, fixed)
     local sw, plain, rows = 0, 0, {}
@@ -246,7 +246,15 @@ T.test("gemm: swapped tiles for M < 64 with column-major B, beside the best unsw
     local want = (m + 7) // 8 * 8
     for bm in pairs(rows) do T.eq(bm, want, m .. ": A's rows rounded up to 8") end
   end
-  T.eq((kinds(64, { family = "gemm", b_layout = "col" })), 0, "64 rows: no padding to save, no swap")
+  -- from 64 rows to 256: one swapped row block as tall as M (A's rows as n), B's rows in 64 on one
+  -- consumer or 128 on two, for few column tiles and long K (130 x 1536 x 8960: 136 x 64 split 4)
+  for _, m in ipairs({ 64, 130, 256 }) do
+    local sw, _, rows = kinds(m, { family = "gemm", b_layout = "col" })
+    T.ok(sw > 0, m .. " rows: a whole-M swapped candidate")
+    for bm in pairs(rows) do T.eq(bm, (m + 7) // 8 * 8, m .. ": one row block of M rounded up to 8") end
+  end
+  T.eq((kinds(257, { family = "gemm", b_layout = "col" })), 0, "257 rows: no swapped tile (n <= 256)")
+  T.eq(#gemm.swap_tiles({ m = 300, n = 1536, k = 8960 }), 0, "swap_tiles: none past 256 rows")
   T.eq((kinds(1, { family = "gemm", b_layout = "row" })), 0, "B row-major: no swap")
   T.eq((kinds(1, { family = "gemm", b_layout = "col", swap_ab = false })), 0, "swap_ab fixed false")
   local eight = false
