@@ -6,16 +6,20 @@ some order."""
 GEMM_ARGS = ["a", "b", "c", "k", "m", "n"]
 
 
-def config(dtype, kv, b_layout="col"):
+def config(dtype, kv, b_layout="col", fixed=None):
     """A family-gemm config dict (Context.compile / generate take it) from key=value pairs joined by
     commas: nested keys (tile.m) become nested dicts, integers and true/false their values, anything
-    else a string; on top of the family, the dtype, the B layout and tile.k = 64.  ValueError names
-    the pair that is not one."""
+    else a string; on top of the family, the dtype, the B layout and tile.k = 64.  fixed: keys the
+    caller sets itself ({key: whose}), refused in kv.  ValueError names the pair that is not one."""
+    fixed = fixed or {}
     cfg = {"family": "gemm", "dtype": dtype, "b_layout": b_layout, "tile": {"k": 64}}
     for item in filter(None, kv.split(",")):
         k, eq, v = item.partition("=")
+        k, v = k.strip(), v.strip()
         if not eq or not k:
             raise ValueError("%r: a config is key=value pairs joined by commas" % item)
+        if k in fixed:
+            raise ValueError("%r: %s is the %s's, not the config's" % (item, k, fixed[k]))
         d = cfg
         parts = k.split(".")
         for part in parts[:-1]:

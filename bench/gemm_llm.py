@@ -84,6 +84,10 @@ def nsets(s):
 
 # ---- choosing (no GPU) --------------------------------------------------------------------------
 
+# what an --extra schedule may not set: each shape's own
+EXTRA_FIXED = {"family": "benchmark", "dtype": "shape", "b_layout": "shape"}
+
+
 def choose(shapes, ncand, db, extras=()):
     """{key: {"names", "configs", "source", "detail", "extra_fails"} or {"error"}}: Context.auto per
     shape, then each of `extras` (key=value configs, bench/gemm_args.py's config: schedules the rule
@@ -103,7 +107,7 @@ def choose(shapes, ncand, db, extras=()):
         a.close()
         for kv in extras:
             try:
-                cfg = gemm_args.config(s["dtype"], kv, s["b_layout"])
+                cfg = gemm_args.config(s["dtype"], kv, s["b_layout"], EXTRA_FIXED)
                 name = ctx.generate(cfg).name
             except Exception as e:   # a bad pair, or a config the generator refuses (its message names the field)
                 ch["extra_fails"]["extra " + kv] = str(e)[:300]
@@ -644,7 +648,7 @@ def main():
     t0 = time.time()
     for kv in args.extra:   # (checked before anything runs: a typo fails here, not at every shape)
         try:
-            gemm_args.config("bf16", kv)
+            gemm_args.config("bf16", kv, "col", EXTRA_FIXED)
         except ValueError as e:
             ap.error("--extra %s" % e)
     chosen = choose(shapes, args.candidates, db, args.extra)

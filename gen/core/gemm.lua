@@ -652,14 +652,14 @@ function M.swap_tiles(shape)
            { bm, 256, 1, "cooperative", true } }
 end
 
--- Thin tiles for a small M (family gemm; M < 64): A's rows rounded up to 8, one consumer, the
--- widths whose rounds cost least (rounds x width, ties: the wider), as fitted_tiles does: any
--- multiple of 16 from 32 with column-major B (N = 10240: 80 wide, 128 tiles; 16 wide would tie
--- in five rounds of tiles each with its own epilogue), 64-column boxes with row-major B.
-function M.thin_tiles(shape, sms, b_col)
+-- Thin tiles for a small M (family gemm with column-major B; M < 64): A's rows rounded up to 8,
+-- one consumer, the widths whose rounds cost least (rounds x width, ties: the wider), as
+-- fitted_tiles does: any multiple of 16 from 32 (N = 10240: 80 wide, 128 tiles; 16 wide would tie
+-- in five rounds of tiles each with its own epilogue).
+function M.thin_tiles(shape, sms)
   if shape.m >= M.SWAP_BELOW then return {} end
   local bm, widths = cdiv(shape.m, 8) * 8, {}
-  for bn = b_col and 32 or 64, 256, b_col and 16 or 64 do
+  for bn = 32, 256, 16 do
     local units = cdiv(shape.n, bn)
     widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * bn }
   end
@@ -677,7 +677,7 @@ local function score_all(shape, fixed, sms, opts)
   if opts.family == "gemm" and fixed.b_layout == "col" and open("tile") then
     tiles = { table.unpack(ENUM_TILES) }
     for _, tl in ipairs(M.fitted_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
-    for _, tl in ipairs(M.thin_tiles(shape, sms, true)) do tiles[#tiles + 1] = tl end
+    for _, tl in ipairs(M.thin_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
     if open("swap_ab") or fixed.swap_ab == true then
       for _, tl in ipairs(M.swap_tiles(shape)) do tiles[#tiles + 1] = tl end
     end

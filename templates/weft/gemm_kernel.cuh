@@ -104,6 +104,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   constexpr bool THIN = !SWAP && BM < 64;
   static_assert(!THIN || (CONSUMERS == 1 && !PINGPONG && CM * CN == 1 && !Src::STORES && !Src::SHARDED && BM % 8 == 0),
                 "a thin tile: family gemm, one consumer, no multicast, whole 8-row groups of A");
+  static_assert(!THIN || Cfg::SMEM_STAGE >= 64 * 128, "a thin tile's stage holds the 64 rows its WGMMA reads");
   // 64-row WGMMA groups per consumer: of the tile's rows, or swapped, of B's
   constexpr int MR = SWAP ? BN / (64 * CONSUMERS) : THIN ? 1 : PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);
   // rows of C a consumer stores per tile (swapped: its columns, MR * 64 of B's rows)

@@ -1,6 +1,7 @@
 // weft/gemm_ring.cuh: the stage ring between the TMA producer and the WGMMA consumers.
 // STAGES buffers (an A stage of BM rows x 128 bytes, then a B stage of BN x 128 bytes, in the
-// 128-byte swizzle TMA writes and WGMMA reads), and per stage two mbarriers:
+// 128-byte swizzle TMA writes and WGMMA reads; a thin tile's stage padded to the 64 rows its
+// WGMMA reads), and per stage two mbarriers:
 //   full[s]   the producer announces a stage's bytes (expect_tx); TMA's complete_tx ends the
 //             phase, so a consumer that sees it may read the stage;
 //   empty[s]  every consumer warp that read stage s arrives (in every CTA that shares it by

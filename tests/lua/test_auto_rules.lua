@@ -293,10 +293,10 @@ T.test("gemm: thin tiles for M < 64 fit their width to the SMs (N = 10240: 16 x 
   T.eq(#thin(64, 10240, col), 0, "64 rows: no thin tile")
   T.eq(#thin(16, 10240, { family = "gemm", b_layout = "row" }), 0, "B row-major: the rule fits no thin width")
   local widths = {}
-  for _, t in ipairs(gemm.thin_tiles({ m = 16, n = 10240, k = 8192 }, 132, true)) do widths[#widths + 1] = t[2] end
+  for _, t in ipairs(gemm.thin_tiles({ m = 16, n = 10240, k = 8192 }, 132)) do widths[#widths + 1] = t[2] end
   T.deq(widths, { 80, 96, 48 }, "the widths by rounds x width: 80 (one round of 128 tiles), 96 (one of 107), 48 (two of 214)")
   widths = {}
-  for _, t in ipairs(gemm.thin_tiles({ m = 1, n = 4096, k = 4096 }, 132, true)) do widths[#widths + 1] = t[2] end
+  for _, t in ipairs(gemm.thin_tiles({ m = 1, n = 4096, k = 4096 }, 132)) do widths[#widths + 1] = t[2] end
   T.deq(widths, { 32, 48, 64 }, "N = 4096: 32 wide (128 tiles), no narrower")
 end)
 
