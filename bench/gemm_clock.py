@@ -24,7 +24,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_args  # noqa: E402
-from gemm_args import launch_args  # noqa: E402
 
 
 def config(dtype, kv):
@@ -65,7 +64,7 @@ def run(args, plan, dt, ctx, variants, torch, weft):
             except Exception as e:
                 raise SystemExit("gemm_clock.py: %s: %s" % (kv, e))
             try:
-                v = launch_args(kern, m, n, k)(a.data_ptr(), b.data_ptr(), c.data_ptr())
+                v = gemm_args.launch_args(kern, m, n, k)(a.data_ptr(), b.data_ptr(), c.data_ptr())
             except RuntimeError as e:
                 raise SystemExit("gemm_clock.py: %s: %s" % (kv, e))
             # (the kernel's name says every field, the family's defaults included: epilogue

@@ -45,7 +45,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gemm_args  # noqa: E402
 import gemm_llm_shapes as S  # noqa: E402
-from gemm_args import launch_args  # noqa: E402
 
 MB = 1 << 20
 L2_BYTES = 60 * MB
@@ -263,7 +262,7 @@ class Bench:
 
     def weft_op(self, name, s):
         k = self.kernels[name]
-        args = launch_args(k, s["m"], s["n"], s["k"])
+        args = gemm_args.launch_args(k, s["m"], s["n"], s["k"])
         cache = {}
 
         def fn(st, stream):

@@ -282,7 +282,8 @@ local function align(x, a) return (x + a - 1) // a * a end
 -- (rendered into the config struct), the manifest carries them (smem_layout), tests/lua checks
 -- them.
 --   stage s     A at s * stage, B at s * stage + b (BM, BN rows x 128 bytes: 64 16-bit k each); a
---               thin tile's stage at least 64 rows (its WGMMA reads 64 rows from A's start)
+--               thin tile's stage at least 64 rows (its WGMMA reads 64 rows from A's start);
+--               load: the bytes TMA writes into a stage (full[s]'s expect_tx), A's box and B's
 --   full, empty STAGES mbarriers each, after the stages
 --   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
@@ -300,7 +301,7 @@ function M.bulk_slices(cfg)
 end
 function M.layout(cfg)
   local t, esize = cfg.tile, common.ESIZE[cfg.dtype]
-  local L = { b = t.m * 128, stage = math.max(t.m + t.n, mma_rows(cfg)) * 128 }
+  local L = { b = t.m * 128, stage = math.max(t.m + t.n, mma_rows(cfg)) * 128, load = (t.m + t.n) * 128 }
   L.full = cfg.stages * L.stage
   L.empty = L.full + 8 * cfg.stages
   L.red_bar = L.empty + 8 * cfg.stages
@@ -354,6 +355,7 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr unsigned SMEM_RED_BAR = %d, SMEM_RED = %d, SMEM_EPI = %d, SMEM_EPI_STAGE = %d;",
       L.red_bar, L.red, L.epi, L.epi_stage),
     string.format("  static constexpr int EPI_BUFS = %d;", L.epi_bufs),
+    string.format("  static constexpr unsigned SMEM_LOAD = %d;", L.load),
     -- swap_ab: the WGMMA's A operand is B's rows, its n A's; ACC_N: the accumulators' columns
     string.format("  static constexpr bool SWAP = %s;", b(M.swapped(cfg))),
     string.format("  static constexpr int ACC_N = %d;", M.wgmma_n(cfg)),
@@ -618,18 +620,28 @@ end
 -- (not multiples of 64: ENUM_TILES has those) whose rounds cost least, rounds x width (ties: the
 -- wider).  cuBLASLt does the same (its kernel names: 176 x 128 at 1024 x 14336 x 4096, 112 x 128
 -- at 256 x 14336 x 4096, 96 x 64 at 128 x 6144 x 4096; bench/RESULTS.md).
+-- The `count` widths of bm-row tiles (multiples of 16 from `lo` to `hi`, with `skip64` not the
+-- multiples of 64) whose rounds cost least, rounds x width (ties: the wider).
+local function cheapest_widths(shape, sms, bm, lo, hi, skip64, count)
+  local widths = {}
+  for bn = lo, hi, 16 do
+    if not (skip64 and bn % 64 == 0) then
+      local units = cdiv(shape.m, bm) * cdiv(shape.n, bn)
+      widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * bn }
+    end
+  end
+  table.sort(widths, function(a, b) if a.cost ~= b.cost then return a.cost < b.cost end return a.bn > b.bn end)
+  local out = {}
+  for i = 1, math.min(count, #widths) do out[i] = widths[i].bn end
+  return out
+end
+
 function M.fitted_tiles(shape, sms)
   local out = {}
   for _, bm in ipairs({ { 128, 2 }, { 64, 1 } }) do
-    local widths = {}
-    for bn = 80, 240, 16 do
-      if bn % 64 ~= 0 then
-        local units = cdiv(shape.m, bm[1]) * cdiv(shape.n, bn)
-        widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * bn }
-      end
+    for _, bn in ipairs(cheapest_widths(shape, sms, bm[1], 80, 240, true, 2)) do
+      out[#out + 1] = { bm[1], bn, bm[2], "cooperative" }
     end
-    table.sort(widths, function(a, b) if a.cost ~= b.cost then return a.cost < b.cost end return a.bn > b.bn end)
-    for i = 1, 2 do out[#out + 1] = { bm[1], widths[i].bn, bm[2], "cooperative" } end
   end
   return out
 end
@@ -658,14 +670,8 @@ end
 -- in five rounds of tiles each with its own epilogue).
 function M.thin_tiles(shape, sms)
   if shape.m >= M.SWAP_BELOW then return {} end
-  local bm, widths = cdiv(shape.m, 8) * 8, {}
-  for bn = 32, 256, 16 do
-    local units = cdiv(shape.n, bn)
-    widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * bn }
-  end
-  table.sort(widths, function(a, b) if a.cost ~= b.cost then return a.cost < b.cost end return a.bn > b.bn end)
-  local out = {}
-  for i = 1, math.min(3, #widths) do out[i] = { bm, widths[i].bn, 1, "cooperative" } end
+  local bm, out = cdiv(shape.m, 8) * 8, {}
+  for _, bn in ipairs(cheapest_widths(shape, sms, bm, 32, 256, false, 3)) do out[#out + 1] = { bm, bn, 1, "cooperative" } end
   return out
 end
 

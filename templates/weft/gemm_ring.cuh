@@ -20,7 +20,7 @@ template <class Cfg> struct Ring {
   static_assert(Cfg::SMEM_FULL % 8 == 0 && Cfg::SMEM_STAGE % 1024 == 0 && Cfg::SMEM_B % 1024 == 0,
                 "the layout keeps stages on the 1024 bytes of their swizzle and barriers on 8");
   // what full[s] expects per fill: A's box and B's (a thin tile's stage is longer: 64 rows at least)
-  static constexpr u32 STAGE_BYTES = (u32)(Cfg::BM + Cfg::BN) * 128;
+  static constexpr u32 STAGE_BYTES = Cfg::SMEM_LOAD;
   static_assert(STAGE_BYTES <= Cfg::SMEM_STAGE, "a stage holds its loads");
   char *base;   // 1024-byte aligned: the swizzle pattern repeats every 1024 bytes
   u64 *full, *empty;
