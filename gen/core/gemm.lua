@@ -454,6 +454,15 @@ M.MODEL = {
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
+  -- split-K where an unsplit schedule already fills the GPU in one round (M >= 64): its estimate
+  -- times SPLIT_FULL.  The model counts a split tile's k-blocks as a wide tile's, but at M = 64-256
+  -- the k-block time is the ring's latency (Little's law: ~1.5 us over the stages in flight), and
+  -- the split's wide tiles have the shallow rings: 256 x 4096 x 14336 ran 128 x 128 c2 split 2 (4
+  -- stages) at 57-60 us, 64 x 128 (8 stages, 128 tiles) at 50-55 (bench/RESULTS.md, tenth
+  -- session: first-pick regret 1.0177 -> 1.0147 on the ninth session's rows, 1.0183 -> 1.0150 on
+  -- the eighth's, 1.0129 -> 1.0114 on the sixth's; any factor from 1.3 up ranks the same).
+  SPLIT_FULL = 1.3,
+  SPLIT_FULL_FRAC = 0.9,     -- "fills": one round of at least this share of the SMs
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -746,6 +755,19 @@ function M.candidates(shape, fixed, dev, opts)
   local want = opts.max or 8
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
   local scored = score_all(shape, fixed, sms, opts)
+  local fills = false
+  for _, s in ipairs(scored) do
+    local units, _, rounds = M.waves(s.r, shape, sms, opts.shards)
+    fills = fills or (shape.m >= M.SWAP_BELOW and s.r.split_k == 1 and rounds == 1 and units >= M.MODEL.SPLIT_FULL_FRAC * sms)
+  end
+  if fills then
+    for _, s in ipairs(scored) do
+      if s.r.split_k > 1 then
+        s.est = s.est * M.MODEL.SPLIT_FULL
+        s.why = s.why .. string.format("; x%.2f: an unsplit schedule fills the GPU in one round", M.MODEL.SPLIT_FULL)
+      end
+    end
+  end
   -- 1 % buckets, then the preference order: the model does not resolve smaller differences
   -- (then the time without the floor, in 5 % buckets: among schedules the copy rate ties, the
   -- one with the most CTAs streaming)
