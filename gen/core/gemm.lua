@@ -448,14 +448,7 @@ M.MODEL = {
                              -- a clock; fitted, eighth session: bench/gemm_rule_regret.lua)
   EPI_ELEMS_PER_US = 16384,  -- per consumer warpgroup, TMA epilogue
   DIRECT = 1.4,              -- direct epilogue, relative
-  RED_ELEMS_PER_US = 1200,   -- split-K's hand-over and its cost beyond (fitted, sixth session), M < 64
-  -- ... from M = 64: at decode the split competes with unsplit tiles on the copy floor, which
-  -- the rate above was fitted on; from 64 rows the partial tile's hand-over costs less: at 130 x
-  -- 1536 x 8960 a swapped 136 x 64 tile ran 17.5 us split 4 and 19.8 split 3 (both two steps;
-  -- 64 x 80 split 2 26.1), so a step of 8704 elements takes at most ~3 us.  Host-fitted on
-  -- bench/data (tenth session): anywhere from 2200 to 3300 moves that one shape's pick of the
-  -- 600 groups there (first-pick 1.50 -> 1.00 of the best in the tenth session's rows), none other.
-  RED_ELEMS_PER_US_WIDE = 2400,
+  RED_ELEMS_PER_US = 1200,   -- split-K's hand-over and its cost beyond (fitted, sixth session)
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   LAUNCH_US = 1.5,
@@ -540,7 +533,7 @@ function M.estimate(cfg, shape, sms, shards)
   local steps = 0
   while (1 << steps) < cfg.split_k do steps = steps + 1 end
   local live = M.swapped(cfg) and 1 or math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m   -- (swapped: B's rows)
-  local unit = kb * t_kb + (pingpong and 0 or epi) + steps * elems * live / (rows >= M.SWAP_BELOW and P.RED_ELEMS_PER_US_WIDE or P.RED_ELEMS_PER_US)
+  local unit = kb * t_kb + (pingpong and 0 or epi) + steps * elems * live / P.RED_ELEMS_PER_US
   local time = rounds * unit + (pingpong and epi or 0)
   local how = string.format("%d round(s) of %d k-blocks", rounds, kb)
   if cfg.split_k_tail then   -- whole tiles on every CTA for the full waves, then the tail split (gemm_sched.cuh)

@@ -131,11 +131,6 @@ T.test("gemm: the choices agree with the measured best configs", function()
   end
   T.ok(col(64, 4096, 14336).split_k > 1, "split-K at 64 x 4096 x 14336 (B col): 64 tiles of 64 x 64 leave half the SMs idle")
   T.ok(col(1, 4096, 14336).split_k > 1, "split-K at decode (the rule is for M >= 64)")
-  -- few column tiles and a long K just past a 64-row multiple: one swapped row block as tall as
-  -- M, split 4 (17.5 us against 64 x 80 split 2's 26.1, tenth session)
-  local w = col(130, 1536, 8960)
-  T.eq(string.format("%s swap %s split %d", w.tile.tag, tostring(w.swap_ab), w.split_k), "136x64x64 swap true split 4",
-    "the swapped whole-M tile at 130 x 1536 x 8960")
 end)
 
 -- A nearest table row is a measured config for another shape: gemm never reuses one (its F.fit),
