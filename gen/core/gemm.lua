@@ -460,7 +460,8 @@ M.MODEL = {
   -- the split's wide tiles have the shallow rings: 256 x 4096 x 14336 ran 128 x 128 c2 split 2 (4
   -- stages) at 57-60 us, 64 x 128 (8 stages, 128 tiles) at 50-55 (bench/RESULTS.md, tenth
   -- session: first-pick regret 1.0177 -> 1.0147 on the ninth session's rows, 1.0183 -> 1.0150 on
-  -- the eighth's, 1.0129 -> 1.0114 on the sixth's; any factor from 1.3 up ranks the same).
+  -- the eighth's, 1.0129 -> 1.0114 on the sixth's, 1.0241 -> 1.0206 and 1.0371 -> 1.0149 on the
+  -- tenth's two calls; any factor from 1.3 up ranks the same).
   SPLIT_FULL = 1.3,
   SPLIT_FULL_FRAC = 0.9,     -- "fills": one round of at least this share of the SMs
 }
@@ -755,10 +756,14 @@ function M.candidates(shape, fixed, dev, opts)
   local want = opts.max or 8
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
   local scored = score_all(shape, fixed, sms, opts)
+  -- (M.MODEL.SPLIT_FULL: split-K ranks after an unsplit schedule that fills the GPU in one round;
+  -- M counted per shard, as the tiles are)
   local fills = false
-  for _, s in ipairs(scored) do
-    local units, _, rounds = M.waves(s.r, shape, sms, opts.shards)
-    fills = fills or (shape.m >= M.SWAP_BELOW and s.r.split_k == 1 and rounds == 1 and units >= M.MODEL.SPLIT_FULL_FRAC * sms)
+  if cdiv(shape.m, opts.shards or 1) >= M.SWAP_BELOW then
+    for _, s in ipairs(scored) do
+      local units, _, rounds = M.waves(s.r, shape, sms, opts.shards)
+      fills = fills or (s.r.split_k == 1 and rounds == 1 and units >= M.MODEL.SPLIT_FULL_FRAC * sms)
+    end
   end
   if fills then
     for _, s in ipairs(scored) do
