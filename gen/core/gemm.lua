@@ -761,8 +761,10 @@ function M.candidates(shape, fixed, dev, opts)
   local fills = false
   if cdiv(shape.m, opts.shards or 1) >= M.SWAP_BELOW then
     for _, s in ipairs(scored) do
-      local units, _, rounds = M.waves(s.r, shape, sms, opts.shards)
-      fills = fills or (s.r.split_k == 1 and rounds == 1 and units >= M.MODEL.SPLIT_FULL_FRAC * sms)
+      if s.r.split_k == 1 then
+        local units, _, rounds = M.waves(s.r, shape, sms, opts.shards)
+        if rounds == 1 and units >= M.MODEL.SPLIT_FULL_FRAC * sms then fills = true; break end
+      end
     end
   end
   if fills then

@@ -95,7 +95,10 @@ end)
 -- The model against bench/RESULTS.md's GEMM tables: each choice is the config measured best there.
 T.test("gemm: the choices agree with the measured best configs", function()
   local F = weft.family_module("gemm")
-  local function choice(m, n, k) return (merged({ family = "gemm" }, F.auto({ m = m, n = n, k = k }, { family = "gemm" }, H200)[1])) end
+  local function choice(m, n, k, b_layout)
+    local fixed = { family = "gemm", b_layout = b_layout }
+    return (merged(fixed, F.auto({ m = m, n = n, k = k }, fixed, H200)[1]))
+  end
   for _, s in ipairs({ { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 8192, 1024, 1024 } }) do
     local c = choice(s[1], s[2], s[3])
     T.eq(c.tile.tag, "128x256x64", "128 x 256 at " .. table.concat(s, "x"))
@@ -121,16 +124,12 @@ T.test("gemm: the choices agree with the measured best configs", function()
   T.ok(choice(64, 4096, 14336).split_k > 1, "split-K where N = 4096 has 32 tiles of 64 x 128")
   -- no split-K where an unsplit schedule fills the GPU in one round (B column-major, as nn.Linear
   -- stores it): 64 x 128 with 8 stages ran 50-55 us at 256 x 4096 x 14336, 128 x 128 split 2 57-60
-  local function col(m, n, k)
-    local fixed = { family = "gemm", b_layout = "col" }
-    return (merged(fixed, F.auto({ m = m, n = n, k = k }, fixed, H200)[1]))
-  end
   for _, s in ipairs({ { 256, 4096, 14336 }, { 128, 8192, 28672 }, { 128, 8192, 29568 } }) do
-    local d = col(s[1], s[2], s[3])
+    local d = choice(s[1], s[2], s[3], "col")
     T.eq(d.tile.tag .. " split " .. d.split_k, "64x128x64 split 1", "unsplit 64 x 128 at " .. table.concat(s, "x"))
   end
-  T.ok(col(64, 4096, 14336).split_k > 1, "split-K at 64 x 4096 x 14336 (B col): 64 tiles of 64 x 64 leave half the SMs idle")
-  T.ok(col(1, 4096, 14336).split_k > 1, "split-K at decode (the rule is for M >= 64)")
+  T.ok(choice(64, 4096, 14336, "col").split_k > 1, "split-K at 64 x 4096 x 14336 (B col): 64 tiles of 64 x 64 leave half the SMs idle")
+  T.ok(choice(1, 4096, 14336, "col").split_k > 1, "split-K at decode (the rule is for M >= 64)")
 end)
 
 -- A nearest table row is a measured config for another shape: gemm never reuses one (its F.fit),
