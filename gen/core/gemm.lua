@@ -464,6 +464,15 @@ M.MODEL = {
   -- tenth's two calls; any factor from 1.3 up ranks the same).
   SPLIT_FULL = 1.3,
   SPLIT_FULL_FRAC = 0.9,     -- "fills": one round of at least this share of the SMs
+  -- SPLIT_FULL also applies, at M >= 64, to every split ring shallower than SPLIT_FULL_DEEP
+  -- stages, and not to a split tile that holds all of M's rows with a deeper one: 128 x 4096 x
+  -- 14336 ran 128 x 64 split 2 (two consumers, 7 stages; swapped, 8) at 36.8-37.5 us, 64 x 64
+  -- unsplit at 42.4-43.1 and 64 x 128 split 2 at 42.6-43.6; off the set, 72 x 4096 x 4096 ran 72
+  -- x 64 swapped split 2 (12 stages) at 14.9 us and 64 x 64 unsplit (two row blocks for 72 rows)
+  -- at 23.5, while 4- and 5-stage splits ran 1.2-1.5x the best at M = 130-224 (bench/RESULTS.md,
+  -- eleventh session: first-pick regret over 55 off-set shapes 1.142 -> 1.059, the set's rows
+  -- 1.0206 -> 1.0192 and 1.0149 -> 1.0083)
+  SPLIT_FULL_DEEP = 6,
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -756,22 +765,27 @@ function M.candidates(shape, fixed, dev, opts)
   local want = opts.max or 8
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
   local scored = score_all(shape, fixed, sms, opts)
-  -- (M.MODEL.SPLIT_FULL: split-K ranks after an unsplit schedule that fills the GPU in one round;
-  -- M counted per shard, as the tiles are)
-  local fills = false
-  if cdiv(shape.m, opts.shards or 1) >= M.SWAP_BELOW then
+  -- M.MODEL.SPLIT_FULL (M >= 64, counted per shard as the tiles are): split-K ranks after the
+  -- unsplit schedules where its ring is shallow, or where an unsplit schedule fills the GPU in one
+  -- round and the split tile does not hold all of M's rows.  "Fills" counts a unit by the rows it
+  -- holds: M = 72 in 64-row tiles is 1.125 row blocks, not 2.
+  local rows = cdiv(shape.m, opts.shards or 1)
+  if rows >= M.SWAP_BELOW then
+    local fills = false
     for _, s in ipairs(scored) do
       if s.r.split_k == 1 then
         local units, _, rounds = M.waves(s.r, shape, sms, opts.shards)
-        if rounds == 1 and units >= M.MODEL.SPLIT_FULL_FRAC * sms then fills = true; break end
+        local held = rows / (cdiv(rows, s.r.tile.m) * s.r.tile.m)
+        if rounds == 1 and units * held >= M.MODEL.SPLIT_FULL_FRAC * sms then fills = true; break end
       end
     end
-  end
-  if fills then
     for _, s in ipairs(scored) do
-      if s.r.split_k > 1 then
+      local shallow = s.r.stages < M.MODEL.SPLIT_FULL_DEEP
+      if s.r.split_k > 1 and (shallow or (fills and s.r.tile.m < rows)) then
         s.est = s.est * M.MODEL.SPLIT_FULL
-        s.why = s.why .. string.format("; x%.2f: an unsplit schedule fills the GPU in one round", M.MODEL.SPLIT_FULL)
+        s.why = s.why .. string.format("; x%.2f: %s", M.MODEL.SPLIT_FULL, shallow
+          and string.format("a split ring of %d stages (fewer than %d)", s.r.stages, M.MODEL.SPLIT_FULL_DEEP)
+          or "an unsplit schedule fills the GPU in one round")
       end
     end
   end

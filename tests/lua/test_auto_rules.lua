@@ -130,6 +130,25 @@ T.test("gemm: the choices agree with the measured best configs", function()
   end
   T.ok(choice(64, 4096, 14336, "col").split_k > 1, "split-K at 64 x 4096 x 14336 (B col): 64 tiles of 64 x 64 leave half the SMs idle")
   T.ok(choice(1, 4096, 14336, "col").split_k > 1, "split-K at decode (the rule is for M >= 64)")
+  -- ... but a split tile as tall as M with a deep ring keeps its rank: 128 x 64 split 2 ran 36.8-37.5
+  -- us at 128 x 4096 x 14336, 64 x 64 unsplit 42.4-43.1 (bench/RESULTS.md, eleventh session)
+  local d = choice(128, 4096, 14336, "col")
+  T.ok(d.split_k > 1 and d.tile.m >= 128 and d.stages >= gemm.MODEL.SPLIT_FULL_DEEP,
+    string.format("split tile as tall as M at 128 x 4096 x 14336 (tile %s, split_k %d, %d stages)", d.tile.tag, d.split_k, d.stages))
+  -- "fills" counts a unit by the rows it holds: M = 72 in 64-row tiles is not two full row blocks,
+  -- so 72 x 4096 x 4096 splits a swapped whole-M tile (14.9 us) rather than running 64 x 64 (23.5)
+  for _, s in ipairs({ { 72, 4096, 4096 }, { 96, 4096, 4096 }, { 130, 4096, 4096 }, { 160, 4096, 14336 } }) do
+    local e = choice(s[1], s[2], s[3], "col")
+    T.ok(e.swap_ab == true and e.split_k > 1 and e.tile.m >= s[1],
+      string.format("a swapped whole-M split tile at %s (tile %s, split_k %d)", table.concat(s, "x"), e.tile.tag, e.split_k))
+  end
+  -- split rings shallower than SPLIT_FULL_DEEP rank after the unsplit ones at M >= 64 (4- and 5-stage
+  -- splits ran 1.2-1.5x the best at M = 130-224)
+  for _, s in ipairs({ { 160, 5120, 13824 }, { 224, 4096, 14336 }, { 256, 4096, 14336 } }) do
+    local e = choice(s[1], s[2], s[3], "col")
+    T.ok(e.split_k == 1 or e.stages >= gemm.MODEL.SPLIT_FULL_DEEP,
+      string.format("no shallow split at %s (tile %s, split_k %d, %d stages)", table.concat(s, "x"), e.tile.tag, e.split_k, e.stages))
+  end
 end)
 
 -- A nearest table row is a measured config for another shape: gemm never reuses one (its F.fit),
