@@ -470,7 +470,7 @@ M.MODEL = {
   -- unsplit at 42.4-43.1 and 64 x 128 split 2 at 42.6-43.6; off the set, 72 x 4096 x 4096 ran 72
   -- x 64 swapped split 2 (12 stages) at 14.9 us and 64 x 64 unsplit (two row blocks for 72 rows)
   -- at 23.5, while 4- and 5-stage splits ran 1.2-1.5x the best at M = 130-224 (bench/RESULTS.md,
-  -- eleventh session: first-pick regret over 61 off-set groups 1.1313 -> 1.0661, the set's rows
+  -- eleventh session: first-pick regret over 62 off-set groups 1.1383 -> 1.0735, the set's rows
   -- 1.0206 -> 1.0192, 1.0149 -> 1.0083 and 1.0177 -> 1.0165)
   SPLIT_FULL_DEEP = 6,
 }
