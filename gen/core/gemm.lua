@@ -634,11 +634,6 @@ function M.tail_split(shape, tl, sp, sms, shards)
   return tail_waves(units, math.max(1, math.min(units, M.coresident(sp[3], sms))), sp[3])
 end
 
--- Tile widths fitted to the waves (family gemm with column-major B, which takes any multiple of
--- 16): for 128-row tiles over two consumers and 64-row tiles over one, the two widths in 80..240
--- (not multiples of 64: ENUM_TILES has those) whose rounds cost least, rounds x width (ties: the
--- wider).  cuBLASLt does the same (its kernel names: 176 x 128 at 1024 x 14336 x 4096, 112 x 128
--- at 256 x 14336 x 4096, 96 x 64 at 128 x 6144 x 4096; bench/RESULTS.md).
 -- The `count` widths of bm-row tiles (multiples of 16 from `lo` to `hi`, with `skip64` not the
 -- multiples of 64) whose rounds cost least, rounds x width (ties: the wider).
 local function cheapest_widths(shape, sms, bm, lo, hi, skip64, count)
@@ -655,6 +650,11 @@ local function cheapest_widths(shape, sms, bm, lo, hi, skip64, count)
   return out
 end
 
+-- Tile widths fitted to the waves (family gemm with column-major B, which takes any multiple of
+-- 16): for 128-row tiles over two consumers and 64-row tiles over one, the two widths in 80..240
+-- (not multiples of 64: ENUM_TILES has those) whose rounds cost least, rounds x width (ties: the
+-- wider).  cuBLASLt does the same (its kernel names: 176 x 128 at 1024 x 14336 x 4096, 112 x 128
+-- at 256 x 14336 x 4096, 96 x 64 at 128 x 6144 x 4096; bench/RESULTS.md).
 function M.fitted_tiles(shape, sms)
   local out = {}
   for _, bm in ipairs({ { 128, 2 }, { 64, 1 } }) do
