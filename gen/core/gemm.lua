@@ -36,8 +36,11 @@ function M.tile_check(v)
   return out
 end
 
+-- The cluster field's form: CTAs along M or along N (one shared operand), 1, 2, 4 or 8; how many a
+-- config may take is the family's rule (M.check: two, or swapped up to 8 along N).
+M.CLUSTER_SIZES = { 1, 2, 4, 8 }
 function M.cluster_check(v)
-  local allowed = "a table { m = <CTAs along M>, n = <CTAs along N> }, each 1 or 2, at most 2 CTAs in all"
+  local allowed = "a table { m = <CTAs along M>, n = <CTAs along N> }, each 1, 2, 4 or 8, one of them 1"
   if type(v) ~= "table" then return nil, allowed end
   for key in pairs(v) do
     if key ~= "m" and key ~= "n" then return nil, allowed .. " (unknown key " .. tostring(key) .. ")" end
@@ -46,10 +49,12 @@ function M.cluster_check(v)
   for _, key in ipairs({ "m", "n" }) do
     local x = v[key] == nil and 1 or v[key]
     local iv = math.type(x) == "integer" and x or (type(x) == "number" and math.tointeger(x))
-    if iv ~= 1 and iv ~= 2 then return nil, allowed .. " (" .. key .. " is not 1 or 2)" end
+    if not has(M.CLUSTER_SIZES, iv) then return nil, allowed .. " (" .. key .. " is not 1, 2, 4 or 8)" end
     out[key] = iv
   end
-  if out.m * out.n > 2 then return nil, allowed .. " (" .. out.m * out.n .. " CTAs)" end
+  if out.m > 1 and out.n > 1 then
+    return nil, allowed .. " (" .. out.m * out.n .. " CTAs along both: weft's clusters share one operand)"
+  end
   out.tag = string.format("%dx%d", out.m, out.n)
   return out
 end
@@ -78,7 +83,8 @@ function M.fields(pre)
         .. "taking turns, so one's epilogue overlaps the other's WGMMAs)" },
     cluster = { name = "cluster", kind = "custom", check = M.cluster_check, default = { m = 1, n = 1 }, tag = "cl",
       doc = pre .. "CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
-        .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA" },
+        .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA. At most 2 CTAs; "
+        .. "with swap_ab, n = 2, 4 or 8 (B's row blocks sharing A's rows)" },
     split_k = { name = "split_k", kind = "int", min = 1, max = M.MAX_SPLIT_K, default = 1, tag = "sk",
       doc = pre .. "cooperative: S > 1 = a cluster of S CTAs per tile, each over 1/S of K; their f32 partial sums "
         .. "meet in the first through distributed shared memory, in a fixed tree (the same bits every run). For "
@@ -93,7 +99,8 @@ function M.fields(pre)
     swap_ab = { name = "swap_ab", kind = "bool", default = false, tag = "sw",
       doc = pre .. "family gemm, b_layout = \"col\", decode: B's rows are the WGMMA's 64-row side (tile.n in {64, 128, "
         .. "192, 256}) and A's rows its N side (tile.m = 8, 16, ..., 256), so a tile is as tall as M needs (M = 1: "
-        .. "8 rows, not 64) and the ring holds B, not A's padding; cooperative, no cluster, direct epilogue" },
+        .. "8 rows, not 64) and the ring holds B, not A's padding; cooperative, direct epilogue; a cluster only along N "
+        .. "(n = 2, 4, 8: A's rows read once for as many tiles of B, unsplit)" },
     l2_promotion = { name = "l2_promotion", kind = "custom", check = M.l2_promotion_check, default = "auto", tag = "l2p",
       doc = pre .. "family gemm: the L2 promotion of A's and B's tensor maps, in bytes (0, 64, 128 or 256: how much "
         .. "L2 fetches around each TMA box row); auto: 128 with swap_ab or a tile under 64 rows (a decode tile "
@@ -164,8 +171,12 @@ local function check_swapped(cfg, errs)
       .. "%d consumer warpgroup(s): %s", cfg.consumers, cfg.consumers == 2 and "128 or 256" or "64, 128, 192 or 256"))
   end
   if cfg.mma == "pingpong" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
-  if cfg.cluster.m * cfg.cluster.n > 1 then
-    errs.add("cluster", cfg.cluster.tag, "swap_ab takes no multicast cluster: cluster = { m = 1, n = 1 }")
+  if cfg.cluster.m > 1 then
+    errs.add("cluster", cfg.cluster.tag, "swap_ab shares A's rows (the small operand) along N only: cluster = "
+      .. "{ m = 1, n = 1, 2, 4 or 8 }")
+  elseif cfg.cluster.n > 1 and cfg.split_k > 1 then
+    errs.add("split_k", cfg.split_k, "split-K's cluster is its CTAs along K; with cluster.n > 1 leave split_k = 1 "
+      .. "(no multicast with it)")
   end
   if cfg.epilogue ~= "direct" then
     errs.add("epilogue", cfg.epilogue, 'swap_ab stores C (transposed) from the accumulators: epilogue = "direct"')
@@ -224,6 +235,10 @@ function M.check(cfg, errs)
         .. "of B's box per CTA of a cluster in whole 8-row groups)"
       or "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)"
         .. (cfg.family == "gemm" and '; with b_layout = "col", any multiple of 16 up to 256' or ""))
+  end
+  if cfg.cluster.m * cfg.cluster.n > 2 then
+    errs.add("cluster", cfg.cluster.tag, "at most 2 CTAs per multicast cluster (clusters of 4 or 8 along N are "
+      .. "swap_ab's: family gemm, b_layout = \"col\")")
   end
   if cfg.split_k > 1 and cfg.mma == "pingpong" then
     errs.add("split_k", cfg.split_k, 'split-K adds partial sums of cooperative tiles; use mma = "cooperative"')
@@ -380,12 +395,13 @@ function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 
 -- Tensor maps over A (`rows` of it: "m", or "m/ranks" for a shard) and B: with a cluster each
 -- CTA loads its part of the shared tile: A's rows split over cluster.n, column-major B's over
--- cluster.m (row-major B comes in 64-column boxes, shared out whole).
+-- cluster.m (row-major B comes in 64-column boxes, shared out whole).  Swapped, A's box stays
+-- whole: the CTAs along N take turns by k-block (weft/gemm_kernel.cuh).
 -- A family with the l2_promotion field sets it on both (without it the runtime's default, 256).
 function M.tmaps_ab(cfg, rows)
   local t, cl, dt = cfg.tile, cfg.cluster, cfg.dtype
   local maps = {
-    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128 },
+    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, M.swapped(cfg) and t.m or t.m // cl.n }, swizzle = 128 },
     cfg.b_layout == "row" and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
       or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
   }
@@ -719,6 +735,9 @@ local function score_all(shape, fixed, sms, opts)
       local full, split = 0, 0
       if sp[4] and opts.has_tail then full, split = M.tail_split(shape, tl, sp, sms, opts.shards) end
       if sp[4] and not (full > 0 and split > 0) then goto next_split end
+      -- (swapped tiles take no cluster here: sharing A along N ran no faster than without at
+      -- M = 72-300, bench/RESULTS.md, twelfth session; a user may still set one)
+      if tl[5] and sp[1] * sp[2] > 1 then goto next_split end
       for e, epi in ipairs({ "tma", "direct" }) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
                     cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,

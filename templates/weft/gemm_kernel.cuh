@@ -28,11 +28,14 @@
 // wait could otherwise see an older phase of the same stage).  Otherwise (cooperative) both
 // split every tile by rows.
 //
-// Multicast clusters (CM x CN CTAs, CM * CN <= 2): a cluster takes CM x CN neighbouring tiles at once --
-// CM row blocks sharing one column block of B, or CN column blocks sharing one row block of A.
-// The shared operand is loaded once per cluster: each CTA loads its part and multicasts it to
-// every CTA, so each full[s] still receives a whole stage (its expect_tx is unchanged) from
-// several copies.  A stage may be refilled only when the consumers of every CTA are done with
+// Multicast clusters (CM x CN CTAs, CM * CN <= 2; swapped, CN <= 8): a cluster takes CM x CN
+// neighbouring tiles at once -- CM row blocks sharing one column block of B, or CN column blocks
+// sharing one row block of A.  The shared operand is loaded once per cluster: each CTA loads its
+// part and multicasts it to every CTA, so each full[s] still receives a whole stage (its
+// expect_tx is unchanged) from several copies.  A part is a slice of the box's rows, or swapped
+// (A_BY_K), the whole A box of every CN-th k-block: a swapped tile's rows (M's, 8 to 256) seldom
+// split into whole 8-row swizzle groups, and its A box is the small operand, so the CTAs take
+// turns issuing it.  A stage may be refilled only when the consumers of every CTA are done with
 // it (one of them writes into the others' shared memory): each consumer warp arrives on
 // empty[s] of every CTA of the cluster.  The CTAs of a cluster walk the same tiles in the same
 // order; a tile past the matrix edge still loads and multiplies (TMA fills zeros) so that its
@@ -46,7 +49,8 @@
 // group, split over the consumers) times A's BM rows as its n (8, 16, ...), so an M of 1 loads
 // an 8-row A box instead of a 64-row one and the ring's bytes are B's.  The loads and the
 // schedule are the plain GEMM's (tiles of BM rows x BN columns of C); the consumers store the
-// transposed accumulators straight to C.
+// transposed accumulators straight to C.  A cluster of CN along N reads A's box once for CN
+// tiles of B's rows (the L2 is what binds at M of 64-256 with a long K).
 //
 // THIN (family gemm, unswapped, BM < 64: decode): A's box is BM rows (8, 16, ..., 56), so the
 // ring holds B and the rows M has; the one consumer's m64 WGMMA reads 64 rows from the stage's A,
@@ -92,14 +96,15 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   constexpr bool PINGPONG = Cfg::PINGPONG;
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
-  static_assert(CM * CN <= 2, "multicast clusters of at most two CTAs");
+  constexpr bool SWAP = Cfg::SWAP;
+  static_assert(SWAP ? CM == 1 && (CN == 1 || CN == 2 || CN == 4 || CN == 8) : CM * CN <= 2,
+                "multicast clusters of at most two CTAs; swapped, A shared along N by 2, 4 or 8");
   static_assert(SPLITK >= 1 && SPLITK <= 8 && (SPLITK == 1 || CM * CN == 1), "split-K: 2..8 CTAs along K, no multicast");
   static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
   constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
   constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
-  constexpr bool SWAP = Cfg::SWAP;
-  static_assert(!SWAP || (!PINGPONG && CM * CN == 1 && !Cfg::EPI_TMA && !Cfg::B_ROW && !Src::STORES && !Src::SHARDED),
-                "swap_ab: family gemm, cooperative, no multicast, B column-major, the direct epilogue");
+  static_assert(!SWAP || (!PINGPONG && !Cfg::EPI_TMA && !Cfg::B_ROW && !Src::STORES && !Src::SHARDED),
+                "swap_ab: family gemm, cooperative, B column-major, the direct epilogue");
   constexpr int ACC_N = Cfg::ACC_N;                                 // the accumulators' columns (the WGMMA's n)
   constexpr bool THIN = !SWAP && BM < 64;
   static_assert(!THIN || (CONSUMERS == 1 && !PINGPONG && CM * CN == 1 && !Src::STORES && !Src::SHARDED && BM % 8 == 0),
@@ -158,7 +163,10 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       }
       Pipe<STAGES> p;
       constexpr u16 ALL = (u16)((1u << SHARE) - 1);
-      constexpr int AROWS = BM / CN;    // rows of A this CTA loads (CN > 1: its part, multicast)
+      // A's part this CTA loads and multicasts (CN > 1): swapped, the whole box on k-blocks kb with
+      // kb % CN == crank; else AROWS of its rows on every k-block
+      constexpr bool A_BY_K = SWAP && CN > 1;
+      constexpr int AROWS = A_BY_K ? BM : BM / CN;
       const int items = walk.count();
       // the issuing lane by elect.sync, not lane == 0: ptxas then knows one lane runs the loads
       // and keeps their operands in uniform registers (under lane == 0 it wrapped every TMA
@@ -168,12 +176,13 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         const GemmWork w = walk.item(src, i);
         src.producer_wait(w.s, lane);
         if (leader) {
-          const int a_off = CN > 1 ? crank * AROWS : 0;
+          const int a_off = CN > 1 && !A_BY_K ? crank * AROWS : 0;
           for (int kb = w.kb0; kb < w.kb1; ++kb) {
             mbar_wait(&ring.empty[p.s], p.phase ^ 1);
             u64 *full = &ring.full[p.s];
             mbar_arrive_expect(full, Ring<Cfg>::STAGE_BYTES);
-            src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, w.bm * BM + a_off, w.s, full, ALL);
+            if (!A_BY_K || kb % CN == crank)
+              src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, w.bm * BM + a_off, w.s, full, ALL);
             load_b<BN, Cfg::B_ROW, CM>(ring.b(p.s), tb, kb, w.bn * BN, full, crank);
             p.next();
           }

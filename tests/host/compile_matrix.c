@@ -488,6 +488,14 @@ static const entry matrix[] = {
    {"m64n256k16"}},
   {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=40", "tile.n=256", "consumers=2", "stages=4"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16"}, {"m64n256k16"}},
+  /* ... a cluster of 4 along N sharing A's 72-row box (m64n72k16): the CTAs take turns multicasting
+   * it, one k-block each, and release every stage in all four; B is each CTA's own (no split-K) */
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=72", "tile.n=64", "consumers=1", "stages=12",
+                "cluster.n=4"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n72k16.f32.bf16.bf16",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+    "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.wait.acquire", "st.global.u16"},
+   {"st.shared::cluster.v4.f32", "st.global.u32"}},
   /* thin tiles (decode, unswapped, tile.m < 64): A's box is tile.m rows, so full[s] expects
    * (tile.m + tile.n) x 128 bytes, while the m64 WGMMA reads 64 rows from the stage's start (a
    * stage of at least 64 rows): 16 x 80 stores C from the accumulators (32-bit pairs, not

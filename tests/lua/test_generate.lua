@@ -807,7 +807,7 @@ local function candidates(f, base)
     for _, t in ipairs(AG_TILES) do add(t) end
   elseif f.kind == "custom" and f.name == "cluster" then   -- ag_gemm's { m, n }: two accepted, two refused
     seen[lua_text(base)] = true
-    for _, c in ipairs({ { m = 2, n = 1 }, { m = 1, n = 2 }, { m = 2, n = 2 }, { m = 4, n = 1 } }) do add(c) end
+    for _, c in ipairs({ { m = 2, n = 1 }, { m = 1, n = 2 }, { m = 2, n = 2 }, { m = 3, n = 1 } }) do add(c) end
   elseif f.kind == "custom" and f.name == "eps" then   -- rmsnorm (0 and 1 are the range's ends)
     for _, e in ipairs({ 1e-5, 0, 1, 0.5, "arg", -1e-6, 2, "config" }) do add(e) end
   elseif f.kind == "custom" and f.name == "ranks" then   -- 0, 9 and a string are refused
