@@ -374,6 +374,7 @@ function M.cfg_struct(name, cfg, L, extra)
     -- swap_ab: the WGMMA's A operand is B's rows, its n A's; ACC_N: the accumulators' columns
     string.format("  static constexpr bool SWAP = %s;", b(M.swapped(cfg))),
     string.format("  static constexpr int ACC_N = %d;", M.wgmma_n(cfg)),
+    "  static constexpr bool A_BY_K = " .. b(M.a_by_k(cfg)) .. ";",
   }
   for _, x in ipairs(extra or {}) do lines[#lines + 1] = "  " .. x end
   lines[#lines + 1] = "};"
@@ -393,15 +394,18 @@ end
 -- Threads per CTA: the producer's warpgroup and the consumers'.
 function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 
+-- A swapped tile shared along N whose rows do not split into whole 8-row groups (72 over 4): each
+-- CTA multicasts A's whole box on its turn of k-blocks (weft/gemm_kernel.cuh), not a slice of it.
+function M.a_by_k(cfg) return M.swapped(cfg) and cfg.cluster.n > 1 and cfg.tile.m % (8 * cfg.cluster.n) ~= 0 end
+
 -- Tensor maps over A (`rows` of it: "m", or "m/ranks" for a shard) and B: with a cluster each
 -- CTA loads its part of the shared tile: A's rows split over cluster.n, column-major B's over
--- cluster.m (row-major B comes in 64-column boxes, shared out whole).  Swapped, A's box stays
--- whole: the CTAs along N take turns by k-block (weft/gemm_kernel.cuh).
+-- cluster.m (row-major B comes in 64-column boxes, shared out whole); A's whole box with a_by_k.
 -- A family with the l2_promotion field sets it on both (without it the runtime's default, 256).
 function M.tmaps_ab(cfg, rows)
   local t, cl, dt = cfg.tile, cfg.cluster, cfg.dtype
   local maps = {
-    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, M.swapped(cfg) and t.m or t.m // cl.n }, swizzle = 128 },
+    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, M.a_by_k(cfg) and t.m or t.m // cl.n }, swizzle = 128 },
     cfg.b_layout == "row" and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
       or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
   }

@@ -32,14 +32,13 @@
 // neighbouring tiles at once -- CM row blocks sharing one column block of B, or CN column blocks
 // sharing one row block of A.  The shared operand is loaded once per cluster: each CTA loads its
 // part and multicasts it to every CTA, so each full[s] still receives a whole stage (its
-// expect_tx is unchanged) from several copies.  A part is a slice of the box's rows, or swapped
-// (A_BY_K), the whole A box of every CN-th k-block: a swapped tile's rows (M's, 8 to 256) seldom
-// split into whole 8-row swizzle groups, and its A box is the small operand, so the CTAs take
-// turns issuing it.  A stage may be refilled only when the consumers of every CTA are done with
-// it (one of them writes into the others' shared memory): each consumer warp arrives on
-// empty[s] of every CTA of the cluster.  The CTAs of a cluster walk the same tiles in the same
-// order; a tile past the matrix edge still loads and multiplies (TMA fills zeros) so that its
-// partner's stages complete, and stores nothing.  The cluster synchronises once the barriers
+// expect_tx is unchanged) from several copies.  A part is a slice of the box's rows, or where a
+// swapped tile's rows (M's, 8 to 256) do not split into whole 8-row swizzle groups (A_BY_K), the
+// whole A box of every CN-th k-block: the CTAs take turns issuing it.  A stage may be refilled
+// only when the consumers of every CTA are done with it (one of them writes into the others'
+// shared memory): each consumer warp arrives on empty[s] of every CTA of the cluster.  The CTAs
+// of a cluster walk the same tiles in the same order; a tile past the matrix edge still loads and
+// multiplies (TMA fills zeros) so that its partner's stages complete, and stores nothing.  The cluster synchronises once the barriers
 // exist (before any CTA writes into another) and again before exit (no CTA leaves while a
 // partner may still arrive on its barriers).
 //
@@ -163,9 +162,10 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       }
       Pipe<STAGES> p;
       constexpr u16 ALL = (u16)((1u << SHARE) - 1);
-      // A's part this CTA loads and multicasts (CN > 1): swapped, the whole box on k-blocks kb with
-      // kb % CN == crank; else AROWS of its rows on every k-block
-      constexpr bool A_BY_K = SWAP && CN > 1;
+      // A's part this CTA loads and multicasts (CN > 1): Cfg::A_BY_K, the whole box on k-blocks kb
+      // with kb % CN == crank; else AROWS of its rows on every k-block
+      constexpr bool A_BY_K = Cfg::A_BY_K;
+      static_assert(!A_BY_K || (SWAP && CN > 1), "A by k-block: a swapped tile's A shared along N");
       constexpr int AROWS = A_BY_K ? BM : BM / CN;
       const int items = walk.count();
       // the issuing lane by elect.sync, not lane == 0: ptxas then knows one lane runs the loads
