@@ -690,14 +690,26 @@ end
 -- up to 256, one row block as tall as M (no 64-row padding of its last block: M = 130 is 136, not
 -- 3 x 64) over 64 of B's rows on one consumer or 128 on two -- for few column tiles and a long K
 -- with split-K (130 x 1536 x 8960: 136 x 64 split 4, 16.8 us against 64 x 128 split 3's 21.3;
--- bench/RESULTS.md, ninth session).  The model ranks them first nowhere in the published set.
+-- bench/RESULTS.md, ninth session).  And for M from 64 up, M cut into 2 or 3 row blocks (of 64 to
+-- 256 rows, multiples of 8) over 64 of B's rows with a deep ring, as cuBLASLt cuts it at M = 72-300
+-- (200 = 3 x 72 or 2 x 104): 200 x 2048 x 7168 ran 104 x 64 split 2 at 18.9 us, where the best
+-- without them was 64 x 64 at 22.3-23.2 and cuBLASLt took 16.9-17.5 (bench/RESULTS.md, twelfth
+-- session: first-pick regret over 66 off-set groups 1.0778 -> 1.0701, the set's rows 1.0192 ->
+-- 1.0171 and 1.0165 -> 1.0144).
 M.SWAP_BELOW = 64
 M.SWAP_WHOLE_M = 256
+M.SWAP_BLOCKS = 3
+
 function M.swap_tiles(shape)
   local bm = cdiv(shape.m, 8) * 8
   if shape.m >= M.SWAP_BELOW then
-    if bm > M.SWAP_WHOLE_M then return {} end
-    return { { bm, 64, 1, "cooperative", true }, { bm, 128, 2, "cooperative", true } }
+    local out = {}
+    if bm <= M.SWAP_WHOLE_M then out = { { bm, 64, 1, "cooperative", true }, { bm, 128, 2, "cooperative", true } } end
+    for r = 2, M.SWAP_BLOCKS do
+      local b = cdiv(cdiv(shape.m, r), 8) * 8
+      if b >= 64 and b <= M.SWAP_WHOLE_M then out[#out + 1] = { b, 64, 1, "cooperative", true } end
+    end
+    return out
   end
   return { { bm, 64, 1, "cooperative", true }, { bm, 128, 1, "cooperative", true }, { bm, 192, 1, "cooperative", true },
            { bm, 256, 1, "cooperative", true } }

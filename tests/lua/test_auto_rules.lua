@@ -137,10 +137,20 @@ T.test("gemm: the choices agree with the measured best configs", function()
     string.format("split tile as tall as M at 128 x 4096 x 14336 (tile %s, split_k %d, %d stages)", d.tile.tag, d.split_k, d.stages))
   -- "fills" counts a unit by the rows it holds: M = 72 in 64-row tiles is not two full row blocks,
   -- so 72 x 4096 x 4096 splits a swapped whole-M tile (14.9 us) rather than running 64 x 64 (23.5)
-  for _, s in ipairs({ { 72, 4096, 4096 }, { 96, 4096, 4096 }, { 130, 4096, 4096 }, { 160, 4096, 14336 } }) do
+  for _, s in ipairs({ { 72, 4096, 4096 }, { 96, 4096, 4096 }, { 160, 4096, 14336 } }) do
     local e = choice(s[1], s[2], s[3], "col")
     T.ok(e.swap_ab == true and e.split_k > 1 and e.tile.m >= s[1],
       string.format("a swapped whole-M split tile at %s (tile %s, split_k %d)", table.concat(s, "x"), e.tile.tag, e.split_k))
+  end
+  -- ... and M cut in two row blocks of a swapped tile over 64 of B's rows, as cuBLASLt cuts it: 200 x
+  -- 2048 x 7168 ran 104 x 64 split 2 at 18.9 us, 224 x 2048 x 7168 112 x 64 split 2 at 18.2, where
+  -- the best before were 22.3 and 21.4; 130 x 4096 x 4096 72 x 64 unsplit at 14.6 (136 x 64 split 2:
+  -- 15.4; bench/RESULTS.md, twelfth session)
+  for _, s in ipairs({ { 200, 2048, 7168, 104 }, { 224, 2048, 7168, 112 }, { 130, 4096, 4096, 72 } }) do
+    local e = choice(s[1], s[2], s[3], "col")
+    T.ok(e.swap_ab == true and e.tile.m == s[4] and e.tile.n == 64,
+      string.format("two swapped row blocks of %d at %dx%dx%d (tile %s, split_k %d)", s[4], s[1], s[2], s[3], e.tile.tag,
+        e.split_k))
   end
   -- split rings shallower than SPLIT_FULL_DEEP rank after the unsplit ones at M >= 64 (4- and 5-stage
   -- splits ran 1.2-1.5x the best at M = 130-224)
@@ -277,14 +287,26 @@ T.test("gemm: swapped tiles for M <= 256 with column-major B, beside the best un
     for bm in pairs(rows) do T.eq(bm, want, m .. ": A's rows rounded up to 8") end
   end
   -- from 64 rows to 256: one swapped row block as tall as M (A's rows as n), B's rows in 64 on one
-  -- consumer or 128 on two, for few column tiles and long K (130 x 1536 x 8960: 136 x 64 split 4)
-  for _, m in ipairs({ 64, 130, 256 }) do
-    local sw, _, rows = kinds(m, { family = "gemm", b_layout = "col" })
-    T.ok(sw > 0, m .. " rows: a whole-M swapped candidate")
-    for bm in pairs(rows) do T.eq(bm, (m + 7) // 8 * 8, m .. ": one row block of M rounded up to 8") end
+  -- consumer or 128 on two, for few column tiles and long K (130 x 1536 x 8960: 136 x 64 split 4);
+  -- and from 64 rows on, M in 2 or 3 row blocks of 64 to 256 rows over 64 of B's
+  local function blocks(m)
+    local ok = { [(m + 7) // 8 * 8] = m <= 256 }
+    for r = 2, gemm.SWAP_BLOCKS do
+      local b = ((m + r - 1) // r + 7) // 8 * 8
+      if b >= 64 and b <= 256 then ok[b] = true end
+    end
+    return ok
   end
-  T.eq((kinds(257, { family = "gemm", b_layout = "col" })), 0, "257 rows: no swapped tile (n <= 256)")
-  T.eq(#gemm.swap_tiles({ m = 300, n = 1536, k = 8960 }), 0, "swap_tiles: none past 256 rows")
+  for _, m in ipairs({ 64, 130, 256, 300 }) do
+    local sw, _, rows = kinds(m, { family = "gemm", b_layout = "col" })
+    T.ok(sw > 0, m .. " rows: a swapped candidate")
+    local ok = blocks(m)
+    for bm in pairs(rows) do T.ok(ok[bm], m .. ": " .. bm .. " rows, M in one, two or three blocks rounded up to 8") end
+  end
+  T.eq(#gemm.swap_tiles({ m = 130, n = 4096, k = 4096 }), 3, "swap_tiles at 130 rows: 136 x 64, 136 x 128, 72 x 64")
+  T.eq(#gemm.swap_tiles({ m = 300, n = 1536, k = 8960 }), 2, "swap_tiles at 300 rows: 152 x 64 and 104 x 64")
+  T.eq((kinds(769, { family = "gemm", b_layout = "col" })), 0, "769 rows: no swapped tile (three blocks of 264 > 256)")
+  T.eq(#gemm.swap_tiles({ m = 769, n = 1536, k = 8960 }), 0, "swap_tiles: none past 3 x 256 rows")
   T.eq((kinds(1, { family = "gemm", b_layout = "row" })), 0, "B row-major: no swap")
   T.eq((kinds(1, { family = "gemm", b_layout = "col", swap_ab = false })), 0, "swap_ab fixed false")
   local eight = false
