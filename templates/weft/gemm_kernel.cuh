@@ -38,9 +38,9 @@
 // only when the consumers of every CTA are done with it (one of them writes into the others'
 // shared memory): each consumer warp arrives on empty[s] of every CTA of the cluster.  The CTAs
 // of a cluster walk the same tiles in the same order; a tile past the matrix edge still loads and
-// multiplies (TMA fills zeros) so that its partner's stages complete, and stores nothing.  The cluster synchronises once the barriers
-// exist (before any CTA writes into another) and again before exit (no CTA leaves while a
-// partner may still arrive on its barriers).
+// multiplies (TMA fills zeros) so that its partner's stages complete, and stores nothing.  The
+// cluster synchronises once the barriers exist (before any CTA writes into another) and again
+// before exit (no CTA leaves while a partner may still arrive on its barriers).
 //
 // SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed tree (weft/gemm_splitk.cuh).
 //
@@ -49,7 +49,8 @@
 // an 8-row A box instead of a 64-row one and the ring's bytes are B's.  The loads and the
 // schedule are the plain GEMM's (tiles of BM rows x BN columns of C); the consumers store the
 // transposed accumulators straight to C.  A cluster of CN along N reads A's box once for CN
-// tiles of B's rows (the L2 is what binds at M of 64-256 with a long K).
+// tiles of B's rows (measured no faster than without a cluster at M = 72-256, where cuBLASLt
+// uses such clusters: bench/RESULTS.md, twelfth session).
 //
 // THIN (family gemm, unswapped, BM < 64: decode): A's box is BM rows (8, 16, ..., 56), so the
 // ring holds B and the rows M has; the one consumer's m64 WGMMA reads 64 rows from the stage's A,
