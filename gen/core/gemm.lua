@@ -405,7 +405,8 @@ function M.a_by_k(cfg) return M.swapped(cfg) and cfg.cluster.n > 1 and cfg.tile.
 function M.tmaps_ab(cfg, rows)
   local t, cl, dt = cfg.tile, cfg.cluster, cfg.dtype
   local maps = {
-    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, M.a_by_k(cfg) and t.m or t.m // cl.n }, swizzle = 128 },
+    { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, M.a_by_k(cfg) and t.m or t.m // cl.n },
+      swizzle = 128 },
     cfg.b_layout == "row" and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
       or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
   }
