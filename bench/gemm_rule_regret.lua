@@ -121,5 +121,9 @@ for i = 1, math.min(worst_n, #rows) do
   local w = rows[i]
   print(string.format("%s  %s  %s", w.r == math.huge and "   -" or string.format("%.3f", w.r), w.id, w.pick))
 end
-print(string.format("first pick / best measured: geomean %.4f over %d group(s); %d first pick(s) not measured",
-  n > 0 and math.exp(lsum / n) or 0 / 0, n, missing))
+if n == 0 then
+  print(string.format("first pick / best measured: no group's first pick was measured; %d first pick(s) not measured", missing))
+else
+  print(string.format("first pick / best measured: geomean %.4f over %d group(s); %d first pick(s) not measured",
+    math.exp(lsum / n), n, missing))
+end
