@@ -7,6 +7,7 @@ timed, `--extra` schedules included (the tuning database holds only the checked 
 The config is read back from family gemm's kernel name (gen/core/weft.lua kernel_name: every field
 in schema order, each as its tag and value).  A name of another form stops the conversion with the
 file, the line and the name: a new field in the schema must be added here."""
+import math
 import re
 import sys
 
@@ -34,10 +35,10 @@ def rows(path, lines):
             raise ValueError("%s: kernel %r: not family gemm's name as this tool knows it (gen/core/weft.lua kernel_name)"
                              % (where, f[2]))
         try:
-            if not float(us) > 0:
+            if not (math.isfinite(float(us)) and float(us) > 0):
                 raise ValueError
         except ValueError:
-            raise ValueError("%s: graph_us %r: want a positive number" % (where, us)) from None
+            raise ValueError("%s: graph_us %r: want a positive, finite number" % (where, us)) from None
         cfg = dict(zip(FIELDS, name.groups()))
         for b in BOOLS:
             cfg[b] = "true" if cfg[b] == "1" else "false"
