@@ -97,6 +97,7 @@ if #order == 0 then
 end
 
 local lsum, n, missing, rows = 0, 0, 0, {}
+local msum, mn = 0, 0
 for _, id in ipairs(order) do
   local gr = groups[id]
   local list = gemm.candidates(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, { sms = 132 },
@@ -106,6 +107,18 @@ for _, id in ipairs(order) do
     local c = { family = "gemm", dtype = gr.dtype, b_layout = gr.b_layout }
     for k, v in pairs(list[1]) do if k ~= "why" then c[k] = v end end
     pick = name_of(c)
+  end
+  -- the rule's order among the measured configs: its first entry that was measured
+  local ranked = gemm.ranked(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, 132,
+    { family = "gemm", has_pdl = true, has_tail = true })
+  for _, s in ipairs(ranked) do
+    local c = { family = "gemm", dtype = gr.dtype, b_layout = gr.b_layout }
+    for k, v in pairs(s.c) do c[k] = v end
+    local nm = name_of(c)
+    if nm and gr.times[nm] then
+      msum, mn = msum + math.log(gr.times[nm] / gr.best), mn + 1
+      break
+    end
   end
   local t = pick and gr.times[pick]
   if t then
@@ -126,4 +139,8 @@ if n == 0 then
 else
   print(string.format("first pick / best measured: geomean %.4f over %d group(s); %d first pick(s) not measured",
     math.exp(lsum / n), n, missing))
+end
+if mn > 0 then
+  print(string.format("first measured in the rule's order / best measured: geomean %.4f over %d group(s)",
+    math.exp(msum / mn), mn))
 end

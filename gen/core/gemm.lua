@@ -494,6 +494,15 @@ M.MODEL = {
   -- eleventh session: first-pick regret over 62 off-set groups 1.1383 -> 1.0735, the set's rows
   -- 1.0206 -> 1.0192, 1.0149 -> 1.0083 and 1.0177 -> 1.0165)
   SPLIT_FULL_DEEP = 6,
+  -- One round of unswapped tiles at M >= 64 whose last row block is partly past M: the estimate
+  -- times 1 + WASTE x (the share of the tiles' rows past M).  The model counts a CTA's k-blocks,
+  -- not the L2 traffic of the extra row block's CTAs, each streaming the same B tiles for a few
+  -- rows; swapped tiles hold M's rows as the WGMMA's n (multiples of 8).  130 x 5120 x 13824 ran
+  -- 64 x 160 (three row blocks, 2 rows in the last) at 63.7-65.0 us, swapped 136 x 64 at
+  -- 46.3-49.3; at M = 64, 128 and 256 nothing moves (bench/RESULTS.md, thirteenth session:
+  -- first-measured regret over the off-set rows 1.0735 -> 1.0384 and 1.0921 -> 1.0591, the set's
+  -- 1.0192 -> 1.0167, 1.0165 -> 1.0141, 1.0159 -> 1.0154; 0.5 and 1.0 were worse)
+  WASTE = 0.75,
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -573,6 +582,11 @@ function M.estimate(cfg, shape, sms, shards)
     time = full * (kb_all * t_kb + epi) + (left > 0 and unit or 0)
     how = string.format("%d whole round(s) of %d k-blocks%s", full, kb_all,
       left > 0 and string.format(", then %d tile(s) split %d ways", left, cfg.split_k) or "")
+  end
+  -- one round of tiles whose last row block is partly past M: its CTAs stream B's tiles again for
+  -- the few rows they hold (M.MODEL.WASTE)
+  if not M.swapped(cfg) and rows >= M.SWAP_BELOW and rounds == 1 then
+    time = time * (1 + P.WASTE * (1 - rows / (cdiv(rows, t.m) * t.m)))
   end
   local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * es
   local raw = time + P.LAUNCH_US
@@ -795,11 +809,8 @@ local function score_all(shape, fixed, sms, opts)
   return scored
 end
 
-function M.candidates(shape, fixed, dev, opts)
-  local weft = require("gen.core.weft")
-  local sms = dev and dev.sms or 132
-  local want = opts.max or 8
-  local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
+-- Every enumerated schedule, best first: { c = the candidate's fields, r = it resolved, est, why }.
+function M.ranked(shape, fixed, sms, opts)
   local scored = score_all(shape, fixed, sms, opts)
   -- M.MODEL.SPLIT_FULL (M >= 64, counted per shard as the tiles are): split-K ranks after the
   -- unsplit schedules where its ring is shallow, or where an unsplit schedule fills the GPU in one
@@ -837,6 +848,15 @@ function M.candidates(shape, fixed, dev, opts)
     if a.raw_bucket ~= b.raw_bucket then return a.raw_bucket < b.raw_bucket end
     return a.order < b.order
   end)
+  return scored
+end
+
+function M.candidates(shape, fixed, dev, opts)
+  local weft = require("gen.core.weft")
+  local sms = dev and dev.sms or 132
+  local want = opts.max or 8
+  local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
+  local scored = M.ranked(shape, fixed, sms, opts)
 
   local out, names = {}, {}
   local function try(c, why)
