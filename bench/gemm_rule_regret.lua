@@ -13,7 +13,9 @@
 -- its first pick is looked up among the group's rows by kernel name (the generator validates each
 -- row's config; one that does not validate is named by its line and left out).  Prints the geometric mean of pick / best
 -- over the groups whose pick was measured, the count of those that were not, and the WORST groups
--- (default 10).  Exit 0; 1 if no group could be read.
+-- (default 10); then the same geomean for the first config in the rule's whole order
+-- (gen/core/gemm.lua ranked) that the group measured, which counts every group (a change that
+-- moves picks to configs never measured shows there).  Exit 0; 1 if no group could be read.
 local gemm = require("gen.core.gemm")
 
 local path, worst_n = arg[1], tonumber(arg[2] or "10")

@@ -475,7 +475,7 @@ M.MODEL = {
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
-  PDL_FILL = 0.9,            -- and only where the grid holds at least this share of the SMs
+  PDL_FILL = 0.7,            -- and only where the grid holds at least this share of the SMs
   -- split-K where an unsplit schedule already fills the GPU in one round (M >= 64): its estimate
   -- times SPLIT_FULL.  The model counts a split tile's k-blocks as a wide tile's, but at M = 64-256
   -- the k-block time is the ring's latency (Little's law: ~1.5 us over the stages in flight), and
@@ -797,9 +797,9 @@ local function score_all(shape, fixed, sms, opts)
             -- 0.4-2 % slower at 4096^3 (fourth session), so only where the launch is a tenth.
             -- A split-K cluster's launch costs more: pdl on was 3-9 % faster up to ~45 us (64 x
             -- 128 split 2 at 128 x 4096 x 14336, 64 x 80 at 130 x 1536 x 8960; sixth session)
-            -- Not where one round leaves SMs idle: there pdl on ran no faster below 40 us and up to
-            -- 1.29x slower above (swapped tiles on 80-104 SMs at 130 x 5120 x 13824 and 100 x
-            -- 10240 x 8192; bench/RESULTS.md, thirteenth session)
+            -- Not where one round leaves many SMs idle: on 80 of 132 SMs pdl on ran 1.14-1.29x
+            -- slower at 40-55 us (swapped tiles at 72 and 130 x 5120 x 13824, 100 and 130 x 10240
+            -- x 8192), on 96-112 it was 0.93-1.06x (bench/RESULTS.md, thirteenth session)
             if opts.has_pdl and open("pdl") then
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
