@@ -797,14 +797,15 @@ local function score_all(shape, fixed, sms, opts)
             -- 0.4-2 % slower at 4096^3 (fourth session), so only where the launch is a tenth.
             -- A split-K cluster's launch costs more: pdl on was 3-9 % faster up to ~45 us (64 x
             -- 128 split 2 at 128 x 4096 x 14336, 64 x 80 at 130 x 1536 x 8960; sixth session)
-            -- Not where one round leaves many SMs idle: on 80 of 132 SMs pdl on ran 1.14-1.29x
-            -- slower at 40-55 us (swapped tiles at 72 and 130 x 5120 x 13824, 100 and 130 x 10240
-            -- x 8192), on 96-112 it was 0.93-1.06x (bench/RESULTS.md, thirteenth session)
+            -- Not from PDL_US up where one round leaves many SMs idle: on 80 of 132 SMs pdl on ran
+            -- 1.14-1.29x slower at 40-55 us (swapped tiles at 72 and 130 x 5120 x 13824, 100 and
+            -- 130 x 10240 x 8192), 0.98 at 96 x 2560 x 2560 (11 us); on 96-112 SMs 0.93-1.06x
+            -- (bench/RESULTS.md, thirteenth session)
             if opts.has_pdl and open("pdl") then
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
               c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or M.MODEL.PDL_US)
-                and (rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
+                and (est < M.MODEL.PDL_US or rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
             end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }
           end
