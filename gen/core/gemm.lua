@@ -504,6 +504,23 @@ M.MODEL = {
   -- first-measured regret over the off-set rows 1.0735 -> 1.0384 and 1.0921 -> 1.0591, the set's
   -- 1.0192 -> 1.0167, 1.0165 -> 1.0141, 1.0159 -> 1.0154; 0.5 and 1.0 were worse)
   WASTE = 0.75,
+  -- Two-consumer 128-row tiles (cooperative) at least MULTICAST_N wide in a cluster of two along
+  -- M, B multicast to both: the estimate times 1 - MULTICAST where M >= MULTICAST_M, K <=
+  -- MULTICAST_K and the tiles take at most MULTICAST_ROUNDS rounds.  The aligned load term counts
+  -- no multicast, but over the set's rows of eight machines the cluster ran 0.94-0.98x the same
+  -- tile without it at 3072^3, 1024 x 4096..8192 x 4096..8192 and 256 x 14336..29568 (128 x
+  -- 176..256, 1-5 rounds), about 1.0 at K = 28672, 1.02-1.05x from 6 rounds up (4096 x
+  -- 6144..29568, 16384 x 4096) and 1.01-1.03x with narrower tiles (128 x 96..160 at M = 256).
+  -- Regret over the set's rows (first measured in the rule's order) 1.0167 -> 1.0122 (tenth
+  -- session) .. 1.0152 -> 1.0116 (thirteenth, call 4), the rows off the set unchanged
+  -- (bench/RESULTS.md, thirteenth session).  Pingpong and M < 256 stay out: there the cluster
+  -- was never the rule's neighbour, so never measured; the fused families (gemm_rs, gemm_ar,
+  -- ag_gemm) were not measured with it either.
+  MULTICAST = 0.02,
+  MULTICAST_M = 256,
+  MULTICAST_N = 176,
+  MULTICAST_K = 8192,
+  MULTICAST_ROUNDS = 5,
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -588,6 +605,13 @@ function M.estimate(cfg, shape, sms, shards)
   -- the few rows they hold (M.MODEL.WASTE)
   if not M.swapped(cfg) and rows >= M.SWAP_BELOW and rounds == 1 then
     time = time * (1 + P.WASTE * (1 - rows / (cdiv(rows, t.m) * t.m)))
+  end
+  -- B multicast to a cluster of two 128-row tiles along M (M.MODEL.MULTICAST)
+  if cfg.family == "gemm" and cl.m == 2 and cl.n == 1 and cfg.split_k == 1 and cfg.consumers == 2 and t.m == 128
+     and cfg.mma == "cooperative"
+     and not M.swapped(cfg) and rows >= P.MULTICAST_M and t.n >= P.MULTICAST_N and rounds <= P.MULTICAST_ROUNDS
+     and shape.k <= P.MULTICAST_K then
+    time = time * (1 - P.MULTICAST)
   end
   local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * es
   local raw = time + P.LAUNCH_US
