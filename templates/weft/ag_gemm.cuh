@@ -40,9 +40,11 @@ template <class Cfg> struct AgShards {
   int stop;      // (producer) a wait timed out: stop waiting
   __device__ __forceinline__ AgShards(const Comm &cm_, const TensorMap &tsh_, const T *a_, long m_, long k_)
       : cm(cm_), tsh(tsh_), a(a_), m(m_), k(k_) {
-    e = launch_epoch(cm);
     P = cm.size;
     rank = cm.rank;
+    // (one rank: no peer shard, no signal, no half of a region; launch_epoch's load and block
+    // barrier would only delay the producer's first load, so the epoch is read at retire)
+    e = P > 1 ? launch_epoch(cm) : 0;
     h = (int)(e & 1);
     arrived = 1u << rank;
     stop = 0;
@@ -82,7 +84,10 @@ template <class Cfg> struct AgShards {
                                      [](int v) { return bar_or(BAR_COMM, 96, v); });
     }
   }
-  __device__ __forceinline__ void retire() { launch_retire(cm, e); }
+  __device__ __forceinline__ void retire() {
+    if (P > 1) launch_retire(cm, e);
+    else launch_retire_unread(cm);
+  }
 };
 
 // The fused kernel's body (templates/ag_gemm.cu, variant fused).  Cfg adds COMM and RING to

@@ -197,4 +197,18 @@ __device__ __forceinline__ void launch_retire(const Comm &c, u64 e) {
   }
 }
 
+// launch_retire for a launch that never read the epoch (ag_gemm at one rank: nothing in it
+// needs the epoch before the end): the block that publishes reads the counter itself and
+// publishes the next value, as launch_epoch then launch_retire would have.
+__device__ __forceinline__ void launch_retire_unread(const Comm &c) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+    if (blocks == 1 || atomicAdd(&c.state->arrived, 1u) == blocks - 1) {
+      if (blocks > 1) c.state->arrived = 0;
+      *(volatile u64 *)&c.state->epoch = *(volatile u64 *)&c.state->epoch + 1;
+    }
+  }
+}
+
 }  // namespace weft
