@@ -161,6 +161,48 @@ T.test("gemm: the choices agree with the measured best configs", function()
   end
 end)
 
+-- The thirteenth session's terms (gen/core/gemm.lua M.MODEL WASTE, PDL_FILL, MULTICAST; the numbers
+-- in bench/RESULTS.md), and `ranked`, whose order the regret tool scores: its first entry that
+-- validates is the rule's choice.
+T.test("gemm: ragged row blocks, pdl on a partial round, B multicast; ranked leads to the choice", function()
+  local F = weft.family_module("gemm")
+  local function choice(m, n, k, b_layout)
+    local fixed = { family = "gemm", b_layout = b_layout }
+    return (merged(fixed, F.auto({ m = m, n = n, k = k }, fixed, H200)[1]))
+  end
+  -- 130 x 5120 x 13824: 64 x 160 in three row blocks (2 rows in the last) ran 63.7-65.0 us, a
+  -- swapped tile as tall as M 46.3-49.3
+  local c = choice(130, 5120, 13824, "col")
+  T.ok(c.swap_ab == true and c.tile.m >= 130, string.format("a swapped whole-M tile at 130 x 5120 x 13824 (tile %s)", c.tile.tag))
+  -- one round on 80 of 132 SMs above 20 us: pdl off (53.8 us with it, 43.8 without at 72 x 5120 x
+  -- 13824); a short one keeps it (96 x 2560 x 2560, 11 us: 2 % faster with it)
+  c = choice(72, 5120, 13824, "col")
+  T.eq(c.pdl, false, string.format("no pdl at 72 x 5120 x 13824 (tile %s, split_k %d)", c.tile.tag, c.split_k))
+  c = choice(96, 2560, 2560, "col")
+  T.eq(c.pdl, true, string.format("pdl at 96 x 2560 x 2560 (tile %s, split_k %d)", c.tile.tag, c.split_k))
+  -- B multicast to two wide 128-row tiles over a few rounds (3072^3: 77.6-80.5 us against
+  -- 79.2-86.3 without), not over many (16384 x 4096 x 4096: 1.02-1.07x slower with it) nor with
+  -- narrow tiles (256 x 6144 x 4096, 128 x 96: 1.01-1.06x)
+  for _, s in ipairs({ { 3072, 3072, 3072, "row", 2 }, { 1024, 4096, 4096, "col", 2 }, { 16384, 4096, 4096, "col", 1 },
+                       { 256, 6144, 4096, "col", 1 } }) do
+    c = choice(s[1], s[2], s[3], s[4])
+    T.eq(c.cluster.m, s[5], string.format("cluster.m at %dx%dx%d (tile %s)", s[1], s[2], s[3], c.tile.tag))
+  end
+  for _, s in ipairs({ { 130, 5120, 13824 }, { 3072, 3072, 3072 }, { 1, 4096, 14336 }, { 777, 14336, 4096 } }) do
+    local shape = { m = s[1], n = s[2], k = s[3] }
+    local fixed = { family = "gemm", b_layout = "col" }
+    local want = weft.kernel_name(F, (merged(fixed, F.auto(copy(shape), copy(fixed), H200)[1])))
+    local got
+    for _, e in ipairs(gemm.ranked(copy(shape), { b_layout = "col" }, 132, { family = "gemm", has_pdl = true, has_tail = true })) do
+      local raw = { family = "gemm", b_layout = "col" }
+      for k, v in pairs(e.c) do raw[k] = copy(v) end
+      local fam, ncfg = weft.check(raw, "cfg.lua")
+      if fam then got = weft.kernel_name(fam, ncfg); break end
+    end
+    T.eq(got, want, "ranked's first entry is the choice at " .. table.concat(s, "x"))
+  end
+end)
+
 -- A nearest table row is a measured config for another shape: gemm never reuses one (its F.fit),
 -- since the rule alone did better off the published set (bench/RESULTS.md, third session).
 T.test("gemm: a row measured at another shape is not reused", function()
