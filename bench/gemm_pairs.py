@@ -12,62 +12,44 @@ geometric mean over all pairs: below 1, B ran faster.
   python3 bench/gemm_pairs.py pdl false true bench/data/gemm_offset_s13*.tsv
 
 Exit 0; 2 on a bad argument or a row that is not dtype, shape, config, time (named by its file
-and line); 1 if no two rows pair."""
+and line: bench/gemm_rows.py); 1 if no two rows pair."""
+import argparse
 import math
 import os
-import re
 import sys
 from collections import defaultdict
 
-SHAPE = re.compile(r"(\w)=(\d+)")
-
-
-def read(path, field, a, b, pairs):
-    """Adds path's rows to pairs: {(file, dtype, shape, config without field): {value: time}}."""
-    with open(path) as fh:
-        for no, line in enumerate(fh, 1):
-            f = line.rstrip("\n").split("\t")
-            try:
-                if len(f) != 4:
-                    raise ValueError
-                dtype, shape, cfg, t = f[0], f[1], f[2], float(f[3])
-                if not (math.isfinite(t) and t > 0):
-                    raise ValueError
-                kv = dict(x.split("=", 1) for x in cfg.split())
-                dims = dict(SHAPE.findall(shape))
-                if not {"m", "n", "k"} <= dims.keys():
-                    raise ValueError
-            except ValueError:
-                raise ValueError("%s:%d: not dtype, shape, config, time_us: %r" % (path, no, line[:120])) from None
-            v = kv.pop(field, None)
-            if v not in (a, b):
-                continue
-            rest = " ".join("%s=%s" % kw for kw in sorted(kv.items()))
-            key = (os.path.basename(path), dtype, (int(dims["m"]), int(dims["n"]), int(dims["k"])), kv.get("b_layout", "row"),
-                   kv.get("tile.m", "?") + "x" + kv.get("tile.n", "?"), rest)
-            slot = pairs[key]
-            slot[v] = min(t, slot.get(v, math.inf))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_rows  # noqa: E402
 
 
 def main(argv):
-    if len(argv) < 5:
-        print(__doc__.split("\n\n")[0], file=sys.stderr)
-        print("usage: gemm_pairs.py FIELD A B ROWS.tsv...", file=sys.stderr)
-        return 2
-    field, a, b, paths = argv[1], argv[2], argv[3], argv[4:]
+    ap = argparse.ArgumentParser(prog="gemm_pairs.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("field", metavar="FIELD", help="the config field that differs (pdl, cluster.m, stages, ...)")
+    ap.add_argument("a", metavar="A", help="its value in the baseline")
+    ap.add_argument("b", metavar="B", help="its value in the other row")
+    ap.add_argument("rows", metavar="ROWS.tsv", nargs="+", help="measured rows (bench/data)")
+    args = ap.parse_args(argv[1:])
+    field, a, b = args.field, args.a, args.b
     if a == b:
         print("gemm_pairs: A and B are both %r: nothing to compare" % a, file=sys.stderr)
         return 2
+    try:
+        rows = gemm_rows.read(args.rows)
+    except gemm_rows.RowsError as e:
+        print("gemm_pairs: %s" % e, file=sys.stderr)
+        return 2
+    # (file, dtype, shape, B layout, tile, the config without field) -> {value: the fastest time}
     pairs = defaultdict(dict)
-    for p in paths:
-        try:
-            read(p, field, a, b, pairs)
-        except OSError as e:
-            print("gemm_pairs: %s: %s" % (p, e.strerror), file=sys.stderr)
-            return 2
-        except ValueError as e:
-            print("gemm_pairs: %s" % e, file=sys.stderr)
-            return 2
+    for path, dtype, _, dims, kv, t in rows:
+        kv = dict(kv)
+        v = kv.pop(field, None)
+        if v not in (a, b):
+            continue
+        rest = " ".join("%s=%s" % kw for kw in sorted(kv.items()))
+        key = (os.path.basename(path), dtype, dims, kv.get("b_layout", "row"),
+               kv.get("tile.m", "?") + "x" + kv.get("tile.n", "?"), rest)
+        pairs[key][v] = min(t, pairs[key].get(v, math.inf))
     by_shape = defaultdict(list)
     for (_, dtype, shape, layout, tile, _), v in pairs.items():
         if a in v and b in v:

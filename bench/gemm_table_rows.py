@@ -15,33 +15,16 @@ shape that not every file measured gets no row (named on stderr).
                      against that file's fastest, beside a single other file's fastest config
                      (what a table from one run gives).
 
-Exit 0; 2 on a bad argument or row (named by its file and line); 1 if no shape is in every file."""
+Exit 0; 2 on a bad argument or row (named by its file and line: bench/gemm_rows.py); 1 if no
+shape is in every file."""
+import argparse
 import math
-import re
+import os
 import sys
 from collections import defaultdict
 
-SHAPE = re.compile(r"^k=(\d+) m=(\d+) n=(\d+)$")
-
-
-def read(path, runs, i):
-    with open(path) as fh:
-        for no, line in enumerate(fh, 1):
-            f = line.rstrip("\n").split("\t")
-            try:
-                if len(f) != 4 or not SHAPE.match(f[1]):
-                    raise ValueError
-                t = float(f[3])
-                if not (math.isfinite(t) and t > 0):
-                    raise ValueError
-                kv = dict(x.split("=", 1) for x in f[2].split())
-                if "b_layout" not in kv:
-                    raise ValueError
-            except ValueError:
-                raise ValueError("%s:%d: not dtype, shape, config, time_us: %r" % (path, no, line[:120])) from None
-            cfg = ";".join("%s=%s" % kw for kw in sorted(kv.items()))
-            times = runs[(f[0], f[1], kv["b_layout"])].setdefault(cfg, {})
-            times[i] = min(t, times.get(i, math.inf))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_rows  # noqa: E402
 
 
 def table_keys(path):
@@ -59,14 +42,12 @@ def table_keys(path):
     return keys
 
 
-def leave_one_out(runs, nfiles, only):
+def leave_one_out(runs, nfiles):
     """Each file held out in turn: the config chosen over the other files (as the table rows are)
     and the one a single other file ran fastest, timed in the held-out file, over its fastest."""
     gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
     multi, single = [], []
-    for key, cfgs in runs.items():
-        if only is not None and key not in only:
-            continue
+    for cfgs in runs.values():
         for held in range(nfiles):
             others = [i for i in range(nfiles) if i != held]
             best = min((v[held] for v in cfgs.values() if held in v), default=None)
@@ -86,42 +67,36 @@ def leave_one_out(runs, nfiles, only):
 
 
 def main(argv):
-    args, only = argv[1:], None
-    evaluate = args[:1] == ["--evaluate"]
-    if evaluate:
-        args = args[1:]
-    try:
-        if args[:1] == ["--shapes-of"]:
-            if len(args) < 2:
-                raise ValueError("--shapes-of needs a table")
-            only, args = table_keys(args[1]), args[2:]
-    except OSError as e:
-        print("gemm_table_rows: %s: %s" % (args[1], e.strerror), file=sys.stderr)
+    ap = argparse.ArgumentParser(prog="gemm_table_rows.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--evaluate", action="store_true", help="no rows: each file held out in turn")
+    ap.add_argument("--shapes-of", metavar="TABLE", help="only the shapes TABLE's gemm rows have")
+    ap.add_argument("rows", metavar="ROWS.tsv", nargs="+", help="one run's measured rows each (bench/data)")
+    args = ap.parse_args(argv[1:])
+    if len(set(args.rows)) != len(args.rows):
+        print("gemm_table_rows: a ROWS file given twice: each file is one run", file=sys.stderr)
         return 2
-    except ValueError as e:
+    try:
+        only = table_keys(args.shapes_of) if args.shapes_of else None
+        rows = gemm_rows.read(args.rows)
+    except OSError as e:
+        print("gemm_table_rows: %s: %s" % (args.shapes_of, e.strerror), file=sys.stderr)
+        return 2
+    except ValueError as e:   # (gemm_rows.RowsError too)
         print("gemm_table_rows: %s" % e, file=sys.stderr)
         return 2
-    paths = args
-    if not paths:
-        print("usage: gemm_table_rows.py [--evaluate] [--shapes-of TABLE] ROWS.tsv... > rows", file=sys.stderr)
-        return 2
+    index = {p: i for i, p in enumerate(args.rows)}
     runs = defaultdict(dict)   # (dtype, shape, layout) -> config -> {file index: time}
-    for i, p in enumerate(paths):
-        try:
-            read(p, runs, i)
-        except OSError as e:
-            print("gemm_table_rows: %s: %s" % (p, e.strerror), file=sys.stderr)
-            return 2
-        except ValueError as e:
-            print("gemm_table_rows: %s" % e, file=sys.stderr)
-            return 2
-    if evaluate:
-        return leave_one_out(runs, len(paths), only)
+    for path, dtype, shape, _, kv, t in rows:
+        key = (dtype, shape, kv.get("b_layout", "row"))
+        if only is not None and key not in only:
+            continue
+        times = runs[key].setdefault(";".join("%s=%s" % f for f in sorted(kv.items())), {})
+        times[index[path]] = min(t, times.get(index[path], math.inf))
+    if args.evaluate:
+        return leave_one_out(runs, len(args.rows))
     out = []
     for (dtype, shape, layout), cfgs in runs.items():
-        if only is not None and (dtype, shape, layout) not in only:
-            continue
-        every = {c: v for c, v in cfgs.items() if len(v) == len(paths)}
+        every = {c: v for c, v in cfgs.items() if len(v) == len(args.rows)}
         if not every:
             print("gemm_table_rows: %s %s b_layout=%s: no config measured in every file" % (dtype, shape, layout),
                   file=sys.stderr)
