@@ -33,6 +33,12 @@ local function takes(d, shape, what)
   end
 end
 
+-- the gemm rule's choice for M x N x K (B's layout, the rest open), validated; -> ncfg
+local function gemm_choice(m, n, k, b_layout)
+  local fixed = { family = "gemm", b_layout = b_layout }
+  return (merged(fixed, weft.family_module("gemm").auto({ m = m, n = n, k = k }, fixed, H200)[1]))
+end
+
 -- every candidate validates and takes the shape; -> the choice's ncfg, the list
 -- unique: no two candidates give one kernel (the GEMM's list is deduplicated; the short fixed
 -- lists of allreduce and cluster_reduce may repeat one under fixed fields: auto.lua skips repeats)
@@ -94,11 +100,7 @@ end)
 
 -- The model against bench/RESULTS.md's GEMM tables: each choice is the config measured best there.
 T.test("gemm: the choices agree with the measured best configs", function()
-  local F = weft.family_module("gemm")
-  local function choice(m, n, k, b_layout)
-    local fixed = { family = "gemm", b_layout = b_layout }
-    return (merged(fixed, F.auto({ m = m, n = n, k = k }, fixed, H200)[1]))
-  end
+  local choice = gemm_choice
   for _, s in ipairs({ { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 8192, 1024, 1024 } }) do
     local c = choice(s[1], s[2], s[3])
     T.eq(c.tile.tag, "128x256x64", "128 x 256 at " .. table.concat(s, "x"))
@@ -166,10 +168,7 @@ end)
 -- validates is the rule's choice.
 T.test("gemm: ragged row blocks, pdl on a partial round, B multicast; ranked leads to the choice", function()
   local F = weft.family_module("gemm")
-  local function choice(m, n, k, b_layout)
-    local fixed = { family = "gemm", b_layout = b_layout }
-    return (merged(fixed, F.auto({ m = m, n = n, k = k }, fixed, H200)[1]))
-  end
+  local choice = gemm_choice
   -- 130 x 5120 x 13824: 64 x 160 in three row blocks (2 rows in the last) ran 63.7-65.0 us, a
   -- swapped tile as tall as M 46.3-49.3
   local c = choice(130, 5120, 13824, "col")
@@ -190,8 +189,7 @@ T.test("gemm: ragged row blocks, pdl on a partial round, B multicast; ranked lea
   end
   for _, s in ipairs({ { 130, 5120, 13824 }, { 3072, 3072, 3072 }, { 1, 4096, 14336 }, { 777, 14336, 4096 } }) do
     local shape = { m = s[1], n = s[2], k = s[3] }
-    local fixed = { family = "gemm", b_layout = "col" }
-    local want = weft.kernel_name(F, (merged(fixed, F.auto(copy(shape), copy(fixed), H200)[1])))
+    local want = weft.kernel_name(F, (gemm_choice(s[1], s[2], s[3], "col")))
     local got
     for _, e in ipairs(gemm.ranked(copy(shape), { b_layout = "col" }, 132, { family = "gemm", has_pdl = true, has_tail = true })) do
       local raw = { family = "gemm", b_layout = "col" }
