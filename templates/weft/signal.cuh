@@ -185,30 +185,27 @@ __device__ __forceinline__ u64 launch_epoch(const Comm &c) {
 // before its atomic), so none can see it move.  No fence: the next launch reads the counter
 // only after this grid has completed (stream order, or griddepcontrol.wait), which makes every
 // write of this grid visible.  A grid of one block publishes without counting.
-__device__ __forceinline__ void launch_retire(const Comm &c, u64 e) {
+// (`epoch()`: the value published; the publishing thread calls it once)
+template <class Epoch> __device__ __forceinline__ void launch_retire_with(const Comm &c, Epoch epoch) {
   __syncthreads();
   if (threadIdx.x == 0) {
     if (gridDim.x * gridDim.y * gridDim.z == 1) {
-      *(volatile u64 *)&c.state->epoch = e;
+      *(volatile u64 *)&c.state->epoch = epoch();
     } else if (atomicAdd(&c.state->arrived, 1u) == gridDim.x * gridDim.y * gridDim.z - 1) {
       c.state->arrived = 0;
-      *(volatile u64 *)&c.state->epoch = e;
+      *(volatile u64 *)&c.state->epoch = epoch();
     }
   }
+}
+__device__ __forceinline__ void launch_retire(const Comm &c, u64 e) {
+  launch_retire_with(c, [e] { return e; });
 }
 
 // launch_retire for a launch that never read the epoch (ag_gemm at one rank: nothing in it
 // needs the epoch before the end): the block that publishes reads the counter itself and
 // publishes the next value, as launch_epoch then launch_retire would have.
 __device__ __forceinline__ void launch_retire_unread(const Comm &c) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
-    if (blocks == 1 || atomicAdd(&c.state->arrived, 1u) == blocks - 1) {
-      if (blocks > 1) c.state->arrived = 0;
-      *(volatile u64 *)&c.state->epoch = *(volatile u64 *)&c.state->epoch + 1;
-    }
-  }
+  launch_retire_with(c, [&c] { return *(volatile u64 *)&c.state->epoch + 1; });
 }
 
 }  // namespace weft
