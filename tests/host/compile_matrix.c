@@ -361,11 +361,14 @@ static const entry matrix[] = {
   {"gemm.lua", {"tile.n=128", "stages=7", "group=32", "epilogue=direct"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16"}, {0}},
   /* fused, as shipped (comm auto: threadload): the comm warps pull every shard (bar_or) into
    * comm.local and signal PULLED; the TMA reads them through a 4-d map.  Cooperative consumers:
-   * no named-barrier hand-off (bar.arrive) */
+   * no named-barrier hand-off (bar.arrive).  The launch epoch: read (volatile) and published by
+   * the last block to retire (atom.add, volatile store); at one rank only at retire
+   * (launch_retire_unread: the order is a runtime branch, which mps.ag_fused_*.np1 runs) */
   {"ag_gemm.lua", {0},
    {"cp.async.bulk.tensor.4d", "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", AG_SIGNAL_PTX,
     "fence.proxy.async.global", "_param_9[136]", "cp.async.bulk.tensor.2d", "setmaxnreg.inc",
-    "barrier.cta.red.or.pred", "ld.global.v4.u32"},
+    "barrier.cta.red.or.pred", "ld.global.v4.u32", "ld.volatile.global.u64", "atom.global.add.u32",
+    "st.volatile.global.u64"},
    {"multimem", "bar.arrive", "multicast::cluster", "barrier.cluster"}},
   {"ag_gemm.lua", {"comm=threadload", "b_layout=col", "schedule=rank_order"},
    {"cp.async.bulk.tensor.4d", "wgmma.mma_async", B_COL_PTX, AG_SIGNAL_PTX, "fence.proxy.async.global",
