@@ -93,6 +93,12 @@ function M.fields(pre)
       doc = pre .. "split_k > 1: the CTAs take whole tiles of their own over all of K for every full wave, and "
         .. "split K only over the last, partial wave (data-parallel, then split-K: the tail costs 1/split_k of a "
         .. "wave instead of a whole one); with fewer tiles than clusters it is plain split-K" },
+    stream_k = { name = "stream_k", kind = "bool", default = false, tag = "stk",
+      doc = pre .. "family gemm, cooperative, no cluster, split_k = 1: the CTAs take whole tiles for all but the last "
+        .. "full wave, then share the remaining tiles' k-blocks out evenly (a CTA's share may end inside a tile); a "
+        .. "tile's parts meet in the CTA holding its first k-block through a workspace the runtime keeps per "
+        .. "stream, added in a fixed order (the same bits every run). For few tiles on many SMs (M = 100-300 at "
+        .. "N = 1536-4096: a GPU's worth of CTAs instead of a tile count's)" },
     epilogue = { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
       doc = pre .. "direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared "
         .. "memory, swizzled, and stored by TMA, which clips at the edges)" },
@@ -221,6 +227,19 @@ function M.check(cfg, errs)
   end
   if cfg.split_k_tail and cfg.split_k == 1 then
     errs.add("split_k_tail", cfg.split_k_tail, "the split tail needs a split: set split_k to 2..8")
+  end
+  if cfg.stream_k then
+    if cfg.split_k > 1 then
+      errs.add("stream_k", cfg.stream_k, string.format("stream-K shares out K itself: leave split_k = 1 (it is %d)",
+        cfg.split_k))
+    end
+    if cfg.mma ~= "cooperative" then
+      errs.add("stream_k", cfg.stream_k, 'stream-K adds partial sums of cooperative tiles: mma = "cooperative"')
+    end
+    if cfg.cluster.m * cfg.cluster.n > 1 then
+      errs.add("stream_k", cfg.stream_k, "stream-K's CTAs take k-blocks of their own, not a shared tile: cluster = "
+        .. "{ m = 1, n = 1 }")
+    end
   end
   if M.swapped(cfg) then return check_swapped(cfg, errs) end
   if M.thin(cfg) then return check_thin(cfg, errs) end
@@ -362,6 +381,8 @@ function M.cfg_struct(name, cfg, L, extra)
     "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ";",
     string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k),
     "  static constexpr bool SPLIT_TAIL = " .. b(cfg.split_k_tail == true) .. ";",
+    "  static constexpr bool STREAM_K = " .. b(cfg.stream_k == true) .. ";",
+    string.format("  static constexpr long STREAMK_SLOT = %d;   // bytes per CTA in the workspace", M.streamk_slot(cfg)),
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
     string.format("  static constexpr int GROUP = %d;", cfg.group),
     "  static constexpr bool PDL = " .. b(cfg.pdl == true) .. ";",
@@ -387,8 +408,20 @@ end
 -- sharded: M is cut into one shard per rank, each tiled on its own (the fused all-gather + GEMM).
 function M.grid(cfg, sharded)
   local t, cl = cfg.tile, cfg.cluster
+  if cfg.stream_k then   -- every co-resident CTA (one with no k-blocks, tiny shapes only, does nothing)
+    return { { arg = "m", per = 1, by = { arg = "n", per = 1 }, times = 1, cap = "coresident", max = M.STREAMK_MAX_CTAS },
+             { per = 1, times = 1 }, { per = 1, times = 1 } }
+  end
   return { { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = cl.m * cl.n * cfg.split_k,
              cap = "coresident", shards = sharded and "ranks" or nil }, { per = 1, times = 1 }, { per = 1, times = 1 } }
+end
+
+-- Stream-K's workspace (weft/gemm_streamk.cuh): per CTA, its f32 accumulators (consumers x 128
+-- threads, each MR 64-row groups x the WGMMA's n / 2), after STREAMK_MAX_CTAS u32 flags.
+M.STREAMK_MAX_CTAS = 4096
+function M.streamk_slot(cfg)
+  local groups = M.swapped(cfg) and cfg.tile.n // 64 or mma_rows(cfg) // 64
+  return groups * 64 * M.wgmma_n(cfg) * 4
 end
 
 -- Threads per CTA: the producer's warpgroup and the consumers'.

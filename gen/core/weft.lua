@@ -171,7 +171,7 @@ end
 -- bug in a family's derive).
 local PTR_CTYPE = { f32 = "float", f16 = "weft::f16", bf16 = "weft::bf16", fp8_e4m3 = "weft::fp8e4m3" }
 local SCALAR_CTYPE = { i32 = "int", i64 = "long long", f32 = "float" }
-function M.render_params(args, tmaps, comm)
+function M.render_params(args, tmaps, comm, workspace)
   local out = {}
   for i, a in ipairs(args or {}) do
     local decl
@@ -191,6 +191,7 @@ function M.render_params(args, tmaps, comm)
     out[#out + 1] = decl
   end
   for _, t in ipairs(tmaps or {}) do out[#out + 1] = "const __grid_constant__ weft::TensorMap " .. t.name end
+  if workspace then out[#out + 1] = "void *ws" end
   if comm then out[#out + 1] = "const __grid_constant__ weft::Comm comm" end
   return table.concat(out, ", ")
 end
@@ -209,7 +210,7 @@ local function render_kernel(fam, ncfg, d, file, read)
   if values.params ~= nil then
     error(fam.name .. ": derive's values.params is the generator's (rendered from args, tmaps and comm)")
   end
-  local params, err = M.render_params(d.args, d.tmaps, d.comm)
+  local params, err = M.render_params(d.args, d.tmaps, d.comm, d.workspace)
   if not params then error(name .. ": " .. err .. " (a bug in gen/families/" .. fam.name .. ".lua)") end
   values.params = params
   local source
@@ -232,6 +233,10 @@ local function render_kernel(fam, ncfg, d, file, read)
     grid = d.grid,
     limits = d.limits,
     tmaps = d.tmaps, -- tensor maps the runtime builds at each launch (TMA), nil if none
+    -- a scratch area the runtime keeps per stream and passes after the tensor maps (stream-K's
+    -- partial tiles): `flags` u32 that start at zero and that every launch leaves at zero, then
+    -- per_cta bytes per CTA of the grid; nil if none
+    workspace = d.workspace,
     comm = d.comm,   -- nil unless the kernel talks to other ranks (weft_comm_launch)
     params = flatten(ncfg, fam),
     run = run_spec(fam, ncfg, d),

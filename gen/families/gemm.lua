@@ -22,7 +22,7 @@ F.fields = {
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
       .. "sets up its shared memory, then waits for it before touching global memory)" },
-  G.swap_ab, G.l2_promotion,
+  G.swap_ab, G.l2_promotion, G.stream_k,
 }
 
 F.check = gemm.check_auto_tile
@@ -46,8 +46,8 @@ function F.derive(cfg)
   local big = common.INT_MAX
   return {
     values = { threads = threads,
-               body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s, %s);",
-                 epi_tma and "&tc" or "nullptr", epi_tma and tail > 0 and "&tct" or "nullptr"),
+               body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s, %s%s);",
+                 epi_tma and "&tc" or "nullptr", epi_tma and tail > 0 and "&tct" or "nullptr", cfg.stream_k and ", ws" or ""),
                wgmma = gemm.wgmma_struct(gemm.wgmma_n(cfg), dt, cfg.b_layout == "row"),
                cfg = gemm.cfg_struct("GemmCfg", cfg, layout) },
     block = { threads, 1, 1 },
@@ -59,6 +59,8 @@ function F.derive(cfg)
     smem_hint = gemm.smem_hint(cfg),
     args = args,
     tmaps = tmaps,
+    -- stream-K: the runtime's workspace for the launch's stream (weft/gemm_streamk.cuh's layout)
+    workspace = cfg.stream_k and { flags = gemm.STREAMK_MAX_CTAS, per_cta = gemm.streamk_slot(cfg) } or nil,
     grid = gemm.grid(cfg),
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
                { arg = "n", min = 8, max = big, multiple = 8 } },

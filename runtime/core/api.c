@@ -19,6 +19,17 @@
 
 #define ERRLEN 16384
 
+/* Scratch kept per CUDA stream (a manifest's workspace: stream-K's partial tiles).  Launches on
+ * one stream run one after another, so they may share it; launches on two streams may overlap,
+ * so each stream has its own.  A workspace that grows is replaced, and the old one is kept until
+ * the context goes: a CUDA graph captured with it, or a launch still queued, may use it. */
+typedef struct ctx_workspace {
+  CUstream stream;
+  CUdeviceptr ptr;
+  size_t bytes;       /* its size */
+  size_t zeroed;      /* the flag bytes at its start, zeroed when it was allocated */
+} ctx_workspace;
+
 struct weft_ctx {
   bridge *gen;
   cache *cache;            /* opened at the first compile: `weft gen` needs no cache folder */
@@ -27,6 +38,13 @@ struct weft_ctx {
   const drv_table *drv;    /* set at the first launch */
   CUdevice cudev;
   CUcontext cuctx;
+  ctx_workspace *ws;       /* one per stream launched on with a workspace */
+  int n_ws, cap_ws;
+  CUdeviceptr *ws_old;     /* replaced workspaces, freed with the context */
+  int n_ws_old, cap_ws_old;
+  CUstream ws_zero;        /* a private non-blocking stream that zeroes new workspaces' flags */
+  volatile unsigned *ws_fault;   /* the error page (host memory the kernels write on a fault), or NULL */
+  CUdeviceptr ws_fault_dev;      /* its device address, in every workspace's header */
   char err[ERRLEN];
 };
 
@@ -85,6 +103,16 @@ void weft_ctx_destroy(weft_ctx *c) {
   bridge_close(c->gen);
   cache_close(c->cache);
   free(c->cache_root);
+  if (c->cuctx && c->drv && (c->n_ws || c->n_ws_old || c->ws_zero)) {
+    /* (cuMemFree waits for the kernels that may still use them) */
+    c->drv->cuCtxSetCurrent(c->cuctx);
+    for (int i = 0; i < c->n_ws; i++) c->drv->cuMemFree(c->ws[i].ptr);
+    for (int i = 0; i < c->n_ws_old; i++) c->drv->cuMemFree(c->ws_old[i]);
+    if (c->ws_zero) c->drv->cuStreamDestroy(c->ws_zero);
+    if (c->ws_fault) c->drv->cuMemFreeHost((void *)c->ws_fault);
+  }
+  free(c->ws);
+  free(c->ws_old);
   if (c->cuctx && c->drv) c->drv->cuDevicePrimaryCtxRelease(c->cudev);
   free(c);
 }
@@ -704,6 +732,76 @@ static int log_launches(void) {
   return v;
 }
 
+/* The workspace of `stream` with at least `bytes`, its first flag_bytes zero (the launches that
+ * use it leave them so).  A new one is allocated with the thread's stream capture mode relaxed
+ * (a first launch may come while the caller captures a CUDA graph) and its flags zeroed on the
+ * context's own non-blocking stream, waited for: never an operation on the caller's stream. */
+static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes, size_t flag_bytes, CUdeviceptr *out,
+                                     char *err) {
+  const drv_table *d = c->drv;
+  int i = 0;
+  while (i < c->n_ws && c->ws[i].stream != stream) i++;
+  if (i < c->n_ws && c->ws[i].bytes >= bytes && c->ws[i].zeroed >= flag_bytes) { *out = c->ws[i].ptr; return WEFT_OK; }
+  if (i == c->n_ws && c->n_ws == c->cap_ws) {
+    int cap = c->cap_ws ? 2 * c->cap_ws : 4;
+    ctx_workspace *w = realloc(c->ws, sizeof *w * (size_t)cap);
+    if (!w) return fail(err, WEFT_ERR_NOMEM, "out of memory for a stream's workspace entry");
+    c->ws = w;
+    c->cap_ws = cap;
+  }
+  if (i < c->n_ws && c->n_ws_old == c->cap_ws_old) {
+    int cap = c->cap_ws_old ? 2 * c->cap_ws_old : 4;
+    CUdeviceptr *o = realloc(c->ws_old, sizeof *o * (size_t)cap);
+    if (!o) return fail(err, WEFT_ERR_NOMEM, "out of memory for a stream's workspace entry");
+    c->ws_old = o;
+    c->cap_ws_old = cap;
+  }
+  size_t want = (bytes + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);   /* whole MiB: fewer regrowths */
+  if (i < c->n_ws && want < 2 * c->ws[i].bytes) want = 2 * c->ws[i].bytes;
+  if (!c->ws_zero) CU(d->cuStreamCreate(&c->ws_zero, CU_STREAM_NON_BLOCKING), "cuStreamCreate (workspace zeroing)");
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  CU(d->cuThreadExchangeStreamCaptureMode(&mode), "cuThreadExchangeStreamCaptureMode");
+  CUdeviceptr p = 0;
+  CUresult r = CUDA_SUCCESS;
+  if (!c->ws_fault) {
+    void *page = NULL;
+    r = d->cuMemHostAlloc(&page, 64, CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r == CUDA_SUCCESS) {
+      memset(page, 0, 64);
+      r = d->cuMemHostGetDevicePointer(&c->ws_fault_dev, page, 0);
+      if (r == CUDA_SUCCESS) c->ws_fault = page;
+      else d->cuMemFreeHost(page);
+    }
+  }
+  if (r == CUDA_SUCCESS) r = d->cuMemAlloc(&p, want);
+  if (r == CUDA_SUCCESS) r = d->cuMemsetD8Async(p, 0, flag_bytes, c->ws_zero);
+  if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(p, &c->ws_fault_dev, sizeof c->ws_fault_dev, c->ws_zero);
+  if (r == CUDA_SUCCESS) r = d->cuStreamSynchronize(c->ws_zero);
+  d->cuThreadExchangeStreamCaptureMode(&mode);
+  if (r != CUDA_SUCCESS) {
+    if (p) d->cuMemFree(p);
+    char why[512];
+    drv_describe(d, r, "allocating a stream's workspace", why, sizeof why);
+    return fail(err, r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_NOMEM : WEFT_ERR_CUDA, "%s (%zu bytes)", why, want);
+  }
+  if (i < c->n_ws) c->ws_old[c->n_ws_old++] = c->ws[i].ptr;
+  else c->n_ws++;
+  c->ws[i] = (ctx_workspace){.stream = stream, .ptr = p, .bytes = want, .zeroed = flag_bytes};
+  *out = p;
+  return WEFT_OK;
+}
+
+/* What a kernel wrote to the error page before it trapped (weft/gemm_streamk.cuh), as an error; 0 if nothing. */
+static int ctx_workspace_fault(const weft_ctx *c, char *err) {
+  if (!c->ws_fault || !c->ws_fault[0]) return 0;
+  fail(err, WEFT_ERR_CUDA, "an earlier stream-K GEMM launched from this context stopped the GPU: its block %u waited "
+       "10 s for block %u's partial sum of tile (row block %u, column block %u) and trapped. A bug in weft (please "
+       "report it), or that launch's workspace was used by another launch at the same time (a stream destroyed "
+       "with work pending and its handle reused?). The CUDA context is unusable: restart the process",
+       c->ws_fault[1], c->ws_fault[2], c->ws_fault[3], c->ws_fault[4]);
+  return 1;
+}
+
 weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, long coresident,
                        void *stream) {
   weft_status st = check_args(k, args);
@@ -726,6 +824,19 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
   for (int i = 0; i < m->n_tmaps; i++) {
     if ((st = api_tmap_encode(d, m, i, &plan[i], &maps[i], k->err, ERRLEN))) return st;
     params[n++] = &maps[i];
+  }
+  CUdeviceptr ws = 0;
+  if (m->workspace_per_cta > 0) {
+    if (ctx_workspace_fault(k->ctx, k->err)) return WEFT_ERR_CUDA;
+    long blocks = (long)grid[0] * grid[1] * grid[2];
+    if (blocks > m->workspace_flags)
+      return fail(k->err, WEFT_ERR_INTERNAL, "%s: a grid of %ld blocks and a workspace with %ld flags", m->name, blocks,
+                  m->workspace_flags);
+    size_t flag_bytes = WEFT_WORKSPACE_HEADER + (size_t)m->workspace_flags * 4;
+    if ((st = ctx_workspace_get(k->ctx, (CUstream)stream, flag_bytes + (size_t)blocks * (size_t)m->workspace_per_cta,
+                                flag_bytes, &ws, k->err)))
+      return st;
+    params[n++] = &ws;
   }
   if (tail) params[n++] = tail;
   CUlaunchAttribute attr[2];
@@ -753,7 +864,11 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
     fprintf(stderr, "weft: launch %s grid %u,%u,%u block %u,%u,%u smem %u rank %d of %d share %d coresident %ld\n",
             m->name, grid[0], grid[1], grid[2], m->block[0], m->block[1], m->block[2], m->smem, env->rank, env->ranks,
             share, k->coresident);
-  CU(d->cuLaunchKernelEx(&cfg, k->fn, params, NULL), "cuLaunchKernelEx");
+  CUresult r = d->cuLaunchKernelEx(&cfg, k->fn, params, NULL);
+  if (r != CUDA_SUCCESS) {
+    if (ctx_workspace_fault(k->ctx, err)) return WEFT_ERR_CUDA;
+    CU(r, "cuLaunchKernelEx");
+  }
   return WEFT_OK;
 }
 

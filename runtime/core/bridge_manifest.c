@@ -201,6 +201,16 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
   m->args = args;
   lua_pop(L, 1);
 
+  lua_getfield(L, t, "workspace");
+  if (lua_istable(L, -1)) {
+    int w = lua_gettop(L);
+    m->workspace_flags = field_int(L, w, "flags", -1);
+    m->workspace_per_cta = field_int(L, w, "per_cta", -1);
+  } else if (!lua_isnil(L, -1)) {
+    m->workspace_flags = m->workspace_per_cta = -1;   /* manifest_check names it */
+  }
+  lua_pop(L, 1);
+
   lua_getfield(L, t, "grid");
   int by_bad = 0;
   for (int i = 0; i < 3; i++) {

@@ -34,7 +34,8 @@
   X(cuMemGetAllocationGranularity, 10020) X(cuTensorMapEncodeTiled, 12000)                      \
   X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000)                                   \
   X(cuGraphInstantiateWithFlags, 11040) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)    \
-  X(cuGraphDestroy, 10000)
+  X(cuGraphDestroy, 10000) X(cuThreadExchangeStreamCaptureMode, 10010) \
+  X(cuMemcpyHtoDAsync, 3020)
 
 typedef struct drv_table {
 #define WEFT_DRV_FIELD(name, ver) PFN_##name##_v##ver name;

@@ -171,11 +171,24 @@ int manifest_check(const weft_manifest *m, char *err, size_t errlen) {
    * its factors is a multiple of the world size */
   if (m->comm.scatter && (m->comm.per_rank || !m->comm.n_elems || !m->comm.divide))
     BAD("%s: comm.scatter needs comm.elems and comm.divide, and not per_rank", m->name);
+  /* a workspace: both counts, flags for every block the grid may have (its max caps it there) */
+  if (m->workspace_flags || m->workspace_per_cta) {
+    if (m->workspace_flags < 1 || m->workspace_flags > MANIFEST_MAX_WORKSPACE_FLAGS || m->workspace_per_cta < 1 ||
+        m->workspace_per_cta > MANIFEST_MAX_WORKSPACE_PER_CTA)
+      BAD("%s: workspace = { flags = %ld, per_cta = %ld }: needs 1..%d flags and 1..%ld bytes per block", m->name,
+          m->workspace_flags, m->workspace_per_cta, MANIFEST_MAX_WORKSPACE_FLAGS, (long)MANIFEST_MAX_WORKSPACE_PER_CTA);
+    long blocks = 1;
+    for (int i = 0; i < 3; i++)
+      blocks *= m->grid[i].arg ? (m->grid[i].max > 0 ? m->grid[i].max * m->grid[i].times : -1) : m->grid[i].times;
+    if (blocks < 1 || blocks > m->workspace_flags)
+      BAD("%s: workspace = { flags = %ld }: the grid must be capped (grid max) at that many blocks", m->name,
+          m->workspace_flags);
+  }
   if (m->n_tmaps > MANIFEST_MAX_TMAPS)
     BAD("%s: %d tensor maps; the runtime passes at most %d", m->name, m->n_tmaps, MANIFEST_MAX_TMAPS);
-  if (m->n_args + m->n_tmaps + 1 > MANIFEST_MAX_PARAMS)
+  if (m->n_args + m->n_tmaps + 2 > MANIFEST_MAX_PARAMS)
     BAD("%s: %d arguments and %d tensor maps; the runtime passes at most %d parameters", m->name, m->n_args,
-        m->n_tmaps, MANIFEST_MAX_PARAMS - 1);
+        m->n_tmaps, MANIFEST_MAX_PARAMS - 2);
   for (int i = 0; i < m->n_tmaps; i++)
     if (check_tmap(m, i, err, errlen) != 0) return -1;
   return 0;

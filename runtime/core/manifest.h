@@ -17,7 +17,9 @@ int manifest_arg_index(const weft_manifest *m, const char *name);
 
 /* What a kernel may take, so that launches can keep the parameters on the stack. */
 #define MANIFEST_MAX_TMAPS 8
-#define MANIFEST_MAX_PARAMS 64   /* args + tensor maps + a communicator's parameter */
+#define MANIFEST_MAX_PARAMS 64   /* args + tensor maps + a workspace + a communicator's parameter */
+#define MANIFEST_MAX_WORKSPACE_FLAGS 65536
+#define MANIFEST_MAX_WORKSPACE_PER_CTA (1L << 22)   /* 4 MiB: a 256 x 256 f32 tile is 256 KiB */
 
 /* A tensor map dim (see weft_tmap): "k", "m/ranks", "ranks", "halves". */
 typedef enum manifest_dim { DIM_BAD = -1, DIM_ARG, DIM_ARG_PER_RANK, DIM_RANKS, DIM_HALVES } manifest_dim;

@@ -112,6 +112,10 @@ typedef struct weft_comm_spec {
                            + 4096 bytes, never rewritten by data (gemm_rs fold = "tiles": flags per tile) */
 } weft_comm_spec;
 
+/* A workspace's header: its first 8 bytes hold the device address of the context's error page
+ * (host memory a kernel writes before it traps; the next launch reports it). */
+#define WEFT_WORKSPACE_HEADER 256
+
 typedef struct weft_limit {
   const char *arg; /* a size argument */
   long min, max;   /* allowed range, inclusive */
@@ -189,6 +193,10 @@ typedef struct weft_manifest {
   int n_tmaps;
   const weft_tmap *tmaps;  /* kernel parameters after args, built by the runtime */
   weft_grid_dim grid[3];
+  /* A scratch area the runtime keeps per (context, stream) and passes after the tensor maps
+   * (stream-K's partial tiles): workspace_flags u32 flags that start at zero and that every
+   * launch leaves at zero, then workspace_per_cta bytes per block of the grid.  0 and 0: none. */
+  long workspace_flags, workspace_per_cta;   /* (after a header of WEFT_WORKSPACE_HEADER bytes, the runtime's) */
   int n_limits;
   const weft_limit *limits;
   int n_params;

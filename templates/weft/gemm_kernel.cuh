@@ -44,6 +44,10 @@
 //
 // SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed tree (weft/gemm_splitk.cuh).
 //
+// STREAM_K (family gemm): the last waves' k-blocks shared out evenly over the CTAs, partial
+// tiles handed over through a global workspace (weft/gemm_streamk.cuh, the walk in
+// weft/gemm_sched.cuh); ws is the runtime's workspace for the launch's stream.
+//
 // SWAP (family gemm's swap_ab, for decode): the WGMMA computes C^T's tile, B's BN rows (64 per
 // group, split over the consumers) times A's BM rows as its n (8, 16, ...), so an M of 1 loads
 // an 8-row A box instead of a 64-row one and the ring's bytes are B's.  The loads and the
@@ -83,6 +87,7 @@
 #include "weft/gemm_ring.cuh"
 #include "weft/gemm_sched.cuh"
 #include "weft/gemm_splitk.cuh"
+#include "weft/gemm_streamk.cuh"
 #include "weft/launch.cuh"
 #include "weft/types.cuh"
 
@@ -91,7 +96,7 @@ namespace weft {
 template <class Cfg, class Src>
 __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
                                                 const TensorMap &tb, const TensorMap *tc, Src &src,
-                                                const TensorMap *tct = nullptr) {
+                                                const TensorMap *tct = nullptr, void *ws = nullptr) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, STAGES = Cfg::STAGES, CONSUMERS = Cfg::CONSUMERS;
   constexpr bool PINGPONG = Cfg::PINGPONG;
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
@@ -101,6 +106,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
                 "multicast clusters of at most two CTAs; swapped, A shared along N by 2, 4 or 8");
   static_assert(SPLITK >= 1 && SPLITK <= 8 && (SPLITK == 1 || CM * CN == 1), "split-K: 2..8 CTAs along K, no multicast");
   static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
+  static_assert(!Cfg::STREAM_K || (!PINGPONG && CM * CN * SPLITK == 1 && !Src::STORES), "stream-K: cooperative tiles, no cluster");
   constexpr int CS = CM * CN * SPLITK;                              // CTAs per cluster
   constexpr int SHARE = CM * CN;                                    // CTAs reading each stage
   static_assert(!SWAP || (!PINGPONG && !Cfg::EPI_TMA && !Cfg::B_ROW && !Src::STORES && !Src::SHARDED),
@@ -230,6 +236,18 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
           if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS)) continue;
         }
       }
+      if constexpr (Cfg::STREAM_K) {
+        if (w.split) {
+          using XK = StreamK<MR, ACC_N / 2, CONSUMERS * 128>;
+          static_assert(XK::SLOT == Cfg::STREAMK_SLOT, "the workspace slot the runtime sized (gen/core/gemm.lua)");
+          const XK xk(ws);
+          if (w.kb0 > 0) {   // a later part of a tile another CTA owns: hand it over, store nothing
+            xk.publish(acc, walk.cta);
+            continue;
+          }
+          xk.collect(acc, walk.cta, w.upto, [&](int c) { return walk.idle(c); }, w.bm, w.bn);
+        }
+      }
       if constexpr (SWAP) store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc);
       else if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
       else epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
@@ -262,9 +280,10 @@ struct LocalA {
 // tct its map for the narrow last chunk of a tile whose BN is not a multiple of 64, else nullptr.
 template <class Cfg>
 __device__ __forceinline__ void gemm_wgmma(typename Cfg::T *c, long m, long n, long k, const TensorMap &ta,
-                                           const TensorMap &tb, const TensorMap *tc, const TensorMap *tct) {
+                                           const TensorMap &tb, const TensorMap *tc, const TensorMap *tct,
+                                           void *ws = nullptr) {
   LocalA src;
-  gemm_persistent<Cfg>(c, m, n, k, ta, tb, tc, src, tct);
+  gemm_persistent<Cfg>(c, m, n, k, ta, tb, tc, src, tct, ws);
 }
 
 }  // namespace weft

@@ -59,10 +59,13 @@ template <int S> __device__ __forceinline__ void split_range(int kblocks, int cr
 }
 
 // One piece of work of a CTA: shard s, row and column block, its k-blocks [kb0, kb1), and
-// whether its cluster splits that tile along K (then its partial sums are combined).
+// whether its cluster splits that tile along K (then its partial sums are combined).  Stream-K:
+// split means a part of the tile's K; the part holding k-block 0 (its owner) adds the partials
+// of CTAs owner + 1 .. upto (weft/gemm_streamk.cuh).
 struct GemmWork {
   int s, bm, bn, kb0, kb1;
   bool split;
+  int upto;
 };
 
 // What a CTA computes, in order, for every schedule: the producer and the consumers both walk
@@ -73,13 +76,36 @@ struct GemmWork {
 //                         the T tiles have; the last, partial wave's t tiles (t <= clusters) are
 //                         split along K, tile D + c to cluster c.  With more than a cluster's worth
 //                         left over, splitting would not shorten the wave: the tiles stay whole.
+//   STREAM_K              data-parallel, then stream-K: with T tiles on the grid's P CTAs (P does
+//                         not divide T), every CTA first takes whole tiles (tile i * P + CTA) for
+//                         all but the last full wave; the D tiles left (between P and 2P, or all
+//                         T < P) make D x KB k-blocks, laid end to end tile by tile, and CTA c
+//                         takes [c W / P, (c + 1) W / P) of them: the end of one tile, whole
+//                         tiles, the start of another.  So a tile's k-blocks go to consecutive
+//                         CTAs, the lowest (its owner) holding k-block 0, and each CTA reaches
+//                         its part of a tile it owns last, of a tile it does not own first.
 template <class Cfg, class Src> struct GemmWalk {
   static constexpr int S = Cfg::SPLITK;
   TileSched<Cfg, Src> t;
   int kblocks, crank;
   int dp = 0, tail = 0, P = 1, D = 0, cta = 0;   // SPLIT_TAIL: whole tiles, the split tile, ...
+  long W = 0, g0 = 0, g1 = 0;                     // STREAM_K: k-blocks streamed, this CTA's [g0, g1)
+  int j0 = 0, streamed = 0;                       //   its first streamed tile, and how many it touches
   __device__ __forceinline__ GemmWalk(long m, long n, int shards, int crank_, int kblocks_)
       : t(m, n, shards, crank_), kblocks(kblocks_), crank(crank_) {
+    if constexpr (Cfg::STREAM_K) {
+      static_assert(!Src::SHARDED && Cfg::CM * Cfg::CN == 1 && S == 1 && !Cfg::SPLIT_TAIL, "stream-K: family gemm only");
+      P = t.clusters;
+      cta = t.cid;
+      const int T = t.units, full = T / P;
+      D = T % P == 0 ? T : (full > 0 ? (full - 1) * P : 0);
+      dp = D / P;
+      W = (long)(T - D) * kblocks;
+      g0 = cta * W / P;
+      g1 = (cta + 1) * W / P;
+      j0 = (int)(g0 / kblocks);
+      streamed = g1 > g0 ? (int)((g1 - 1) / kblocks) - j0 + 1 : 0;
+    }
     if constexpr (Cfg::SPLIT_TAIL) {
       static_assert(!Src::SHARDED && Cfg::CM * Cfg::CN == 1 && S > 1, "the split tail: family gemm's split-K only");
       P = t.clusters * S;
@@ -91,10 +117,30 @@ template <class Cfg, class Src> struct GemmWalk {
       tail = D < T && t.cid < T - D ? 1 : 0;
     }
   }
-  __device__ __forceinline__ int count() const { return Cfg::SPLIT_TAIL ? dp + tail : t.mine(); }
+  __device__ __forceinline__ int count() const {
+    return Cfg::STREAM_K ? dp + streamed : Cfg::SPLIT_TAIL ? dp + tail : t.mine();
+  }
+  // STREAM_K: the CTA whose k-blocks include streamed k-block g, and whether CTA c has none
+  __device__ __forceinline__ int holder(long g) const { return (int)(((g + 1) * P + W - 1) / W) - 1; }
+  __device__ __forceinline__ bool idle(int c) const { return (long)c * W / P == (long)(c + 1) * W / P; }
   __device__ __forceinline__ GemmWork item(const Src &src, int i) const {
     GemmWork w;
-    if constexpr (Cfg::SPLIT_TAIL) {
+    w.upto = 0;
+    if constexpr (Cfg::STREAM_K) {
+      w.s = 0;
+      if (i < dp) {
+        raster(i * P + cta, t.mu, t.nu, Cfg::GROUP, w.bm, w.bn);
+        w.kb0 = 0; w.kb1 = kblocks; w.split = false;
+      } else {
+        const int j = j0 + i - dp;
+        const long first = (long)j * kblocks;
+        raster(D + j, t.mu, t.nu, Cfg::GROUP, w.bm, w.bn);
+        w.kb0 = (int)((g0 > first ? g0 : first) - first);
+        w.kb1 = (int)((g1 < first + kblocks ? g1 : first + kblocks) - first);
+        w.split = w.kb0 > 0 || w.kb1 < kblocks;
+        if (w.kb0 == 0 && w.kb1 < kblocks) w.upto = holder(first + kblocks - 1);
+      }
+    } else if constexpr (Cfg::SPLIT_TAIL) {
       const bool split = i >= dp;
       w.s = 0;
       raster(split ? D + t.cid : i * P + cta, t.mu, t.nu, Cfg::GROUP, w.bm, w.bn);

@@ -51,6 +51,8 @@ typedef struct entry2 {
 #define B_ROW_PTX "p, 1, 1, 0, 1;"
 #define B_COL_PTX "p, 1, 1, 0, 0;"
 #define MM_ST_BF16 "multimem.st.relaxed.sys.global.v4.bf16x2"
+#define STREAMK_PTX "st.global.v4.f32", "st.release.gpu.global.u32", "ld.acquire.gpu.global.u32", \
+                    "st.relaxed.gpu.global.u32", "ld.global.cg.v4.f32", "%globaltimer", "trap;"
 
 static const entry matrix[] = {
   /* the examples as shipped */
@@ -442,6 +444,18 @@ static const entry matrix[] = {
   {"gemm.lua", {"split_k=2", "split_k_tail=true", "tile.n=128", "stages=4"},
    {GEMM_PTX, "st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster"},
    {"multicast::cluster"}},
+  /* stream-K: the partial tiles through the workspace (the parameter after c, a, b, m, n, k, ta,
+   * tb, tc): coalesced f32 stores, a release of the CTA's flag, the owner's acquire poll bounded
+   * by %globaltimer, L2 loads of the partials, the trap; no cluster hand-over.  Swapped, thin and
+   * 128 x 128 with the TMA epilogue */
+  {"gemm.lua", {"stream_k=true", "tile.n=128", "stages=4"},
+   {GEMM_PTX, STREAMK_PTX, "_param_9"}, {"st.shared::cluster", "multicast::cluster", "call"}},
+  {"gemm.lua", {"stream_k=true", "swap_ab=true", "tile.m=200", "tile.n=64", "consumers=1", "stages=6", "b_layout=col",
+                "epilogue=direct"},
+   {GEMM_PTX, STREAMK_PTX, "_param_8", B_COL_PTX}, {"st.shared::cluster", "multicast::cluster", "call"}},
+  {"gemm.lua", {"stream_k=true", "tile.m=16", "tile.n=128", "consumers=1", "stages=8", "b_layout=col", "dtype=f16",
+                "pdl=true"},
+   {GEMM_PTX, STREAMK_PTX, "griddepcontrol.wait"}, {"st.shared::cluster", "call"}},
   {"gemm.lua", {"split_k=8", "tile.n=128", "epilogue=direct", "dtype=f16"},
    {"st.shared::cluster.v4.f32", "mbarrier.try_wait.parity.acquire.cluster", "mbarrier.arrive.release.cluster"},
    {"multicast::cluster"}},
@@ -564,12 +578,13 @@ static int contains(const char *hay, const char *needle) { return strstr(hay, ne
 #define COMM_BYTES 136   /* weft::Comm, as runtime/core/comm.c fills it */
 
 /* What the runtime passes (api_launch), in bytes per parameter: the args (pointers and i64 8,
- * i32 and f32 4), a 128-byte CUtensorMap per tensor map, the communicator last. */
+ * i32 and f32 4), a 128-byte CUtensorMap per tensor map, a workspace's pointer, the communicator last. */
 static int manifest_sizes(const weft_manifest *m, int *sizes) {
   int n = 0;
   for (int i = 0; i < m->n_args && n < MAX_PARAMS; i++)
     sizes[n++] = !strcmp(m->args[i].type, "ptr") || !strcmp(m->args[i].type, "i64") ? 8 : 4;
   for (int i = 0; i < m->n_tmaps && n < MAX_PARAMS; i++) sizes[n++] = 128;
+  if (m->workspace_per_cta > 0 && n < MAX_PARAMS) sizes[n++] = 8;   /* the stream's workspace (a pointer) */
   if (m->comm.signals && n < MAX_PARAMS) sizes[n++] = COMM_BYTES;
   return n;
 }

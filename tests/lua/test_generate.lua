@@ -4,6 +4,7 @@ local T = load(weft_read("tests/lua/testlib.lua"), "@tests/lua/testlib.lua")()
 local weft = require("gen.core.weft")
 local json = require("gen.core.json")
 local common = require("gen.core.common")
+local gemm = require("gen.core.gemm")
 
 local INT_MAX = 2147483647
 local SRC = T.source_dir()
@@ -107,6 +108,12 @@ local function check_ag_gemm(m, cfg, where)
   local gx = wg and { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = csize, cap = "coresident",
                       shards = cfg.family == "ag_gemm" and "ranks" or nil }
     or { arg = "m", per = 1, times = csize, cap = "coresident" }
+  -- stream-K: every co-resident CTA, at most as many as the workspace has flags
+  if cfg.stream_k then
+    gx = { arg = "m", per = 1, by = { arg = "n", per = 1 }, times = 1, cap = "coresident", max = gemm.STREAMK_MAX_CTAS }
+  end
+  T.deq(m.workspace, cfg.stream_k and { flags = gemm.STREAMK_MAX_CTAS, per_cta = gemm.streamk_slot(cfg) } or nil,
+    where .. " workspace")
   T.deq(m.grid, { gx, { per = 1, times = 1 }, { per = 1, times = 1 } }, where .. " grid")
 
   -- args: c = a . b (or ag = allgather(a)), 16-byte aligned pointers of the dtype, i64 sizes
@@ -243,8 +250,9 @@ local function check_ag_gemm(m, cfg, where)
     local tc = cfg.epilogue == "tma" and "&tc" or "nullptr"
     local tct = cfg.epilogue == "tma" and cfg.tile.n % 64 ~= 0 and "&tct" or "nullptr"
     if cfg.variant == "gemm" then
-      T.contains(s, "weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, " .. tc .. ", " .. tct .. ");",
-        where .. " kernel")
+      T.contains(s, "weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, " .. tc .. ", " .. tct
+        .. (cfg.stream_k and ", ws" or "") .. ");", where .. " kernel")
+      T.contains(s, "  static constexpr bool STREAM_K = " .. b(cfg.stream_k == true) .. ";", where .. " cfg stream_k")
     else
       T.contains(s, "  static constexpr int COMM = " .. comm_id .. ";", where .. " cfg comm")
       T.contains(s, "  static constexpr bool RING = " .. ring .. ";", where .. " cfg ring")
@@ -601,6 +609,7 @@ local function signature(m)
       or scalar[a.type] .. " " .. a.name
   end
   for _, t in ipairs(m.tmaps or {}) do out[#out + 1] = "const __grid_constant__ weft::TensorMap " .. t.name end
+  if m.workspace then out[#out + 1] = "void *ws" end
   if m.comm then out[#out + 1] = "const __grid_constant__ weft::Comm comm" end
   return table.concat(out, ", ")
 end
@@ -1162,7 +1171,7 @@ T.test("gemm, ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params
   T.eq(param(m, "tile.m"), "128"); T.eq(param(m, "tile.n"), "256"); T.eq(param(m, "tile.k"), "64")
   T.eq(param(m, "tile"), nil, "no tile key"); T.eq(param(m, "tile.tag"), nil, "the name tag is not a param")
   T.eq(param(m, "family"), "gemm"); T.eq(param(m, "variant"), nil); T.eq(param(m, "comm"), nil)
-  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0_l2p256",
+  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0_l2p256_stk0",
     "auto tile")
   T.contains(m.json, '"key": "tile.m",\n      "value": "128"')
   m = assert(ag('variant = "naive_remote"'))
@@ -1427,13 +1436,13 @@ end)
 T.test("gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256")
+  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256_stk0")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "family=ag_gemm" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256")
+  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256_stk0")
   m = assert(gen(text, "examples/gemm.lua", { "split_k=2", "split_k_tail=true", "tile.n=128", "stages=4" }))
   T.contains(m.name, "_sk2_skt1_")
   T.contains(m.source, "static constexpr bool SPLIT_TAIL = true;")
