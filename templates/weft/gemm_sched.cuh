@@ -76,20 +76,27 @@ struct GemmWork {
 //                         the T tiles have; the last, partial wave's t tiles (t <= clusters) are
 //                         split along K, tile D + c to cluster c.  With more than a cluster's worth
 //                         left over, splitting would not shorten the wave: the tiles stay whole.
-//   STREAM_K              data-parallel, then stream-K: with T tiles on the grid's P CTAs (P does
-//                         not divide T), every CTA first takes whole tiles (tile i * P + CTA) for
-//                         all but the last full wave; the D tiles left (between P and 2P, or all
-//                         T < P) make D x KB k-blocks, laid end to end tile by tile, and CTA c
-//                         takes [c W / P, (c + 1) W / P) of them: the end of one tile, whole
-//                         tiles, the start of another.  So a tile's k-blocks go to consecutive
-//                         CTAs, the lowest (its owner) holding k-block 0, and each CTA reaches
-//                         its part of a tile it owns last, of a tile it does not own first.
+//   STREAM_K              data-parallel, then stream-K: with T tiles on the grid's P CTAs, every
+//                         CTA first takes whole tiles (tile i * P + CTA) for every full wave; the
+//                         R = T mod P tiles left (all T < P) make W = R x KB k-blocks, laid end to
+//                         end tile by tile, and CTA c < Q takes [c W / Q, (c + 1) W / Q) of them:
+//                         the end of one tile, whole tiles, the start of another.  Q = min(P,
+//                         STREAMK_FAN x R): at most about STREAMK_FAN CTAs share a tile.  So a
+//                         tile's k-blocks go to consecutive CTAs, the lowest (its owner) holding
+//                         k-block 0, and each CTA reaches its part of a tile it owns last, of a
+//                         tile it does not own first.  (The full waves stay data-parallel: CTAs
+//                         that stream at different k stop sharing A's and B's tiles in L2 --
+//                         1024 x 10240 x 8192 with a whole wave streamed as well ran 1.38x the
+//                         data-parallel schedule, bench/RESULTS.md.)
+constexpr int STREAMK_FAN = 4;   // stream-K: CTAs per tile, about (the owner adds the others' partials)
+
 template <class Cfg, class Src> struct GemmWalk {
   static constexpr int S = Cfg::SPLITK;
   TileSched<Cfg, Src> t;
   int kblocks, crank;
   int dp = 0, tail = 0, P = 1, D = 0, cta = 0;   // SPLIT_TAIL: whole tiles, the split tile, ...
   long W = 0, g0 = 0, g1 = 0;                     // STREAM_K: k-blocks streamed, this CTA's [g0, g1)
+  int Q = 1;                                      //   the CTAs that stream them
   int j0 = 0, streamed = 0;                       //   its first streamed tile, and how many it touches
   __device__ __forceinline__ GemmWalk(long m, long n, int shards, int crank_, int kblocks_)
       : t(m, n, shards, crank_), kblocks(kblocks_), crank(crank_) {
@@ -97,12 +104,13 @@ template <class Cfg, class Src> struct GemmWalk {
       static_assert(!Src::SHARDED && Cfg::CM * Cfg::CN == 1 && S == 1 && !Cfg::SPLIT_TAIL, "stream-K: family gemm only");
       P = t.clusters;
       cta = t.cid;
-      const int T = t.units, full = T / P;
-      D = T % P == 0 ? T : (full > 0 ? (full - 1) * P : 0);
+      const int T = t.units;
+      D = T / P * P;
       dp = D / P;
+      Q = T - D < P / STREAMK_FAN ? (T - D) * STREAMK_FAN : P;
       W = (long)(T - D) * kblocks;
-      g0 = cta * W / P;
-      g1 = (cta + 1) * W / P;
+      g0 = cta < Q ? cta * W / Q : W;
+      g1 = cta < Q ? (cta + 1) * W / Q : W;
       j0 = (int)(g0 / kblocks);
       streamed = g1 > g0 ? (int)((g1 - 1) / kblocks) - j0 + 1 : 0;
     }
@@ -121,8 +129,8 @@ template <class Cfg, class Src> struct GemmWalk {
     return Cfg::STREAM_K ? dp + streamed : Cfg::SPLIT_TAIL ? dp + tail : t.mine();
   }
   // STREAM_K: the CTA whose k-blocks include streamed k-block g, and whether CTA c has none
-  __device__ __forceinline__ int holder(long g) const { return (int)(((g + 1) * P + W - 1) / W) - 1; }
-  __device__ __forceinline__ bool idle(int c) const { return (long)c * W / P == (long)(c + 1) * W / P; }
+  __device__ __forceinline__ int holder(long g) const { return (int)(((g + 1) * Q + W - 1) / W) - 1; }
+  __device__ __forceinline__ bool idle(int c) const { return (long)c * W / Q == (long)(c + 1) * W / Q; }
   __device__ __forceinline__ GemmWork item(const Src &src, int i) const {
     GemmWork w;
     w.upto = 0;
