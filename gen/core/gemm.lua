@@ -319,8 +319,7 @@ local function align(x, a) return (x + a - 1) // a * a end
 --               thin tile's stage at least 64 rows (its WGMMA reads 64 rows from A's start);
 --               load: the bytes TMA writes into a stage (full[s]'s expect_tx), A's box and B's
 --   full, empty STAGES mbarriers each, after the stages
---   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned);
---               stream-K: its two copy barriers (its partials land in the ring's stages)
+--   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
 --               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
@@ -341,7 +340,7 @@ function M.layout(cfg)
   L.empty = L.full + 8 * cfg.stages
   L.red_bar = L.empty + 8 * cfg.stages
   L.red = L.red_bar + 16
-  local used = cfg.split_k > 1 and L.red + mma_rows(cfg) * t.n * 4 or cfg.stream_k and L.red or L.red_bar
+  local used = cfg.split_k > 1 and L.red + mma_rows(cfg) * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
   -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64

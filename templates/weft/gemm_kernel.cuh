@@ -145,10 +145,6 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   if (threadIdx.x == 0) {
     ring.init(STAGE_WARPS * SHARE);   // one arrival per reading warp of each CTA
     sk.init();
-    if constexpr (Cfg::STREAM_K) {    // stream-K's two copy barriers (weft/gemm_streamk.cuh)
-      mbar_init((u64 *)(ring.base + Cfg::SMEM_RED_BAR), 1);
-      mbar_init((u64 *)(ring.base + Cfg::SMEM_RED_BAR) + 1, 1);
-    }
     fence_barrier_init();
   }
   if constexpr (CS > 1) cluster_sync();
@@ -222,7 +218,6 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
     if (PINGPONG && cw == 1) p.skip(kblocks);           // the first tile's stages are the other's
     const int mine = walk.count();
     int splits = 0;                                     // split tiles so far (their hand-overs' phase)
-    u32 xk_phase = 0;                                   // stream-K: its two copy barriers' phases
     for (int i = PINGPONG ? cw : 0; i < mine; i += step) {   // i: the CTA's i-th tile
       const GemmWork w = walk.item(src, i);
       if (PINGPONG && i > 0) bar_sync(BAR_PINGPONG_WG0 + cw, 256);   // the other's main loop of tile i-1 was issued
@@ -250,9 +245,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
             xk.publish(acc, walk.cta);
             continue;
           }
-          xk.template collect<(long)STAGES * Cfg::SMEM_STAGE>(acc, walk.cta, w.upto, [&](int c) { return walk.idle(c); },
-                                                           w.bm, w.bn, ring.base, (u64 *)(ring.base + Cfg::SMEM_RED_BAR),
-                                                           xk_phase);
+          xk.collect(acc, walk.cta, w.upto, [&](int c) { return walk.idle(c); }, w.bm, w.bn);
         }
       }
       if constexpr (SWAP) store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc);

@@ -73,8 +73,7 @@ local function tile_tag(t) return string.format("%dx%dx%d", t.m, t.n, t.k) end
 local function ag_smem(cfg)
   if cfg.compute ~= "wgmma" or cfg.variant == "gather_then_gemm" then return 0 end   -- (its GEMM is the second launch)
   -- split-K adds the f32 partial tile the second CTA writes into the first, and its two barriers
-  -- (stream-K: its two copy barriers; its partials land in the ring)
-  local split = (cfg.split_k or 1) > 1 and 16 + cfg.tile.m * cfg.tile.n * 4 or cfg.stream_k and 16 or 0
+  local split = (cfg.split_k or 1) > 1 and 16 + cfg.tile.m * cfg.tile.n * 4 or 0
   local used = cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + split
   -- the TMA-store epilogue stages C after all that, 1024-byte aligned: each consumer warpgroup
   -- its rows (the tile's share, or the whole tile with pingpong) in at most two 64-column chunks
@@ -1559,7 +1558,7 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
       T.ok(x.empty >= x.full + 8 * tonumber(param(m, "stages")) and x.red_bar >= x.empty + 8 * tonumber(param(m, "stages")),
         where .. " full, empty, red_bar in order")
       local red_end = param(m, "split_k") == "2" and x.red + tonumber(param(m, "tile.m")) * tonumber(param(m, "tile.n")) * 4
-        or param(m, "stream_k") == "true" and x.red or x.red_bar
+        or x.red_bar
       if param(m, "epilogue") == "tma" then
         T.ok(x.epi >= red_end, where .. " C after the barriers and the partial tile")
         T.eq(x.bytes, x.epi + tonumber(param(m, "consumers")) * x.epi_stage, where .. " C's stages end it")
@@ -1573,7 +1572,6 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
       T.deq(x, G.layout(setmetatable({}, { __index = function(_, k)
         local v = param(m, k)
         if k == "tile" then return { m = tonumber(param(m, "tile.m")), n = tonumber(param(m, "tile.n")), k = 64 } end
-        if v == "true" or v == "false" then return v == "true" end
         return tonumber(v) or v
       end })), where .. " the layout function gives what the manifest carries")
     end
