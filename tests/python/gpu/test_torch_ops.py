@@ -173,6 +173,39 @@ def test_matmul(dtype, mnk):
                a.double() @ b.double(), dt)
 
 
+def test_gemm_stream_k_workspace_per_stream_and_in_a_graph():
+    """stream_k's partial tiles go through a workspace the runtime keeps per CUDA stream: launches
+    on two streams at once must not share one, and a stream first seen while torch captures a
+    graph gets its workspace then (allocated mid-capture, its flags zeroed off the stream).  Every
+    result bit-identical to the first launch's (the partials are added in CTA order), which is
+    checked against float64."""
+    ctx = weft.context()
+    k = ctx.compile({"family": "gemm", "dtype": "bf16", "b_layout": "col", "swap_ab": True, "consumers": 1,
+                     "tile": {"m": 200, "n": 64, "k": 64}, "stages": 6, "epilogue": "direct", "stream_k": True})
+    m, n, kk = 200, 3072, 4096
+    dt = torch.bfloat16
+    a, b = rand((m, kk), dt), rand((n, kk), dt)   # B column-major: N x K
+    outs = [torch.full((m, n), float("nan"), device=DEV, dtype=dt) for _ in range(21)]
+    torch.cuda.synchronize()
+    k.launch(outs[0], a, b, m, n, kk, stream=torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    gemm_check("stream_k eager", outs[0], a.double() @ b.double().t(), dt)
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    for i in range(1, 21):   # alternately on two streams, nothing in between: they overlap
+        k.launch(outs[i], a, b, m, n, kk, stream=(s1 if i % 2 else s2).cuda_stream)
+    torch.cuda.synchronize()
+    for i in range(1, 21):
+        assert torch.equal(outs[i], outs[0]), "stream_k launch %d (stream %d) differs from the first" % (i, 2 - i % 2)
+    g, cg = torch.cuda.CUDAGraph(), torch.full((m, n), float("nan"), device=DEV, dtype=dt)
+    with torch.cuda.graph(g):   # (torch captures on a stream of its own, new to weft)
+        k.launch(cg, a, b, m, n, kk, stream=torch.cuda.current_stream().cuda_stream)
+    for rep in range(3):
+        cg.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(cg, outs[0]), "stream_k graph replay %d differs from the eager launch" % rep
+
+
 def test_matmul_folds_leading_dims():
     a, b = rand((2, 3, 40, 64), torch.bfloat16), rand((64, 96), torch.bfloat16)
     c = wt.matmul(a, b)
