@@ -383,6 +383,8 @@ function M.cfg_struct(name, cfg, L, extra)
     "  static constexpr bool SPLIT_TAIL = " .. b(cfg.split_k_tail == true) .. ";",
     "  static constexpr bool STREAM_K = " .. b(cfg.stream_k == true) .. ";",
     string.format("  static constexpr long STREAMK_SLOT = %d;   // bytes per CTA in the workspace", M.streamk_slot(cfg)),
+    string.format("  static constexpr int STREAMK_FLAGS = %d, STREAMK_HEADER = %d;", M.STREAMK_MAX_CTAS,
+      M.STREAMK_HEADER),
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
     string.format("  static constexpr int GROUP = %d;", cfg.group),
     "  static constexpr bool PDL = " .. b(cfg.pdl == true) .. ";",
@@ -419,6 +421,7 @@ end
 -- Stream-K's workspace (weft/gemm_streamk.cuh): per CTA, its f32 accumulators (consumers x 128
 -- threads, each MR 64-row groups x the WGMMA's n / 2), after STREAMK_MAX_CTAS u32 flags.
 M.STREAMK_MAX_CTAS = 4096
+M.STREAMK_HEADER = 256   -- the runtime's (WEFT_WORKSPACE_HEADER): the error page's address
 function M.streamk_slot(cfg)
   local groups = M.swapped(cfg) and cfg.tile.n // 64 or mma_rows(cfg) // 64
   return groups * 64 * M.wgmma_n(cfg) * 4

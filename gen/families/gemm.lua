@@ -60,7 +60,8 @@ function F.derive(cfg)
     args = args,
     tmaps = tmaps,
     -- stream-K: the runtime's workspace for the launch's stream (weft/gemm_streamk.cuh's layout)
-    workspace = cfg.stream_k and { flags = gemm.STREAMK_MAX_CTAS, per_cta = gemm.streamk_slot(cfg) } or nil,
+    workspace = cfg.stream_k and { header = gemm.STREAMK_HEADER, flags = gemm.STREAMK_MAX_CTAS,
+                                   per_cta = gemm.streamk_slot(cfg) } or nil,
     grid = gemm.grid(cfg),
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
                { arg = "n", min = 8, max = big, multiple = 8 } },

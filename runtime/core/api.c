@@ -21,10 +21,15 @@
 
 /* Scratch kept per CUDA stream (a manifest's workspace: stream-K's partial tiles).  Launches on
  * one stream run one after another, so they may share it; launches on two streams may overlap,
- * so each stream has its own.  A workspace that grows is replaced, and the old one is kept until
- * the context goes: a CUDA graph captured with it, or a launch still queued, may use it. */
+ * so each stream has its own, keyed by the driver's stream id (unique for the process: a handle
+ * can be reused once a stream is destroyed, and CU_STREAM_PER_THREAD is one handle for every
+ * thread's stream).  A launch captured into a CUDA graph gets one of its capture's own: the graph
+ * may be replayed on any stream, beside eager launches and other graphs.  A workspace that grows
+ * is replaced, and the old one is kept until the context goes, as are those of streams and
+ * graphs that are gone (a launch still queued, or a graph, may use them). */
 typedef struct ctx_workspace {
-  CUstream stream;
+  unsigned long long stream;    /* cuStreamGetId */
+  cuuint64_t capture;           /* the capture sequence's id, 0 outside a capture */
   CUdeviceptr ptr;
   size_t bytes;       /* its size */
   size_t zeroed;      /* the flag bytes at its start, zeroed when it was allocated */
@@ -739,8 +744,14 @@ static int log_launches(void) {
 static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes, size_t flag_bytes, CUdeviceptr *out,
                                      char *err) {
   const drv_table *d = c->drv;
+  unsigned long long id = 0;
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t capture = 0;
+  CU(d->cuStreamGetId(stream, &id), "cuStreamGetId");
+  CU(d->cuStreamGetCaptureInfo(stream, &cs, &capture), "cuStreamGetCaptureInfo");
+  if (cs != CU_STREAM_CAPTURE_STATUS_ACTIVE) capture = 0;
   int i = 0;
-  while (i < c->n_ws && c->ws[i].stream != stream) i++;
+  while (i < c->n_ws && !(c->ws[i].stream == id && c->ws[i].capture == capture)) i++;
   if (i < c->n_ws && c->ws[i].bytes >= bytes && c->ws[i].zeroed >= flag_bytes) { *out = c->ws[i].ptr; return WEFT_OK; }
   if (i == c->n_ws && c->n_ws == c->cap_ws) {
     int cap = c->cap_ws ? 2 * c->cap_ws : 4;
@@ -758,12 +769,11 @@ static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes,
   }
   size_t want = (bytes + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);   /* whole MiB: fewer regrowths */
   if (i < c->n_ws && want < 2 * c->ws[i].bytes) want = 2 * c->ws[i].bytes;
-  if (!c->ws_zero) CU(d->cuStreamCreate(&c->ws_zero, CU_STREAM_NON_BLOCKING), "cuStreamCreate (workspace zeroing)");
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   CU(d->cuThreadExchangeStreamCaptureMode(&mode), "cuThreadExchangeStreamCaptureMode");
   CUdeviceptr p = 0;
-  CUresult r = CUDA_SUCCESS;
-  if (!c->ws_fault) {
+  CUresult r = c->ws_zero ? CUDA_SUCCESS : d->cuStreamCreate(&c->ws_zero, CU_STREAM_NON_BLOCKING);
+  if (r == CUDA_SUCCESS && !c->ws_fault) {
     void *page = NULL;
     r = d->cuMemHostAlloc(&page, 64, CU_MEMHOSTALLOC_DEVICEMAP);
     if (r == CUDA_SUCCESS) {
@@ -786,7 +796,7 @@ static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes,
   }
   if (i < c->n_ws) c->ws_old[c->n_ws_old++] = c->ws[i].ptr;
   else c->n_ws++;
-  c->ws[i] = (ctx_workspace){.stream = stream, .ptr = p, .bytes = want, .zeroed = flag_bytes};
+  c->ws[i] = (ctx_workspace){.stream = id, .capture = capture, .ptr = p, .bytes = want, .zeroed = flag_bytes};
   *out = p;
   return WEFT_OK;
 }
@@ -795,7 +805,7 @@ static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes,
 static int ctx_workspace_fault(const weft_ctx *c, char *err) {
   if (!c->ws_fault || !c->ws_fault[0]) return 0;
   fail(err, WEFT_ERR_CUDA, "an earlier stream-K GEMM launched from this context stopped the GPU: its block %u waited "
-       "10 s for block %u's partial sum of tile (row block %u, column block %u) and trapped. A bug in weft (please "
+       "60 s for block %u's partial sum of tile (row block %u, column block %u) and trapped. A bug in weft (please "
        "report it), or that launch's workspace was used by another launch at the same time (a stream destroyed "
        "with work pending and its handle reused?). The CUDA context is unusable: restart the process",
        c->ws_fault[1], c->ws_fault[2], c->ws_fault[3], c->ws_fault[4]);

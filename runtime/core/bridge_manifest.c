@@ -206,6 +206,10 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     int w = lua_gettop(L);
     m->workspace_flags = field_int(L, w, "flags", -1);
     m->workspace_per_cta = field_int(L, w, "per_cta", -1);
+    /* (a table with zero counts still gives the kernel its parameter, and the kernel reads its
+     * flags after the runtime's header: manifest_check refuses either) */
+    if (m->workspace_flags < 1 || m->workspace_per_cta < 1 || field_int(L, w, "header", -1) != WEFT_WORKSPACE_HEADER)
+      m->workspace_flags = m->workspace_per_cta = -1;
   } else if (!lua_isnil(L, -1)) {
     m->workspace_flags = m->workspace_per_cta = -1;   /* manifest_check names it */
   }

@@ -35,7 +35,7 @@
   X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000)                                   \
   X(cuGraphInstantiateWithFlags, 11040) X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000)    \
   X(cuGraphDestroy, 10000) X(cuThreadExchangeStreamCaptureMode, 10010) \
-  X(cuMemcpyHtoDAsync, 3020)
+  X(cuMemcpyHtoDAsync, 3020) X(cuStreamGetId, 12000) X(cuStreamGetCaptureInfo, 10010)
 
 typedef struct drv_table {
 #define WEFT_DRV_FIELD(name, ver) PFN_##name##_v##ver name;

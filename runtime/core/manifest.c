@@ -175,8 +175,9 @@ int manifest_check(const weft_manifest *m, char *err, size_t errlen) {
   if (m->workspace_flags || m->workspace_per_cta) {
     if (m->workspace_flags < 1 || m->workspace_flags > MANIFEST_MAX_WORKSPACE_FLAGS || m->workspace_per_cta < 1 ||
         m->workspace_per_cta > MANIFEST_MAX_WORKSPACE_PER_CTA)
-      BAD("%s: workspace = { flags = %ld, per_cta = %ld }: needs 1..%d flags and 1..%ld bytes per block", m->name,
-          m->workspace_flags, m->workspace_per_cta, MANIFEST_MAX_WORKSPACE_FLAGS, (long)MANIFEST_MAX_WORKSPACE_PER_CTA);
+      BAD("%s: workspace = { flags = %ld, per_cta = %ld }: needs header = %d, 1..%d flags and 1..%ld bytes per block",
+          m->name, m->workspace_flags, m->workspace_per_cta, WEFT_WORKSPACE_HEADER, MANIFEST_MAX_WORKSPACE_FLAGS,
+          (long)MANIFEST_MAX_WORKSPACE_PER_CTA);
     long blocks = 1;
     for (int i = 0; i < 3; i++)
       blocks *= m->grid[i].arg ? (m->grid[i].max > 0 ? m->grid[i].max * m->grid[i].times : -1) : m->grid[i].times;

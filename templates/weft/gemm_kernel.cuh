@@ -239,7 +239,8 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       if constexpr (Cfg::STREAM_K) {
         if (w.split) {
           using XK = StreamK<MR, ACC_N / 2, CONSUMERS * 128>;
-          static_assert(XK::SLOT == Cfg::STREAMK_SLOT, "the workspace slot the runtime sized (gen/core/gemm.lua)");
+          static_assert(XK::SLOT == Cfg::STREAMK_SLOT && Cfg::STREAMK_FLAGS == STREAMK_MAX_CTAS &&
+                        Cfg::STREAMK_HEADER == STREAMK_HEADER, "the workspace the runtime sized (gen/core/gemm.lua)");
           const XK xk(ws);
           if (w.kb0 > 0) {   // a later part of a tile another CTA owns: hand it over, store nothing
             xk.publish(acc, walk.cta);

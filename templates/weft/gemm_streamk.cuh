@@ -21,9 +21,11 @@
 // one stream run one after another (a pdl launch waits before touching the workspace).
 // Forward progress: an owner waits only on higher CTAs, at the end of its work, and a contributor
 // waits on no one, so CTA P-1 never waits and, with CTAs started in increasing order, every wait
-// ends while fewer than all CTAs are co-resident too (MPS).  A wait past STREAMK_TIMEOUT_NS (a
-// bug, never a slow peer) writes which CTA waited for which into the error page and traps: the
-// hang becomes an error, and the runtime's next call on the context says what it was.  (Not
+// ends while fewer than all CTAs are co-resident too (MPS), as long as a few CTAs can run.  A
+// wait past STREAMK_TIMEOUT_NS writes which CTA waited for which into the error page and traps:
+// the hang becomes an error, and the runtime's next launch on the context says what it was.  A
+// contributor keeps an owner waiting only while it cannot start (other kernels holding nearly
+// every SM, a debugger stopping the GPU) or if weft has a bug, hence the long timeout.  (Not
 // printf: a call anywhere in the kernel makes ptxas serialise every WGMMA.)
 #pragma once
 #include "weft/gemm.cuh"
@@ -34,7 +36,7 @@ namespace weft {
 constexpr int STREAMK_MAX_CTAS = 4096;                  // flags (the runtime's grid is capped below it)
 constexpr long STREAMK_HEADER = 256;                    // (the runtime's WEFT_WORKSPACE_HEADER)
 constexpr long STREAMK_FLAG_BYTES = STREAMK_MAX_CTAS * 4;
-constexpr unsigned long long STREAMK_TIMEOUT_NS = 10000000000ull;   // 10 s
+constexpr unsigned long long STREAMK_TIMEOUT_NS = 60000000000ull;   // 60 s
 
 __device__ __forceinline__ void st_release_gpu_u32(u32 *p, u32 v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");

@@ -112,7 +112,8 @@ local function check_ag_gemm(m, cfg, where)
   if cfg.stream_k then
     gx = { arg = "m", per = 1, by = { arg = "n", per = 1 }, times = 1, cap = "coresident", max = gemm.STREAMK_MAX_CTAS }
   end
-  T.deq(m.workspace, cfg.stream_k and { flags = gemm.STREAMK_MAX_CTAS, per_cta = gemm.streamk_slot(cfg) } or nil,
+  T.deq(m.workspace, cfg.stream_k and { header = 256, flags = gemm.STREAMK_MAX_CTAS, per_cta = gemm.streamk_slot(cfg) }
+    or nil,
     where .. " workspace")
   T.deq(m.grid, { gx, { per = 1, times = 1 }, { per = 1, times = 1 } }, where .. " grid")
 

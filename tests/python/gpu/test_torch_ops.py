@@ -178,7 +178,7 @@ def test_gemm_stream_k_workspace_per_stream_and_in_a_graph():
     on two streams at once must not share one, and a stream first seen while torch captures a
     graph gets its workspace then (allocated mid-capture, its flags zeroed off the stream).  Every
     result bit-identical to the first launch's (the partials are added in CTA order), which is
-    checked against float64."""
+    checked against float64; the graph, with a workspace of its own, replayed beside eager launches."""
     ctx = weft.context()
     k = ctx.compile({"family": "gemm", "dtype": "bf16", "b_layout": "col", "swap_ab": True, "consumers": 1,
                      "tile": {"m": 200, "n": 64, "k": 64}, "stages": 6, "epilogue": "direct", "stream_k": True})
@@ -204,6 +204,19 @@ def test_gemm_stream_k_workspace_per_stream_and_in_a_graph():
         g.replay()
         torch.cuda.synchronize()
         assert torch.equal(cg, outs[0]), "stream_k graph replay %d differs from the eager launch" % rep
+    # the graph has a workspace of its own: replays on one stream beside eager launches on another
+    for o in outs[1:]:
+        o.fill_(float("nan"))
+    cg.fill_(float("nan"))
+    torch.cuda.synchronize()
+    for i in range(1, 21):
+        with torch.cuda.stream(s1):
+            g.replay()
+        k.launch(outs[i], a, b, m, n, kk, stream=s2.cuda_stream)
+    torch.cuda.synchronize()
+    assert torch.equal(cg, outs[0]), "stream_k graph replayed beside eager launches differs"
+    for i in range(1, 21):
+        assert torch.equal(outs[i], outs[0]), "stream_k launch %d beside graph replays differs" % i
 
 
 def test_matmul_folds_leading_dims():
