@@ -28,7 +28,7 @@
  * is replaced, and the old one is kept until the context goes, as are those of streams and
  * graphs that are gone (a launch still queued, or a graph, may use them). */
 typedef struct ctx_workspace {
-  unsigned long long stream;    /* cuStreamGetId */
+  unsigned long long stream;    /* cuStreamGetId; while capturing, the handle */
   cuuint64_t capture;           /* the capture sequence's id, 0 outside a capture */
   CUdeviceptr ptr;
   size_t bytes;       /* its size */
@@ -738,18 +738,22 @@ static int log_launches(void) {
 }
 
 /* The workspace of `stream` with at least `bytes`, its first flag_bytes zero (the launches that
- * use it leave them so).  A new one is allocated with the thread's stream capture mode relaxed
- * (a first launch may come while the caller captures a CUDA graph) and its flags zeroed on the
- * context's own non-blocking stream, waited for: never an operation on the caller's stream. */
-static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes, size_t flag_bytes, CUdeviceptr *out,
-                                     char *err) {
+ * use it leave them so).  A new one has its flags zeroed on the context's own non-blocking
+ * stream, waited for: never an operation on the caller's stream (which may be capturing). */
+static weft_status workspace_get(weft_ctx *c, CUstream stream, size_t bytes, size_t flag_bytes, CUdeviceptr *out,
+                                 char *err) {
   const drv_table *d = c->drv;
   unsigned long long id = 0;
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t capture = 0;
-  CU(d->cuStreamGetId(stream, &id), "cuStreamGetId");
   CU(d->cuStreamGetCaptureInfo(stream, &cs, &capture), "cuStreamGetCaptureInfo");
-  if (cs != CU_STREAM_CAPTURE_STATUS_ACTIVE) capture = 0;
+  /* (while capturing, the driver refuses cuStreamGetId; the handle cannot be reused within the
+   * capture, and the capture's id keeps it apart from the stream's own workspace) */
+  if (cs == CU_STREAM_CAPTURE_STATUS_ACTIVE) id = (unsigned long long)(uintptr_t)stream;
+  else {
+    capture = 0;
+    CU(d->cuStreamGetId(stream, &id), "cuStreamGetId");
+  }
   int i = 0;
   while (i < c->n_ws && !(c->ws[i].stream == id && c->ws[i].capture == capture)) i++;
   if (i < c->n_ws && c->ws[i].bytes >= bytes && c->ws[i].zeroed >= flag_bytes) { *out = c->ws[i].ptr; return WEFT_OK; }
@@ -769,8 +773,6 @@ static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes,
   }
   size_t want = (bytes + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);   /* whole MiB: fewer regrowths */
   if (i < c->n_ws && want < 2 * c->ws[i].bytes) want = 2 * c->ws[i].bytes;
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  CU(d->cuThreadExchangeStreamCaptureMode(&mode), "cuThreadExchangeStreamCaptureMode");
   CUdeviceptr p = 0;
   CUresult r = c->ws_zero ? CUDA_SUCCESS : d->cuStreamCreate(&c->ws_zero, CU_STREAM_NON_BLOCKING);
   if (r == CUDA_SUCCESS && !c->ws_fault) {
@@ -787,7 +789,6 @@ static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes,
   if (r == CUDA_SUCCESS) r = d->cuMemsetD8Async(p, 0, flag_bytes, c->ws_zero);
   if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(p, &c->ws_fault_dev, sizeof c->ws_fault_dev, c->ws_zero);
   if (r == CUDA_SUCCESS) r = d->cuStreamSynchronize(c->ws_zero);
-  d->cuThreadExchangeStreamCaptureMode(&mode);
   if (r != CUDA_SUCCESS) {
     if (p) d->cuMemFree(p);
     char why[512];
@@ -799,6 +800,19 @@ static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes,
   c->ws[i] = (ctx_workspace){.stream = id, .capture = capture, .ptr = p, .bytes = want, .zeroed = flag_bytes};
   *out = p;
   return WEFT_OK;
+}
+
+/* workspace_get with this thread's stream capture mode relaxed throughout: while the caller
+ * captures a graph in global mode, cuStreamGetId and cuMemAlloc are refused (and would end the
+ * capture) otherwise. */
+static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes, size_t flag_bytes, CUdeviceptr *out,
+                                     char *err) {
+  const drv_table *d = c->drv;
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  CU(d->cuThreadExchangeStreamCaptureMode(&mode), "cuThreadExchangeStreamCaptureMode");
+  weft_status st = workspace_get(c, stream, bytes, flag_bytes, out, err);
+  d->cuThreadExchangeStreamCaptureMode(&mode);
+  return st;
 }
 
 /* What a kernel wrote to the error page before it trapped (weft/gemm_streamk.cuh), as an error; 0 if nothing. */
