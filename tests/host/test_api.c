@@ -316,8 +316,16 @@ static void test_tmap_manifest(void **state) {
   assert_int_equal(m->comm.scatter, 1);
   assert_int_equal(m->comm.per_rank, 0);
   weft_manifest_free(m);
+  /* a workspace (stream-K's): the runtime's header, flags for every block the capped grid may have */
+  assert_int_equal(fake_manifest(ctx, "grid = { { arg = 'm', per = 1, times = 1, max = 4096 }, { per = 1, times = 1 }, "
+                   "{ per = 1, times = 1 } }, workspace = { header = 256, flags = 4096, per_cta = 51200 }", &m), WEFT_OK);
+  assert_int_equal(m->workspace_flags, 4096);
+  assert_int_equal(m->workspace_per_cta, 51200);
+  weft_manifest_free(m);
   /* without tmaps, elems or divide: none */
   assert_int_equal(fake_manifest(ctx, "", &m), WEFT_OK);
+  assert_int_equal(m->workspace_flags, 0);
+  assert_int_equal(m->workspace_per_cta, 0);
   assert_int_equal(m->n_tmaps, 0);
   assert_int_equal(m->comm.n_elems, 0);
   assert_null(m->comm.divide);
@@ -373,6 +381,18 @@ static void test_tmap_manifest_rejected(void **state) {
     {"comm = { signals = { 'ready' }, divide = 'm', scatter = true }", "comm.scatter needs comm.elems and comm.divide"},
     {"comm = { signals = { 'ready' }, elems = { 'm', 'k' }, divide = 'm', per_rank = true, scatter = true }",
      "comm.scatter needs comm.elems and comm.divide, and not per_rank"},
+    /* a workspace: a grid without a cap could outgrow its flags; the kernel reads them after the
+     * runtime's header; zero counts or a table that is not one still give the kernel its parameter */
+    {"workspace = { header = 256, flags = 4096, per_cta = 1024 }",
+     "workspace = { flags = 4096 }: the grid must be capped (grid max) at that many blocks"},
+    {"grid = { { arg = 'm', per = 1, times = 1, max = 8192 }, { per = 1, times = 1 }, { per = 1, times = 1 } }, "
+     "workspace = { header = 256, flags = 4096, per_cta = 1024 }", "the grid must be capped (grid max) at that many"},
+    {"grid = { { arg = 'm', per = 1, times = 1, max = 16 }, { per = 1, times = 1 }, { per = 1, times = 1 } }, "
+     "workspace = { header = 128, flags = 16, per_cta = 1024 }", "needs header = 256, 1..65536 flags"},
+    {"workspace = { header = 256, flags = 0, per_cta = 0 }", "workspace = { flags = -1, per_cta = -1 }: needs header"},
+    {"workspace = 5", "workspace = { flags = -1, per_cta = -1 }: needs header = 256"},
+    {"grid = { { arg = 'm', per = 1, times = 1, max = 16 }, { per = 1, times = 1 }, { per = 1, times = 1 } }, "
+     "workspace = { header = 256, flags = 16, per_cta = 1 << 30 }", "and 1..4194304 bytes per block"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     weft_manifest *m = NULL;
