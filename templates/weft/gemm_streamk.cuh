@@ -58,7 +58,7 @@ __device__ __forceinline__ float4 ld_cg_f4(const float *p) {
 __device__ __forceinline__ void st_f4(float *p, float a, float b, float c, float d) {
   asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
-__device__ __forceinline__ void st_volatile_sys_u32(u32 *p, u32 v) {
+__device__ __forceinline__ void st_volatile_u32(u32 *p, u32 v) {
   asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ u64 streamk_clock() {
@@ -96,12 +96,12 @@ template <int MR, int N2, int NT> struct StreamK {
   __device__ __forceinline__ void fault(int cta, int c, int bm, int bn) const {
     u32 *page = *(u32 *const *)base;
     if (page) {
-      st_volatile_sys_u32(page + 1, (u32)cta);
-      st_volatile_sys_u32(page + 2, (u32)c);
-      st_volatile_sys_u32(page + 3, (u32)bm);
-      st_volatile_sys_u32(page + 4, (u32)bn);
+      st_volatile_u32(page + 1, (u32)cta);
+      st_volatile_u32(page + 2, (u32)c);
+      st_volatile_u32(page + 3, (u32)bm);
+      st_volatile_u32(page + 4, (u32)bn);
       __threadfence_system();
-      st_volatile_sys_u32(page, 1u);
+      st_volatile_u32(page, 1u);
       __threadfence_system();
     }
     __trap();
