@@ -44,6 +44,7 @@ _PROTOS = {
     "weft_ctx_create": (_st, [ctypes.POINTER(_vp), ctypes.POINTER(_CtxOptions)]),
     "weft_ctx_destroy": (None, [_vp]),
     "weft_ctx_error": (_cp, [_vp]),
+    "weft_ctx_check": (_st, [_vp]),
     "weft_generate_file": (_st, [_vp, _cp, _pp, _int, ctypes.POINTER(_mp)]),
     "weft_generate_string": (_st, [_vp, _cp, _cp, _pp, _int, ctypes.POINTER(_mp)]),
     "weft_manifest_free": (None, [_mp]),

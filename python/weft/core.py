@@ -336,6 +336,15 @@ class Context:
     def _error(self, st):
         return error(st, _lib.text(lib.weft_ctx_error(self._h)))
 
+    def check(self):
+        """Raises CommTimeoutError naming the blocks when a kernel launched from this context
+        stopped on a wait that timed out (stream-K's hand-over traps: the CUDA context is then
+        unusable, and torch reports only a launch failure)."""
+        with self.lock:
+            st = lib.weft_ctx_check(self._handle())
+            if st:
+                raise self._error(st)
+
     def _kernel(self, k):
         kernel = Kernel(self, k)
         self._kernels.add(kernel)

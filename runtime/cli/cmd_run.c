@@ -340,8 +340,10 @@ int cmd_run(int argc, char **argv) {
 agree:
   if ((rc = ranks_agree(rc, cli_last_error(), "run")) == CLI_OK && auto_mode)
     rc = cli_run_auto(ctx, &o, base ? &base->run : &stub.run, db_path);
-  else if (rc == CLI_OK && k)
+  else if (rc == CLI_OK && k) {
     rc = run_kernel(k, &o);
+    if (rc != CLI_OK && weft_ctx_check(ctx)) cli_err("weft run: %s\n", weft_ctx_error(ctx));   /* a wait that trapped */
+  }
 out:
   weft_manifest_free(base);
   weft_kernel_destroy(k);

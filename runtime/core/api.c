@@ -49,7 +49,8 @@ struct weft_ctx {
   int n_ws_old, cap_ws_old;
   CUstream ws_zero;        /* a private non-blocking stream that zeroes new workspaces' flags */
   volatile unsigned *ws_fault;   /* the error page (host memory the kernels write on a fault), or NULL */
-  CUdeviceptr ws_fault_dev;      /* its device address, in every workspace's header */
+  unsigned long long ws_header[3];   /* every new workspace's header words: the error page's device
+                                        address, the wait's timeout (ns, 0: the kernel's), a muted CTA + 1 */
   char err[ERRLEN];
 };
 
@@ -780,14 +781,27 @@ static weft_status workspace_get(weft_ctx *c, CUstream stream, size_t bytes, siz
     r = d->cuMemHostAlloc(&page, 64, CU_MEMHOSTALLOC_DEVICEMAP);
     if (r == CUDA_SUCCESS) {
       memset(page, 0, 64);
-      r = d->cuMemHostGetDevicePointer(&c->ws_fault_dev, page, 0);
-      if (r == CUDA_SUCCESS) c->ws_fault = page;
-      else d->cuMemFreeHost(page);
+      CUdeviceptr dev = 0;
+      r = d->cuMemHostGetDevicePointer(&dev, page, 0);
+      if (r == CUDA_SUCCESS) {
+        c->ws_fault = page;
+        c->ws_header[0] = (unsigned long long)dev;
+        /* the wait's timeout: as for signals between ranks, $WEFT_SIGNAL_TIMEOUT_MS when set; and
+         * tests' fault injection, WEFT_FAULT=streamk_mute:CTA (that CTA never raises its flag) */
+        const char *t = getenv("WEFT_SIGNAL_TIMEOUT_MS"), *f = getenv("WEFT_FAULT");
+        double ms = t ? atof(t) : 0;
+        c->ws_header[1] = ms > 0 && ms < 1e9 ? (unsigned long long)(ms * 1e6) : 0;
+        int cta = -1;
+        if (f && !strncmp(f, "streamk_mute:", 13) && sscanf(f + 13, "%d", &cta) == 1 && cta >= 0)
+          c->ws_header[2] = (unsigned long long)cta + 1;
+      } else {
+        d->cuMemFreeHost(page);
+      }
     }
   }
   if (r == CUDA_SUCCESS) r = d->cuMemAlloc(&p, want);
   if (r == CUDA_SUCCESS) r = d->cuMemsetD8Async(p, 0, flag_bytes, c->ws_zero);
-  if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(p, &c->ws_fault_dev, sizeof c->ws_fault_dev, c->ws_zero);
+  if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(p, c->ws_header, sizeof c->ws_header, c->ws_zero);
   if (r == CUDA_SUCCESS) r = d->cuStreamSynchronize(c->ws_zero);
   if (r != CUDA_SUCCESS) {
     if (p) d->cuMemFree(p);
@@ -818,12 +832,18 @@ static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes,
 /* What a kernel wrote to the error page before it trapped (weft/gemm_streamk.cuh), as an error; 0 if nothing. */
 static int ctx_workspace_fault(const weft_ctx *c, char *err) {
   if (!c->ws_fault || !c->ws_fault[0]) return 0;
-  fail(err, WEFT_ERR_CUDA, "an earlier stream-K GEMM launched from this context stopped the GPU: its block %u waited "
-       "60 s for block %u's partial sum of tile (row block %u, column block %u) and trapped. A bug in weft (please "
-       "report it), or that launch's workspace was used by another launch at the same time (a stream destroyed "
-       "with work pending and its handle reused?). The CUDA context is unusable: restart the process",
-       c->ws_fault[1], c->ws_fault[2], c->ws_fault[3], c->ws_fault[4]);
+  fail(err, WEFT_ERR_TIMEOUT, "a stream-K GEMM launched from this context stopped the GPU: its block %u waited %g s "
+       "for block %u's partial sum of tile (row block %u, column block %u) and trapped (the wait's timeout: "
+       "$WEFT_SIGNAL_TIMEOUT_MS, else 60 s). Other kernels holding nearly every SM that long, a debugger, "
+       "WEFT_FAULT=streamk_mute, or a bug in weft (please report it). The CUDA context is unusable: restart the "
+       "process", c->ws_fault[1], c->ws_header[1] ? c->ws_header[1] / 1e9 : 60.0, c->ws_fault[2], c->ws_fault[3],
+       c->ws_fault[4]);
   return 1;
+}
+
+weft_status weft_ctx_check(weft_ctx *c) {
+  if (!c) return WEFT_ERR_INVALID;
+  return ctx_workspace_fault(c, c->err) ? WEFT_ERR_TIMEOUT : WEFT_OK;
 }
 
 weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, long coresident,
@@ -851,7 +871,7 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
   }
   CUdeviceptr ws = 0;
   if (m->workspace_per_cta > 0) {
-    if (ctx_workspace_fault(k->ctx, k->err)) return WEFT_ERR_CUDA;
+    if (ctx_workspace_fault(k->ctx, k->err)) return WEFT_ERR_TIMEOUT;
     long blocks = (long)grid[0] * grid[1] * grid[2];
     if (blocks > m->workspace_flags)
       return fail(k->err, WEFT_ERR_INTERNAL, "%s: a grid of %ld blocks and a workspace with %ld flags", m->name, blocks,
@@ -890,7 +910,7 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
             share, k->coresident);
   CUresult r = d->cuLaunchKernelEx(&cfg, k->fn, params, NULL);
   if (r != CUDA_SUCCESS) {
-    if (ctx_workspace_fault(k->ctx, err)) return WEFT_ERR_CUDA;
+    if (ctx_workspace_fault(k->ctx, err)) return WEFT_ERR_TIMEOUT;
     CU(r, "cuLaunchKernelEx");
   }
   return WEFT_OK;

@@ -45,7 +45,7 @@ typedef enum weft_status {
   WEFT_ERR_INTERNAL = 11, /* a bug in weft: please report the message */
   WEFT_ERR_MISMATCH = 12, /* ranks disagree (sizes, kernel): the same message on every rank */
   WEFT_ERR_MULTICAST = 13,/* a multimem config where multicast is unavailable or switched off */
-  WEFT_ERR_TIMEOUT = 14   /* a device-side wait for another rank timed out (message names who) */
+  WEFT_ERR_TIMEOUT = 14   /* a device-side wait for another rank (or block) timed out (message names who) */
 } weft_status;
 
 const char *weft_status_name(weft_status s);
@@ -319,6 +319,12 @@ weft_status weft_kernel_resources(weft_kernel *k, weft_resources *out);
  * tensor maps are built from them (never passed by the caller).
  * stream: a CUstream (NULL = the default stream). */
 weft_status weft_launch(weft_kernel *k, void **args, void *stream);
+
+/* WEFT_ERR_TIMEOUT, with weft_ctx_error() saying which block waited for which, when a kernel
+ * launched from this context stopped on a wait that timed out (stream-K's hand-over: the kernel
+ * traps, so the CUDA context is unusable after it; the next launch from the context says the
+ * same); else WEFT_OK.  Call it when a CUDA call fails after weft's launches. */
+weft_status weft_ctx_check(weft_ctx *ctx);
 
 /* The CUDA context weft launches into (the device's primary context), as a CUcontext. */
 weft_status weft_ctx_cuda(weft_ctx *ctx, void **cucontext);

@@ -2,10 +2,11 @@
 // gemm, STREAM_K; weft/gemm_sched.cuh's GemmWalk says who holds which k-blocks of a tile).
 //
 // The workspace (the runtime's, one per CUDA stream: weft_launch passes it) starts with a
-// 256-byte header whose first 8 bytes hold the device address of the context's error page (host
-// memory), then STREAMK_MAX_CTAS u32 flags, one per CTA, then one slot per CTA of SLOT bytes: the
-// CTA's f32 accumulators, thread t's v-th quad at (v * NT + t) * 16 bytes (coalesced; no layout
-// change on either side).
+// 256-byte header, u64 words: [0] the device address of the context's error page (host memory),
+// [1] the wait's timeout in ns (0: STREAMK_TIMEOUT_NS), [2] fault injection for tests, CTA + 1
+// that never raises its flag (0: none; WEFT_FAULT=streamk_mute:CTA); then STREAMK_MAX_CTAS u32
+// flags, one per CTA, then one slot per CTA of SLOT bytes: the CTA's f32 accumulators, thread t's
+// v-th quad at (v * NT + t) * 16 bytes (coalesced; no layout change on either side).
 //
 // The protocol, for one tile whose k-blocks CTAs o < c1 < ... < cl hold (o, the owner, has
 // k-block 0):
@@ -22,7 +23,7 @@
 // Forward progress: an owner waits only on higher CTAs, at the end of its work, and a contributor
 // waits on no one, so CTA P-1 never waits and, with CTAs started in increasing order, every wait
 // ends while fewer than all CTAs are co-resident too (MPS), as long as a few CTAs can run.  A
-// wait past STREAMK_TIMEOUT_NS writes which CTA waited for which into the error page and traps:
+// wait past its timeout (60 s, or $WEFT_SIGNAL_TIMEOUT_MS) writes which CTA waited for which into the error page and traps:
 // the hang becomes an error, and the runtime's next launch on the context says what it was.  A
 // contributor keeps an owner waiting only while it cannot start (other kernels holding nearly
 // every SM, a debugger stopping the GPU) or if weft has a bug, hence the long timeout.  (Not
@@ -89,7 +90,7 @@ template <int MR, int N2, int NT> struct StreamK {
       for (int q = 0; q < N2; q += 4)
         st_f4(s + (long)((mi * N2 + q) / 4) * NT * 4, acc[mi][q], acc[mi][q + 1], acc[mi][q + 2], acc[mi][q + 3]);
     bar_sync(BAR_SPLITK, NT);   // every consumer's stores, then one release (cumulative over them)
-    if (ct == 0) st_release_gpu_u32(&flags[cta], 1u);
+    if (ct == 0 && ((const u64 *)base)[2] != (u64)cta + 1) st_release_gpu_u32(&flags[cta], 1u);
   }
 
   // the error page's record (words: set, waiting CTA, awaited CTA, row block, column block), then trap
@@ -114,9 +115,9 @@ template <int MR, int N2, int NT> struct StreamK {
     for (int c = cta + 1; c <= upto; ++c) {
       if (idle(c)) continue;
       if (ct == 0) {
-        const u64 t0 = streamk_clock();
+        const u64 t0 = streamk_clock(), set = ((const u64 *)base)[1], limit = set ? set : STREAMK_TIMEOUT_NS;
         while (ld_acquire_gpu_u32(&flags[c]) == 0u) {
-          if (streamk_clock() - t0 > STREAMK_TIMEOUT_NS) fault(cta, c, bm, bn);
+          if (streamk_clock() - t0 > limit) fault(cta, c, bm, bn);
         }
         st_relaxed_gpu_u32(&flags[c], 0u);   // (read once: the next launch starts from zero)
       }
