@@ -30,6 +30,7 @@
 // printf: a call anywhere in the kernel makes ptxas serialise every WGMMA.)
 #pragma once
 #include "weft/gemm.cuh"
+#include "weft/order.cuh"
 #include "weft/types.cuh"
 
 namespace weft {
@@ -39,17 +40,6 @@ constexpr long STREAMK_HEADER = 256;                    // (the runtime's WEFT_W
 constexpr long STREAMK_FLAG_BYTES = STREAMK_MAX_CTAS * 4;
 constexpr unsigned long long STREAMK_TIMEOUT_NS = 60000000000ull;   // 60 s
 
-__device__ __forceinline__ void st_release_gpu_u32(u32 *p, u32 v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ u32 ld_acquire_gpu_u32(const u32 *p) {
-  u32 v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_relaxed_gpu_u32(u32 *p, u32 v) {
-  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 __device__ __forceinline__ float4 ld_cg_f4(const float *p) {
   float4 v;
   asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p)
@@ -58,14 +48,6 @@ __device__ __forceinline__ float4 ld_cg_f4(const float *p) {
 }
 __device__ __forceinline__ void st_f4(float *p, float a, float b, float c, float d) {
   asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
-}
-__device__ __forceinline__ void st_volatile_u32(u32 *p, u32 v) {
-  asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ u64 streamk_clock() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 // The hand-over for consumers of NT threads (their thread index ct = threadIdx.x - 128) holding
@@ -115,9 +97,9 @@ template <int MR, int N2, int NT> struct StreamK {
     for (int c = cta + 1; c <= upto; ++c) {
       if (idle(c)) continue;
       if (ct == 0) {
-        const u64 t0 = streamk_clock(), set = ((const u64 *)base)[1], limit = set ? set : STREAMK_TIMEOUT_NS;
+        const u64 t0 = globaltimer(), set = ((const u64 *)base)[1], limit = set ? set : STREAMK_TIMEOUT_NS;
         while (ld_acquire_gpu_u32(&flags[c]) == 0u) {
-          if (streamk_clock() - t0 > limit) fault(cta, c, bm, bn);
+          if (globaltimer() - t0 > limit) fault(cta, c, bm, bn);
         }
         st_relaxed_gpu_u32(&flags[c], 0u);   // (read once: the next launch starts from zero)
       }

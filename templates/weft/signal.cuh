@@ -15,6 +15,7 @@
 //     memory, raises the rank's abort flag so its other blocks stop waiting too, and the block
 //     returns.  No trap: the context survives, and the host reads the record and says why.
 #pragma once
+#include "weft/order.cuh"
 #include "weft/types.cuh"
 
 namespace weft {
@@ -55,32 +56,6 @@ struct Comm {
   int mute_rank, mute_signal; // fault injection for tests: that rank never sends that signal
   template <int NP> __device__ __forceinline__ int ranks() const { return NP ? NP : size; }
 };
-
-__device__ __forceinline__ void st_release_sys(u64 *p, u64 v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ u64 ld_acquire_sys(const u64 *p) {
-  u64 v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_relaxed_sys(u64 *p, u64 v) {
-  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ u64 ld_relaxed_sys(const u64 *p) {
-  u64 v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-template <bool ACQUIRE> __device__ __forceinline__ u64 ld_sys(const u64 *p) {
-  return ACQUIRE ? ld_acquire_sys(p) : ld_relaxed_sys(p);
-}
-__device__ __forceinline__ u64 globaltimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ u32 ld_volatile(const u32 *p) { return *(const volatile u32 *)p; }
 
 // slot pad[signal][sender][block] in `base`'s pad
 __device__ __forceinline__ u64 *signal_slot(const Comm &c, char *base, int signal, int sender, int block) {
