@@ -16,24 +16,9 @@
 #include "jit.h"
 #include "util.h"
 #include "weft.h"
+#include "workspace.h"
 
 #define ERRLEN 16384
-
-/* Scratch kept per CUDA stream (a manifest's workspace: stream-K's partial tiles).  Launches on
- * one stream run one after another, so they may share it; launches on two streams may overlap,
- * so each stream has its own, keyed by the driver's stream id (unique for the process: a handle
- * can be reused once a stream is destroyed, and CU_STREAM_PER_THREAD is one handle for every
- * thread's stream).  A launch captured into a CUDA graph gets one of its capture's own: the graph
- * may be replayed on any stream, beside eager launches and other graphs.  A workspace that grows
- * is replaced, and the old one is kept until the context goes, as are those of streams and
- * graphs that are gone (a launch still queued, or a graph, may use them). */
-typedef struct ctx_workspace {
-  unsigned long long stream;    /* cuStreamGetId; while capturing, the handle */
-  cuuint64_t capture;           /* the capture sequence's id, 0 outside a capture */
-  CUdeviceptr ptr;
-  size_t bytes;       /* its size */
-  size_t zeroed;      /* the flag bytes at its start, zeroed when it was allocated */
-} ctx_workspace;
 
 struct weft_ctx {
   bridge *gen;
@@ -43,14 +28,7 @@ struct weft_ctx {
   const drv_table *drv;    /* set at the first launch */
   CUdevice cudev;
   CUcontext cuctx;
-  ctx_workspace *ws;       /* one per stream launched on with a workspace */
-  int n_ws, cap_ws;
-  CUdeviceptr *ws_old;     /* replaced workspaces, freed with the context */
-  int n_ws_old, cap_ws_old;
-  CUstream ws_zero;        /* a private non-blocking stream that zeroes new workspaces' flags */
-  volatile unsigned *ws_fault;   /* the error page (host memory the kernels write on a fault), or NULL */
-  unsigned long long ws_header[3];   /* every new workspace's header words: the error page's device
-                                        address, the wait's timeout (ns, 0: the kernel's), a muted CTA + 1 */
+  ws_table *ws;            /* the workspaces of manifests that have one (stream-K), or NULL */
   char err[ERRLEN];
 };
 
@@ -109,16 +87,10 @@ void weft_ctx_destroy(weft_ctx *c) {
   bridge_close(c->gen);
   cache_close(c->cache);
   free(c->cache_root);
-  if (c->cuctx && c->drv && (c->n_ws || c->n_ws_old || c->ws_zero)) {
-    /* (cuMemFree waits for the kernels that may still use them) */
-    c->drv->cuCtxSetCurrent(c->cuctx);
-    for (int i = 0; i < c->n_ws; i++) c->drv->cuMemFree(c->ws[i].ptr);
-    for (int i = 0; i < c->n_ws_old; i++) c->drv->cuMemFree(c->ws_old[i]);
-    if (c->ws_zero) c->drv->cuStreamDestroy(c->ws_zero);
-    if (c->ws_fault) c->drv->cuMemFreeHost((void *)c->ws_fault);
+  if (c->ws) {   /* (cuMemFree waits for the kernels that may still use them) */
+    if (c->cuctx) c->drv->cuCtxSetCurrent(c->cuctx);
+    ws_table_free(c->ws, c->drv);
   }
-  free(c->ws);
-  free(c->ws_old);
   if (c->cuctx && c->drv) c->drv->cuDevicePrimaryCtxRelease(c->cudev);
   free(c);
 }
@@ -738,112 +710,9 @@ static int log_launches(void) {
   return v;
 }
 
-/* The workspace of `stream` with at least `bytes`, its first flag_bytes zero (the launches that
- * use it leave them so).  A new one has its flags zeroed on the context's own non-blocking
- * stream, waited for: never an operation on the caller's stream (which may be capturing). */
-static weft_status workspace_get(weft_ctx *c, CUstream stream, size_t bytes, size_t flag_bytes, CUdeviceptr *out,
-                                 char *err) {
-  const drv_table *d = c->drv;
-  unsigned long long id = 0;
-  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t capture = 0;
-  CU(d->cuStreamGetCaptureInfo(stream, &cs, &capture), "cuStreamGetCaptureInfo");
-  /* (while capturing, the driver refuses cuStreamGetId; the handle cannot be reused within the
-   * capture, and the capture's id keeps it apart from the stream's own workspace) */
-  if (cs == CU_STREAM_CAPTURE_STATUS_ACTIVE) id = (unsigned long long)(uintptr_t)stream;
-  else {
-    capture = 0;
-    CU(d->cuStreamGetId(stream, &id), "cuStreamGetId");
-  }
-  int i = 0;
-  while (i < c->n_ws && !(c->ws[i].stream == id && c->ws[i].capture == capture)) i++;
-  if (i < c->n_ws && c->ws[i].bytes >= bytes && c->ws[i].zeroed >= flag_bytes) { *out = c->ws[i].ptr; return WEFT_OK; }
-  if (i == c->n_ws && c->n_ws == c->cap_ws) {
-    int cap = c->cap_ws ? 2 * c->cap_ws : 4;
-    ctx_workspace *w = realloc(c->ws, sizeof *w * (size_t)cap);
-    if (!w) return fail(err, WEFT_ERR_NOMEM, "out of memory for a stream's workspace entry");
-    c->ws = w;
-    c->cap_ws = cap;
-  }
-  if (i < c->n_ws && c->n_ws_old == c->cap_ws_old) {
-    int cap = c->cap_ws_old ? 2 * c->cap_ws_old : 4;
-    CUdeviceptr *o = realloc(c->ws_old, sizeof *o * (size_t)cap);
-    if (!o) return fail(err, WEFT_ERR_NOMEM, "out of memory for a stream's workspace entry");
-    c->ws_old = o;
-    c->cap_ws_old = cap;
-  }
-  size_t want = (bytes + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);   /* whole MiB: fewer regrowths */
-  if (i < c->n_ws && want < 2 * c->ws[i].bytes) want = 2 * c->ws[i].bytes;
-  CUdeviceptr p = 0;
-  CUresult r = c->ws_zero ? CUDA_SUCCESS : d->cuStreamCreate(&c->ws_zero, CU_STREAM_NON_BLOCKING);
-  if (r == CUDA_SUCCESS && !c->ws_fault) {
-    void *page = NULL;
-    r = d->cuMemHostAlloc(&page, 64, CU_MEMHOSTALLOC_DEVICEMAP);
-    if (r == CUDA_SUCCESS) {
-      memset(page, 0, 64);
-      CUdeviceptr dev = 0;
-      r = d->cuMemHostGetDevicePointer(&dev, page, 0);
-      if (r == CUDA_SUCCESS) {
-        c->ws_fault = page;
-        c->ws_header[0] = (unsigned long long)dev;
-        /* the wait's timeout: as for signals between ranks, $WEFT_SIGNAL_TIMEOUT_MS when set; and
-         * tests' fault injection, WEFT_FAULT=streamk_mute:CTA (that CTA never raises its flag) */
-        const char *t = getenv("WEFT_SIGNAL_TIMEOUT_MS"), *f = getenv("WEFT_FAULT");
-        double ms = t ? atof(t) : 0;
-        c->ws_header[1] = ms > 0 && ms < 1e9 ? (unsigned long long)(ms * 1e6) : 0;
-        int cta = -1;
-        if (f && !strncmp(f, "streamk_mute:", 13) && sscanf(f + 13, "%d", &cta) == 1 && cta >= 0)
-          c->ws_header[2] = (unsigned long long)cta + 1;
-      } else {
-        d->cuMemFreeHost(page);
-      }
-    }
-  }
-  if (r == CUDA_SUCCESS) r = d->cuMemAlloc(&p, want);
-  if (r == CUDA_SUCCESS) r = d->cuMemsetD8Async(p, 0, flag_bytes, c->ws_zero);
-  if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(p, c->ws_header, sizeof c->ws_header, c->ws_zero);
-  if (r == CUDA_SUCCESS) r = d->cuStreamSynchronize(c->ws_zero);
-  if (r != CUDA_SUCCESS) {
-    if (p) d->cuMemFree(p);
-    char why[512];
-    drv_describe(d, r, "allocating a stream's workspace", why, sizeof why);
-    return fail(err, r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_NOMEM : WEFT_ERR_CUDA, "%s (%zu bytes)", why, want);
-  }
-  if (i < c->n_ws) c->ws_old[c->n_ws_old++] = c->ws[i].ptr;
-  else c->n_ws++;
-  c->ws[i] = (ctx_workspace){.stream = id, .capture = capture, .ptr = p, .bytes = want, .zeroed = flag_bytes};
-  *out = p;
-  return WEFT_OK;
-}
-
-/* workspace_get with this thread's stream capture mode relaxed throughout: while the caller
- * captures a graph in global mode, cuStreamGetId and cuMemAlloc are refused (and would end the
- * capture) otherwise. */
-static weft_status ctx_workspace_get(weft_ctx *c, CUstream stream, size_t bytes, size_t flag_bytes, CUdeviceptr *out,
-                                     char *err) {
-  const drv_table *d = c->drv;
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  CU(d->cuThreadExchangeStreamCaptureMode(&mode), "cuThreadExchangeStreamCaptureMode");
-  weft_status st = workspace_get(c, stream, bytes, flag_bytes, out, err);
-  d->cuThreadExchangeStreamCaptureMode(&mode);
-  return st;
-}
-
-/* What a kernel wrote to the error page before it trapped (weft/gemm_streamk.cuh), as an error; 0 if nothing. */
-static int ctx_workspace_fault(const weft_ctx *c, char *err) {
-  if (!c->ws_fault || !c->ws_fault[0]) return 0;
-  fail(err, WEFT_ERR_TIMEOUT, "a stream-K GEMM launched from this context stopped the GPU: its block %u waited %g s "
-       "for block %u's partial sum of tile (row block %u, column block %u) and trapped (the wait's timeout: "
-       "$WEFT_SIGNAL_TIMEOUT_MS, else 60 s). Other kernels holding nearly every SM that long, a debugger, "
-       "WEFT_FAULT=streamk_mute, or a bug in weft (please report it). The CUDA context is unusable: restart the "
-       "process", c->ws_fault[1], c->ws_header[1] ? c->ws_header[1] / 1e9 : 60.0, c->ws_fault[2], c->ws_fault[3],
-       c->ws_fault[4]);
-  return 1;
-}
-
 weft_status weft_ctx_check(weft_ctx *c) {
   if (!c) return WEFT_ERR_INVALID;
-  return ctx_workspace_fault(c, c->err) ? WEFT_ERR_TIMEOUT : WEFT_OK;
+  return c->ws && ws_table_fault(c->ws, c->err, ERRLEN) ? WEFT_ERR_TIMEOUT : WEFT_OK;
 }
 
 weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, long coresident,
@@ -871,14 +740,16 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
   }
   CUdeviceptr ws = 0;
   if (m->workspace_per_cta > 0) {
-    if (ctx_workspace_fault(k->ctx, k->err)) return WEFT_ERR_TIMEOUT;
+    weft_ctx *c = k->ctx;
+    if (!c->ws && !(c->ws = ws_table_new())) return fail(k->err, WEFT_ERR_NOMEM, "out of memory for the workspaces");
+    if (ws_table_fault(c->ws, k->err, ERRLEN)) return WEFT_ERR_TIMEOUT;
     long blocks = (long)grid[0] * grid[1] * grid[2];
     if (blocks > m->workspace_flags)
       return fail(k->err, WEFT_ERR_INTERNAL, "%s: a grid of %ld blocks and a workspace with %ld flags", m->name, blocks,
                   m->workspace_flags);
     size_t flag_bytes = WEFT_WORKSPACE_HEADER + (size_t)m->workspace_flags * 4;
-    if ((st = ctx_workspace_get(k->ctx, (CUstream)stream, flag_bytes + (size_t)blocks * (size_t)m->workspace_per_cta,
-                                flag_bytes, &ws, k->err)))
+    if ((st = ws_table_get(c->ws, d, (CUstream)stream, flag_bytes + (size_t)blocks * (size_t)m->workspace_per_cta,
+                           flag_bytes, &ws, k->err, ERRLEN)))
       return st;
     params[n++] = &ws;
   }
@@ -910,7 +781,7 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
             share, k->coresident);
   CUresult r = d->cuLaunchKernelEx(&cfg, k->fn, params, NULL);
   if (r != CUDA_SUCCESS) {
-    if (ctx_workspace_fault(k->ctx, err)) return WEFT_ERR_TIMEOUT;
+    if (k->ctx->ws && ws_table_fault(k->ctx->ws, err, ERRLEN)) return WEFT_ERR_TIMEOUT;
     CU(r, "cuLaunchKernelEx");
   }
   return WEFT_OK;
