@@ -94,11 +94,12 @@ function M.fields(pre)
         .. "split K only over the last, partial wave (data-parallel, then split-K: the tail costs 1/split_k of a "
         .. "wave instead of a whole one); with fewer tiles than clusters it is plain split-K" },
     stream_k = { name = "stream_k", kind = "bool", default = false, tag = "stk",
-      doc = pre .. "family gemm, cooperative, no cluster, split_k = 1: the CTAs take whole tiles for all but the last "
-        .. "full wave, then share the remaining tiles' k-blocks out evenly (a CTA's share may end inside a tile); a "
-        .. "tile's parts meet in the CTA holding its first k-block through a workspace the runtime keeps per "
-        .. "stream, added in a fixed order (the same bits every run). For few tiles on many SMs (M = 100-300 at "
-        .. "N = 1536-4096: a GPU's worth of CTAs instead of a tile count's)" },
+      doc = pre .. "family gemm, cooperative, no cluster, split_k = 1: every co-resident CTA takes whole tiles for "
+        .. "each full wave, then the k-blocks of the tiles left over are shared out evenly over at most about four "
+        .. "CTAs per tile (a CTA's share may end inside a tile); a tile's parts meet in the CTA holding its first "
+        .. "k-block through a workspace the runtime keeps per stream, added in a fixed order (the same bits every "
+        .. "run). Measured slower than the rule's schedules at every shape timed (bench/RESULTS.md, fourteenth "
+        .. "session), so the rule does not pick it" },
     epilogue = { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
       doc = pre .. "direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared "
         .. "memory, swizzled, and stored by TMA, which clips at the edges)" },

@@ -234,8 +234,9 @@ local function render_kernel(fam, ncfg, d, file, read)
     limits = d.limits,
     tmaps = d.tmaps, -- tensor maps the runtime builds at each launch (TMA), nil if none
     -- a scratch area the runtime keeps per stream and passes after the tensor maps (stream-K's
-    -- partial tiles): `flags` u32 that start at zero and that every launch leaves at zero, then
-    -- per_cta bytes per CTA of the grid; nil if none
+    -- partial tiles, runtime/core/workspace.h): the runtime's `header` bytes, `flags` u32 that
+    -- start at zero and that every launch leaves at zero, then per_cta bytes per CTA of the grid;
+    -- nil if none
     workspace = d.workspace,
     comm = d.comm,   -- nil unless the kernel talks to other ranks (weft_comm_launch)
     params = flatten(ncfg, fam),

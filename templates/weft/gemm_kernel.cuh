@@ -44,9 +44,10 @@
 //
 // SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed tree (weft/gemm_splitk.cuh).
 //
-// STREAM_K (family gemm): the last waves' k-blocks shared out evenly over the CTAs, partial
-// tiles handed over through a global workspace (weft/gemm_streamk.cuh, the walk in
-// weft/gemm_sched.cuh); ws is the runtime's workspace for the launch's stream.
+// STREAM_K (family gemm): after the full waves, the k-blocks of the tiles left over shared out
+// evenly over the CTAs, partial tiles handed over through a global workspace
+// (weft/gemm_streamk.cuh, the walk in weft/gemm_sched.cuh); ws is the runtime's workspace for
+// the launch's stream.
 //
 // SWAP (family gemm's swap_ab, for decode): the WGMMA computes C^T's tile, B's BN rows (64 per
 // group, split over the consumers) times A's BM rows as its n (8, 16, ...), so an M of 1 loads
