@@ -36,11 +36,12 @@ function M.tile_check(v)
   return out
 end
 
--- The cluster field's form: CTAs along M or along N (one shared operand), 1, 2, 4 or 8; how many a
--- config may take is the family's rule (M.check: two, or swapped up to 8 along N).
+-- The cluster field's form: CTAs along M (sharing B's tile) and along N (sharing A's), 1, 2, 4 or
+-- 8 each; how many a config may take is the family's rule (M.check: two along one of them, or
+-- swapped up to 8 in all).
 M.CLUSTER_SIZES = { 1, 2, 4, 8 }
 function M.cluster_check(v)
-  local allowed = "a table { m = <CTAs along M>, n = <CTAs along N> }, each 1, 2, 4 or 8, one of them 1"
+  local allowed = "a table { m = <CTAs along M>, n = <CTAs along N> }, each 1, 2, 4 or 8"
   if type(v) ~= "table" then return nil, allowed end
   for key in pairs(v) do
     if key ~= "m" and key ~= "n" then return nil, allowed .. " (unknown key " .. tostring(key) .. ")" end
@@ -52,8 +53,8 @@ function M.cluster_check(v)
     if not has(M.CLUSTER_SIZES, iv) then return nil, allowed .. " (" .. key .. " is not 1, 2, 4 or 8)" end
     out[key] = iv
   end
-  if out.m > 1 and out.n > 1 then
-    return nil, allowed .. " (" .. out.m * out.n .. " CTAs along both: weft's clusters share one operand)"
+  if out.m * out.n > 8 then
+    return nil, allowed .. " (" .. out.m * out.n .. " CTAs in all: a cluster holds at most 8)"
   end
   out.tag = string.format("%dx%d", out.m, out.n)
   return out
@@ -164,7 +165,8 @@ function M.wgmma_n(cfg) return M.swapped(cfg) and cfg.tile.m or cfg.tile.n end
 
 -- The rules of a swapped tile: tile.m is the WGMMA's n, tile.n whole 64-row groups of B over the
 -- consumers; B column-major (its rows K-major, as the WGMMA's A operand reads them); the
--- cooperative main loop, no multicast, C stored straight from the accumulators (transposed).
+-- cooperative main loop, C stored straight from the accumulators (transposed).  A cluster of up
+-- to 8 CTAs, cluster.m x cluster.n: those along M share B's tile, those along N A's.
 local function check_swapped(cfg, errs)
   local t = cfg.tile
   if cfg.b_layout ~= "col" then
@@ -178,12 +180,9 @@ local function check_swapped(cfg, errs)
       .. "%d consumer warpgroup(s): %s", cfg.consumers, cfg.consumers == 2 and "128 or 256" or "64, 128, 192 or 256"))
   end
   if cfg.mma == "pingpong" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
-  if cfg.cluster.m > 1 then
-    errs.add("cluster", cfg.cluster.tag, "swap_ab shares A's rows (the small operand) along N only: cluster = "
-      .. "{ m = 1, n = 1, 2, 4 or 8 }")
-  elseif cfg.cluster.n > 1 and cfg.split_k > 1 then
-    errs.add("split_k", cfg.split_k, "split-K's cluster is its CTAs along K; with cluster.n > 1 leave split_k = 1 "
-      .. "(no multicast with it)")
+  if cfg.cluster.m * cfg.cluster.n > 1 and cfg.split_k > 1 then
+    errs.add("split_k", cfg.split_k, string.format("split-K's cluster is its CTAs along K; with cluster = %s leave "
+      .. "split_k = 1 (no multicast with it)", cfg.cluster.tag))
   end
   if cfg.epilogue ~= "direct" then
     errs.add("epilogue", cfg.epilogue, 'swap_ab stores C (transposed) from the accumulators: epilogue = "direct"')
@@ -215,7 +214,7 @@ local function check_thin(cfg, errs)
     errs.add("consumers", cfg.consumers, string.format("tile.m = %d is one 64-row WGMMA group: consumers = 1", t.m))
   end
   if cfg.cluster.m * cfg.cluster.n > 1 then
-    errs.add("cluster", cfg.cluster.tag, "a tile under 64 rows takes no multicast cluster: cluster = { m = 1, n = 1 }")
+    errs.add("cluster", { m = cfg.cluster.m, n = cfg.cluster.n }, "a tile under 64 rows takes no multicast cluster: cluster = { m = 1, n = 1 }")
   end
 end
 
@@ -257,8 +256,8 @@ function M.check(cfg, errs)
         .. (cfg.family == "gemm" and '; with b_layout = "col", any multiple of 16 up to 256' or ""))
   end
   if cfg.cluster.m * cfg.cluster.n > 2 then
-    errs.add("cluster", cfg.cluster.tag, "at most 2 CTAs per multicast cluster (clusters of 4 or 8 along N are "
-      .. "swap_ab's: family gemm, b_layout = \"col\")")
+    errs.add("cluster", { m = cfg.cluster.m, n = cfg.cluster.n }, "at most 2 CTAs per multicast cluster, along M or along N (clusters of 4 or 8, "
+      .. "or along both, are swap_ab's: family gemm, b_layout = \"col\")")
   end
   if cfg.split_k > 1 and cfg.mma == "pingpong" then
     errs.add("split_k", cfg.split_k, 'split-K adds partial sums of cooperative tiles; use mma = "cooperative"')
@@ -512,6 +511,7 @@ M.MODEL = {
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
+  PDL_WHOLE_US = 20,
   PDL_FILL = 0.7,            -- and only where the grid holds at least this share of the SMs
   -- split-K where an unsplit schedule already fills the GPU in one round (M >= 64): its estimate
   -- times SPLIT_FULL.  The model counts a split tile's k-blocks as a wide tile's, but at M = 64-256
@@ -828,8 +828,9 @@ local function score_all(shape, fixed, sms, opts)
       local full, split = 0, 0
       if sp[4] and opts.has_tail then full, split = M.tail_split(shape, tl, sp, sms, opts.shards) end
       if sp[4] and not (full > 0 and split > 0) then goto next_split end
-      -- (swapped tiles take no cluster here: sharing A along N ran no faster than without at
-      -- M = 72-300, bench/RESULTS.md, twelfth session; a user may still set one)
+      -- (swapped tiles take no cluster here: sharing A along N, B along M or both ran no faster
+      -- than without at M = 72-300, bench/RESULTS.md, twelfth and fifteenth sessions; a user may
+      -- still set one)
       if tl[5] and sp[1] * sp[2] > 1 then goto next_split end
       for e, epi in ipairs({ "tma", "direct" }) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
@@ -865,7 +866,7 @@ local function score_all(shape, fixed, sms, opts)
             if opts.has_pdl and open("pdl") then
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
-              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or M.MODEL.PDL_US)
+              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or M.MODEL.PDL_WHOLE_US)
                 and (est < M.MODEL.PDL_US or rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
             end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }

@@ -28,11 +28,12 @@
 // wait could otherwise see an older phase of the same stage).  Otherwise (cooperative) both
 // split every tile by rows.
 //
-// Multicast clusters (CM x CN CTAs, CM * CN <= 2; swapped, CN <= 8): a cluster takes CM x CN
-// neighbouring tiles at once -- CM row blocks sharing one column block of B, or CN column blocks
-// sharing one row block of A.  The shared operand is loaded once per cluster: each CTA loads its
-// part and multicasts it to every CTA, so each full[s] still receives a whole stage (its
-// expect_tx is unchanged) from several copies.  A part is a slice of the box's rows, or where a
+// Multicast clusters (CM x CN CTAs, CM * CN <= 2; swapped, up to 8 along either or both): a
+// cluster takes CM x CN neighbouring tiles at once, CTA r the tile (r mod CM, r / CM) -- the CM
+// row blocks of one column of the cluster share a column block of B, the CN column blocks of one
+// row share a row block of A.  A shared operand is loaded once per cluster: each CTA loads its
+// part and multicasts it to the CTAs that share it, so each full[s] still receives a whole stage
+// (its expect_tx is unchanged) from several copies.  A part is a slice of the box's rows, or where a
 // swapped tile's rows (M's, 8 to 256) do not split into whole 8-row swizzle groups (A_BY_K), the
 // whole A box of every CN-th k-block: the CTAs take turns issuing it.  A stage may be refilled
 // only when the consumers of every CTA are done with it (one of them writes into the others'
@@ -54,8 +55,9 @@
 // an 8-row A box instead of a 64-row one and the ring's bytes are B's.  The loads and the
 // schedule are the plain GEMM's (tiles of BM rows x BN columns of C); the consumers store the
 // transposed accumulators straight to C.  A cluster of CN along N reads A's box once for CN
-// tiles of B's rows (measured no faster than without a cluster at M = 72-256, where cuBLASLt
-// uses such clusters: bench/RESULTS.md, twelfth session).
+// tiles of B's rows, one of CM along M B's box once for CM row blocks, and CM x CN both, as
+// cuBLASLt's kernels at M = 72-300 do (measured slower than without a cluster there, by 1.1-2x:
+// bench/RESULTS.md, twelfth and fifteenth sessions).
 //
 // THIN (family gemm, unswapped, BM < 64: decode): A's box is BM rows (8, 16, ..., 56), so the
 // ring holds B and the rows M has; the one consumer's m64 WGMMA reads 64 rows from the stage's A,
@@ -103,8 +105,8 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
   constexpr bool SWAP = Cfg::SWAP;
-  static_assert(SWAP ? CM == 1 && (CN == 1 || CN == 2 || CN == 4 || CN == 8) : CM * CN <= 2,
-                "multicast clusters of at most two CTAs; swapped, A shared along N by 2, 4 or 8");
+  static_assert(SWAP ? CM * CN <= 8 && (CM & (CM - 1)) == 0 && (CN & (CN - 1)) == 0 : CM * CN <= 2,
+                "multicast clusters of at most two CTAs; swapped, up to 8 (CM x CN, powers of two)");
   static_assert(SPLITK >= 1 && SPLITK <= 8 && (SPLITK == 1 || CM * CN == 1), "split-K: 2..8 CTAs along K, no multicast");
   static_assert(SPLITK == 1 || !PINGPONG, "split-K reduces cooperative tiles");
   static_assert(!Cfg::STREAM_K || (!PINGPONG && CM * CN * SPLITK == 1 && !Src::STORES), "stream-K: cooperative tiles, no cluster");
@@ -169,9 +171,16 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         src.prefetch();
       }
       Pipe<STAGES> p;
-      constexpr u16 ALL = (u16)((1u << SHARE) - 1);
+      // This CTA's place in its cluster: the cm-th of the CM sharing its B tile (its row block),
+      // the cn-th of the CN sharing its A tile (its column block); each operand goes to the CTAs
+      // that share it (mask_a: those of its column of the cluster, mask_b: of its row).
+      const int cm = CM > 1 ? crank % CM : 0, cn = CN > 1 ? crank / CM : 0;
+      u16 mask_a = 0;
+#pragma unroll
+      for (int j = 0; j < CN; ++j) mask_a |= (u16)(1u << (cm + CM * j));
+      const u16 mask_b = (u16)(((1u << CM) - 1) << (CM * cn));
       // A's part this CTA loads and multicasts (CN > 1): Cfg::A_BY_K, the whole box on k-blocks kb
-      // with kb % CN == crank; else AROWS of its rows on every k-block
+      // with kb % CN == cn; else AROWS of its rows on every k-block
       constexpr bool A_BY_K = Cfg::A_BY_K;
       static_assert(!A_BY_K || (SWAP && CN > 1), "A by k-block: a swapped tile's A shared along N");
       constexpr int AROWS = A_BY_K ? BM : BM / CN;
@@ -184,14 +193,14 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         const GemmWork w = walk.item(src, i);
         src.producer_wait(w.s, lane);
         if (leader) {
-          const int a_off = CN > 1 && !A_BY_K ? crank * AROWS : 0;
+          const int a_off = CN > 1 && !A_BY_K ? cn * AROWS : 0;
           for (int kb = w.kb0; kb < w.kb1; ++kb) {
             mbar_wait(&ring.empty[p.s], p.phase ^ 1);
             u64 *full = &ring.full[p.s];
             mbar_arrive_expect(full, Ring<Cfg>::STAGE_BYTES);
-            if (!A_BY_K || kb % CN == crank)
-              src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, w.bm * BM + a_off, w.s, full, ALL);
-            load_b<BN, Cfg::B_ROW, CM>(ring.b(p.s), tb, kb, w.bn * BN, full, crank);
+            if (!A_BY_K || kb % CN == cn)
+              src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, w.bm * BM + a_off, w.s, full, mask_a);
+            load_b<BN, Cfg::B_ROW, CM>(ring.b(p.s), tb, kb, w.bn * BN, full, cm, mask_b);
             p.next();
           }
         }

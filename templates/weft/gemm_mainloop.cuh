@@ -10,21 +10,21 @@
 namespace weft {
 
 // Loads of one k-block of B into stage s (A is the caller's: it knows where shards live).
-// CM > 1: the CM CTAs of a cluster along M share this B tile; CTA `crank` loads its part and
-// multicasts it to all of them (row-major B: every CM-th 64-column box; column-major B: the
-// crank-th BN/CM rows of the box, whose tensor map box is BN/CM tall).
+// CM > 1: the CM CTAs of a cluster along M share this B tile; the one holding `part` of them loads
+// its part and multicasts it to all of them (`mask`: their ranks in the cluster; row-major B:
+// every CM-th 64-column box; column-major B: the part-th BN/CM rows of the box, whose tensor map
+// box is BN/CM tall).
 template <int BN, bool B_ROW, int CM>
-__device__ __forceinline__ void load_b(char *dst, const TensorMap &tb, int kb, int n0, u64 *bar, int crank) {
-  constexpr u16 ALL = (u16)((1u << CM) - 1);
+__device__ __forceinline__ void load_b(char *dst, const TensorMap &tb, int kb, int n0, u64 *bar, int part, u16 mask) {
   if constexpr (B_ROW) {
 #pragma unroll
     for (int j = 0; j < BN / 64; ++j) {
       if constexpr (CM == 1) tma_load_2d(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar);
-      else if (j % CM == crank) tma_load_2d_mc(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar, ALL);
+      else if (j % CM == part) tma_load_2d_mc(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar, mask);
     }
   } else {
     if constexpr (CM == 1) tma_load_2d(dst, tb, kb * GEMM_BK, n0, bar);
-    else tma_load_2d_mc(dst + crank * (BN / CM) * 128, tb, kb * GEMM_BK, n0 + crank * (BN / CM), bar, ALL);
+    else tma_load_2d_mc(dst + part * (BN / CM) * 128, tb, kb * GEMM_BK, n0 + part * (BN / CM), bar, mask);
   }
 }
 

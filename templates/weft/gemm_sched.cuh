@@ -1,5 +1,6 @@
 // weft/gemm_sched.cuh: which output tiles a CTA computes, and in what order.
-// Tiles come in cluster units (CM x CN neighbouring tiles: a cluster takes them at once), unit
+// Tiles come in cluster units (CM x CN neighbouring tiles: a cluster takes them at once, CTA r
+// of the cluster the tile (r mod CM, r / CM) of its unit), unit
 // u of shard j in schedule order is (j, u - j * per_shard), rastered within the shard in groups
 // of GROUP row blocks; cluster c takes units c, c + clusters, ...  Producer, consumers and the
 // CTAs of a cluster all walk this same sequence, which is what keeps their rings in step.
@@ -45,8 +46,8 @@ template <class Cfg, class Src> struct TileSched {
     const int j = Src::SHARDED ? (int)((unsigned)u / (unsigned)per_shard) : 0;   // its place in schedule order
     s = src.shard(j);
     raster(u - j * per_shard, mu, nu, Cfg::GROUP, bm, bn);
-    bm = bm * Cfg::CM + (Cfg::CM > 1 ? crank : 0);
-    bn = bn * Cfg::CN + (Cfg::CN > 1 ? crank : 0);
+    bm = bm * Cfg::CM + (Cfg::CM > 1 ? crank % Cfg::CM : 0);
+    bn = bn * Cfg::CN + (Cfg::CN > 1 ? crank / Cfg::CM : 0);
   }
   // how many units this CTA's cluster takes (its i-th is unit cid + i * clusters)
   __device__ __forceinline__ int mine() const { return units > cid ? (units - cid + clusters - 1) / clusters : 0; }

@@ -1,3 +1,3 @@
--- expect: cluster = { m = 2, n = 2 }: a table { m = <CTAs along M>, n = <CTAs along N> }, each 1, 2, 4 or 8, one of them 1 (4 CTAs along both: weft's clusters share one operand)
--- A 2 x 2 cluster would multicast A along one axis and B along the other; weft's clusters share one operand.
+-- expect: cluster = { m = 2, n = 2 }: at most 2 CTAs per multicast cluster, along M or along N (clusters of 4 or 8, or along both, are swap_ab's: family gemm, b_layout = "col")
+-- Unswapped tiles share one operand over a cluster of two; a 2 x 2 cluster (B along M and A along N) is swap_ab's.
 return { family = "gemm", cluster = { m = 2, n = 2 } }

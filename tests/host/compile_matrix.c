@@ -513,6 +513,21 @@ static const entry matrix[] = {
     "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
     "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.wait.acquire", "st.global.u16"},
    {"st.shared::cluster.v4.f32", "st.global.u32"}},
+  /* ... clusters along M (B's box in 16-row slices, multicast to the row blocks) and along both
+   * (4 x 2: B along M, A's 40 rows by k-block turns along N): every CTA of the cluster releases
+   * every stage */
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=40", "tile.n=64", "consumers=1", "stages=16",
+                "cluster.m=4"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+    "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.wait.acquire", "st.global.u16"},
+   {"st.shared::cluster.v4.f32", "st.global.u32"}},
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=40", "tile.n=64", "consumers=1", "stages=16",
+                "cluster.m=4", "cluster.n=2", "dtype=f16"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n40k16.f32.f16.f16",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+    "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.wait.acquire"},
+   {"st.shared::cluster.v4.f32", "st.global.u32"}},
   /* thin tiles (decode, unswapped, tile.m < 64): A's box is tile.m rows, so full[s] expects
    * (tile.m + tile.n) x 128 bytes, while the m64 WGMMA reads 64 rows from the stage's start (a
    * stage of at least 64 rows): 16 x 80 stores C from the accumulators (32-bit pairs, not
