@@ -511,7 +511,6 @@ M.MODEL = {
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
-  PDL_WHOLE_US = 20,
   PDL_FILL = 0.7,            -- and only where the grid holds at least this share of the SMs
   -- split-K where an unsplit schedule already fills the GPU in one round (M >= 64): its estimate
   -- times SPLIT_FULL.  The model counts a split tile's k-blocks as a wide tile's, but at M = 64-256
@@ -866,7 +865,7 @@ local function score_all(shape, fixed, sms, opts)
             if opts.has_pdl and open("pdl") then
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
-              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or M.MODEL.PDL_WHOLE_US)
+              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or M.MODEL.PDL_US)
                 and (est < M.MODEL.PDL_US or rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
             end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }
