@@ -253,8 +253,13 @@ static int check_pdl_chain(agg *r, const void *x_host) {
       hr_report v;
       if (ref_gemm_compare(q.dt, y0, q.N, rows, nrows, want, scale, &v)) {
         hr_report_format_worst(&v, line, sizeof line);
-        fprintf(stderr, "check: rank %d: %s: pdl chain FAIL: the second launch (C2 = C B2) read the first's C before "
-                        "it was complete (%s)\n", RANK, name, line);
+        /* C is poisoned (NaN) until the first launch stores it: a second launch that read it early
+         * has NaNs in C2; finite wrong values point elsewhere */
+        fprintf(stderr, "check: rank %d: %s: pdl chain FAIL: the second launch (C2 = C B2) %s (%s)\n", RANK, name,
+                v.nans ? "has NaNs: it read the first's C before it was complete"
+                : v.unwritten ? "left elements unwritten"
+                              : "is wrong without a NaN in it, so not from reading the first's poisoned C",
+                line);
         ok = 0;
       }
     } else if (memcmp(y0, yi, x_bytes)) {
