@@ -9,6 +9,8 @@
 # Patches combine with '+'; a patch that finds nothing to change stops the script.  Usage (GPU
 # machine, build/ built):
 #   DIAG_KINDS="real noload nomma" DIAG_SHAPES="--time-shape ..." bench/diag_gemm_bounds.sh "CONFIG SETS" ...
+# DIAG_PATCH_ONLY=1: make the patched copies (under $DIAG_TMP, default /tmp) and stop: the
+# host test that the patches still find what they change in the kernel's headers.
 set -u
 W=$(pwd)/build/weft
 O=${OUT:-/tmp/out}
@@ -18,26 +20,34 @@ shapes=${DIAG_SHAPES:---time-shape 1024x1024x1024 --time-shape 1024x1024x256 --t
 for kind in ${DIAG_KINDS:-real noload nomma}; do
   src=$(pwd)
   if [ $kind != real ]; then
-    src=/tmp/weft_diag_${kind//+/_}
+    src=${DIAG_TMP:-/tmp}/weft_diag_${kind//+/_}
     rm -rf "$src" && mkdir -p "$src" && cp -r gen templates "$src"/
-    python3 - "$src/templates/weft/ag_gemm.cuh" $kind <<'PY' || exit 1
+    python3 - "$src/templates/weft" $kind <<'PY' || exit 1
 import re, sys
-p, kinds = sys.argv[1], sys.argv[2].split("+")
-s = open(p).read()
+d, kinds = sys.argv[1], sys.argv[2].split("+")
+def patch(name, edit):
+    p = d + "/" + name
+    s = open(p).read()
+    open(p, "w").write(edit(s))
+def noload(s):
+    # the producer's k-loop (weft/gemm_kernel.cuh): arrive (count 1) instead of announcing bytes
+    # and loading them
+    a = s.index("mbar_arrive_expect(full, Ring<Cfg>::STAGE_BYTES);")
+    b = s.index("p.next();", a)
+    return s[:a] + "mbar_arrive(full);\n            " + s[b:]
+def nomma(s):
+    # the consumers' main loop (weft/gemm_mainloop.cuh): wait for each stage, release it, multiply nothing
+    s, n = re.subn(r"\n *consume_kblock<Cfg, MR>\([^;]*;", "", s)
+    assert n == 1, "consume_kblock calls in the main loop: %d, not 1" % n
+    return s
 for kind in kinds:
-    if kind == "noload":
-        # the producer's k-loop: arrive (count 1) instead of announcing bytes and loading them
-        a = s.index("mbar_arrive_expect(full, R::STAGE_BYTES);")
-        b = s.index("p.next();", a)
-        s = s[:a] + "mbar_arrive(full);\n            " + s[b:]
-    elif kind == "nomma":
-        s, n = re.subn(r"consume_kblock<[^;]*;", "", s)
-        assert n == 1, n
-    else:
-        sys.exit("unknown patch " + kind)
-open(p, "w").write(s)
+    if kind == "noload": patch("gemm_kernel.cuh", noload)
+    elif kind == "nomma": patch("gemm_mainloop.cuh", nomma)
+    else: sys.exit("unknown patch " + kind)
 PY
+    [ "${DIAG_PATCH_ONLY:-0}" = 1 ] && { echo "patched: $src"; continue; }
   fi
+  [ "${DIAG_PATCH_ONLY:-0}" = 1 ] && continue
   for cfg in "$@"; do
     sets=$(set_args "$cfg")
     echo "== $kind: $cfg"
