@@ -173,7 +173,8 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       Pipe<STAGES> p;
       // This CTA's place in its cluster: the cm-th of the CM sharing its B tile (its row block),
       // the cn-th of the CN sharing its A tile (its column block); each operand goes to the CTAs
-      // that share it (mask_a: those of its column of the cluster, mask_b: of its row).
+      // that share it (mask_a: those of its row of the cluster, the same row block; mask_b: of its
+      // column, the same column block).
       const int cm = CM > 1 ? crank % CM : 0, cn = CN > 1 ? crank / CM : 0;
       u16 mask_a = 0;
 #pragma unroll
