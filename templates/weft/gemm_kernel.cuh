@@ -56,7 +56,7 @@
 // schedule are the plain GEMM's (tiles of BM rows x BN columns of C); the consumers store the
 // transposed accumulators straight to C.  A cluster of CN along N reads A's box once for CN
 // tiles of B's rows, one of CM along M B's box once for CM row blocks, and CM x CN both, as
-// cuBLASLt's kernels at M = 72-300 do (measured slower than without a cluster there, by 1.1-2x:
+// cuBLASLt's kernels at M = 72-300 do (measured slower than weft's unclustered schedules there:
 // bench/RESULTS.md, twelfth and fifteenth sessions).
 //
 // THIN (family gemm, unswapped, BM < 64: decode): A's box is BM rows (8, 16, ..., 56), so the
