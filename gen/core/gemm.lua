@@ -40,6 +40,8 @@ end
 -- 8 each; how many a config may take is the family's rule (M.check: two along one of them, or
 -- swapped up to 8 in all).
 M.CLUSTER_SIZES = { 1, 2, 4, 8 }
+-- A resolved config's cluster as the user writes it (an error message shows it so).
+function M.cluster_value(cfg) return { m = cfg.cluster.m, n = cfg.cluster.n } end
 function M.cluster_check(v)
   local allowed = "a table { m = <CTAs along M>, n = <CTAs along N> }, each 1, 2, 4 or 8"
   if type(v) ~= "table" then return nil, allowed end
@@ -181,8 +183,8 @@ local function check_swapped(cfg, errs)
   end
   if cfg.mma == "pingpong" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
   if cfg.cluster.m * cfg.cluster.n > 1 and cfg.split_k > 1 then
-    errs.add("split_k", cfg.split_k, string.format("split-K's cluster is its CTAs along K; with cluster = %s leave "
-      .. "split_k = 1 (no multicast with it)", cfg.cluster.tag))
+    errs.add("split_k", cfg.split_k, string.format("split-K's cluster is its CTAs along K; with cluster = "
+      .. "{ m = %d, n = %d } leave split_k = 1 (no multicast with it)", cfg.cluster.m, cfg.cluster.n))
   end
   if cfg.epilogue ~= "direct" then
     errs.add("epilogue", cfg.epilogue, 'swap_ab stores C (transposed) from the accumulators: epilogue = "direct"')
@@ -214,7 +216,8 @@ local function check_thin(cfg, errs)
     errs.add("consumers", cfg.consumers, string.format("tile.m = %d is one 64-row WGMMA group: consumers = 1", t.m))
   end
   if cfg.cluster.m * cfg.cluster.n > 1 then
-    errs.add("cluster", { m = cfg.cluster.m, n = cfg.cluster.n }, "a tile under 64 rows takes no multicast cluster: cluster = { m = 1, n = 1 }")
+    errs.add("cluster", M.cluster_value(cfg), "a tile under 64 rows takes no multicast cluster: cluster = "
+      .. "{ m = 1, n = 1 }")
   end
 end
 
@@ -256,8 +259,8 @@ function M.check(cfg, errs)
         .. (cfg.family == "gemm" and '; with b_layout = "col", any multiple of 16 up to 256' or ""))
   end
   if cfg.cluster.m * cfg.cluster.n > 2 then
-    errs.add("cluster", { m = cfg.cluster.m, n = cfg.cluster.n }, "at most 2 CTAs per multicast cluster, along M or along N (clusters of 4 or 8, "
-      .. "or along both, are swap_ab's: family gemm, b_layout = \"col\")")
+    errs.add("cluster", M.cluster_value(cfg), "at most 2 CTAs per multicast cluster, along M or along N "
+      .. "(clusters of 4 or 8, or along both, are swap_ab's: family gemm, b_layout = \"col\")")
   end
   if cfg.split_k > 1 and cfg.mma == "pingpong" then
     errs.add("split_k", cfg.split_k, 'split-K adds partial sums of cooperative tiles; use mma = "cooperative"')

@@ -88,7 +88,7 @@ function F.check(cfg, errs)
         .. "tile = \"auto\" picks 32 x 32 x 16")
     end
     if cfg.cluster.m * cfg.cluster.n > 1 then
-      errs.add("cluster", { m = cfg.cluster.m, n = cfg.cluster.n }, 'applies to compute = "wgmma" only (TMA multicast); leave it { m = 1, n = 1 }')
+      errs.add("cluster", gemm.cluster_value(cfg), 'applies to compute = "wgmma" only (TMA multicast); leave it { m = 1, n = 1 }')
     end
     for _, f in ipairs(F.fields) do   -- the WGMMA-only knobs must stay at their defaults
       if WGMMA_ONLY[f.name] and cfg[f.name] ~= f.default then
