@@ -2,6 +2,7 @@
  * of allocations owned by the manifest, freed at once by weft_manifest_free. */
 #include "manifest.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,10 +81,15 @@ manifest_dim manifest_tmap_dim(const weft_manifest *m, const char *dim, int *arg
   return (*arg = int_arg(m, name)) >= 0 ? DIM_ARG_PER_RANK : DIM_BAD;
 }
 
-static int dtype_bytes(const char *dt) {
+int manifest_dtype_bytes(const char *dt) {
   if (!dt) return 0;
   if (strcmp(dt, "f32") == 0) return 4;
   return strcmp(dt, "f16") == 0 || strcmp(dt, "bf16") == 0 ? 2 : 0;
+}
+
+long manifest_arg_long(const weft_arg *a, const void *p) {
+  if (strcmp(a->type, "i64") == 0) return (long)*(const int64_t *)p;
+  return (long)*(const int32_t *)p;
 }
 
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
@@ -95,7 +101,7 @@ static int check_tmap(const weft_manifest *m, int i, char *err, size_t errlen) {
   else snprintf(tn, sizeof tn, "tmaps[%d]", i + 1);
   if (!t->name) BAD("%s: %s has no name", m->name, tn);
   if (!t->source) BAD("%s: %s has no source (a pointer argument, \"comm.shards\" or \"comm.local\")", m->name, tn);
-  int esize = dtype_bytes(t->dtype);
+  int esize = manifest_dtype_bytes(t->dtype);
   if (!esize) BAD("%s: %s: dtype = %s: TMA maps here take f32, f16 or bf16", m->name, tn, t->dtype ? t->dtype : "(none)");
   if (t->n_dims < 1 || t->n_dims > WEFT_TMAP_MAX_DIMS)
     BAD("%s: %s: %d dims; TMA takes 1..%d", m->name, tn, t->n_dims, WEFT_TMAP_MAX_DIMS);

@@ -26,6 +26,10 @@ typedef enum manifest_dim { DIM_BAD = -1, DIM_ARG, DIM_ARG_PER_RANK, DIM_RANKS, 
 /* Its kind, and in *arg the integer argument it names (-1 for ranks and halves); DIM_BAD
  * when it names no integer argument. */
 manifest_dim manifest_tmap_dim(const weft_manifest *m, const char *dim, int *arg);
+/* bytes of an element of dtype f32, f16 or bf16; 0 for any other (or none) */
+int manifest_dtype_bytes(const char *dt);
+/* the value of an integer argument (i32 or i64) as the launch's args[] slot p holds it */
+long manifest_arg_long(const weft_arg *a, const void *p);
 
 /* What the runtime relies on beyond the fields being there: limits, comm.elems/divide and
  * tensor maps name integer arguments, tensor maps are ones TMA can encode, "comm.*" sources
