@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "manifest.h"
+#include "util.h"
 #include "world.h"
 
 #define MAX_RANKS WEFT_SYMM_MAX_RANKS   /* weft::MAX_RANKS in signal.cuh */
@@ -213,8 +214,8 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   for (int r = 0; r < P; r++) c->p.peers[r] = (CUdeviceptr)weft_symm_ptr(c->symm, r);
   c->p.rank = weft_world_rank(w);
   c->p.size = P;
-  const char *t = getenv("WEFT_SIGNAL_TIMEOUT_MS");
-  double ms = t && atof(t) > 0 ? atof(t) : 5000.0;
+  double ms = util_signal_timeout_ms();
+  if (ms == 0) ms = 5000.0;
   c->p.timeout_ns = (uint64_t)(ms * 1e6);
   parse_fault(c);
 

@@ -148,6 +148,12 @@ int util_env_flag(const char *name) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
+double util_signal_timeout_ms(void) {
+  const char *t = getenv("WEFT_SIGNAL_TIMEOUT_MS");
+  double ms = t ? atof(t) : 0;
+  return ms > 0 ? ms : 0;
+}
+
 void util_set_err(char *err, size_t errlen, const char *fmt, ...) {
   if (!err || errlen == 0) return; /* the caller did not want a message */
   va_list ap;

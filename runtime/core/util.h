@@ -35,5 +35,9 @@ void util_buf_free(util_buf *b);
 double util_now_ms(void);
 /* Environment flag: set and not "" and not "0" */
 int util_env_flag(const char *name);
+/* $WEFT_SIGNAL_TIMEOUT_MS, how long a kernel's bounded waits last (signals between ranks,
+ * stream-K's hand-over): its value when it reads as a positive number, else 0 (each caller's
+ * default) */
+double util_signal_timeout_ms(void);
 
 #endif

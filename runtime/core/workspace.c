@@ -66,9 +66,9 @@ static CUresult make_fault_page(ws_table *t, const drv_table *d) {
   t->header[0] = (unsigned long long)dev;
   /* the waits' timeout: as for signals between ranks, $WEFT_SIGNAL_TIMEOUT_MS when set; and
    * tests' fault injection, WEFT_FAULT=streamk_mute:CTA (that CTA never raises its flag) */
-  const char *ms_text = getenv("WEFT_SIGNAL_TIMEOUT_MS"), *f = getenv("WEFT_FAULT");
-  double ms = ms_text ? atof(ms_text) : 0;
-  t->header[1] = ms > 0 && ms < 1e9 ? (unsigned long long)(ms * 1e6) : 0;
+  const char *f = getenv("WEFT_FAULT");
+  double ms = util_signal_timeout_ms();
+  t->header[1] = ms < 1e9 ? (unsigned long long)(ms * 1e6) : 0;
   int cta = -1;
   if (f && !strncmp(f, "streamk_mute:", 13) && sscanf(f + 13, "%d", &cta) == 1 && cta >= 0)
     t->header[2] = (unsigned long long)cta + 1;

@@ -220,6 +220,19 @@ static void test_message_cut_at_line(void **state) {
   assert_string_equal(err, "p: short");
 }
 
+/* $WEFT_SIGNAL_TIMEOUT_MS as the communicators and stream-K's workspace both read it: a
+ * positive number, else 0 (their defaults) */
+static void test_signal_timeout_env(void **state) {
+  (void)state;
+  const char *cases[][2] = {{"250", "250"}, {"0.5", "0.5"}, {"0", "0"}, {"-3", "0"}, {"soon", "0"}, {"", "0"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setenv("WEFT_SIGNAL_TIMEOUT_MS", cases[i][0], 1);
+    assert_true(util_signal_timeout_ms() == atof(cases[i][1]));
+  }
+  unsetenv("WEFT_SIGNAL_TIMEOUT_MS");
+  assert_true(util_signal_timeout_ms() == 0);
+}
+
 int main(void) {
   test_env_save(&env);
   const struct CMUnitTest tests[] = {
@@ -229,6 +242,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fifo_lock_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_source_private, setup, teardown),
       cmocka_unit_test_setup_teardown(test_message_cut_at_line, setup, teardown),
+      cmocka_unit_test(test_signal_timeout_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
