@@ -23,7 +23,7 @@ struct ws_table {
   int n_old, cap_old;
   CUstream zero;                /* a private non-blocking stream that sets new ones up */
   volatile unsigned *fault;     /* the error page (host memory), or NULL */
-  unsigned long long header[3]; /* every new workspace's header words */
+  unsigned long long header[3]; /* every new workspace's header words 0-2 (the rest start at zero) */
 };
 
 ws_table *ws_table_new(void) { return calloc(1, sizeof(ws_table)); }

@@ -12,8 +12,9 @@
  * A workspace starts with WEFT_WORKSPACE_HEADER bytes, u64 words: [0] the device address of the
  * table's error page (host memory a kernel writes before it traps), [1] the waits' timeout in ns
  * ($WEFT_SIGNAL_TIMEOUT_MS; 0: the kernel's own), [2] a muted block + 1 (tests' fault injection,
- * WEFT_FAULT=streamk_mute:<block>; 0: none); then the manifest's flags, zeroed when it is made
- * and left at zero by every launch. */
+ * WEFT_FAULT=streamk_mute:<block>; 0: none), [3] zero (a kernel's claim on the error page: the
+ * first wait to time out writes it); then the manifest's flags, zeroed when it is made and left
+ * at zero by every launch. */
 #ifndef WEFT_WORKSPACE_H
 #define WEFT_WORKSPACE_H
 #include <stddef.h>

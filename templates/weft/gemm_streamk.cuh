@@ -4,7 +4,9 @@
 // The workspace (the runtime's, one per CUDA stream: weft_launch passes it) starts with a
 // 256-byte header, u64 words: [0] the device address of the context's error page (host memory),
 // [1] the wait's timeout in ns (0: STREAMK_TIMEOUT_NS), [2] fault injection for tests, CTA + 1
-// that never raises its flag (0: none; WEFT_FAULT=streamk_mute:CTA); then STREAMK_MAX_CTAS u32
+// that never raises its flag (0: none; WEFT_FAULT=streamk_mute:CTA), [3] zero until a wait times
+// out: the first to time out claims it and alone writes the error page (several owners may wait
+// at once, and their records would interleave); then STREAMK_MAX_CTAS u32
 // flags, one per CTA, then one slot per CTA of SLOT bytes: the CTA's f32 accumulators, thread t's
 // v-th quad at (v * NT + t) * 16 bytes (coalesced; no layout change on either side).
 //
@@ -75,10 +77,11 @@ template <int MR, int N2, int NT> struct StreamK {
     if (ct == 0 && ((const u64 *)base)[2] != (u64)cta + 1) st_release_gpu_u32(&flags[cta], 1u);
   }
 
-  // the error page's record (words: set, waiting CTA, awaited CTA, row block, column block), then trap
+  // the error page's record (words: set, waiting CTA, awaited CTA, row block, column block), by the
+  // first CTA to time out (header word 3), then trap
   __device__ __forceinline__ void fault(int cta, int c, int bm, int bn) const {
     u32 *page = *(u32 *const *)base;
-    if (page) {
+    if (page && atomicCAS((unsigned long long *)base + 3, 0ull, 1ull) == 0ull) {
       st_volatile_u32(page + 1, (u32)cta);
       st_volatile_u32(page + 2, (u32)c);
       st_volatile_u32(page + 3, (u32)bm);

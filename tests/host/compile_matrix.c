@@ -11,7 +11,7 @@
 typedef struct entry {
   const char *config;            /* example file under examples/ */
   const char *sets[10];          /* --set overrides */
-  const char *must[16];          /* PTX must contain each */
+  const char *must[20];          /* PTX must contain each */
   const char *never[10];         /* PTX must not contain any */
 } entry;
 
@@ -52,7 +52,7 @@ typedef struct entry2 {
 #define B_COL_PTX "p, 1, 1, 0, 0;"
 #define MM_ST_BF16 "multimem.st.relaxed.sys.global.v4.bf16x2"
 #define STREAMK_PTX "st.global.v4.f32", "st.release.gpu.global.u32", "ld.acquire.gpu.global.u32", \
-                    "st.relaxed.gpu.global.u32", "ld.global.cg.v4.f32", "%globaltimer", "trap;"
+                    "st.relaxed.gpu.global.u32", "ld.global.cg.v4.f32", "%globaltimer", "atom.global.cas.b64", "trap;"
 
 static const entry matrix[] = {
   /* the examples as shipped */
