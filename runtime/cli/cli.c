@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util.h"
 
 int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what) {
   if (r == CUDA_SUCCESS) return 1;
@@ -16,13 +17,25 @@ int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what) {
 }
 
 int cli_device(void) {
-  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK"), *dv = getenv("WEFT_DEVICE");
-  if (dv) return atoi(dv);
+  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  long dv;
+  if (util_env_long("WEFT_DEVICE", 0, 1023, -1, NULL, "", &dv, NULL, 0)) return -1;
+  if (dv >= 0) return (int)dv;
   if (!lr) return 0;
   const drv_table *d = drv_get(NULL, 0);
   int n = 0;
   if (!d || d->cuDeviceGetCount(&n) != CUDA_SUCCESS || n < 1) return 0;
   return atoi(lr) % n;
+}
+
+int cli_device_env_check(const char *cmd) {
+  char why[512];
+  long dv;
+  if (!util_env_long("WEFT_DEVICE", 0, 1023, -1, NULL,
+                     "the index of the GPU weft runs on; unset: the local rank's under mpirun, else 0", &dv, why, sizeof why))
+    return 0;
+  cli_err("%s: %s\n", cmd, why);
+  return -1;
 }
 
 int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names, void *const *vals, int n) {

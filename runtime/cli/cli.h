@@ -91,6 +91,8 @@ const char *cli_last_error(void);   /* the last one, without its newline ("" if 
 /* The device this process should use: $WEFT_DEVICE, else its local rank (mpirun) modulo the
  * GPUs here, else 0. */
 int cli_device(void);
+/* WEFT_DEVICE checked (cli_device reads it): 0, or -1 with the message on stderr, cmd its prefix */
+int cli_device_env_check(const char *cmd);
 /* A driver call's result: 1 if it succeeded; else 0 and its message on stderr, "weft run: rank R:
  * ..." (rank < 0: without the rank). */
 int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what);

@@ -276,6 +276,7 @@ int cmd_run(int argc, char **argv) {
     if (r == 0) { cli_err("weft run: unknown option '%s' (weft help run)\n", a); goto agree; }
   }
   if (!o.c.config) { cli_err("weft run: needs CONFIG.lua (weft help run)\n"); goto agree; }
+  if (cli_device_env_check("weft run")) goto agree;
   weft_ctx_options copts = {.device = cli_device()};
   if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
   if (auto_mode && tuned) { cli_err("weft run: --auto and --tuned: give one (--auto looks in the database first)\n"); goto agree; }

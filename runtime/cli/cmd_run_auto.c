@@ -31,15 +31,12 @@ int cli_autotune_flag(int *on) {
 }
 
 int cli_autotune_budget(double *ms) {
-  const char *v = getenv("WEFT_AUTOTUNE_BUDGET_MS");
+  char why[512];
+  long n;
   *ms = 2000;
-  if (!v) return 0;
-  char *end;
-  errno = 0;
-  long n = strtol(v, &end, 10);
-  if (!*v || *end || errno || n < 1 || n > 600000) {
-    cli_err("weft run: WEFT_AUTOTUNE_BUDGET_MS = \"%.80s\": must be a whole number of milliseconds in 1..600000 "
-            "(first-use tuning's time for one shape; unset: 2000)\n", v);
+  if (util_env_long("WEFT_AUTOTUNE_BUDGET_MS", 1, 600000, 2000, "milliseconds", "first-use tuning's time for one shape",
+                    &n, why, sizeof why)) {
+    cli_err("weft run: %s\n", why);
     return -1;
   }
   *ms = (double)n;

@@ -336,6 +336,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
   if (util_read_file(c.config, &text, NULL, err, sizeof err)) { cli_err("weft tune: %s\n", err); goto agree; }
   /* under mpirun each rank takes the GPU of its local rank, as `weft run` does (with one
    * context on device 0, two ranks of an allreduce sweep time-sliced one GPU: 2.25 ms a launch) */
+  if (cli_device_env_check("weft tune")) goto agree;
   weft_ctx_options copts = {.device = cli_device()};
   if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
   st = sweep_expand(api_bridge(ctx), c.config, text, c.sets, c.n_sets, &sw, err, sizeof err);

@@ -57,18 +57,6 @@ static void *bridge_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return p;
 }
 
-/* A positive whole number from the environment, or dflt when unset; -1 when set to anything
- * else (the caller names the variable). */
-static long env_long(const char *name, long dflt, long max) {
-  const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end;
-  errno = 0;
-  long n = strtol(v, &end, 10);
-  if (errno || *end || n < 1 || n > max) return -1;
-  return n;
-}
-
 /* ---- the generator's files: embedded, or a source tree ---------------------------------- */
 
 /* Pushes the file's text, or returns 0 with nothing pushed. */
@@ -243,19 +231,17 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  b->memory_mb = env_long("WEFT_CONFIG_MEMORY_MB", DEFAULT_MEMORY_MB, 1L << 20);
-  b->seconds = env_long("WEFT_CONFIG_SECONDS", DEFAULT_SECONDS, 86400);
   /* The environment's mistakes are the user's: they are kept and reported by every call that
    * generates, naming the variable, instead of failing later as "a bug in weft". */
-  if (b->memory_mb < 0)
-    b->bad_env = util_strprintf("WEFT_CONFIG_MEMORY_MB = \"%s\": must be a whole number of megabytes in 1..%ld "
-                                "(the config sandbox's memory cap; unset: %d)", getenv("WEFT_CONFIG_MEMORY_MB"),
-                                1L << 20, DEFAULT_MEMORY_MB);
-  else if (b->seconds < 0)
-    b->bad_env = util_strprintf("WEFT_CONFIG_SECONDS = \"%s\": must be a whole number of seconds in 1..86400 "
-                                "(the config sandbox's wall-clock cap; unset: %d)", getenv("WEFT_CONFIG_SECONDS"),
-                                DEFAULT_SECONDS);
-  else if (b->source_dir) {
+  char why_env[512];
+  if (util_env_long("WEFT_CONFIG_MEMORY_MB", 1, 1L << 20, DEFAULT_MEMORY_MB, "megabytes",
+                    "the config sandbox's memory cap", &b->memory_mb, why_env, sizeof why_env) ||
+      util_env_long("WEFT_CONFIG_SECONDS", 1, 86400, DEFAULT_SECONDS, "seconds", "the config sandbox's wall-clock cap",
+                    &b->seconds, why_env, sizeof why_env)) {
+    if (!(b->bad_env = util_strdup(why_env))) {
+      free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1;
+    }
+  } else if (b->source_dir) {
     char probe[4096];
     struct stat st;
     int w = snprintf(probe, sizeof probe, "%s/gen/core/weft.lua", b->source_dir);
@@ -267,9 +253,6 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
                                   "point it at a checkout of weft, or unset it to use the generator built in",
                                   b->source_dir, b->source_dir, why);
     if (why && !b->bad_env) { free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1; }
-  }
-  if ((b->memory_mb < 0 || b->seconds < 0) && !b->bad_env) {
-    free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1;
   }
   lua_State *L = b->L = lua_newstate(bridge_alloc, b);
   if (!L) {

@@ -492,16 +492,10 @@ cleanup:
 /* How long to wait for another builder's lock: WEFT_CACHE_LOCK_SECONDS, else 60 s.  -1 with
  * err when the variable is set to something else. */
 static long lock_seconds(char *err, size_t errlen) {
-  const char *v = getenv("WEFT_CACHE_LOCK_SECONDS");
-  if (!v || !*v) return LOCK_DEFAULT_S;
-  char *end;
-  errno = 0;
-  long s = strtol(v, &end, 10);
-  if (errno || *end || s < 0 || s > 86400) {
-    util_set_err(err, errlen, "WEFT_CACHE_LOCK_SECONDS = \"%s\": must be a whole number of seconds in 0..86400 "
-                 "(how long to wait for another weft process building the same kernel; unset: %d)", v, LOCK_DEFAULT_S);
+  long s;
+  if (util_env_long("WEFT_CACHE_LOCK_SECONDS", 0, 86400, LOCK_DEFAULT_S, "seconds",
+                    "how long to wait for another weft process building the same kernel", &s, err, errlen))
     return -1;
-  }
   return s;
 }
 

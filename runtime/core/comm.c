@@ -116,10 +116,12 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   /* the kernel is loaded everywhere, and how many of its blocks fit at once */
   long coresident = 0;
   CUdevice dev;
-  st = api_kernel_load(k, &coresident);
+  double timeout_ms;
+  if (util_signal_timeout_ms(&timeout_ms, msg, sizeof msg)) st = WEFT_ERR_INVALID;
+  if (!st) st = api_kernel_load(k, &coresident);
   if (!st) st = api_device(api_kernel_ctx(k), &c->d, &dev);
-  if (st) snprintf(msg, sizeof msg, "%s", kerr);
-  else if (m->comm.ranks > 0 && m->comm.ranks != P) {   /* agreed below, so no rank waits for one that left */
+  if (st && !msg[0]) snprintf(msg, sizeof msg, "%s", kerr);
+  else if (!st && m->comm.ranks > 0 && m->comm.ranks != P) {   /* agreed below, so no rank waits for one that left */
     st = WEFT_ERR_MISMATCH;
     snprintf(msg, sizeof msg, "%s: generated for ranks = %d (its config's field `ranks`), but the world has %d rank%s: "
              "generate it with ranks = %d, or \"any\"", m->name, m->comm.ranks, P, P == 1 ? "" : "s", P);
@@ -214,9 +216,7 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   for (int r = 0; r < P; r++) c->p.peers[r] = (CUdeviceptr)weft_symm_ptr(c->symm, r);
   c->p.rank = weft_world_rank(w);
   c->p.size = P;
-  double ms = util_signal_timeout_ms();
-  if (ms == 0) ms = 5000.0;
-  c->p.timeout_ns = (uint64_t)(ms * 1e6);
+  c->p.timeout_ns = (uint64_t)((timeout_ms > 0 ? timeout_ms : 5000.0) * 1e6);
   parse_fault(c);
 
   /* the epoch counter and the error record */

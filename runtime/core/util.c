@@ -1,6 +1,7 @@
 /* util.c: files, strings, environment. */
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -16,21 +17,12 @@
  * and the generator's sources are small text; /dev/zero, or a file of gigabytes, is a mistake
  * to report, not to read into memory. */
 #define READ_DEFAULT_MB 16
-static long read_max_mb(void) {
-  const char *v = getenv("WEFT_CONFIG_MAX_MB");
-  char *end;
-  long n = v && *v ? strtol(v, &end, 10) : READ_DEFAULT_MB;
-  if (v && *v && (*end || n < 1 || n > 65536)) return -1;
-  return n;
-}
 
 int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen) {
-  long max_mb = read_max_mb();
-  if (max_mb < 0) {
-    util_set_err(err, errlen, "WEFT_CONFIG_MAX_MB = \"%s\": must be a whole number of megabytes in 1..65536 (the "
-                 "largest config or sweep file weft reads; unset: %d)", getenv("WEFT_CONFIG_MAX_MB"), READ_DEFAULT_MB);
+  long max_mb;
+  if (util_env_long("WEFT_CONFIG_MAX_MB", 1, 65536, READ_DEFAULT_MB, "megabytes",
+                    "the largest config or sweep file weft reads", &max_mb, err, errlen))
     return -1;
-  }
   size_t max = (size_t)max_mb << 20;
   FILE *f = fopen(path, "rb");
   if (!f) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
@@ -148,10 +140,42 @@ int util_env_flag(const char *name) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
-double util_signal_timeout_ms(void) {
-  const char *t = getenv("WEFT_SIGNAL_TIMEOUT_MS");
-  double ms = t ? atof(t) : 0;
-  return ms > 0 ? ms : 0;
+int util_env_long(const char *name, long lo, long hi, long dflt, const char *unit, const char *what, long *out,
+                  char *err, size_t errlen) {
+  const char *v = getenv(name);
+  *out = dflt;
+  if (!v || !*v) return 0;
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || *end || end == v || !isdigit((unsigned char)v[v[0] == '-' || v[0] == '+']) || n < lo || n > hi) {
+    char unset[48] = "";
+    if (dflt >= lo && dflt <= hi) snprintf(unset, sizeof unset, "; unset: %ld", dflt);
+    util_set_err(err, errlen, "%s = \"%.80s%s\": must be a whole number%s%s in %ld..%ld (%s%s)", name, v,
+                 strlen(v) > 80 ? "..." : "", unit ? " of " : "", unit ? unit : "", lo, hi, what, unset);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+int util_signal_timeout_ms(double *ms, char *err, size_t errlen) {
+  const char *v = getenv("WEFT_SIGNAL_TIMEOUT_MS");
+  *ms = 0;
+  if (!v || !*v) return 0;
+  char *end;
+  errno = 0;
+  double t = strtod(v, &end);
+  /* !(t > 0) also refuses NaN; strtod's leading blanks are not taken either */
+  if (errno || *end || end == v || isspace((unsigned char)v[0]) || !(t > 0) || t > UTIL_SIGNAL_TIMEOUT_MAX_MS) {
+    util_set_err(err, errlen, "WEFT_SIGNAL_TIMEOUT_MS = \"%.80s%s\": must be a number of milliseconds above 0 and "
+                 "at most %.0f (a day) (how long a kernel waits for a signal before it stops and names it; 0 is "
+                 "refused, since a wait without an end can hang; unset: 5000 between ranks, 60000 for stream-K)", v,
+                 strlen(v) > 80 ? "..." : "", UTIL_SIGNAL_TIMEOUT_MAX_MS);
+    return -1;
+  }
+  *ms = t;
+  return 0;
 }
 
 void util_set_err(char *err, size_t errlen, const char *fmt, ...) {

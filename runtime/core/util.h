@@ -35,9 +35,17 @@ void util_buf_free(util_buf *b);
 double util_now_ms(void);
 /* Environment flag: set and not "" and not "0" */
 int util_env_flag(const char *name);
+/* A whole number in lo..hi from $name into *out: dflt when unset or empty; -1 with a message
+ * naming the variable, its value, the range, the unit (NULL: none) and what it sets (what) for anything else,
+ * so a typo in the environment is reported, never taken as the default.  The message gives the
+ * default when it lies in lo..hi; a dflt outside says "the caller decides" (what says how). */
+int util_env_long(const char *name, long lo, long hi, long dflt, const char *unit, const char *what, long *out,
+                  char *err, size_t errlen);
 /* $WEFT_SIGNAL_TIMEOUT_MS, how long a kernel's bounded waits last (signals between ranks,
- * stream-K's hand-over): its value when it reads as a positive number, else 0 (each caller's
- * default) */
-double util_signal_timeout_ms(void);
+ * stream-K's hand-over), in milliseconds: a number in (0, UTIL_SIGNAL_TIMEOUT_MAX_MS] ("0.5"
+ * taken), or 0 when unset or empty (each caller's default).  -1 with the message when set to
+ * anything else ("0", "soon", "-3": a wait must end, and a typo must not pick the default). */
+#define UTIL_SIGNAL_TIMEOUT_MAX_MS 86400000.0
+int util_signal_timeout_ms(double *ms, char *err, size_t errlen);
 
 #endif

@@ -51,7 +51,7 @@ void ws_table_free(ws_table *t, const drv_table *d) {
   } while (0)
 
 /* The error page and the header words, made once per table. */
-static CUresult make_fault_page(ws_table *t, const drv_table *d) {
+static CUresult make_fault_page(ws_table *t, const drv_table *d, double timeout_ms) {
   void *page = NULL;
   CUresult r = d->cuMemHostAlloc(&page, 64, CU_MEMHOSTALLOC_DEVICEMAP);
   if (r != CUDA_SUCCESS) return r;
@@ -64,11 +64,11 @@ static CUresult make_fault_page(ws_table *t, const drv_table *d) {
   }
   t->fault = page;
   t->header[0] = (unsigned long long)dev;
-  /* the waits' timeout: as for signals between ranks, $WEFT_SIGNAL_TIMEOUT_MS when set; and
-   * tests' fault injection, WEFT_FAULT=streamk_mute:CTA (that CTA never raises its flag) */
+  /* the waits' timeout: as for signals between ranks, $WEFT_SIGNAL_TIMEOUT_MS when set (0: the
+   * kernel's own); and tests' fault injection, WEFT_FAULT=streamk_mute:CTA (that CTA never
+   * raises its flag) */
   const char *f = getenv("WEFT_FAULT");
-  double ms = util_signal_timeout_ms();
-  t->header[1] = ms < 1e9 ? (unsigned long long)(ms * 1e6) : 0;
+  t->header[1] = (unsigned long long)(timeout_ms * 1e6);
   int cta = -1;
   if (f && !strncmp(f, "streamk_mute:", 13) && sscanf(f + 13, "%d", &cta) == 1 && cta >= 0)
     t->header[2] = (unsigned long long)cta + 1;
@@ -91,6 +91,8 @@ static weft_status get(ws_table *t, const drv_table *d, CUstream stream, size_t 
   int i = 0;
   while (i < t->n && !(t->ws[i].stream == id && t->ws[i].capture == capture)) i++;
   if (i < t->n && t->ws[i].bytes >= bytes && t->ws[i].zeroed >= flag_bytes) { *out = t->ws[i].ptr; return WEFT_OK; }
+  double timeout_ms = 0;
+  if (!t->fault && util_signal_timeout_ms(&timeout_ms, err, errlen)) return WEFT_ERR_INVALID;
   if (i == t->n && t->n == t->cap) {
     int cap = t->cap ? 2 * t->cap : 4;
     ws_entry *w = realloc(t->ws, sizeof *w * (size_t)cap);
@@ -109,7 +111,7 @@ static weft_status get(ws_table *t, const drv_table *d, CUstream stream, size_t 
   if (i < t->n && want < 2 * t->ws[i].bytes) want = 2 * t->ws[i].bytes;
   CUdeviceptr p = 0;
   CUresult r = t->zero ? CUDA_SUCCESS : d->cuStreamCreate(&t->zero, CU_STREAM_NON_BLOCKING);
-  if (r == CUDA_SUCCESS && !t->fault) r = make_fault_page(t, d);
+  if (r == CUDA_SUCCESS && !t->fault) r = make_fault_page(t, d, timeout_ms);
   if (r == CUDA_SUCCESS) r = d->cuMemAlloc(&p, want);
   if (r == CUDA_SUCCESS) r = d->cuMemsetD8Async(p, 0, flag_bytes, t->zero);
   if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(p, t->header, sizeof t->header, t->zero);

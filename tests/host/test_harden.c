@@ -221,16 +221,73 @@ static void test_message_cut_at_line(void **state) {
 }
 
 /* $WEFT_SIGNAL_TIMEOUT_MS as the communicators and stream-K's workspace both read it: a
- * positive number, else 0 (their defaults) */
+ * positive number of milliseconds up to a day, 0 (their defaults) when unset or empty; anything
+ * else refused with a message naming the variable and its value. */
 static void test_signal_timeout_env(void **state) {
   (void)state;
-  const char *cases[][2] = {{"250", "250"}, {"0.5", "0.5"}, {"0", "0"}, {"-3", "0"}, {"soon", "0"}, {"", "0"}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    setenv("WEFT_SIGNAL_TIMEOUT_MS", cases[i][0], 1);
-    assert_true(util_signal_timeout_ms() == atof(cases[i][1]));
+  const char *good[][2] = {{"250", "250"}, {"0.5", "0.5"}, {"86400000", "86400000"}, {"", "0"}};
+  const char *bad[] = {"0", "-3", "soon", "250ms", " ", " 250", "nan", "inf", "1e300", "86400001"};
+  char err[512];
+  double ms;
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    setenv("WEFT_SIGNAL_TIMEOUT_MS", good[i][0], 1);
+    assert_int_equal(util_signal_timeout_ms(&ms, err, sizeof err), 0);
+    assert_true(ms == atof(good[i][1]));
+  }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("WEFT_SIGNAL_TIMEOUT_MS", bad[i], 1);
+    err[0] = 0;
+    assert_int_equal(util_signal_timeout_ms(&ms, err, sizeof err), -1);
+    assert_non_null(strstr(err, "WEFT_SIGNAL_TIMEOUT_MS = \""));
+    assert_non_null(strstr(err, bad[i]));
+    assert_non_null(strstr(err, "milliseconds above 0"));
   }
   unsetenv("WEFT_SIGNAL_TIMEOUT_MS");
-  assert_true(util_signal_timeout_ms() == 0);
+  assert_int_equal(util_signal_timeout_ms(&ms, err, sizeof err), 0);
+  assert_true(ms == 0);
+}
+
+/* util_env_long, which every whole-number variable goes through: the default when unset or
+ * empty, the value in range, and a message with the name, the value (cut at 80 bytes), the
+ * range and the default for anything else */
+static void test_env_long(void **state) {
+  (void)state;
+  char err[512];
+  long v;
+  unsetenv("WEFT_TEST_N");
+  assert_int_equal(util_env_long("WEFT_TEST_N", 1, 10, 4, "things", "a test", &v, err, sizeof err), 0);
+  assert_int_equal(v, 4);
+  setenv("WEFT_TEST_N", "", 1);
+  assert_int_equal(util_env_long("WEFT_TEST_N", 1, 10, 4, "things", "a test", &v, err, sizeof err), 0);
+  assert_int_equal(v, 4);
+  setenv("WEFT_TEST_N", "10", 1);
+  assert_int_equal(util_env_long("WEFT_TEST_N", 1, 10, 4, "things", "a test", &v, err, sizeof err), 0);
+  assert_int_equal(v, 10);
+  const char *bad[] = {"0", "11", "-1", "3x", "0x3", " 3", "3 ", "1.5", "+ 3", "99999999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("WEFT_TEST_N", bad[i], 1);
+    assert_int_equal(util_env_long("WEFT_TEST_N", 1, 10, 4, "things", "a test", &v, err, sizeof err), -1);
+    char want[256];
+    snprintf(want, sizeof want, "WEFT_TEST_N = \"%s\": must be a whole number of things in 1..10 (a test; unset: 4)",
+             bad[i]);
+    assert_string_equal(err, want);
+    assert_int_equal(v, 4);
+  }
+  /* no unit, and a default outside the range: neither named */
+  setenv("WEFT_TEST_N", "x", 1);
+  assert_int_equal(util_env_long("WEFT_TEST_N", 0, 7, -1, NULL, "which one", &v, err, sizeof err), -1);
+  assert_string_equal(err, "WEFT_TEST_N = \"x\": must be a whole number in 0..7 (which one)");
+  /* a long value is cut, and says so */
+  char longv[200];
+  memset(longv, '7', sizeof longv - 1);
+  longv[sizeof longv - 1] = 0;
+  setenv("WEFT_TEST_N", longv, 1);
+  assert_int_equal(util_env_long("WEFT_TEST_N", 1, 10, 4, "things", "a test", &v, err, sizeof err), -1);
+  assert_non_null(strstr(err, "777...\": must be"));
+  assert_true(strlen(err) < 200);
+  /* no message wanted */
+  assert_int_equal(util_env_long("WEFT_TEST_N", 1, 10, 4, "things", "a test", &v, NULL, 0), -1);
+  unsetenv("WEFT_TEST_N");
 }
 
 int main(void) {
@@ -243,6 +300,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_failed_source_private, setup, teardown),
       cmocka_unit_test_setup_teardown(test_message_cut_at_line, setup, teardown),
       cmocka_unit_test(test_signal_timeout_env),
+      cmocka_unit_test(test_env_long),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

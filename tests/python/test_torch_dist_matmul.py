@@ -254,3 +254,32 @@ def test_the_fused_path_chooses_the_one_rank_kernel(wt, family):
     chosen = [v[1].manifest for v in wt._plans._d.values() if v[0].startswith("weft_%s_bf16_" % family)]
     assert len(chosen) == 1 and chosen[0].params["ranks"] == "1", [m.name for m in chosen]
     assert (chosen[0].params["b_layout"], chosen[0].params["comm"]) == ("row", "threadload"), chosen[0].params
+
+
+# ---- the environment weft.torch.dist reads: a typo is refused with the variable, never defaulted --
+
+def test_env_torch_timeout(wt, monkeypatch):
+    import weft.torch.dist as D
+    monkeypatch.delenv("WEFT_TORCH_TIMEOUT_S", raising=False)
+    assert D._timeout().total_seconds() == 300
+    for v, s in (("", 300), ("2.5", 2.5), ("86400", 86400)):
+        monkeypatch.setenv("WEFT_TORCH_TIMEOUT_S", v)
+        assert D._timeout().total_seconds() == s
+    for v in ("0", "-1", "soon", "nan", "inf", "86401", " 30", "30s"):
+        monkeypatch.setenv("WEFT_TORCH_TIMEOUT_S", v)
+        with pytest.raises(ValueError, match=r"WEFT_TORCH_TIMEOUT_S=%s: allowed a number of seconds above 0"
+                           % repr(v).replace("+", r"\+")):
+            D._timeout()
+
+
+def test_env_torch_agree(wt, monkeypatch):
+    import weft.torch.dist as D
+    monkeypatch.delenv("WEFT_TORCH_AGREE", raising=False)
+    assert D._agree_always() is False
+    for v, want in (("", False), ("first", False), ("always", True)):
+        monkeypatch.setenv("WEFT_TORCH_AGREE", v)
+        assert D._agree_always() is want
+    for v in ("Always", "1", "every", "always "):
+        monkeypatch.setenv("WEFT_TORCH_AGREE", v)
+        with pytest.raises(ValueError, match=r"WEFT_TORCH_AGREE=%r: allowed first" % v):
+            D._agree_always()

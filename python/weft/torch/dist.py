@@ -63,7 +63,25 @@ AG_STAGES, AG_CONSUMERS = 4, 2
 
 
 def _timeout():
-    return datetime.timedelta(seconds=float(os.environ.get("WEFT_TORCH_TIMEOUT_S", "300")))
+    """WEFT_TORCH_TIMEOUT_S: the gloo subgroup's timeout (seconds above 0, at most a day; unset: 300)."""
+    v = os.environ.get("WEFT_TORCH_TIMEOUT_S", "")
+    try:
+        s = float(v) if v != "" else 300.0
+    except ValueError:
+        s = -1.0
+    if not 0 < s <= 86400 or v != v.strip():
+        raise ValueError("weft.torch: WEFT_TORCH_TIMEOUT_S=%r: allowed a number of seconds above 0 and at most 86400 "
+                         "(how long weft's gloo subgroup waits for the other ranks; unset: 300)" % v)
+    return datetime.timedelta(seconds=s)
+
+
+def _agree_always():
+    """WEFT_TORCH_AGREE: "always" (every eager call agrees), or "first" / unset (a signature's first call)."""
+    v = os.environ.get("WEFT_TORCH_AGREE", "")
+    if v not in ("", "first", "always"):
+        raise ValueError("weft.torch: WEFT_TORCH_AGREE=%r: allowed first (the ranks agree on a signature's first "
+                         "call; also unset) or always (on every eager call)" % v)
+    return v == "always"
 
 
 def group_name(group=None):
@@ -153,7 +171,7 @@ class _Group:
 
     def agree(self, op, sig, problem):
         """The rendezvous of a signature's first call; raises the same error on every rank."""
-        always = os.environ.get("WEFT_TORCH_AGREE", "first") == "always"
+        always = _agree_always()
         if sig in self.agreed and not always:
             if problem:
                 raise ValueError(problem)
