@@ -19,14 +19,10 @@
  * takes); anything else is refused, so a typo never turns tuning (and database writes) on or off
  * unnoticed.  0, or -1 with the message. */
 int cli_autotune_flag(int *on) {
-  static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"", "0", "false", "no", "off"};
-  const char *v = getenv("WEFT_AUTOTUNE");
-  *on = 0;
-  if (!v) return 0;
-  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) if (!strcmp(v, yes[i])) { *on = 1; return 0; }
-  for (size_t i = 0; i < sizeof no / sizeof *no; i++) if (!strcmp(v, no[i])) return 0;
-  cli_err("weft run: WEFT_AUTOTUNE = \"%.80s\": must be 1, true, yes or on (tune each shape the database does not "
-          "know on first use), or 0, false, no, off or unset\n", v);
+  char why[512];
+  if (!util_env_bool("WEFT_AUTOTUNE", "tune each shape the database does not know on first use", on, why, sizeof why))
+    return 0;
+  cli_err("weft run: %s\n", why);
   return -1;
 }
 

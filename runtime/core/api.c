@@ -555,13 +555,13 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
   return WEFT_OK;
 }
 
-/* WEFT_LOG_LAUNCH=1: one line per launch on stderr (the grid and what capped it), read once. */
-static int log_launches(void) {
+/* WEFT_LOG_LAUNCH=1: one line per launch on stderr (the grid and what capped it), read once:
+ * 1 on, 0 off, -1 with the message in err when the variable says neither. */
+static int log_launches(char *err, size_t errlen) {
   static int v = -1;
-  if (v < 0) {
-    const char *e = getenv("WEFT_LOG_LAUNCH");
-    v = e && e[0] == '1';
-  }
+  if (v < 0 && util_env_bool("WEFT_LOG_LAUNCH", "one line per launch on stderr: the grid and what capped it", &v, err,
+                             errlen))
+    return v = -1;
   return v;
 }
 
@@ -630,7 +630,9 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
     a->value.programmaticStreamSerializationAllowed = 1;
   }
   char *err = k->err;
-  if (log_launches())
+  int log = log_launches(err, ERRLEN);
+  if (log < 0) return WEFT_ERR_INVALID;
+  if (log)
     fprintf(stderr, "weft: launch %s grid %u,%u,%u block %u,%u,%u smem %u rank %d of %d share %d coresident %ld\n",
             m->name, grid[0], grid[1], grid[2], m->block[0], m->block[1], m->block[2], m->smem, env->rank, env->ranks,
             share, k->coresident);

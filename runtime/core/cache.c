@@ -141,12 +141,6 @@ static uint64_t random_u64(void) {
   return ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (++counter * 0x9e3779b97f4a7c15u);
 }
 
-/* WEFT_NO_COMPILE counts as set when non-empty and not "0". */
-static int no_compile(void) {
-  const char *v = getenv("WEFT_NO_COMPILE");
-  return v && *v && strcmp(v, "0") != 0;
-}
-
 /* ---- opening the cache folder ------------------------------------------------------------- */
 
 /* The default root (see cache.h), malloc'd; NULL with err. */
@@ -594,6 +588,10 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
     return -1;
   }
   if (!name) name = "(unnamed)";
+  int no_compile;
+  if (util_env_bool("WEFT_NO_COMPILE", "never run NVRTC: a kernel not in the cache is an error", &no_compile, err,
+                    errlen))
+    return -1;
   if (names_init(&n, c, key) != 0) {
     util_set_err(err, errlen, "out of memory looking up kernel %s", name);
     return -1;
@@ -618,7 +616,7 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
   }
   if (l == LOOK_ERROR) goto cleanup;
 
-  if (no_compile()) {
+  if (no_compile) {
     util_set_err(err, errlen,
             "WEFT_NO_COMPILE is set and kernel %s is not in the cache (%s%s): run once without "
             "WEFT_NO_COMPILE to fill it, or unset it", name, n.path,

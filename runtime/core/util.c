@@ -135,9 +135,18 @@ char *util_fmt(char *buf, size_t len, const char *fmt, ...) {
   return buf;
 }
 
-int util_env_flag(const char *name) {
+int util_env_bool(const char *name, const char *what, int *on, char *err, size_t errlen) {
+  static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"", "0", "false", "no", "off"};
   const char *v = getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
+  *on = 0;
+  if (!v) return 0;
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+    if (!strcmp(v, yes[i])) { *on = 1; return 0; }
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    if (!strcmp(v, no[i])) return 0;
+  util_set_err(err, errlen, "%s = \"%.80s%s\": must be 1, true, yes or on (%s), or 0, false, no, off or unset", name, v,
+               strlen(v) > 80 ? "..." : "", what);
+  return -1;
 }
 
 int util_env_long(const char *name, long lo, long hi, long dflt, const char *unit, const char *what, long *out,

@@ -33,8 +33,10 @@ int util_buf_printf(util_buf *b, const char *fmt, ...) __attribute__((format(pri
 void util_buf_free(util_buf *b);
 /* Wall-clock milliseconds (CLOCK_MONOTONIC). */
 double util_now_ms(void);
-/* Environment flag: set and not "" and not "0" */
-int util_env_flag(const char *name);
+/* An on/off variable: *on = 1 for 1, true, yes, on; 0 for 0, false, no, off, empty or unset.
+ * Anything else is -1 with a message naming the variable, its value and the spellings (what:
+ * what it switches on), so a typo never turns a switch on or off unnoticed. */
+int util_env_bool(const char *name, const char *what, int *on, char *err, size_t errlen);
 /* A whole number in lo..hi from $name into *out: dflt when unset or empty; -1 with a message
  * naming the variable, its value, the range, the unit (NULL: none) and what it sets (what) for anything else,
  * so a typo in the environment is reported, never taken as the default.  The message gives the

@@ -290,6 +290,41 @@ static void test_env_long(void **state) {
   unsetenv("WEFT_TEST_N");
 }
 
+/* util_env_bool, which every on/off variable goes through (WEFT_NO_COMPILE, WEFT_AUTOTUNE,
+ * WEFT_LOG_LAUNCH): the spellings each way, and a message for anything else ("false" once
+ * counted as on) */
+static void test_env_bool(void **state) {
+  (void)state;
+  char err[512];
+  int on = 7;
+  unsetenv("WEFT_TEST_B");
+  assert_int_equal(util_env_bool("WEFT_TEST_B", "a test", &on, err, sizeof err), 0);
+  assert_int_equal(on, 0);
+  const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"", "0", "false", "no", "off"};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+    setenv("WEFT_TEST_B", yes[i], 1);
+    assert_int_equal(util_env_bool("WEFT_TEST_B", "a test", &on, err, sizeof err), 0);
+    assert_int_equal(on, 1);
+  }
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+    setenv("WEFT_TEST_B", no[i], 1);
+    assert_int_equal(util_env_bool("WEFT_TEST_B", "a test", &on, err, sizeof err), 0);
+    assert_int_equal(on, 0);
+  }
+  const char *bad[] = {"ture", "TRUE", "2", " 1", "on ", "-1"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("WEFT_TEST_B", bad[i], 1);
+    on = 7;
+    assert_int_equal(util_env_bool("WEFT_TEST_B", "a test", &on, err, sizeof err), -1);
+    assert_int_equal(on, 0);
+    char want[256];
+    snprintf(want, sizeof want, "WEFT_TEST_B = \"%s\": must be 1, true, yes or on (a test), or 0, false, no, off or "
+             "unset", bad[i]);
+    assert_string_equal(err, want);
+  }
+  unsetenv("WEFT_TEST_B");
+}
+
 int main(void) {
   test_env_save(&env);
   const struct CMUnitTest tests[] = {
@@ -301,6 +336,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_message_cut_at_line, setup, teardown),
       cmocka_unit_test(test_signal_timeout_env),
       cmocka_unit_test(test_env_long),
+      cmocka_unit_test(test_env_bool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
