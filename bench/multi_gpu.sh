@@ -3,7 +3,8 @@
 #   1. the ceiling: nvidia-smi topo -m, peer access between every pair, copy bandwidth GPU0->GPU1;
 #   2. correctness at P = number of GPUs: every op, f32 and bf16, one_shot and two_shot,
 #      threadload and the emulated multimem twin, bit-identity, and the timeout test;
-#   3. weft against NCCL (same sizes, same timing) from 8 B to 256 MB, launched plainly and with
+#   3. weft against NCCL, and against NCCL's symmetric kernels (same sizes, same timing) from 8 B
+#      to 256 MB, launched plainly and with
 #      pdl = true (PDL=0: plainly only; TORCH_REF=0 leaves out torch.distributed's reference rows;
 #      CHECK_PDL_ONLY=1 checks only the pdl configs).
 # NVLink multicast stays off for everything started here.  Full logs under $OUT.
@@ -84,6 +85,8 @@ fi
 echo "NCCL library: $WEFT_NCCL_LIB"
 for dt in f32 bf16; do
   timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt >"$out/nccl_$dt.log" 2>&1
+  # NCCL's symmetric kernels (buffers registered as symmetric windows; NCCL 2.27 and later)
+  timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt 20 symmetric >"$out/ncclsym_$dt.log" 2>&1
   [ "${TORCH_REF:-1}" = 1 ] && timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/torch_nccl_$dt.log" 2>&1
   for algo in one_shot two_shot one_shot_ll; do
     timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --no-check >"$out/weft_${dt}_$algo.log" 2>&1

@@ -5,7 +5,10 @@
  * NCCL is opened at run time by runtime/measure/nccl.c (WEFT_NCCL_LIB, else libnccl.so.2): it
  * is the library that ships with torch on the GPU machines, and weft does not link it.  One
  * rank per GPU:
- *   mpirun -np 2 build/nccl_bench [f32|f16|bf16] [iters] */
+ *   mpirun -np 2 build/nccl_bench [f32|f16|bf16] [iters] [symmetric]
+ * symmetric: x and y are NCCL's symmetric memory (ncclMemAlloc, registered with
+ * ncclCommWindowRegister as NCCL_WIN_COLL_SYMMETRIC), so NCCL 2.27 and later run their symmetric
+ * kernels; exit 77 where the library has no such calls. */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -37,6 +40,11 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char *dt = argc > 1 ? argv[1] : "f32";
   int iters = argc > 2 ? atoi(argv[2]) : 20;
+  int symmetric = argc > 3 && !strcmp(argv[3], "symmetric");
+  if (iters < 1 || iters > 100000 || (argc > 3 && !symmetric) || argc > 4) {
+    if (rank == 0) fprintf(stderr, "usage: nccl_bench [f32|f16|bf16] [iters 1..100000] [symmetric]\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   hr_dtype type = !strcmp(dt, "bf16") ? HR_BF16 : !strcmp(dt, "f16") ? HR_F16 : HR_F32;
   size_t es = hr_dtype_size(type);
   char why[512];
@@ -60,16 +68,27 @@ int main(int argc, char **argv) {
   }
   size_t max = (size_t)256 << 20;
   void *x, *y;
-  CK(cudaMalloc(&x, max));
-  CK(cudaMalloc(&y, max));
+  nccl_sym sx, sy;
+  if (symmetric) {
+    if (nccl_symmetric_alloc(&nc, MPI_COMM_WORLD, max, &sx, why, sizeof why) ||
+        nccl_symmetric_alloc(&nc, MPI_COMM_WORLD, max, &sy, why, sizeof why)) {
+      if (rank == 0) fprintf(stderr, "nccl_bench: %s\n", why);
+      MPI_Abort(MPI_COMM_WORLD, nc.window_register ? 1 : 77);
+    }
+    x = sx.ptr;
+    y = sy.ptr;
+  } else {
+    CK(cudaMalloc(&x, max));
+    CK(cudaMalloc(&y, max));
+  }
   CK(cudaMemset(x, 0x3c, max));   /* 1.0-ish in every format; NCCL's speed does not depend on values */
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   if (rank == 0)
-    printf("time: ncclAllReduce %s sum, %d ranks, NCCL %d; CUDA events around back-to-back launches, the slowest rank, "
-           "median of %d rounds\n"
-           "%12s %12s %10s %11s %11s\n", dt, size, nc.version, ROUNDS, "bytes", "elements", "time_us", "algbw_GB/s",
-           "busbw_GB/s");
+    printf("time: ncclAllReduce %s sum, %d ranks, NCCL %d%s; CUDA events around back-to-back launches, the slowest "
+           "rank, median of %d rounds\n"
+           "%12s %12s %10s %11s %11s\n", dt, size, nc.version, symmetric ? ", symmetric windows" : "", ROUNDS, "bytes",
+           "elements", "time_us", "algbw_GB/s", "busbw_GB/s");
   for (long long bytes = 8; bytes <= (256ll << 20); bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
     size_t n = (size_t)bytes / es;
     if (!n) continue;
@@ -87,6 +106,11 @@ int main(int argc, char **argv) {
     double alg = (double)bytes / (worst * 1e3), bus_bw = alg * (size > 1 ? 2.0 * (size - 1) / size : 1.0);
     if (rank == 0) printf("%12lld %12zu %10.2f %11.2f %11.2f\n", bytes, n, worst, alg, bus_bw);
     fflush(stdout);
+  }
+  if (symmetric) {
+    CK(cudaStreamSynchronize(s));
+    nccl_symmetric_free(&nc, &sy);
+    nccl_symmetric_free(&nc, &sx);
   }
   nccl_close(&nc);
   MPI_Finalize();

@@ -9,6 +9,7 @@
 #include "nccl.h"
 
 enum { NCCL_F16 = 6, NCCL_F32 = 7, NCCL_BF16 = 9 };                        /* ncclDataType_t */
+enum { NCCL_WIN_COLL_SYMMETRIC = 0x01 };                                   /* winFlags */
 enum { NCCL_SUM = 0, NCCL_PROD = 1, NCCL_MAX = 2, NCCL_MIN = 3 };          /* ncclRedOp_t */
 
 const char *nccl_err(const nccl_lib *n, int st) {
@@ -35,6 +36,10 @@ int nccl_load(nccl_lib *n, char *why, size_t len) {
   *(void **)&n->destroy = dlsym(n->lib, "ncclCommDestroy");
   *(void **)&n->get_version = dlsym(n->lib, "ncclGetVersion");
   *(void **)&n->error_string = dlsym(n->lib, "ncclGetErrorString");
+  *(void **)&n->mem_alloc = dlsym(n->lib, "ncclMemAlloc");
+  *(void **)&n->mem_free = dlsym(n->lib, "ncclMemFree");
+  *(void **)&n->window_register = dlsym(n->lib, "ncclCommWindowRegister");
+  *(void **)&n->window_deregister = dlsym(n->lib, "ncclCommWindowDeregister");
   if (!n->get_id || !n->init_rank || !n->allgather || !n->allreduce || !n->reduce_scatter || !n->destroy ||
       !n->get_version) {
     snprintf(why, len, "%s lacks NCCL's symbols (ncclGetUniqueId, ncclCommInitRank, ncclAllGather, ncclAllReduce, "
@@ -119,4 +124,44 @@ int nccl_reduce_scatter(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t recvco
   int st = n->reduce_scatter((const void *)(uintptr_t)x, (void *)(uintptr_t)y, recvcount, nccl_type(dt), nop, n->comm, s);
   if (st) snprintf(why, len, "ncclReduceScatter failed: %s (%d)", nccl_err(n, st), st);
   return st ? -1 : 0;
+}
+
+int nccl_symmetric_alloc(nccl_lib *n, MPI_Comm comm, size_t bytes, nccl_sym *s, char *why, size_t len) {
+  memset(s, 0, sizeof *s);
+  why[0] = 0;
+  int st = 0, ok = 1;
+  if (!n->mem_alloc || !n->mem_free || !n->window_register || !n->window_deregister) {
+    snprintf(why, len, "%s (NCCL %d) lacks ncclMemAlloc, ncclMemFree, ncclCommWindowRegister or "
+             "ncclCommWindowDeregister: symmetric windows need NCCL 2.27 or later", n->path, n->version);
+    ok = 0;
+  } else if ((st = n->mem_alloc(&s->ptr, bytes))) {
+    s->ptr = NULL;
+    snprintf(why, len, "ncclMemAlloc(%zu bytes) failed: %s (%d)", bytes, nccl_err(n, st), st);
+    ok = 0;
+  }
+  if (!measure_first_why(comm, ok, why, len)) {
+    if (s->ptr) n->mem_free(s->ptr);
+    memset(s, 0, sizeof *s);
+    return -1;
+  }
+  st = n->window_register(n->comm, s->ptr, bytes, &s->win, NCCL_WIN_COLL_SYMMETRIC);
+  if (st) {
+    s->win = NULL;
+    snprintf(why, len, "ncclCommWindowRegister(%zu bytes, NCCL_WIN_COLL_SYMMETRIC) failed: %s (%d)", bytes,
+             nccl_err(n, st), st);
+  }
+  if (!measure_first_why(comm, st == 0, why, len)) {
+    /* left as it is: deregistering is collective too, and a rank without a window would not
+     * join it; the caller stops */
+    memset(s, 0, sizeof *s);
+    return -1;
+  }
+  s->bytes = bytes;
+  return 0;
+}
+
+void nccl_symmetric_free(nccl_lib *n, nccl_sym *s) {
+  if (s->win) n->window_deregister(n->comm, s->win);
+  if (s->ptr) n->mem_free(s->ptr);
+  memset(s, 0, sizeof *s);
 }

@@ -24,7 +24,16 @@ typedef struct nccl_lib {
   int (*destroy)(void *);
   int (*get_version)(int *);
   const char *(*error_string)(int);   /* optional */
+  /* optional, NCCL 2.27 and later: buffers NCCL's symmetric kernels run on (nccl_symmetric_alloc) */
+  int (*mem_alloc)(void **, size_t);
+  int (*mem_free)(void *);
+  int (*window_register)(void *, void *, size_t, void **, int);
+  int (*window_deregister)(void *, void *);
 } nccl_lib;
+
+/* A buffer of NCCL's symmetric memory: ncclMemAlloc'd and registered on the communicator as a
+ * window with NCCL_WIN_COLL_SYMMETRIC, so that collectives on it take NCCL's symmetric kernels. */
+typedef struct nccl_sym { void *ptr, *win; size_t bytes; } nccl_sym;
 
 enum { NCCL_LOAD_OK = 0, NCCL_NO_LIB = -1, NCCL_BAD_LIB = -2 };
 
@@ -46,6 +55,13 @@ int nccl_all_gather(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t count, hr_
  * min (NCCL has no custom operator: -1 and why) */
 int nccl_reduce_scatter(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t recvcount, hr_dtype dt, hr_op op, CUstream s,
                         char *why, size_t len);
+/* Collective over comm, the communicator's ranks (each calls it with the same bytes): 0 on every
+ * rank, or -1 on every rank with the lowest failing rank's why (the library lacks the calls: NCCL
+ * before 2.27; or one failed).  The ranks agree after the allocation, before the registration,
+ * which is NCCL's collective: no rank enters it while another has already failed.  Free with
+ * nccl_symmetric_free, also collectively. */
+int nccl_symmetric_alloc(nccl_lib *n, MPI_Comm comm, size_t bytes, nccl_sym *s, char *why, size_t len);
+void nccl_symmetric_free(nccl_lib *n, nccl_sym *s);
 int nccl_all_reduce_sum(nccl_lib *n, const void *x, void *y, size_t count, hr_dtype dt, CUstream s, char *why,
                         size_t len);
 
