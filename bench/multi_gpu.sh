@@ -7,8 +7,11 @@
 #      to 256 MB, launched plainly and with
 #      pdl = true (PDL=0: plainly only; TORCH_REF=0 leaves out torch.distributed's reference rows;
 #      CHECK_PDL_ONLY=1 checks only the pdl configs).
+# PHASES: which of the three (default "ceiling check nccl").
 # NVLink multicast stays off for everything started here.  Full logs under $OUT.
 set -u
+PHASES=${PHASES:-ceiling check nccl}
+want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
 final=${OUT:-/tmp/out}
 out=/tmp/weft-multi-gpu
 rm -rf "$out"; mkdir -p "$out" "$final"
@@ -21,6 +24,7 @@ P=$(nvidia-smi -L | wc -l)
 MPIRUN="$MPIRUN --bind-to none -x WEFT_CACHE_DIR"
 W=build/weft
 AR=examples/allreduce.lua
+if want ceiling; then
 {
   nvidia-smi --query-gpu=index,name,driver_version --format=csv
   nvidia-smi topo -m
@@ -46,10 +50,11 @@ if n > 1:
 PY
 } >"$out/ceiling.log" 2>&1
 cat "$out/ceiling.log"
+fi
 
 # 2: correctness, one process per GPU (SKIP_CHECK=1 skips it)
 pass=0 fail=0
-if [ -z "${SKIP_CHECK:-}" ]; then
+if [ -z "${SKIP_CHECK:-}" ] && want check; then
 check() {
   local name=$1; shift
   if timeout 300 $MPIRUN -np $P $W run "$@" --no-time >"$out/check_$name.log" 2>&1; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $name"; tail -5 "$out/check_$name.log"; fi
@@ -82,6 +87,7 @@ fi
 
 # 3: weft against NCCL: ncclAllReduce called directly (build/nccl_bench, the NCCL torch ships),
 # and through torch.distributed for reference (its per-call overhead shows at small sizes)
+want nccl || exit 0
 echo "NCCL library: $WEFT_NCCL_LIB"
 for dt in f32 bf16; do
   timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt >"$out/nccl_$dt.log" 2>&1

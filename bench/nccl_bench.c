@@ -5,7 +5,8 @@
  * NCCL is opened at run time by runtime/measure/nccl.c (WEFT_NCCL_LIB, else libnccl.so.2): it
  * is the library that ships with torch on the GPU machines, and weft does not link it.  One
  * rank per GPU:
- *   mpirun -np 2 build/nccl_bench [f32|f16|bf16] [iters] [symmetric]
+ *   mpirun -np 2 build/nccl_bench [f32|f16|bf16] [iters] [symmetric] [bytes=B1,B2,...]
+ * bytes=: those message sizes (each at most 256 MiB) instead of 8 B, 32 B, ... 256 MiB.
  * symmetric: x and y are NCCL's symmetric memory (ncclMemAlloc, registered with
  * ncclCommWindowRegister as NCCL_WIN_COLL_SYMMETRIC), so NCCL 2.27 and later run their symmetric
  * kernels; exit 77 where the library has no such calls. */
@@ -40,9 +41,22 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char *dt = argc > 1 ? argv[1] : "f32";
   int iters = argc > 2 ? atoi(argv[2]) : 20;
-  int symmetric = argc > 3 && !strcmp(argv[3], "symmetric");
-  if (iters < 1 || iters > 100000 || (argc > 3 && !symmetric) || argc > 4) {
-    if (rank == 0) fprintf(stderr, "usage: nccl_bench [f32|f16|bf16] [iters 1..100000] [symmetric]\n");
+  int symmetric = 0, n_list = 0, bad = iters < 1 || iters > 100000;
+  long long list[64];
+  for (int a = 3; a < argc && !bad; a++) {
+    if (!strcmp(argv[a], "symmetric")) { symmetric = 1; continue; }
+    if (strncmp(argv[a], "bytes=", 6)) { bad = 1; break; }
+    for (char *p = argv[a] + 6, *end; *p && !bad; p = *end == ',' ? end + 1 : end) {
+      long long b = strtoll(p, &end, 10);
+      if (end == p || (*end && *end != ',') || b < 1 || b > (256ll << 20) || n_list == 64) bad = 1;
+      else list[n_list++] = b;
+    }
+    if (!n_list) bad = 1;
+  }
+  if (bad) {
+    if (rank == 0)
+      fprintf(stderr, "usage: nccl_bench [f32|f16|bf16] [iters 1..100000] [symmetric] [bytes=B1,B2,... (at most 64 "
+                      "sizes, each 1..268435456)]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   hr_dtype type = !strcmp(dt, "bf16") ? HR_BF16 : !strcmp(dt, "f16") ? HR_F16 : HR_F32;
@@ -89,7 +103,10 @@ int main(int argc, char **argv) {
            "rank, median of %d rounds\n"
            "%12s %12s %10s %11s %11s\n", dt, size, nc.version, symmetric ? ", symmetric windows" : "", ROUNDS, "bytes",
            "elements", "time_us", "algbw_GB/s", "busbw_GB/s");
-  for (long long bytes = 8; bytes <= (256ll << 20); bytes = bytes < (128ll << 20) ? bytes * 4 : bytes * 2) {
+  for (int i = 0; i < (n_list ? n_list : 1000); i++) {
+    /* the list, or 8 B, 32 B, ... 128 MiB, 256 MiB */
+    long long bytes = n_list ? list[i] : i <= 12 ? 8ll << (2 * i) : 256ll << 20;
+    if (!n_list && i > 13) break;
     size_t n = (size_t)bytes / es;
     if (!n) continue;
     timed t = {&nc, x, y, n, type};

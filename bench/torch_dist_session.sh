@@ -27,10 +27,15 @@ fi
 export PYTHONDONTWRITEBYTECODE=1 WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-torchdist-cache}
 # never multicast here (DEVICE.md): set for every child process
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-weft-torchdist CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog-weft-torchdist
-mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-nvidia-cuda-mps-control -d || { echo "torch_dist_session: cannot start the MPS daemon" | tee -a "$OUT/summary.txt"; exit 1; }
-trap 'echo quit | nvidia-cuda-mps-control; cp -r "$CUDA_MPS_LOG_DIRECTORY" "$OUT/mpslog" 2> /dev/null' EXIT
+# WEFT_NO_MPS=1: no daemon (a GPU per rank: bench/multi_gpu_session.sh)
+if [ "${WEFT_NO_MPS:-0}" = 1 ]; then
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+else
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-weft-torchdist CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog-weft-torchdist
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { echo "torch_dist_session: cannot start the MPS daemon" | tee -a "$OUT/summary.txt"; exit 1; }
+  trap 'echo quit | nvidia-cuda-mps-control; cp -r "$CUDA_MPS_LOG_DIRECTORY" "$OUT/mpslog" 2> /dev/null' EXIT
+fi
 PY=${WEFT_TORCH_PYTHON:-python3}
 echo "== $(date -u +%FT%TZ) stage $STAGE, PYTHONPATH=$PYTHONPATH WEFT_LIB=${WEFT_LIB:-}" | tee -a "$OUT/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader >> "$OUT/summary.txt" 2>&1
