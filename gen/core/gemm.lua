@@ -775,23 +775,35 @@ end
 -- without them was 64 x 64 at 22.3-23.2 and cuBLASLt took 16.9-17.5 (bench/RESULTS.md, twelfth
 -- session: first-pick regret over 66 off-set groups 1.0778 -> 1.0701, the set's rows 1.0192 ->
 -- 1.0171 and 1.0165 -> 1.0144).
+-- A cluster the user fixed along M (cm CTAs sharing B's rows, cluster = { m = cm, .. }) adds the
+-- tile that cuts M into cm row blocks, one per CTA of the cluster's column: at 130 x 1536 x 8960
+-- with cluster 4 x 2, 40 x 64 ran 30.9-32.5 us, 48 x 64 32.9 (bench/RESULTS.md, fifteenth session),
+-- where the rule's own tiles (64 or 72 rows) leave one or two of the four row blocks past M.
 M.SWAP_BELOW = 64
 M.SWAP_WHOLE_M = 256
 M.SWAP_BLOCKS = 3
 
-function M.swap_tiles(shape)
+function M.swap_tiles(shape, cm)
   local bm = cdiv(shape.m, 8) * 8
+  local out
   if shape.m >= M.SWAP_BELOW then
-    local out = {}
+    out = {}
     if bm <= M.SWAP_WHOLE_M then out = { { bm, 64, 1, "cooperative", true }, { bm, 128, 2, "cooperative", true } } end
     for r = 2, M.SWAP_BLOCKS do
       local b = cdiv(cdiv(shape.m, r), 8) * 8
       if b >= 64 and b <= M.SWAP_WHOLE_M then out[#out + 1] = { b, 64, 1, "cooperative", true } end
     end
-    return out
+  else
+    out = { { bm, 64, 1, "cooperative", true }, { bm, 128, 1, "cooperative", true },
+            { bm, 192, 1, "cooperative", true }, { bm, 256, 1, "cooperative", true } }
   end
-  return { { bm, 64, 1, "cooperative", true }, { bm, 128, 1, "cooperative", true }, { bm, 192, 1, "cooperative", true },
-           { bm, 256, 1, "cooperative", true } }
+  if cm and cm > 1 then
+    local b = cdiv(cdiv(shape.m, cm), 8) * 8
+    local have = false
+    for _, tl in ipairs(out) do have = have or (tl[1] == b and tl[2] == 64) end
+    if b <= M.SWAP_WHOLE_M and not have then out[#out + 1] = { b, 64, 1, "cooperative", true } end
+  end
+  return out
 end
 
 -- Thin tiles for a small M (family gemm with column-major B; M < 64): A's rows rounded up to 8,
@@ -815,7 +827,8 @@ local function score_all(shape, fixed, sms, opts)
     for _, tl in ipairs(M.fitted_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
     for _, tl in ipairs(M.thin_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
     if open("swap_ab") or fixed.swap_ab == true then
-      for _, tl in ipairs(M.swap_tiles(shape)) do tiles[#tiles + 1] = tl end
+      local cm = type(fixed.cluster) == "table" and math.type(fixed.cluster.m) == "integer" and fixed.cluster.m or nil
+      for _, tl in ipairs(M.swap_tiles(shape, cm)) do tiles[#tiles + 1] = tl end
     end
   elseif opts.family == "gemm" and fixed.b_layout == "col" and open("swap_ab") then
     -- a fixed tile may be a swapped one (8 x 64): the tile entries below take the fixed tile's

@@ -347,6 +347,16 @@ T.test("gemm: swapped tiles for M <= 256 with column-major B, beside the best un
   T.eq(#gemm.swap_tiles({ m = 300, n = 1536, k = 8960 }), 2, "swap_tiles at 300 rows: 152 x 64 and 104 x 64")
   T.eq((kinds(769, { family = "gemm", b_layout = "col" })), 0, "769 rows: no swapped tile (three blocks of 264 > 256)")
   T.eq(#gemm.swap_tiles({ m = 769, n = 1536, k = 8960 }), 0, "swap_tiles: none past 3 x 256 rows")
+  -- a cluster fixed along M: the tile that gives each CTA of the cluster's column one row block
+  local with4 = gemm.swap_tiles({ m = 130, n = 1536, k = 8960 }, 4)
+  T.eq(#with4, 4, "swap_tiles at 130 rows, cluster.m = 4: one more tile")
+  T.eq(with4[4][1], 40, "... 40 rows: 130 in four blocks rounded up to 8")
+  T.eq(#gemm.swap_tiles({ m = 130, n = 1536, k = 8960 }, 2), 3, "cluster.m = 2: 72 rows, already offered")
+  T.eq(#gemm.swap_tiles({ m = 16, n = 1536, k = 8960 }, 2), 5, "16 rows, cluster.m = 2: 8-row blocks besides the four widths")
+  local cl = F.auto({ m = 130, n = 1536, k = 8960 },
+                    { family = "gemm", b_layout = "col", swap_ab = true, cluster = { m = 4, n = 2 } }, H200)[1]
+  T.eq(cl.tile.m, 40, "swap_ab with cluster 4 x 2 fixed at 130 x 1536 x 8960: 40-row tiles (measured fastest of "
+       .. "the 4 x 2 clusters; 64 and 72 rows leave row blocks past M)")
   T.eq((kinds(1, { family = "gemm", b_layout = "row" })), 0, "B row-major: no swap")
   T.eq((kinds(1, { family = "gemm", b_layout = "col", swap_ab = false })), 0, "swap_ab fixed false")
   local eight = false
