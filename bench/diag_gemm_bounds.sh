@@ -6,6 +6,9 @@
 #           WGMMAs and the ring's hand-shakes alone: the compute + protocol bound);
 #   nomma:  the consumers wait for each stage and release it without multiplying (TMA and the
 #           ring alone: the load bound).
+#   depth2: two groups of WGMMAs in flight instead of one (each k-block's stage released two
+#           k-blocks later): whether a consumer's k-block waits on the WGMMAs' latency (small
+#           swapped tiles: m64 n40 k16 x 4 a k-block).  It computes: checked like real.
 # Patches combine with '+'; a patch that finds nothing to change stops the script.  Usage (GPU
 # machine, build/ built):
 #   DIAG_KINDS="real noload nomma" DIAG_SHAPES="--time-shape ..." bench/diag_gemm_bounds.sh "CONFIG SETS" ...
@@ -40,9 +43,22 @@ def nomma(s):
     s, n = re.subn(r"\n *consume_kblock<Cfg, MR>\([^;]*;", "", s)
     assert n == 1, "consume_kblock calls in the main loop: %d, not 1" % n
     return s
+def depth2(s):
+    # the consumers' main loop (weft/gemm_mainloop.cuh): wait<2>, release the stage two k-blocks
+    # back; after the loop, wait<1> releases that one, and mainloop_drain the last as before
+    s = s.replace("int prev = -1;\n", "int prev = -1, prev2 = -1;\n", 1)
+    old = "    wgmma_wait<1>();"
+    a = s.index(old)
+    b = s.index("p.next();", a)
+    s = s[:a] + "    wgmma_wait<2>();\n    if (prev2 >= 0) release(prev2);\n    prev2 = prev;\n    prev = p.s;\n    " + s[b:]
+    a = s.index("  return prev;\n}", a)
+    s = s[:a] + "  wgmma_wait<1>();\n  if (prev2 >= 0) release(prev2);\n" + s[a:]
+    assert s.count("wgmma_wait<2>") == 1 and s.count("prev2") == 6, "depth2: the main loop changed shape"
+    return s
 for kind in kinds:
     if kind == "noload": patch("gemm_kernel.cuh", noload)
     elif kind == "nomma": patch("gemm_mainloop.cuh", nomma)
+    elif kind == "depth2": patch("gemm_mainloop.cuh", depth2)
     else: sys.exit("unknown patch " + kind)
 PY
     [ "${DIAG_PATCH_ONLY:-0}" = 1 ] && { echo "patched: $src"; continue; }
