@@ -1,6 +1,7 @@
 """test_comm.py's cases for weft.torch.matmul_reduce_scatter(_linear) and matmul_all_reduce
 (python/weft/torch/dist_matmul.py): run(t, quick) with t the test_comm module (its helpers: gen,
-poisoned_call, close, digest, same_bits, expect_mismatch, case, log, RANK, P, DEV, EPS).
+poisoned_call, close, digest, same_bits, expect_mismatch, case, log, RANK, P, DEV, EPS, and the NCCL
+cross-check's nccl_wanted, nccl_matmul, nccl_close, nccl_sum_err).
 
 Every check: each rank's A_r [..., k] and B_r [k, N] (or [N, k]) made from a seed any rank can
 regenerate, so every rank computes the float64 reference sum_r A_r . B_r over the full K = P k
@@ -60,12 +61,17 @@ def check(t, what, op, lead, k, n, dtype, layout, fuse, scatter_dim=0, salt=0):
     else:
         def call():
             return wm.matmul_all_reduce(a, b, b_layout=layout, fuse=fuse)
+    ref = t.nccl_matmul(op, a, b, layout, scatter_dim) if t.nccl_wanted(dtype) else None
     like = torch.empty(tuple(want.shape), dtype=dtype, device=t.DEV)
     c = t.poisoned_call(like, call)
     torch.cuda.synchronize()
     t.wd.check()
     per, rtol = tolerance(t, k, dtype, fuse is True)
     t.close(what, c, want, per * scale, rtol)
+    if ref is not None:   # weft's bound (above) plus torch's: its partials rounded to the dtype (the unfused
+        # bound's scale term; nothing is rounded after NCCL's additions), then NCCL's sum of them in the dtype
+        per_n, _ = tolerance(t, k, dtype, False)
+        t.nccl_close(what, c, ref, (per + per_n) * scale + rtol * want.abs() + t.nccl_sum_err(dtype, scale))
     again = call()
     torch.cuda.synchronize()
     if t.digest(again) != t.digest(c):

@@ -13,6 +13,12 @@ all_reduce_rms_norm works in place: its outputs are the inputs themselves (an el
 rank's own x or residual), with NaN guards after them; h must match the reference to the bit, y within one
 rounding.  WEFT_TEST_ONLY=arn runs its cases alone, WEFT_TEST_ONLY=mrs the matmul + reduce-scatter /
 allreduce ones (all of them; the full run takes their quick set); WEFT_TEST_QUICK=1 fewer sizes and replays.
+NCCL cross-check: where the P > 1 ranks are on P distinct GPUs (one rank per GPU; not under MPS, as NCCL
+refuses ranks that share a GPU), the eager cases of the sums (all_reduce's sum, all_gather_matmul /
+_linear, matmul_reduce_scatter(_linear) / matmul_all_reduce, all_reduce_rms_norm) also get torch's own answer
+over an NCCL group from the same inputs (torch.distributed's collective, then torch's matmul / add /
+rms_norm), and weft's result must be within both sides' bounds of it.  The log says once whether it runs,
+the last line how many comparisons it made.  WEFT_TEST_NCCL=0 turns it off (1 or unset: on where it can run).
 Exit 0: all passed on every rank; 1: something failed (every failure printed with its rank); 77: no
 CUDA GPU here.
 """
@@ -20,6 +26,7 @@ import datetime
 import faulthandler
 import hashlib
 import os
+import socket
 import sys
 import time
 import traceback
@@ -44,7 +51,7 @@ DEV = torch.device("cuda", LOCAL % torch.cuda.device_count())
 torch.cuda.set_device(DEV)
 NAME = wd.group_name(None)
 FAILS = []
-COUNTS = {"checks": 0, "poisoned": 0, "unpoisoned": 0}
+COUNTS = {"checks": 0, "poisoned": 0, "unpoisoned": 0, "nccl": 0}
 EPS = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
 
 
@@ -123,6 +130,128 @@ def close(what, got, want, atol, rtol):
             what, int(bad.sum()), bad.numel(), i, float(g.flatten()[i]), float(want.flatten()[i])))
 
 
+# ---- the NCCL cross-check (the module's docstring) ---------------------------------------------------
+
+NCCL = {"on": False, "why": "not decided", "group": None}   # nccl_decide's answer; the group, made at first use
+
+
+def nccl_decide():
+    """Whether the cross-check runs: WEFT_TEST_NCCL is not 0 on any rank, there are several ranks, torch
+    has NCCL, and the P ranks are on P distinct GPUs (host name and GPU UUID, as bench/dist_timing.py's
+    nccl_group asks).  Collective (over gloo), so every rank gets the same answer; logged once."""
+    v = os.environ.get("WEFT_TEST_NCCL", "")
+    if v not in ("", "0", "1"):
+        fail("WEFT_TEST_NCCL", "WEFT_TEST_NCCL=%r: allowed 0 (no NCCL cross-check) or 1 (also unset: the "
+             "cross-check where every rank has a GPU of its own)" % v)
+    props = torch.cuda.get_device_properties(DEV)
+    mine = (v in ("", "1"), "%s/%s" % (socket.gethostname(), getattr(props, "uuid", DEV.index)))
+    every = [None] * P
+    dist.all_gather_object(every, mine)
+    gpus = len(set(g for _, g in every))
+    if not all(on for on, _ in every):
+        why = "turned off by WEFT_TEST_NCCL"
+    elif P == 1:
+        why = "one rank: a sum of one"
+    elif gpus < P:
+        why = "ranks share a GPU: %d ranks on %d GPU(s)" % (P, gpus)
+    elif not dist.is_nccl_available():
+        why = "this torch has no NCCL"
+    else:
+        why = None
+    NCCL["on"], NCCL["why"] = why is None, why
+    if RANK == 0:
+        log("NCCL cross-check: %s" % ("on (%d ranks on %d GPUs)" % (P, gpus) if why is None else "skipped (%s)" % why))
+
+
+def nccl_wanted(dtype, op="sum"):
+    """Whether a check cross-checks: NCCL on, a sum, a dtype NCCL adds (f32, f16, bf16)."""
+    return NCCL["on"] and op == "sum" and dtype in EPS
+
+
+def nccl_group():
+    """The NCCL group of every rank, made at the first cross-check: every rank gets there at the same call
+    (the cases run in the same order everywhere, nccl_decide's answer is the same everywhere, and each case
+    calls NCCL before anything a rank can fail alone)."""
+    if NCCL["group"] is None:
+        NCCL["group"] = dist.new_group(backend="nccl")
+    return NCCL["group"]
+
+
+def nccl_done(t):
+    """t on the CPU, NCCL's work and torch's after it finished (the comparisons are on the CPU)."""
+    torch.cuda.synchronize()
+    return t.cpu()
+
+
+def nccl_sum(t):
+    """Every rank's t summed by torch.distributed over NCCL, in t's dtype (NCCL adds in it): a new tensor on DEV."""
+    s = t.to(DEV, copy=True)
+    dist.all_reduce(s, group=nccl_group())
+    return s
+
+
+def nccl_sum_err(dtype, scale):
+    """A bound on NCCL's sum against the exact one: it adds the P ranks' values in the dtype itself, in an
+    order of its own (ring or tree), P - 1 additions each rounded to the dtype at a partial sum no larger
+    than scale (the sum of the terms' magnitudes); doubled for the terms of second order.  (A sum of dtype
+    values that lands among the subnormals is exact: no absolute term.)"""
+    return 2 * (P - 1) * EPS[dtype] * scale
+
+
+def torch_matmul(a, b):
+    """torch.matmul with reduced-precision reductions off (by default an f16 / bf16 GEMM may add its split-K
+    partials in the dtype): each element an f32 sum rounded once, the bound the checks give it."""
+    m = torch.backends.cuda.matmul
+    saved = m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction
+    m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
+    try:
+        return torch.matmul(a, b)
+    finally:
+        m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction = saved
+
+
+def nccl_all_gather_matmul(a, b, layout):
+    """torch's all_gather_matmul: the shards gathered over NCCL (in rank order), then torch.matmul; on the CPU."""
+    a, b = a.to(DEV), b.to(DEV)
+    full = torch.empty((P * a.shape[0], a.shape[1]), dtype=a.dtype, device=DEV)
+    dist.all_gather_into_tensor(full, a.contiguous(), group=nccl_group())
+    return nccl_done(torch_matmul(full, b if layout == "row" else b.t()))
+
+
+def nccl_matmul(op, a, b, layout, scatter_dim=0):
+    """torch's matmul_reduce_scatter (op "rs": torch.matmul, then dist.reduce_scatter_tensor, which splits
+    dim 0: scatter_dim moved there and back) or matmul_all_reduce ("ar": torch.matmul, then dist.all_reduce),
+    over NCCL; on the CPU (matmul_cases.check's)."""
+    a, b = a.to(DEV), b.to(DEV)
+    part = torch_matmul(a, b if layout == "row" else b.t())
+    if op == "ar":
+        dist.all_reduce(part, group=nccl_group())
+        return nccl_done(part)
+    full = part.movedim(scatter_dim, 0).contiguous()
+    out = torch.empty((full.shape[0] // P,) + tuple(full.shape[1:]), dtype=full.dtype, device=DEV)
+    dist.reduce_scatter_tensor(out, full, group=nccl_group())
+    return nccl_done(out.movedim(0, scatter_dim))
+
+
+def nccl_close(what, got, ref, allowed):
+    """got against NCCL's ref elementwise: |got - ref| <= allowed (float64, broadcast to ref's shape).
+    Counted; a miss is recorded with fail() (the case's own checks have passed) with the worst one."""
+    COUNTS["nccl"] += 1
+    g, r = got.detach().cpu().double(), ref.double()
+    if g.shape != r.shape:
+        fail("NCCL cross-check " + what, "rank %d: shape %s, NCCL's %s" % (RANK, tuple(g.shape), tuple(r.shape)))
+        return
+    diff = (g - r).abs()
+    lim = torch.as_tensor(allowed, dtype=torch.float64).expand_as(diff)
+    bad = ~(diff <= lim)   # NaN counts as bad
+    if bad.any():
+        i = int(torch.where(bad, diff.nan_to_num(nan=float("inf")), torch.zeros_like(diff)).flatten().argmax())
+        fail("NCCL cross-check " + what, "rank %d: %d of %d elements differ from NCCL's by more than allowed; "
+             "the worst at flat index %d: got %r, NCCL's %r, |diff| %.3g > %.3g" % (
+                 RANK, int(bad.sum()), bad.numel(), i, float(g.flatten()[i]), float(r.flatten()[i]),
+                 float(diff.flatten()[i]), float(lim.flatten()[i])))
+
+
 # ---- all_reduce ---------------------------------------------------------------------------------
 
 def ar_input(seed, n, dtype, op):
@@ -144,6 +273,7 @@ def ar_check(what, y, xs, op, dtype):
         close(what, y, want, 0.0, 0.0)   # a selection: exact
     else:   # the output's rounding, plus f32 arithmetic over P terms
         close(what, y, want, 4 * P * 2.0 ** -24 * scale, 2 * EPS[dtype] + P * 2.0 ** -22)
+    return want, scale
 
 
 @case
@@ -158,10 +288,14 @@ def all_reduce_case(dtype, op, n, algo=None):
         x_cpu = ar_input(seed, n, dtype, op)
         x = x_cpu.to(DEV)
         xs = gather(x_cpu)
+        ref = nccl_done(nccl_sum(x)) if nccl_wanted(dtype, op) else None
         y = poisoned_call(x, lambda: wd.all_reduce(x, op))
         torch.cuda.synchronize()
         wd.check()
-        ar_check("all_reduce %s %s n=%d" % (dtype, op, n), y, xs, op, dtype)
+        want, scale = ar_check("all_reduce %s %s n=%d" % (dtype, op, n), y, xs, op, dtype)
+        if ref is not None:   # ar_check's bound (weft's side) plus NCCL's
+            nccl_close("all_reduce %s %s n=%d" % (dtype, op, n), y, ref, 4 * P * 2.0 ** -24 * scale
+                       + (2 * EPS[dtype] + P * 2.0 ** -22) * want.abs() + nccl_sum_err(dtype, scale))
         if not torch.equal(x.cpu(), x_cpu):
             raise AssertionError("all_reduce (out of place) changed its input")
         z = x.clone()
@@ -221,6 +355,7 @@ def all_gather_matmul_case(dtype, ms, k, n, layout, return_a):
     a_cpu, b_cpu = ag_inputs(ms, k, n, dtype, layout)
     a, b = a_cpu.to(DEV), b_cpu.to(DEV)
     shards = gather(a_cpu)
+    ref = nccl_all_gather_matmul(a, b, layout) if nccl_wanted(dtype) else None
     f = wd.all_gather_matmul if layout == "row" else wd.all_gather_linear
     like = torch.empty((ms * P, n), dtype=dtype, device=DEV)
     ga, c = poisoned_call(like, lambda: f(a, b, return_a=return_a))
@@ -234,6 +369,9 @@ def all_gather_matmul_case(dtype, ms, k, n, layout, return_a):
     elif ga is not None:
         raise AssertionError("%s: return_a=False returned an A" % what)
     close(what, c, want_c, 4 * k * 2.0 ** -24 * scale, 2 * EPS[dtype])
+    if ref is not None:   # torch's side is an exact gather, then a GEMM adding in f32 and rounding once, as
+        # weft's: each within close's bound of the reference, so twice it of each other
+        nccl_close(what, c, ref, 2 * (4 * k * 2.0 ** -24 * scale + 2 * EPS[dtype] * want_c.abs()))
     same_bits(what, c)
 
 
@@ -281,6 +419,38 @@ def arn_check(what, x_out, r_out, xs, r, w, eps, dtype):
                                  "want %r" % (what, int(bad.sum()), bad.numel(), i, float(r_out.flatten()[i]),
                                               float(h.flatten()[i])))
     close(what + " y", x_out, want_y, ARN_ATOL[dtype], ARN_RTOL[dtype])
+    return h, want_y
+
+
+def nccl_arn(x, r, w, eps):
+    """torch's all_reduce_rms_norm, as arn_reference defines it: s = the ranks' x summed over NCCL (in the
+    dtype), h = s + r (torch's add: in f32, rounded once to the dtype), y = rms_norm(h) * w computed in f32
+    from h and w, rounded once; (h, y) on the CPU."""
+    s = nccl_sum(x)
+    h = s + r.to(DEV) if r is not None else s
+    y = torch.nn.functional.rms_norm(h.float(), (h.shape[-1],), w.to(DEV).float(), eps).to(h.dtype)
+    return nccl_done(h), nccl_done(y)
+
+
+def arn_nccl_check(what, x_out, r_out, ref, h, want_y, xs, r, w, eps, dtype):
+    """weft's h (r_out: arn_check found it equal to the reference's h; without a residual, the reference's
+    sum, weft keeping its own) and y (x_out) against torch's (ref: nccl_arn's (h, y)).
+    h: NCCL's sum is within nccl_sum_err of the exact one, the reference's within one rounding and f32's
+    over P terms (at most P u sum|x_r|), and each h one more rounding: 4 P u (sum|x_r| + |r|) holds it all.
+    y: weft's and torch's each within arn_check's bound of y at its own h; the two h differ by d, and
+    y = h w / R(h) with R = sqrt(mean(h^2) + eps) moves by at most |w| (|d| + |h| rho / R) / (R - rho), rho
+    = rms(d) per row (R moves by at most rho: it is a 2-norm); doubled, as torch's rounding is of y + dy."""
+    h_n, y_n = ref
+    mag = r.double().abs() if r is not None else torch.zeros(h.shape, dtype=torch.float64)
+    for t in xs:
+        mag += t.double().abs()
+    nccl_close(what + " h", r_out if r is not None else h, h_n, 4 * P * EPS[dtype] * mag)
+    hd = h.double()
+    d = h_n.double() - hd
+    rms = torch.sqrt(hd.pow(2).mean(-1, keepdim=True) + eps)
+    rho = torch.sqrt(d.pow(2).mean(-1, keepdim=True))
+    dy = w.double().abs() * (d.abs() + hd.abs() * rho / rms) / (rms - rho).clamp(min=1e-300)
+    nccl_close(what + " y", x_out, y_n, 2 * (ARN_ATOL[dtype] + ARN_RTOL[dtype] * want_y.abs()) + 2 * dy)
 
 
 def arn_guarded(t):
@@ -313,6 +483,7 @@ def arn_case(dtype, shape, residual=True, eps=1e-6):
     seed = 13 * shape[-1] + 7 * len(shape) + shape[0] + 3 * list(EPS).index(dtype) + (1 if residual else 0)
     x_cpu, r_cpu, w_cpu = arn_inputs(RANK, seed, shape, dtype, residual)
     xs = gather(x_cpu)
+    ref = nccl_arn(x_cpu, r_cpu, w_cpu, eps) if nccl_wanted(dtype) else None   # before the op: it is in place
     bx, x = arn_guarded(x_cpu)
     br, r = arn_guarded(r_cpu) if residual else (None, None)
     w = w_cpu.to(DEV)
@@ -326,7 +497,9 @@ def arn_case(dtype, shape, residual=True, eps=1e-6):
     arn_guard_check(what + " x", bx, x.numel())
     if residual:
         arn_guard_check(what + " residual", br, r.numel())
-    arn_check(what, x, r, xs, r_cpu, w_cpu, eps, dtype)
+    h, want_y = arn_check(what, x, r, xs, r_cpu, w_cpu, eps, dtype)
+    if ref is not None:
+        arn_nccl_check(what, x, r, ref, h, want_y, xs, r_cpu, w_cpu, eps, dtype)
     if not torch.equal(w.cpu(), w_cpu):
         raise AssertionError("%s: weight was changed" % what)
     same_bits(what + " y", x)
@@ -700,6 +873,7 @@ def main():
     log("torch %s, weft %s, device %s (%s), group %s, LOCAL_RANK=%s LOCAL_WORLD_SIZE=%s" % (
         torch.__version__, weft.version(), DEV, torch.cuda.get_device_name(DEV), NAME,
         os.environ.get("LOCAL_RANK"), os.environ.get("LOCAL_WORLD_SIZE")))
+    nccl_decide()
     quick = os.environ.get("WEFT_TEST_QUICK") == "1"
     # WEFT_TEST_ONLY=arn: all_reduce_rms_norm's cases alone (its outputs are in place: no poisoned blocks)
     only = os.environ.get("WEFT_TEST_ONLY")
@@ -717,7 +891,10 @@ def main():
     if RANK == 0:
         total = sum(f[0] for f in fails)
         log("summary: P=%d, failures per rank %s; checks %s" % (P, [f[0] for f in fails], [f[1] for f in fails]))
-        print("test_comm: P=%d %s" % (P, "PASS" if total == 0 else "FAIL (%d)" % total), flush=True)
+        nccl = sum(f[1]["nccl"] for f in fails)
+        print("test_comm: P=%d %s; NCCL cross-checks: %d%s" % (P, "PASS" if total == 0 else "FAIL (%d)" % total, nccl,
+                                                              "" if NCCL["on"] else " (skipped: %s)" % NCCL["why"]),
+              flush=True)
     wd.close()
     dist.destroy_process_group()
     return 1 if any(f[0] for f in fails) or FAILS else 0
