@@ -9,10 +9,6 @@
 #   depth2: two groups of WGMMAs in flight instead of one (each k-block's stage released two
 #           k-blocks later): whether a consumer's k-block waits on the WGMMAs' latency (small
 #           swapped tiles: m64 n40 k16 x 4 a k-block).  It computes: checked like real.
-#   chains2: two accumulator chains per consumer, odd k-blocks into a second set of registers,
-#           added into the first after the tile's last WGMMA: whether a k-block waits on the
-#           previous one's accumulators (a chain of dependent WGMMAs on the same registers,
-#           short ones at a swapped tile's n = 40).  Computes: checked like real.
 # Patches combine with '+'; a patch that finds nothing to change stops the script.  Usage (GPU
 # machine, build/ built):
 #   DIAG_KINDS="real noload nomma" DIAG_SHAPES="--time-shape ..." bench/diag_gemm_bounds.sh "CONFIG SETS" ...
@@ -59,23 +55,10 @@ def depth2(s):
     s = s[:a] + "  wgmma_wait<1>();\n  if (prev2 >= 0) release(prev2);\n" + s[a:]
     assert s.count("wgmma_wait<2>") == 1 and s.count("prev2") == 6, "depth2: the main loop changed shape"
     return s
-def chains2(s):
-    # the consumers' main loop (weft/gemm_mainloop.cuh): acc2 for the odd k-blocks of the tile
-    a = s.index("  int prev = -1", s.index("__device__ __forceinline__ int mainloop("))
-    s = s[:a] + "  float acc2[MR][Cfg::ACC_N / 2];\n  zero_acc(acc2);\n" + s[a:]
-    old = "    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0);\n"
-    assert s.count(old) == 1, "chains2: the main loop's consume_kblock call changed"
-    s = s.replace(old, "    if ((kb - kb0) & 1) consume_kblock<Cfg, MR>(acc2, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0 + 1);\n"
-                       "    else consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0);\n")
-    a = s.index("  return prev;\n}", s.index("int prev = -1"))
-    s = s[:a] + ("  if (kb1 - kb0 > 1) {\n    wgmma_wait<0>();\n#pragma unroll\n    for (int mi = 0; mi < MR; ++mi)\n#pragma unroll\n"
-                 "      for (int q = 0; q < Cfg::ACC_N / 2; ++q) { fence_reg(acc2[mi][q]); fence_reg(acc[mi][q]); acc[mi][q] += acc2[mi][q]; }\n  }\n") + s[a:]
-    return s
 for kind in kinds:
     if kind == "noload": patch("gemm_kernel.cuh", noload)
     elif kind == "nomma": patch("gemm_mainloop.cuh", nomma)
     elif kind == "depth2": patch("gemm_mainloop.cuh", depth2)
-    elif kind == "chains2": patch("gemm_mainloop.cuh", chains2)
     else: sys.exit("unknown patch " + kind)
 PY
     [ "${DIAG_PATCH_ONLY:-0}" = 1 ] && { echo "patched: $src"; continue; }
