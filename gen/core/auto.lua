@@ -316,8 +316,14 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     return a.i < b.i
   end)
   local SOURCE_OF = { [0] = "database", [1] = "database-nearest", [2] = "table", [3] = "table-nearest" }
+  local unused = {}   -- rows at this very shape whose config no longer checks: said, not skipped silently
   for _, k in ipairs(ranked) do
-    local values = row_values(fam, k.row, shape, file, k.d > 0, raw, dev)
+    local values, why = row_values(fam, k.row, shape, file, k.d > 0, raw, dev)
+    if not values and k.d == 0 and why ~= "another family" and #unused < 4 then
+      local line = (k.row.line or 0) > 0 and (":" .. k.row.line) or ""
+      unused[#unused + 1] = string.format("%s%s: its %s row for %s is not used: %s", k.row.where or "?", line,
+        k.row.source, M.shape_text(k.at, fam.sizes), tostring(why))
+    end
     if values then
       -- the measured kernel (refitted to the shape), and nothing of it overridden by the user's
       -- fixed fields nor by its key fields: the user's config with the row's open values is the
@@ -371,6 +377,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
   result.shape = M.shape_text(shape, fam.sizes)
   result.family = fam.name
   result.rule_why = rule_why
+  if #unused > 0 then result.unused = table.concat(unused, "; ") end
   return result
 end
 

@@ -386,6 +386,8 @@ end
 
 -- load(text, file) -> table | nil, message
 function M.load(text, file)
+  -- a UTF-8 byte-order mark, as some editors save files, is not Lua: dropped (Lua's own loadfile does)
+  if text:sub(1, 3) == "\239\187\191" then text = text:sub(4) end
   if text:byte(1) == 27 then
     return nil, file .. ": is a compiled Lua chunk (bytecode): a config must be Lua source text"
   end

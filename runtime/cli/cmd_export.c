@@ -2,6 +2,7 @@
  * config per (family, dtype, ranks, shape) for one GPU, written as a tuning table (the format of
  * tune/h200.tsv, runtime/core/autotable.h), atomically. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,23 @@ static int table_value_ok(const char *v) {
   return 1;
 }
 
+/* A family's or dtype's name as the database holds it: [a-z0-9_]+ (written into a Lua string) */
+static int name_ok(const char *v) {
+  if (!v || !*v) return 0;
+  for (; *v; v++)
+    if (!((*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') || *v == '_')) return 0;
+  return 1;
+}
+
+/* s for a header line of the table: control characters (a newline in a path or a --gpu) as '?',
+ * so a value never starts a line of its own; into buf, cut to its size */
+static const char *header_text(const char *s, char *buf, size_t len) {
+  size_t i = 0;
+  for (; s && s[i] && i + 1 < len; i++) buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+  buf[i] = 0;
+  return buf;
+}
+
 /* The row's whole config as key=value;... relative to { family, dtype }, checked by generating it
  * back, and its variant: the values of the family's key fields (what changes the result: op,
  * residual, eps, ...), one table row per variant and shape; 0, or -1 with why. */
@@ -39,10 +57,19 @@ static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, util_buf
   int n = 0;
   char *cfg = util_strdup(b->row.config);
   const char *sets[CLI_MAX_SETS];
-  for (char *p = cfg ? strtok(cfg, "\n") : NULL; p && n < CLI_MAX_SETS; p = strtok(NULL, "\n")) sets[n++] = p;
+  char *p = cfg ? strtok(cfg, "\n") : NULL;
+  for (; p && n < CLI_MAX_SETS; p = strtok(NULL, "\n")) sets[n++] = p;
   weft_manifest *m = NULL, *back = NULL;
   int rc = -1;
   if (!cfg) { util_set_err(why, wlen, "out of memory"); return -1; }
+  if (p) {   /* cut, it would generate another kernel (and blame weft for the difference) */
+    util_set_err(why, wlen, "its config has more than %d fields", CLI_MAX_SETS);
+    goto done;
+  }
+  if (!name_ok(b->family) || !name_ok(b->dtype)) {   /* they go into Lua source below */
+    util_set_err(why, wlen, "its family \"%.60s\" or dtype \"%.60s\" is not a name ([a-z0-9_]+)", b->family, b->dtype);
+    goto done;
+  }
   if (weft_generate_string(ctx, b->row.sweep, b->row.base, sets, n, &m)) {
     util_set_err(why, wlen, "its config no longer generates: %.300s", weft_ctx_error(ctx));
     goto done;
@@ -123,9 +150,12 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
   struct tm tm;
   if (!gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d", &tm)) snprintf(date, sizeof date, "unknown");
   util_buf out = {0};
+  char hg[256], hn[64], hc[600], hd[1100];
   util_buf_printf(&out, "# weft tuning table: the fastest config `weft tune` measured per shape\n# gpu: %s\n# sm: %d\n"
                   "# driver: %d\n# nvrtc: %s\n# date: %s\n# command: %s (from %s)\n"
-                  "family\tdtype\tranks\tshape\ttime_us\tconfig\n", gpu, sm, driver, nv, date, command, tunedb_path(db));
+                  "family\tdtype\tranks\tshape\ttime_us\tconfig\n", header_text(gpu, hg, sizeof hg), sm, driver,
+                  header_text(nv, hn, sizeof hn), date, header_text(command, hc, sizeof hc),
+                  header_text(tunedb_path(db), hd, sizeof hd));
   /* the group (family, dtype, ranks, shape) of rows i0..: their variants written so far */
   int i0 = 0;
   util_buf seen = {0};
@@ -137,7 +167,14 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
       i0 = i;
       util_buf_free(&seen);
     }
-    if (strchr(v[i].shape, '\t') || autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
+    int bad_time = !isfinite(v[i].row.time_us) || v[i].row.time_us <= 0, bad_ranks = v[i].ranks < 1 || v[i].ranks > 65536;
+    if (bad_time || bad_ranks) {   /* what the table's reader would refuse (autotable.c): not written */
+      snprintf(why, sizeof why, bad_time ? "time_us = %g: a time is a positive number of microseconds"
+                                         : "ranks = %.0f: a rank count is in 1..65536",
+               bad_time ? v[i].row.time_us : (double)v[i].ranks);
+    }
+    if (bad_time || bad_ranks || strchr(v[i].shape, '\t') ||
+        autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
         row_config(ctx, &v[i], &cfg, &variant, why, sizeof why)) {
       fprintf(stderr, "weft: --export: skipped %s %s %s (%d rank%s, kernel %s): %s\n", v[i].family, v[i].dtype,
               v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);

@@ -17,6 +17,10 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
   const char *v = NULL;
   if (!strcmp(a, "--set") || !strcmp(a, "-s")) {
     if (*i + 1 >= argc) { cli_err("weft: %s needs key=value\n", a); return -1; }
+    if (argv[*i + 1][0] == '-') {   /* the next flag, not a key=value */
+      cli_err("weft: %s needs key=value, not '%s'\n", a, argv[*i + 1]);
+      return -1;
+    }
     v = argv[++*i];
   } else if (!strncmp(a, "--set=", 6)) {
     v = a + 6;
@@ -28,6 +32,11 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
   }
   if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
     if (*i + 1 >= argc || !argv[*i + 1][0]) { cli_err("weft: %s needs a folder (an empty name is none)\n", a); return -1; }
+    if (argv[*i + 1][0] == '-') {
+      cli_err("weft: %s needs a folder, not '%s' (a folder whose name starts with '-': write ./%s)\n", a, argv[*i + 1],
+              argv[*i + 1]);
+      return -1;
+    }
     c->out_dir = argv[++*i];
     return 1;
   }
@@ -254,6 +263,11 @@ int cmd_gen(int argc, char **argv, int build) {
     if (!strcmp(argv[i], "--auto")) { auto_mode = 1; continue; }
     if (!strcmp(argv[i], "--shape")) {
       if (i + 1 >= argc) { cli_err("weft %s: --shape needs a shape (rows=4096 cols=50257, or 4096x50257)\n", build ? "build" : "gen"); return CLI_USAGE; }
+      if (shape) {   /* one kernel per command: a second shape would silently replace the first */
+        cli_err("weft %s: --shape given twice ('%s' and '%s'): --auto generates the kernel of one shape; run it once "
+                "per shape\n", build ? "build" : "gen", shape, argv[i + 1]);
+        return CLI_USAGE;
+      }
       shape = argv[++i];
       continue;
     }
@@ -284,7 +298,13 @@ int cmd_gen(int argc, char **argv, int build) {
     int ns;
     const char *const *sets = auto_sets(a, 0, &ns);
     printf("auto: %s: %s: %s\n", auto_shape(a), weft_auto_source(a), weft_auto_detail(a));
-    for (int j = 0; j < ns && c.n_sets < CLI_MAX_SETS; j++) c.sets[c.n_sets++] = sets[j];
+    if (c.n_sets + ns > CLI_MAX_SETS) {   /* dropping the choice's own sets would build another kernel */
+      cli_err("weft %s: %d --set and the %d fields --auto chose are more than %d: give fewer --set\n",
+              build ? "build" : "gen", c.n_sets, ns, CLI_MAX_SETS);
+      rc = CLI_USAGE;
+      goto out;
+    }
+    for (int j = 0; j < ns; j++) c.sets[c.n_sets++] = sets[j];
   }
   st = weft_generate_file(ctx, c.config, c.sets, c.n_sets, &m);
   if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 
@@ -73,9 +74,9 @@ static int num_arg(int argc, char **argv, int *i, long long max, long long *out)
   if (*i + 1 >= argc) { cli_err("weft run: %s needs a number\n", argv[*i]); return -1; }
   char *end;
   errno = 0;
-  long long v = strtoll(argv[*i + 1], &end, 0);
-  if (*end || end == argv[*i + 1] || errno || v <= 0 || v > max) {
-    cli_err("weft run: %s %s: expected a positive integer of at most %lld\n", argv[*i], argv[*i + 1], max);
+  long long v = strtoll(argv[*i + 1], &end, 10);   /* base 10: "010" is ten, "0x10" refused, as the sizes */
+  if (*end || end == argv[*i + 1] || errno || !isdigit((unsigned char)argv[*i + 1][0]) || v <= 0 || v > max) {
+    cli_err("weft run: %s %s: expected a positive whole number (decimal) of at most %lld\n", argv[*i], argv[*i + 1], max);
     return -1;
   }
   *out = v;

@@ -1,6 +1,7 @@
 /* cmd_tune.c: `weft tune`: expand a sweep (gen/core/sweep.lua), compile every candidate in parallel
  * through the disk cache, reject what the compiler says cannot run well, then check and time
  * each survivor on the GPU, rank them, and keep the results (CSV, tuning database). */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -276,15 +277,33 @@ static const char *csv_field(const char *s, char *buf, size_t len) {
 }
 
 /* --jobs and friends: a non-negative integer of at most max */
-static int count_arg(const char *flag, const char *text, long max, long *out) {
+static int count_arg(const char *flag, const char *text, long min, long max, long *out) {
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (end == text || *end || errno || v < 0 || v > max) {
-    cli_err("weft tune: %s %s: expected an integer from 0 to %ld\n", flag, text, max);
+  if (end == text || *end || errno || !isdigit((unsigned char)text[0]) || v < min || v > max) {
+    cli_err("weft tune: %s %s: expected a whole number from %ld to %ld%s\n", flag, text, min, max,
+            !strcmp(flag, "--iters") ? " (a median of three timed loops needs three)" : "");
     return -1;
   }
   *out = v;
+  return 0;
+}
+
+/* --export FILE's folder exists: checked before the run, which can take an hour (the table is
+ * written after it).  1 with the message when it does not. */
+static int export_dir_missing(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  int w = slash ? snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) : snprintf(dir, sizeof dir, ".");
+  if (w < 0 || (size_t)w >= sizeof dir) { cli_err("weft tune: --export %.200s...: the path is too long\n", path); return 1; }
+  if (!dir[0]) snprintf(dir, sizeof dir, "/");
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    cli_err("weft tune: --export %s: its folder %s %s\n", path, dir,
+            stat(dir, &st) != 0 ? "does not exist" : "is not a folder");
+    return 1;
+  }
   return 0;
 }
 
@@ -312,8 +331,9 @@ static int tune_main(int argc, char **argv, int out_fd) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_tune_help(); rc = CLI_OK; goto out; }
     if (num) {
       long max = num == &jobs_n ? 256 : num == &iters ? 100000 : 1L << 30;
-      if (i + 1 >= argc) { cli_err("weft tune: %s needs a non-negative integer\n", a); goto agree; }
-      if (count_arg(a, argv[++i], max, num)) goto agree;
+      long min = num == &jobs_n ? 1 : num == &iters ? 3 : 0;
+      if (i + 1 >= argc) { cli_err("weft tune: %s needs a whole number\n", a); goto agree; }
+      if (count_arg(a, argv[++i], min, max, num)) goto agree;
       continue;
     }
     if (!strcmp(a, "--no-run")) { no_run = 1; continue; }
@@ -321,6 +341,11 @@ static int tune_main(int argc, char **argv, int out_fd) {
     if (!strcmp(a, "--fake-timing")) { fake = 1; continue; }
     if (!strcmp(a, "--db") || !strcmp(a, "--export")) {
       if (i + 1 >= argc || !argv[i + 1][0]) { cli_err("weft tune: %s needs a path\n", a); goto agree; }
+      if (argv[i + 1][0] == '-') {   /* a flag, not a path (--db --plot made a database named --plot) */
+        cli_err("weft tune: %s needs a path, not '%s' (a file whose name starts with '-': write ./%s)\n", a,
+                argv[i + 1], argv[i + 1]);
+        goto agree;
+      }
       *(!strcmp(a, "--db") ? &db_path : &export_path) = argv[++i];
       continue;
     }
@@ -329,8 +354,12 @@ static int tune_main(int argc, char **argv, int out_fd) {
     if (r == 0) { cli_err("weft tune: unknown option '%s' (weft help tune)\n", a); goto agree; }
   }
   if (!c.config) { cli_err("weft tune: needs SWEEP.lua (weft help tune)\n"); goto agree; }
-  if (jobs_n < 1) jobs_n = 1;
-  if (iters < 3) iters = 3;
+  if (jobs_n < 1) jobs_n = 1;   /* (sysconf's answer: --jobs itself is at least 1) */
+  if (export_path && fake) {
+    cli_err("weft tune: --export with --fake-timing: fake timings are never stored or exported (drop one)\n");
+    goto agree;
+  }
+  if (export_path && export_dir_missing(export_path)) goto agree;
   if (c.out_dir) out_dir = c.out_dir;
 
   if (util_read_file(c.config, &text, NULL, err, sizeof err)) { cli_err("weft tune: %s\n", err); goto agree; }

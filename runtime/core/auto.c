@@ -41,7 +41,7 @@ struct weft_auto {
 /* One row the database or the table knows, as auto.choose's `known` wants it. */
 typedef struct known_row {
   const char *source, *where, *shape, *base, *by;
-  int exact_env;
+  int exact_env, line;   /* line: a table row's, in its file (0: a database row) */
   double time_us;
   char **sets;
   int n_sets;
@@ -158,6 +158,7 @@ static int l_call(lua_State *L) {
     lua_pushstring(L, k->base); lua_setfield(L, -2, "base");
     push_list(L, (const char *const *)k->sets, k->n_sets); lua_setfield(L, -2, "sets");
     lua_pushstring(L, k->by); lua_setfield(L, -2, "by");
+    lua_pushinteger(L, k->line); lua_setfield(L, -2, "line");
     lua_rawseti(L, -2, i + 1);
   }
   lua_createtable(L, 0, 1);
@@ -218,6 +219,14 @@ static weft_status take_result(lua_State *L, weft_auto *a, char *err, size_t err
   int t = lua_gettop(L), bad = 0;
   a->source = str_field(L, t, "source");
   a->detail = str_field(L, t, "detail");
+  /* measured rows at this shape that were not used, and why (a table row that no longer checks) */
+  char *unused = str_field(L, t, "unused");
+  if (unused && *unused) warn_once(unused);
+  if (unused && *unused && a->detail) {
+    char *d = util_strprintf("%s; %s", a->detail, unused);
+    if (d) { free(a->detail); a->detail = d; }
+  }
+  free(unused);
   lua_getfield(L, t, "time_us");
   a->time_us = lua_type(L, -1) == LUA_TNUMBER ? lua_tonumber(L, -1) : -1;
   lua_pop(L, 1);
@@ -345,6 +354,7 @@ static int gather(weft_ctx *c, const auto_device *dev, int ranks, const char *fa
     kr->base = k->table_base;
     kr->by = k->table->command[0] ? k->table->command : k->table->file;
     kr->time_us = t->time_us;
+    kr->line = t->line;
     kr->sets = t->sets;
     kr->n_sets = t->n_sets;
   }

@@ -592,6 +592,7 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
   if (util_env_bool("WEFT_NO_COMPILE", "never run NVRTC: a kernel not in the cache is an error", &no_compile, err,
                     errlen))
     return -1;
+  if (lock_seconds(err, errlen) < 0) return -1;   /* read where it is used, a miss; said on a hit too */
   if (names_init(&n, c, key) != 0) {
     util_set_err(err, errlen, "out of memory looking up kernel %s", name);
     return -1;

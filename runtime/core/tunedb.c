@@ -228,8 +228,26 @@ static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
     return -1;
   }
   if (version < 1) {
-    util_set_err(err, errlen, "tune database %s has an invalid schema version %lld: move it away",
-            t->path, version);
+    util_set_err(err, errlen, "tune database %s has an invalid schema version (%lld read as a number; weft writes "
+                 "1 and up): move it away", t->path, version);
+    return -1;
+  }
+  /* its results table, where there is one, has weft's columns: else every store would fail, after
+   * the whole run */
+  long long tables = 0, cols = 0;
+  if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'results'", &tables, NULL,
+                "cannot read the schema", err, errlen) != 0)
+    return -1;
+  if (tables && query_int(t,
+                          "SELECT count(*) FROM pragma_table_info('results') WHERE name IN ('gpu', 'sm', 'driver', "
+                          "'nvrtc', 'ranks', 'family', 'dtype', 'shape', 'config', 'base', 'kernel', 'time_us', "
+                          "'metric', 'metric_name', 'sweep', 'recorded')",
+                          &cols, NULL, "cannot read the results table's columns", err, errlen) != 0)
+    return -1;
+  if (tables && cols != 16) {
+    util_set_err(err, errlen, "tune database %s: its results table has %lld of weft's 16 columns (gpu, sm, driver, "
+                 "nvrtc, ranks, family, dtype, shape, config, base, kernel, time_us, metric, metric_name, sweep, "
+                 "recorded): the file is damaged or another program's; move it away", t->path, cols);
     return -1;
   }
   return 0;
@@ -272,9 +290,13 @@ static int open_handle(tunedb **out, const char *path, int flags, int make_folde
     return -1;
   }
   if (make_folder && make_parent(t->path, err, errlen) != 0) return -1;
-  if (!make_folder) {   /* read-only: no file is no database, said by the caller (not an error) */
-    struct stat sb;
-    if (stat(t->path, &sb) != 0 && errno == ENOENT) return 1;
+  struct stat sb;
+  if (stat(t->path, &sb) != 0) {
+    if (!make_folder && errno == ENOENT) return 1;   /* read-only: no file is no database, said by the caller */
+  } else if (!S_ISREG(sb.st_mode)) {   /* SQLite would block on a named pipe, or say "disk I/O error" */
+    util_set_err(err, errlen, "tune database %s is %s, not a file: point --db or WEFT_TUNE_DB at a file", t->path,
+                 S_ISDIR(sb.st_mode) ? "a folder" : S_ISFIFO(sb.st_mode) ? "a named pipe" : "a device or socket");
+    return -1;
   }
   int rc = sqlite3_open_v2(t->path, &t->db, flags, NULL);
   if (rc != SQLITE_OK) {

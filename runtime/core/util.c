@@ -24,8 +24,20 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
                     "the largest config or sweep file weft reads", &max_mb, err, errlen))
     return -1;
   size_t max = (size_t)max_mb << 20;
-  FILE *f = fopen(path, "rb");
-  if (!f) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+  /* Opened without blocking: a named pipe nobody writes to would block open() forever.  A folder
+   * is said to be one; a pipe (a shell's <(...)) is then read as it comes, to its end. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) { util_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    util_set_err(err, errlen, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a folder, not a file" : strerror(errno));
+    close(fd);
+    return -1;
+  }
+  int pipe_like = S_ISFIFO(st.st_mode);
+  int fl = fcntl(fd, F_GETFL);
+  FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) { util_set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno)); close(fd); return -1; }
   char *buf = NULL;
   size_t n = 0, cap = 0;
   for (;;) {
@@ -46,9 +58,14 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
     n += got;
     if (got == 0) break;
   }
-  int bad = ferror(f);
+  int bad = ferror(f), why = errno;
   fclose(f);
-  if (bad) { free(buf); snprintf(err, errlen, "%s: read error", path); return -1; }
+  if (bad) { free(buf); util_set_err(err, errlen, "%s: read error: %s", path, strerror(why)); return -1; }
+  if (pipe_like && n == 0) {   /* (a named pipe with no writer reads as empty at once) */
+    free(buf);
+    util_set_err(err, errlen, "%s: a named pipe with nothing written to it (a config, sweep or table is a file)", path);
+    return -1;
+  }
   buf[n] = 0;
   *out = buf;
   if (size) *size = n;

@@ -8,6 +8,7 @@
 
 #include "hash.h"
 #include "weft.h"
+#include "util.h"
 #include "world.h"
 
 #define DESC_MAX 256   /* a description is one line; longer ones are cut (and still compared whole) */
@@ -370,6 +371,19 @@ int weft_multicast_allowed(int device_supports, char *why, size_t len) {
       if (why) snprintf(why, len, "NVLink multicast is switched off here (%s=%s)", switches[i].var, v);
       return 0;
     }
+  }
+  /* weft's own switch takes every off spelling (WEFT_MULTICAST=off, false, no); a value it cannot
+   * read also keeps multicast off, saying so: a typo never turns it on */
+  int on = 1;
+  const char *wv = getenv("WEFT_MULTICAST");
+  if (wv && *wv && util_env_bool("WEFT_MULTICAST", "allow NVLink multicast", &on, NULL, 0)) {
+    if (why) snprintf(why, len, "WEFT_MULTICAST = \"%.40s\" is neither on nor off (1, true, yes, on or 0, false, no, "
+                      "off): multicast stays off", wv);
+    return 0;
+  }
+  if (wv && *wv && !on) {
+    if (why) snprintf(why, len, "NVLink multicast is switched off here (WEFT_MULTICAST=%.40s)", wv);
+    return 0;
   }
   if (!device_supports) {
     if (why) snprintf(why, len, "the device does not support multicast (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 0)");

@@ -95,6 +95,18 @@ int main(int argc, char **argv) {
   setenv("NCCL_NVLS_ENABLE", "1", 1);   /* on, not off */
   CHECK(weft_multicast_allowed(1, why, sizeof why) == 1, "NCCL_NVLS_ENABLE=1 does not switch it off");
   unsetenv("NCCL_NVLS_ENABLE");
+  /* weft's own switch takes every off spelling; a value neither on nor off keeps it off, said */
+  const char *w_off[] = {"off", "false", "no"};
+  for (int i = 0; i < 3; i++) {
+    setenv("WEFT_MULTICAST", w_off[i], 1);
+    CHECK(weft_multicast_allowed(1, why, sizeof why) == 0 && strstr(why, "WEFT_MULTICAST"), "WEFT_MULTICAST=%s: %s",
+          w_off[i], why);
+  }
+  setenv("WEFT_MULTICAST", "of", 1);
+  CHECK(weft_multicast_allowed(1, why, sizeof why) == 0 && strstr(why, "\"of\" is neither on nor off"), "typo: %s", why);
+  setenv("WEFT_MULTICAST", "1", 1);
+  CHECK(weft_multicast_allowed(1, why, sizeof why) == 1, "WEFT_MULTICAST=1 leaves it allowed");
+  unsetenv("WEFT_MULTICAST");
 
   int all_failed = 0;
   MPI_Allreduce(&failed, &all_failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

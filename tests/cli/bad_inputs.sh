@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# tests/cli/bad_inputs.sh WEFT SRC TMP: what a careless user or an attacker gives weft, each
+# answered with a message that names the file, flag or field and the value, never a hang, a silent
+# default or a half-written file (an attack review's findings, kept as tests).  No GPU needed.
+set -u
+W=$1 SRC=$2 T=$3
+rm -rf "$T" && mkdir -p "$T" && cd "$T" || exit 1
+export WEFT_CACHE_DIR=$T/cache WEFT_TUNE_DB=$T/tune.db WEFT_AUTO_TABLE=none
+fails=0
+# expect RC TEXT CMD...: the command exits RC (within 20 s: a hang fails) with TEXT in its output
+expect() {
+  local rc=$1 text=$2 out got
+  shift 2
+  out=$(timeout 20 "$@" 2>&1 < /dev/null)
+  got=$?
+  if [ "$got" != "$rc" ] || [[ "$out" != *"$text"* ]]; then
+    echo "FAIL: $* -> exit $got (want $rc), output:"; echo "$out" | head -5; echo "(wanted: $text)"
+    fails=$((fails + 1))
+  else
+    echo "ok: $*"
+  fi
+}
+echo 'return { family = "row_reduce", dtype = "f32", op = "sum" }' > rr.lua
+SW=$SRC/examples/sweeps/row_reduce.lua
+
+# files that are not files: a named pipe (opened, it used to block forever), a folder
+mkfifo fifo.lua
+expect 2 "fifo.lua: a named pipe with nothing written to it" "$W" gen fifo.lua -o g1
+expect 2 "is a folder, not a file" "$W" gen "$T" -o g2
+expect 1 "tune database fifo.lua is a named pipe, not a file" "$W" export-table --gpu x --sm 1 --driver 1 --db fifo.lua o.tsv
+mkdir dir.db
+expect 1 "tune database dir.db is a folder, not a file" "$W" export-table --gpu x --sm 1 --driver 1 --db dir.db o.tsv
+# ... while a pipe with a writer (a shell's <(...)) is still read
+expect 0 "wrote" "$W" gen <(cat rr.lua) -o g3
+
+# flags: a flag taken as the value of the one before, repeated or out-of-range counts
+expect 2 "--db needs a path, not '--plot'" "$W" tune "$SW" --fake-timing --db --plot
+[ -e ./--plot ] && { echo "FAIL: a database named --plot was made"; fails=$((fails + 1)); }
+expect 2 "--set needs key=value, not '-o'" "$W" gen rr.lua --set -o g4
+expect 2 "-o needs a folder, not '-x'" "$W" gen rr.lua -o -x
+expect 2 "--iters 2: expected a whole number from 3 to 100000" "$W" tune "$SW" --iters 2
+expect 2 "--jobs 0: expected a whole number from 1 to 256" "$W" tune "$SW" --jobs 0
+expect 2 "--export with --fake-timing" "$W" tune "$SW" --fake-timing --export e.tsv
+expect 2 "--export $T/nowhere/e.tsv: its folder $T/nowhere does not exist" "$W" tune "$SW" --export "$T/nowhere/e.tsv"
+expect 2 "--shape given twice ('8x8' and '16x16')" "$W" gen rr.lua --auto --shape 8x8 --shape 16x16 -o g5
+many=(); for i in $(seq 1 126); do many+=(--set op=sum); done
+expect 2 "126 --set and the" "$W" gen rr.lua "${many[@]}" --auto --shape 8x8 -o g6
+[ -e g6 ] && { echo "FAIL: g6 written"; fails=$((fails + 1)); }
+
+# a database with weft's schema version but not its results table: said before the run
+python3 - <<'PY'
+import sqlite3
+c = sqlite3.connect("w2.db")
+c.execute("create table tunedb_schema(version)"); c.execute("insert into tunedb_schema values(1)")
+c.execute("create table results(a, b, c)"); c.commit()
+PY
+expect 1 "its results table has 0 of weft's 16 columns" env WEFT_TUNE_DB=w2.db "$W" tune "$SW" --fake-timing -o t1
+
+# export-table: rows the table's reader would refuse, text that would reach Lua, a newline in a name
+"$W" tune "$SW" --fake-timing -o t2 > /dev/null 2>&1
+python3 - <<'PY'
+import shutil, sqlite3
+for name, sql in (("neg.db", "update results set time_us = -5"),
+                  ("inj.db", "update results set family = 'row_reduce\", op = error(\"injected\"), x = \"'")):
+    shutil.copy("tune.db", name)
+    c = sqlite3.connect(name); c.execute(sql); c.commit(); c.close()
+PY
+G=(--gpu 'FAKE (--fake-timing)' --sm 0 --driver 0)
+expect 1 "time_us = -5: a time is a positive number of microseconds" "$W" export-table "${G[@]}" --db neg.db neg.tsv
+expect 1 "is not a name ([a-z0-9_]+)" "$W" export-table "${G[@]}" --db inj.db inj.tsv
+out=$(timeout 20 "$W" export-table "${G[@]}" --db inj.db inj.tsv 2>&1)
+[[ "$out" == *"injected"*"is not a name"* && "$out" != *"(table row):"* ]] || { echo "FAIL: injected text ran: $out"; fails=$((fails + 1)); }
+nl=$'x\nrow_reduce\tf32\t1\tcols=1024 rows=1024\t1.0\tthreads=64.tsv'
+expect 0 "exported" "$W" export-table "${G[@]}" --db tune.db "$nl"
+rows=$(grep -vc '^#' "$nl")
+[ "$(grep -c '^family' "$nl")" = 1 ] && [ "$(grep -v '^#' "$nl" | head -1 | cut -f1)" = family ] ||
+  { echo "FAIL: the file name's newline made a row of the header"; head -9 "$nl"; fails=$((fails + 1)); }
+
+# a table row that no longer checks, at the very shape asked: said, not skipped without a word
+printf '# weft tuning table\n# gpu: NVIDIA H200\n# sm: 90\nfamily\tdtype\tranks\tshape\ttime_us\tconfig\nrow_reduce\tf32\t1\tcols=32768 rows=8192\t10.0\tbogus=2\n' > unk.tsv
+expect 0 "unk.tsv:5: its table row for cols=32768 rows=8192 is not used" env WEFT_AUTO_TABLE=unk.tsv "$W" suggest rr.lua 8192x32768
+
+# a byte-order mark some editors write; a variable checked on a cache hit too; numbers in decimal
+printf '\xef\xbb\xbfreturn { family = "row_reduce", dtype = "f32", op = "sum" }\n' > bom.lua
+expect 0 "wrote" "$W" gen bom.lua -o g7
+"$W" build rr.lua -o g8 > /dev/null 2>&1   # (now in the cache: the next build is a hit)
+expect 1 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env WEFT_CACHE_LOCK_SECONDS=x "$W" build rr.lua -o g9
+expect 2 "--iters 0x10: expected a positive whole number (decimal)" "$W" run rr.lua --iters 0x10
+
+echo "bad_inputs: $fails failed ($rows exported rows read back)"
+[ $fails = 0 ]
