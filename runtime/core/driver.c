@@ -23,9 +23,13 @@ static int drv_load(void) {
     return -1;
   }
   PFN_cuGetProcAddress_v12000 gpa = (PFN_cuGetProcAddress_v12000)dlsym(h, "cuGetProcAddress_v2");
-  if (!gpa) {
-    snprintf(drv_error, sizeof drv_error,
-             "the NVIDIA driver in %s is too old: it lacks cuGetProcAddress_v2 (CUDA 12.0 or newer needed)", lib);
+  if (!gpa) {   /* no cuInit either: not a CUDA driver at all (WEFT_DRIVER_LIB pointing elsewhere) */
+    if (!dlsym(h, "cuInit"))
+      snprintf(drv_error, sizeof drv_error, "%s is not an NVIDIA driver (it has no cuInit)%s", lib,
+               getenv("WEFT_DRIVER_LIB") && *getenv("WEFT_DRIVER_LIB") ? ": check WEFT_DRIVER_LIB" : "");
+    else
+      snprintf(drv_error, sizeof drv_error,
+               "the NVIDIA driver in %s is too old: it lacks cuGetProcAddress_v2 (CUDA 12.0 or newer needed)", lib);
     return -1;
   }
   CUdriverProcAddressQueryResult found;

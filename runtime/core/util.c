@@ -44,8 +44,8 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
     if (n > max) {
       free(buf);
       fclose(f);
-      util_set_err(err, errlen, "%s: larger than %ld MB: a config or sweep is at most that (WEFT_CONFIG_MAX_MB "
-                   "raises it)", path, max_mb);
+      util_set_err(err, errlen, "%s: larger than %ld MB: a config, sweep or tuning table is at most that "
+                   "(WEFT_CONFIG_MAX_MB raises it)", path, max_mb);
       return -1;
     }
     if (n + 65536 + 1 > cap) {

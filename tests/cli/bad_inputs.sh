@@ -87,5 +87,9 @@ expect 0 "wrote" "$W" gen bom.lua -o g7
 expect 1 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env WEFT_CACHE_LOCK_SECONDS=x "$W" build rr.lua -o g9
 expect 2 "--iters 0x10: expected a positive whole number (decimal)" "$W" run rr.lua --iters 0x10
 
+# WEFT_DRIVER_LIB pointing at a library that is no driver at all
+z=$(ls /usr/lib/*/libz.so.1 /lib/*/libz.so.1 2> /dev/null | head -1)
+[ -n "$z" ] && expect 77 "is not an NVIDIA driver (it has no cuInit): check WEFT_DRIVER_LIB" env WEFT_DRIVER_LIB="$z" "$W" run rr.lua
+
 echo "bad_inputs: $fails failed ($rows exported rows read back)"
 [ $fails = 0 ]
