@@ -29,8 +29,9 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) { util_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
   struct stat st;
-  if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    util_set_err(err, errlen, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a folder, not a file" : strerror(errno));
+  int stat_failed = fstat(fd, &st) != 0;
+  if (stat_failed || S_ISDIR(st.st_mode)) {
+    util_set_err(err, errlen, "%s: %s", path, stat_failed ? strerror(errno) : "is a folder, not a file");
     close(fd);
     return -1;
   }
