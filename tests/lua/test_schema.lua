@@ -248,7 +248,7 @@ end)
 
 T.test("op through validate: value and allowed in one message", function()
   local msg = T.fails("v", validate, { op = { combine = "a; b", identity = "0" } })
-  T.eq(msg, 'cfg.lua: op = { combine = "a; b", identity = "0" }: custom op combine must be a single expression: no ; { } # \\ or newlines')
+  T.eq(msg, 'cfg.lua: op = { combine = "a; b", identity = "0" }: custom op combine must be a single expression: no ; { } # \\ or newlines (";" at character 2)')
   msg = T.fails("v", validate, { op = "avg" })
   T.contains(msg, 'cfg.lua: op = "avg": must be one of "sum", "max", "min", "prod"')
 end)
