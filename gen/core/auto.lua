@@ -82,11 +82,12 @@ function M.parse_shape(s, sizes, file)
   if type(s) ~= "string" or s == "" then return nil, where .. ": give " .. allowed end
   local out, known = {}, {}
   for _, n in ipairs(sizes) do known[n] = true end
+  -- (1..2^62, as the C side's shape parser takes them: runtime/core/autotable.c)
   local function int(name, text)
-    local v = text:match("^%d+$") and #text <= 18 and math.tointeger(tonumber(text))
-    if not v or v < 1 then
-      return nil, string.format("%s: %s = %s: must be a positive integer", where, name,
-        text:match("^[-+]?%d+$") and #text <= 18 and text or schema.show(text))
+    local v = text:match("^%d+$") and #text <= 19 and math.tointeger(tonumber(text))
+    if not v or v < 1 or v > 1 << 62 then
+      return nil, string.format("%s: %s = %s: must be a whole number in 1..%d", where, name,
+        text:match("^[-+]?%d+$") and #text <= 40 and text or schema.show(text), 1 << 62)
     end
     return v
   end

@@ -247,15 +247,18 @@ T.test("shapes: both forms, and a message naming the size and what is allowed", 
   T.eq(a.choices[1].name, b.choices[1].name, "name=value and positional agree")
   T.eq(a.shape, "cols=4096 rows=64", "the shape's canonical text")
   local cases = {
-    { "rows=0 cols=5", "rows = 0: must be a positive integer" },
-    { "rows=-3 cols=5", "rows = -3: must be a positive integer" },
+    { "rows=0 cols=5", "rows = 0: must be a whole number in 1..4611686018427387904" },
+    { "rows=-3 cols=5", "rows = -3: must be a whole number in 1..4611686018427387904" },
     { "rows=3 colz=5", "colz is not a size of this family; sizes rows, cols" },
     { "rows=3", "cols is missing" },
     { "rows=3 rows=4 cols=1", "rows is given twice" },
     { "3x4x5", "3 sizes; the family has 2" },
     { "", "give sizes rows, cols" },
-    { "rows=1.5 cols=2", 'rows = "1.5": must be a positive integer' },
-    { "rows=99999999999999999999999 cols=2", "must be a positive integer" },
+    { "rows=1.5 cols=2", 'rows = "1.5": must be a whole number in 1..' },
+    { "rows=99999999999999999999999 cols=2", "rows = 99999999999999999999999: must be a whole number in 1.." },
+    -- 2^62 is the C side's limit too (the shape parses; the kernel's limits then refuse it)
+    { "rows=4611686018427387905 cols=2", "rows = 4611686018427387905: must be a whole number in 1..4611686018427387904" },
+    { "rows=4611686018427387904 cols=2", "shape rows = 4611686018427387904: outside the kernel's limits" },
     { "rows=3000000000 cols=5", "shape rows = 3000000000: outside the kernel's limits [1, 2147483647]" },
   }
   for _, c in ipairs(cases) do
