@@ -38,6 +38,22 @@ int cli_device_env_check(const char *cmd) {
   return -1;
 }
 
+const char *cli_flag_value(int argc, char **argv, int *i, const char *cmd, const char *what) {
+  const char *flag = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (!v || !*v) {
+    cli_err("%s: %s needs %s%s\n", cmd, flag, what, v ? " (an empty name is none)" : "");
+    return NULL;
+  }
+  if (v[0] == '-') {
+    int pathlike = strstr(what, "path") || strstr(what, "folder");
+    cli_err("%s: %s needs %s, not the flag '%s'%s%s%s\n", cmd, flag, what, v, pathlike ? " (a name that starts with '-': write ./" : "",
+            pathlike ? v : "", pathlike ? ")" : "");
+    return NULL;
+  }
+  ++*i;
+  return v;
+}
+
 int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names, void *const *vals, int n) {
   for (int i = 0; i < m->n_args; i++) {
     slots[i] = NULL;

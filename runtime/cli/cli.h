@@ -91,6 +91,11 @@ const char *cli_last_error(void);   /* the last one, without its newline ("" if 
 /* The device this process should use: $WEFT_DEVICE, else its local rank (mpirun) modulo the
  * GPUs here, else 0. */
 int cli_device(void);
+/* The value of the flag at argv[*i] (a path, a shape, a name): argv[*i + 1], consumed, or NULL
+ * with the message on stderr when it is missing, empty, or the next flag ("--db --plot" once made
+ * a database named --plot).  cmd prefixes the message ("weft tune"); what says what the flag
+ * takes ("a path"; a path or folder also gets the hint ./-name for a name that starts with '-'). */
+const char *cli_flag_value(int argc, char **argv, int *i, const char *cmd, const char *what);
 /* WEFT_DEVICE checked (cli_device reads it): 0, or -1 with the message on stderr, cmd its prefix */
 int cli_device_env_check(const char *cmd);
 /* A driver call's result: 1 if it succeeded; else 0 and its message on stderr, "weft run: rank R:

@@ -228,11 +228,11 @@ int cmd_export(int argc, char **argv) {
     const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_export_help(); return CLI_OK; }
     if (!strcmp(a, "--db") || !strcmp(a, "--gpu") || !strcmp(a, "--nvrtc")) {
-      if (!next || !*next) { cli_err("weft export-table: %s needs a value\n", a); return CLI_USAGE; }
-      if (!strcmp(a, "--db")) db_path = next;
-      else if (!strcmp(a, "--gpu")) { gpu = next; given |= 1; }
-      else { nv = next; given |= 2; }
-      i++;
+      const char *v = cli_flag_value(argc, argv, &i, "weft export-table", !strcmp(a, "--db") ? "a path" : "a name");
+      if (!v) return CLI_USAGE;
+      if (!strcmp(a, "--db")) db_path = v;
+      else if (!strcmp(a, "--gpu")) { gpu = v; given |= 1; }
+      else { nv = v; given |= 2; }
       continue;
     }
     if (!strcmp(a, "--sm") || !strcmp(a, "--driver")) {

@@ -16,12 +16,7 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   const char *v = NULL;
   if (!strcmp(a, "--set") || !strcmp(a, "-s")) {
-    if (*i + 1 >= argc) { cli_err("weft: %s needs key=value\n", a); return -1; }
-    if (argv[*i + 1][0] == '-') {   /* the next flag, not a key=value */
-      cli_err("weft: %s needs key=value, not '%s'\n", a, argv[*i + 1]);
-      return -1;
-    }
-    v = argv[++*i];
+    if (!(v = cli_flag_value(argc, argv, i, "weft", "key=value"))) return -1;
   } else if (!strncmp(a, "--set=", 6)) {
     v = a + 6;
   }
@@ -31,14 +26,7 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
     return 1;
   }
   if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-    if (*i + 1 >= argc || !argv[*i + 1][0]) { cli_err("weft: %s needs a folder (an empty name is none)\n", a); return -1; }
-    if (argv[*i + 1][0] == '-') {
-      cli_err("weft: %s needs a folder, not '%s' (a folder whose name starts with '-': write ./%s)\n", a, argv[*i + 1],
-              argv[*i + 1]);
-      return -1;
-    }
-    c->out_dir = argv[++*i];
-    return 1;
+    return (c->out_dir = cli_flag_value(argc, argv, i, "weft", "a folder")) ? 1 : -1;
   }
   if (a[0] != '-') {
     if (c->config) { cli_err("weft: two configs given ('%s' and '%s'); one per command\n", c->config, a); return -1; }
@@ -262,7 +250,11 @@ int cmd_gen(int argc, char **argv, int build) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_gen_help(build); return CLI_OK; }
     if (!strcmp(argv[i], "--auto")) { auto_mode = 1; continue; }
     if (!strcmp(argv[i], "--shape")) {
-      if (i + 1 >= argc) { cli_err("weft %s: --shape needs a shape (rows=4096 cols=50257, or 4096x50257)\n", build ? "build" : "gen"); return CLI_USAGE; }
+      if (i + 1 >= argc || argv[i + 1][0] == '-' || !argv[i + 1][0]) {
+        cli_err("weft %s: --shape needs a shape (rows=4096 cols=50257, or 4096x50257)%s%s%s\n", build ? "build" : "gen",
+                i + 1 < argc ? ", not '" : "", i + 1 < argc ? argv[i + 1] : "", i + 1 < argc ? "'" : "");
+        return CLI_USAGE;
+      }
       if (shape) {   /* one kernel per command: a second shape would silently replace the first */
         cli_err("weft %s: --shape given twice ('%s' and '%s'): --auto generates the kernel of one shape; run it once "
                 "per shape\n", build ? "build" : "gen", shape, argv[i + 1]);

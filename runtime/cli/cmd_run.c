@@ -253,16 +253,16 @@ int cmd_run(int argc, char **argv) {
     if (!strcmp(a, "--auto")) { auto_mode = 1; continue; }
     if (!strcmp(a, "--shape") || !strcmp(a, "--time-shape")) {
       int t = !strcmp(a, "--time-shape");
-      if (i + 1 >= argc) { cli_err("weft run: %s needs a shape, e.g. 4096x4096x4096\n", a); goto agree; }
       if ((t ? sa.n_time : sa.n_check) == CLI_MAX_SHAPES) { cli_err("weft run: at most %d %s\n", CLI_MAX_SHAPES, a); goto agree; }
-      if (t) sa.time[sa.n_time++] = argv[++i];
-      else sa.check[sa.n_check++] = argv[++i];
+      const char *v = cli_flag_value(argc, argv, &i, "weft run", "a shape, e.g. 4096x4096x4096");
+      if (!v) goto agree;
+      if (t) sa.time[sa.n_time++] = v;
+      else sa.check[sa.n_check++] = v;
       continue;
     }
     if (!strcmp(a, "--shapes-only")) { o.shapes_only = 1; continue; }
     if (!strcmp(a, "--db")) {
-      if (i + 1 >= argc) { cli_err("weft run: --db needs a path\n"); goto agree; }
-      db_path = argv[++i];
+      if (!(db_path = cli_flag_value(argc, argv, &i, "weft run", "a path"))) goto agree;
       continue;
     }
     int r = cli_common_arg(&o.c, argc, argv, &i);

@@ -50,8 +50,7 @@ int cmd_suggest(int argc, char **argv) {
       continue;
     }
     if (!strcmp(a, "--db")) {
-      if (i + 1 >= argc) { cli_err("weft suggest: --db needs a path\n"); return CLI_USAGE; }
-      db_path = argv[++i];
+      if (!(db_path = cli_flag_value(argc, argv, &i, "weft suggest", "a path"))) return CLI_USAGE;
       continue;
     }
     if (c.config && a[0] != '-') {   /* after the config, every positional is a shape */

@@ -340,13 +340,9 @@ static int tune_main(int argc, char **argv, int out_fd) {
     if (!strcmp(a, "--plot")) { plot = 1; continue; }
     if (!strcmp(a, "--fake-timing")) { fake = 1; continue; }
     if (!strcmp(a, "--db") || !strcmp(a, "--export")) {
-      if (i + 1 >= argc || !argv[i + 1][0]) { cli_err("weft tune: %s needs a path\n", a); goto agree; }
-      if (argv[i + 1][0] == '-') {   /* a flag, not a path (--db --plot made a database named --plot) */
-        cli_err("weft tune: %s needs a path, not '%s' (a file whose name starts with '-': write ./%s)\n", a,
-                argv[i + 1], argv[i + 1]);
-        goto agree;
-      }
-      *(!strcmp(a, "--db") ? &db_path : &export_path) = argv[++i];
+      const char *v = cli_flag_value(argc, argv, &i, "weft tune", "a path");
+      if (!v) goto agree;
+      *(!strcmp(a, "--db") ? &db_path : &export_path) = v;
       continue;
     }
     int r = cli_common_arg(&c, argc, argv, &i);

@@ -34,10 +34,14 @@ expect 1 "tune database dir.db is a folder, not a file" "$W" export-table --gpu 
 expect 0 "wrote" "$W" gen <(cat rr.lua) -o g3
 
 # flags: a flag taken as the value of the one before, repeated or out-of-range counts
-expect 2 "--db needs a path, not '--plot'" "$W" tune "$SW" --fake-timing --db --plot
+expect 2 "--db needs a path, not the flag '--plot'" "$W" tune "$SW" --fake-timing --db --plot
 [ -e ./--plot ] && { echo "FAIL: a database named --plot was made"; fails=$((fails + 1)); }
-expect 2 "--set needs key=value, not '-o'" "$W" gen rr.lua --set -o g4
-expect 2 "-o needs a folder, not '-x'" "$W" gen rr.lua -o -x
+expect 2 "--set needs key=value, not the flag '-o'" "$W" gen rr.lua --set -o g4
+expect 2 "-o needs a folder, not the flag '-x'" "$W" gen rr.lua -o -x
+expect 2 "--db needs a path, not the flag '--ranks'" "$W" suggest rr.lua 8192x32768 --db --ranks
+expect 2 "--db needs a path, not the flag '--no-check'" "$W" run rr.lua --db --no-check
+expect 2 "--shape needs a shape (rows=4096 cols=50257, or 4096x50257), not '-o'" "$W" gen rr.lua --auto --shape -o g4b
+expect 2 "--gpu needs a name, not the flag '--sm'" "$W" export-table --gpu --sm 1 --driver 1 o.tsv
 expect 2 "--iters 2: expected a whole number from 3 to 100000" "$W" tune "$SW" --iters 2
 expect 2 "--jobs 0: expected a whole number from 1 to 256" "$W" tune "$SW" --jobs 0
 expect 2 "--export with --fake-timing" "$W" tune "$SW" --fake-timing --export e.tsv
