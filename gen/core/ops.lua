@@ -179,6 +179,13 @@ local function lex_number(s, i)
       return nil, at(s, i, "has " .. quote(text)) .. ": an integer has at most 32 bits (up to 0xffffffff or " ..
         "4294967295); write a larger number as a float (1e10f)"
     end
+    -- a decimal past INT_MAX without u is a long in C: max / min of it and an int are ambiguous
+    -- overloads (NVRTC refuses them), so such a literal is written unsigned or in hex
+    if not hex and not text:match("[uU]$") and (tonumber(digits) or 0) > 0x7fffffff then
+      return nil, at(s, i, "has " .. quote(text)) .. ": a decimal integer past 2147483647 is a long in C; write it " ..
+        "unsigned (" .. digits .. "u), in hex (" .. string.format("0x%x", tonumber(digits)) .. "), or as a float (" ..
+        digits .. ".0f); INT_MIN is (-2147483647 - 1)"
+    end
   end
   return { k = "num", kind = kind, v = text, p = i }, j
 end

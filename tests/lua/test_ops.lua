@@ -102,8 +102,8 @@ T.test("grammar: operators, precedence, ?:, unary chains, every function at its 
 end)
 
 T.test("grammar: numbers", function()
-  for _, e in ipairs({ "0", "7", "255u", "255U", "0xff", "0XFF", "0xffffffff", "0xFFFFFFFFu", "4294967295",
-                       "1.0f", "1.0F", "1.", "1.f", ".5", ".5f", "1e3", "1E3F", "1e-3f", "1.5e+3", "0e99999f",
+  for _, e in ipairs({ "0", "7", "255u", "255U", "0xff", "0XFF", "0xffffffff", "0xFFFFFFFFu", "4294967295u",
+                       "2147483647", "2147483648u", "1.0f", "1.0F", "1.", "1.f", ".5", ".5f", "1e3", "1E3F", "1e-3f", "1.5e+3", "0e99999f",
                        "3.4028235e38f", "1.4e-45f", "1e-40f", "1.7976931348623157e308", "4.9e-324", "0x0" }) do
     accepts(identity, e, "number")
     accepts(combine, "a + " .. e, "number in combine")
@@ -114,6 +114,9 @@ T.test("grammar: numbers", function()
     { "3.4028236e38f", 1, "range of float" }, { "7e-46f", 1, "range of float" },
     { "1e400", 1, "out of the range of double" }, { "1e-400", 1, "range of double" },
     { "4294967296", 1, "at most 32 bits" }, { "0x100000000", 1, "at most 32 bits" },
+    -- past INT_MAX a decimal is a long: max(1, 3000000000) is an ambiguous overload in NVRTC
+    { "3000000000", 1, "is a long in C; write it unsigned (3000000000u), in hex (0xb2d05e00)" },
+    { "2147483648", 1, "INT_MIN is (-2147483647 - 1)" }, { "4294967295", 1, "is a long in C" },
     { "0x000000001", nil, nil }, -- leading hex zeros are fine
     { "0x1p3f", 1, "malformed number" }, { "1f", 1, "malformed number" }, { "1.0L", 1, "malformed number" },
     { "1ul", 1, "malformed number" }, { "0b101", 1, "malformed number" }, { "1.2.3", 1, "malformed number" },
