@@ -21,7 +21,6 @@ extern const struct weft_embedded weft_embedded_files[];
 
 /* The sandbox's caps (gen/core/config.lua enforces them; README's environment table). */
 #define DEFAULT_MEMORY_MB 256
-#define DEFAULT_SECONDS 10
 
 struct bridge {
   lua_State *L;
@@ -236,7 +235,7 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
   char why_env[512];
   if (util_env_long("WEFT_CONFIG_MEMORY_MB", 1, 1L << 20, DEFAULT_MEMORY_MB, "megabytes",
                     "the config sandbox's memory cap", &b->memory_mb, why_env, sizeof why_env) ||
-      util_env_long("WEFT_CONFIG_SECONDS", 1, 86400, DEFAULT_SECONDS, "seconds", "the config sandbox's wall-clock cap",
+      util_env_long("WEFT_CONFIG_SECONDS", 1, 86400, UTIL_CONFIG_SECONDS, "seconds", "the config sandbox's wall-clock cap",
                     &b->seconds, why_env, sizeof why_env)) {
     if (!(b->bad_env = util_strdup(why_env))) {
       free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1;

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,14 +19,37 @@
  * to report, not to read into memory. */
 #define READ_DEFAULT_MB 16
 
+/* One read of fd into buf: regular files as they are; a pipe (not regular: a named pipe, a shell's
+ * <(...), a terminal) only once poll says it has something, within the deadline, so that neither a
+ * pipe nobody opens for writing nor one a writer keeps open without writing blocks weft.  Bytes read,
+ * 0 at the end, -1 with errno (ETIMEDOUT past the deadline). */
+static ssize_t read_some(int fd, int pipe_like, char *buf, size_t len, double deadline_ms) {
+  for (;;) {
+    if (pipe_like) {
+      double left = deadline_ms - util_now_ms();
+      if (left <= 0) { errno = ETIMEDOUT; return -1; }
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      int r = poll(&p, 1, left > 1e9 ? 1000000000 : (int)left + 1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return -1;
+      if (r == 0) continue;   /* (the deadline, above) */
+    }
+    ssize_t got = read(fd, buf, len);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    return got;
+  }
+}
+
 int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen) {
-  long max_mb;
+  long max_mb, seconds;
   if (util_env_long("WEFT_CONFIG_MAX_MB", 1, 65536, READ_DEFAULT_MB, "megabytes",
-                    "the largest config or sweep file weft reads", &max_mb, err, errlen))
+                    "the largest config or sweep file weft reads", &max_mb, err, errlen) ||
+      util_env_long("WEFT_CONFIG_SECONDS", 1, 86400, UTIL_CONFIG_SECONDS, "seconds",
+                    "the config sandbox's wall-clock cap", &seconds, err, errlen))
     return -1;
   size_t max = (size_t)max_mb << 20;
   /* Opened without blocking: a named pipe nobody writes to would block open() forever.  A folder
-   * is said to be one; a pipe (a shell's <(...)) is then read as it comes, to its end. */
+   * is said to be one; a pipe is read as it comes, for at most WEFT_CONFIG_SECONDS. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) { util_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
   struct stat st;
@@ -35,16 +59,15 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
     close(fd);
     return -1;
   }
-  int pipe_like = S_ISFIFO(st.st_mode);
-  int fl = fcntl(fd, F_GETFL);
-  FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
-  if (!f) { util_set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno)); close(fd); return -1; }
+  int pipe_like = !S_ISREG(st.st_mode);
+  double deadline = util_now_ms() + 1000.0 * (double)seconds;
   char *buf = NULL;
   size_t n = 0, cap = 0;
-  for (;;) {
+  ssize_t got;
+  do {
     if (n > max) {
       free(buf);
-      fclose(f);
+      close(fd);
       util_set_err(err, errlen, "%s: larger than %ld MB: a config, sweep or tuning table is at most that "
                    "(WEFT_CONFIG_MAX_MB raises it)", path, max_mb);
       return -1;
@@ -52,19 +75,26 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
     if (n + 65536 + 1 > cap) {
       cap = cap ? cap * 2 : 65536 * 2;
       char *nb = realloc(buf, cap);
-      if (!nb) { free(buf); fclose(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
+      if (!nb) { free(buf); close(fd); util_set_err(err, errlen, "%s: out of memory", path); return -1; }
       buf = nb;
     }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) break;
-  }
-  int bad = ferror(f), why = errno;
-  fclose(f);
-  if (bad) { free(buf); util_set_err(err, errlen, "%s: read error: %s", path, strerror(why)); return -1; }
-  if (pipe_like && n == 0) {   /* (a named pipe with no writer reads as empty at once) */
+    got = read_some(fd, pipe_like, buf + n, cap - n - 1, deadline);
+    if (got > 0) n += (size_t)got;
+  } while (got > 0);
+  int why = errno;
+  close(fd);
+  if (got < 0) {
     free(buf);
-    util_set_err(err, errlen, "%s: a named pipe with nothing written to it (a config, sweep or table is a file)", path);
+    if (why == ETIMEDOUT)
+      util_set_err(err, errlen, "%s: a pipe that %s within %ld s (WEFT_CONFIG_SECONDS): a config, sweep or table is "
+                   "read whole", path, n ? "did not end" : "nothing was written to", seconds);
+    else
+      util_set_err(err, errlen, "%s: read error: %s", path, strerror(why));
+    return -1;
+  }
+  if (pipe_like && n == 0 && S_ISFIFO(st.st_mode)) {   /* a writer came and went without a byte */
+    free(buf);
+    util_set_err(err, errlen, "%s: a named pipe whose writer wrote nothing (a config, sweep or table is a file)", path);
     return -1;
   }
   buf[n] = 0;

@@ -33,6 +33,9 @@ int util_buf_printf(util_buf *b, const char *fmt, ...) __attribute__((format(pri
 void util_buf_free(util_buf *b);
 /* Wall-clock milliseconds (CLOCK_MONOTONIC). */
 double util_now_ms(void);
+/* WEFT_CONFIG_SECONDS's default: the config sandbox's wall-clock cap, and how long a config read
+ * from a pipe may take to arrive */
+#define UTIL_CONFIG_SECONDS 10
 /* An on/off variable: *on = 1 for 1, true, yes, on; 0 for 0, false, no, off, empty or unset.
  * Anything else is -1 with a message naming the variable, its value and the spellings (what:
  * what it switches on), so a typo never turns a switch on or off unnoticed. */

@@ -25,7 +25,14 @@ SW=$SRC/examples/sweeps/row_reduce.lua
 
 # files that are not files: a named pipe (opened, it used to block forever), a folder
 mkfifo fifo.lua
-expect 2 "fifo.lua: a named pipe with nothing written to it" "$W" gen fifo.lua -o g1
+expect 2 "fifo.lua: a pipe that nothing was written to within 1 s (WEFT_CONFIG_SECONDS)" env WEFT_CONFIG_SECONDS=1 "$W" gen fifo.lua -o g1
+# ... a writer that comes later is waited for (within WEFT_CONFIG_SECONDS), one that writes nothing said
+(sleep 1; cat rr.lua > fifo.lua) &
+expect 0 "wrote" env WEFT_CONFIG_SECONDS=10 "$W" gen fifo.lua -o g1b
+wait
+(sleep 1; : > fifo.lua) &
+expect 2 "fifo.lua: a named pipe whose writer wrote nothing" env WEFT_CONFIG_SECONDS=10 "$W" gen fifo.lua -o g1c
+wait
 expect 2 "is a folder, not a file" "$W" gen "$T" -o g2
 expect 1 "tune database fifo.lua is a named pipe, not a file" "$W" export-table --gpu x --sm 1 --driver 1 --db fifo.lua o.tsv
 mkdir dir.db
