@@ -11,6 +11,7 @@
 # NVLink multicast stays off for everything started here.  Full logs under $OUT.
 set -u
 PHASES=${PHASES:-ceiling check nccl}
+status=0   # the exit status: 1 when a check failed or a run did not complete (a skip is not a failure)
 want() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
 final=${OUT:-/tmp/out}
 out=/tmp/weft-multi-gpu
@@ -74,32 +75,43 @@ for dt in f32 bf16; do
   for algo in one_shot two_shot one_shot_ll; do check ${dt}_sum_${algo}_pdl $AR --set dtype=$dt --set algo=$algo --set pdl=true; done
 done
 echo "correctness at P=$P: $pass passed, $fail failed"
+[ "$fail" -gt 0 ] && status=1
 ( export WEFT_FAULT="mute:$((P - 1)):ready" WEFT_SIGNAL_TIMEOUT_MS=300
   t0=$(date +%s%N)
   timeout 120 $MPIRUN -x WEFT_FAULT -x WEFT_SIGNAL_TIMEOUT_MS -np $P $W run $AR --no-time --elems 100000 >"$out/timeout.log" 2>&1
   echo "rc=$? elapsed $(( ($(date +%s%N) - t0) / 1000000 )) ms" >>"$out/timeout.log" )
 grep -E "timed out|rc=" "$out/timeout.log"
+grep -q "timed out" "$out/timeout.log" || { echo "FAIL: the muted rank's timeout was not reported"; status=1; }
 ( export WEFT_FAULT="mute:0:data" WEFT_SIGNAL_TIMEOUT_MS=300
   timeout 120 $MPIRUN -x WEFT_FAULT -x WEFT_SIGNAL_TIMEOUT_MS -np $P $W run $AR --set algo=one_shot_ll --no-time --elems 100000 >"$out/timeout_ll.log" 2>&1
   echo "rc=$?" >>"$out/timeout_ll.log" )
 grep -E "timed out|rc=" "$out/timeout_ll.log"
+grep -q "timed out" "$out/timeout_ll.log" || { echo "FAIL: the muted rank's timeout (one_shot_ll) was not reported"; status=1; }
 fi
 
 # 3: weft against NCCL: ncclAllReduce called directly (build/nccl_bench, the NCCL torch ships),
 # and through torch.distributed for reference (its per-call overhead shows at small sizes)
-want nccl || exit 0
+want nccl || exit $status
 echo "NCCL library: $WEFT_NCCL_LIB"
 for dt in f32 bf16; do
-  timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt >"$out/nccl_$dt.log" 2>&1
-  # NCCL's symmetric kernels (buffers registered as symmetric windows; NCCL 2.27 and later)
+  timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt >"$out/nccl_$dt.log" 2>&1 || status=1
+  # NCCL's symmetric kernels (buffers registered as symmetric windows; NCCL 2.27 and later: 77 before)
   timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt 20 symmetric >"$out/ncclsym_$dt.log" 2>&1
+  rc=$?
+  [ $rc -eq 77 ] && echo "NCCL's symmetric kernels: not in this NCCL (skipped): $(tail -1 "$out/ncclsym_$dt.log")"
+  [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1
   [ "${TORCH_REF:-1}" = 1 ] && timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/torch_nccl_$dt.log" 2>&1
   for algo in one_shot two_shot one_shot_ll; do
-    timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --no-check >"$out/weft_${dt}_$algo.log" 2>&1
+    timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --no-check >"$out/weft_${dt}_$algo.log" 2>&1 || status=1
     # the same launched with programmatic dependent launch (PDL=0 leaves it out)
-    [ "${PDL:-1}" = 1 ] && timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --set pdl=true --no-check \
-      >"$out/weft_${dt}_${algo}_pdl.log" 2>&1
+    if [ "${PDL:-1}" = 1 ]; then
+      timeout 300 $MPIRUN -np $P $W run $AR --set dtype=$dt --set algo=$algo --set pdl=true --no-check \
+        >"$out/weft_${dt}_${algo}_pdl.log" 2>&1 || status=1
+    fi
   done
 done
 python3 bench/compare_nccl.py "$out" | tee "$out/compare.txt"
-for dt in f32 bf16; do echo "== torch.distributed all_reduce $dt (reference)"; grep -E "^ +(8|262144|268435456) " "$out/torch_nccl_$dt.log"; done
+if [ "${TORCH_REF:-1}" = 1 ]; then
+  for dt in f32 bf16; do echo "== torch.distributed all_reduce $dt (reference)"; grep -E "^ +(8|262144|268435456) " "$out/torch_nccl_$dt.log"; done
+fi
+exit $status

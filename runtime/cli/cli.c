@@ -16,10 +16,17 @@ int cli_cu_ok(const drv_table *d, int rank, CUresult r, const char *what) {
   return 0;
 }
 
+/* $WEFT_DEVICE: 0 with *dv its index, or -1 when unset; -1 when it is set to something else,
+ * with why (when given) */
+static int device_env(long *dv, char *why, size_t len) {
+  return util_env_long("WEFT_DEVICE", 0, 1023, -1, NULL,
+                       "the index of the GPU weft runs on; unset: the local rank's under mpirun, else 0", dv, why, len);
+}
+
 int cli_device(void) {
   const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   long dv;
-  if (util_env_long("WEFT_DEVICE", 0, 1023, -1, NULL, "", &dv, NULL, 0)) return -1;
+  if (device_env(&dv, NULL, 0)) return -1;   /* (cli_device_env_check said why, before) */
   if (dv >= 0) return (int)dv;
   if (!lr) return 0;
   const drv_table *d = drv_get(NULL, 0);
@@ -31,9 +38,7 @@ int cli_device(void) {
 int cli_device_env_check(const char *cmd) {
   char why[512];
   long dv;
-  if (!util_env_long("WEFT_DEVICE", 0, 1023, -1, NULL,
-                     "the index of the GPU weft runs on; unset: the local rank's under mpirun, else 0", &dv, why, sizeof why))
-    return 0;
+  if (!device_env(&dv, why, sizeof why)) return 0;
   cli_err("%s: %s\n", cmd, why);
   return -1;
 }

@@ -294,6 +294,7 @@ static int count_arg(const char *flag, const char *text, long min, long max, lon
  * written after it).  1 with the message when it does not. */
 static int export_dir_missing(const char *path) {
   const char *slash = strrchr(path, '/');
+  if (slash && !slash[1]) { cli_err("weft tune: --export %s: names a folder; it takes a file (a .tsv)\n", path); return 1; }
   char dir[4096];
   int w = slash ? snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) : snprintf(dir, sizeof dir, ".");
   if (w < 0 || (size_t)w >= sizeof dir) { cli_err("weft tune: --export %.200s...: the path is too long\n", path); return 1; }

@@ -555,13 +555,18 @@ static weft_status launch_grid(weft_kernel *k, void **args, int ranks, int share
   return WEFT_OK;
 }
 
-/* WEFT_LOG_LAUNCH=1: one line per launch on stderr (the grid and what capped it), read once:
- * 1 on, 0 off, -1 with the message in err when the variable says neither. */
-static int log_launches(char *err, size_t errlen) {
+/* WEFT_LOG_LAUNCH=1: one line per launch on stderr (the grid and what capped it), read once.  A
+ * debugging switch: a value neither on nor off is said once and leaves it off (no launch fails for it). */
+static int log_launches(void) {
   static int v = -1;
-  if (v < 0 && util_env_bool("WEFT_LOG_LAUNCH", "one line per launch on stderr: the grid and what capped it", &v, err,
-                             errlen))
-    return v = -1;
+  if (v < 0) {
+    char why[256];
+    int on = 0;
+    if (util_env_bool("WEFT_LOG_LAUNCH", "one line per launch on stderr: the grid and what capped it", &on, why,
+                      sizeof why))
+      fprintf(stderr, "weft: warning: %s; launches are not logged\n", why);
+    v = on;
+  }
   return v;
 }
 
@@ -630,9 +635,7 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
     a->value.programmaticStreamSerializationAllowed = 1;
   }
   char *err = k->err;
-  int log = log_launches(err, ERRLEN);
-  if (log < 0) return WEFT_ERR_INVALID;
-  if (log)
+  if (log_launches())
     fprintf(stderr, "weft: launch %s grid %u,%u,%u block %u,%u,%u smem %u rank %d of %d share %d coresident %ld\n",
             m->name, grid[0], grid[1], grid[2], m->block[0], m->block[1], m->block[2], m->smem, env->rank, env->ranks,
             share, k->coresident);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -188,10 +189,10 @@ int util_env_bool(const char *name, const char *what, int *on, char *err, size_t
   const char *v = getenv(name);
   *on = 0;
   if (!v) return 0;
-  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-    if (!strcmp(v, yes[i])) { *on = 1; return 0; }
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)   /* (any case: TRUE, Yes, ON) */
+    if (!strcasecmp(v, yes[i])) { *on = 1; return 0; }
   for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-    if (!strcmp(v, no[i])) return 0;
+    if (!strcasecmp(v, no[i])) return 0;
   util_set_err(err, errlen, "%s = \"%.80s%s\": must be 1, true, yes or on (%s), or 0, false, no, off or unset", name, v,
                strlen(v) > 80 ? "..." : "", what);
   return -1;

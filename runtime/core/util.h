@@ -36,7 +36,7 @@ double util_now_ms(void);
 /* WEFT_CONFIG_SECONDS's default: the config sandbox's wall-clock cap, and how long a config read
  * from a pipe may take to arrive */
 #define UTIL_CONFIG_SECONDS 10
-/* An on/off variable: *on = 1 for 1, true, yes, on; 0 for 0, false, no, off, empty or unset.
+/* An on/off variable: *on = 1 for 1, true, yes, on; 0 for 0, false, no, off, empty or unset (any case).
  * Anything else is -1 with a message naming the variable, its value and the spellings (what:
  * what it switches on), so a typo never turns a switch on or off unnoticed. */
 int util_env_bool(const char *name, const char *what, int *on, char *err, size_t errlen);

@@ -364,7 +364,7 @@ weft_status weft_world_agree(weft_world *w, const char *what, const char *desc) 
 int weft_multicast_allowed(int device_supports, char *why, size_t len) {
   static const struct { const char *var, *off; } switches[] = {
     {"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
-    {"NVSHMEM_DISABLE_NVLS", "1"}, {"WEFT_MULTICAST", "0"}};
+    {"NVSHMEM_DISABLE_NVLS", "1"}};   /* (WEFT_MULTICAST, weft's own, below: every off spelling) */
   for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
     const char *v = getenv(switches[i].var);
     if (v && !strcmp(v, switches[i].off)) {

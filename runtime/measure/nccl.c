@@ -130,7 +130,10 @@ int nccl_symmetric_alloc(nccl_lib *n, MPI_Comm comm, size_t bytes, nccl_sym *s, 
   memset(s, 0, sizeof *s);
   why[0] = 0;
   int st = 0, ok = 1;
-  if (!n->mem_alloc || !n->mem_free || !n->window_register || !n->window_deregister) {
+  if (!n->comm || bytes == 0) {   /* what can be checked before anything collective */
+    snprintf(why, len, "nccl_symmetric_alloc: %s", !n->comm ? "no communicator (nccl_open first)" : "0 bytes");
+    ok = 0;
+  } else if (!n->mem_alloc || !n->mem_free || !n->window_register || !n->window_deregister) {
     snprintf(why, len, "%s (NCCL %d) lacks ncclMemAlloc, ncclMemFree, ncclCommWindowRegister or "
              "ncclCommWindowDeregister: symmetric windows need NCCL 2.27 or later", n->path, n->version);
     ok = 0;

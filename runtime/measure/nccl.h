@@ -58,8 +58,10 @@ int nccl_reduce_scatter(nccl_lib *n, CUdeviceptr x, CUdeviceptr y, size_t recvco
 /* Collective over comm, the communicator's ranks (each calls it with the same bytes): 0 on every
  * rank, or -1 on every rank with the lowest failing rank's why (the library lacks the calls: NCCL
  * before 2.27; or one failed).  The ranks agree after the allocation, before the registration,
- * which is NCCL's collective: no rank enters it while another has already failed.  Free with
- * nccl_symmetric_free, also collectively. */
+ * which is NCCL's collective: no rank enters it while another has already failed.  A failure
+ * inside NCCL's registration itself is NCCL's to report on every rank; one it reports on some
+ * ranks only would leave the others in the registration (NCCL's watchdog, or the caller's
+ * timeout, ends that).  Free with nccl_symmetric_free, also collectively. */
 int nccl_symmetric_alloc(nccl_lib *n, MPI_Comm comm, size_t bytes, nccl_sym *s, char *why, size_t len);
 void nccl_symmetric_free(nccl_lib *n, nccl_sym *s);
 int nccl_all_reduce_sum(nccl_lib *n, const void *x, void *y, size_t count, hr_dtype dt, CUstream s, char *why,

@@ -53,6 +53,7 @@ expect 2 "--iters 2: expected a whole number from 3 to 100000" "$W" tune "$SW" -
 expect 2 "--jobs 0: expected a whole number from 1 to 256" "$W" tune "$SW" --jobs 0
 expect 2 "--export with --fake-timing" "$W" tune "$SW" --fake-timing --export e.tsv
 expect 2 "--export $T/nowhere/e.tsv: its folder $T/nowhere does not exist" "$W" tune "$SW" --export "$T/nowhere/e.tsv"
+expect 2 "--export $T/: names a folder; it takes a file" "$W" tune "$SW" --export "$T/"
 expect 2 "--shape given twice ('8x8' and '16x16')" "$W" gen rr.lua --auto --shape 8x8 --shape 16x16 -o g5
 many=(); for i in $(seq 1 126); do many+=(--set op=sum); done
 expect 2 "126 --set and the" "$W" gen rr.lua "${many[@]}" --auto --shape 8x8 -o g6

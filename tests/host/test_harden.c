@@ -300,7 +300,7 @@ static void test_env_bool(void **state) {
   unsetenv("WEFT_TEST_B");
   assert_int_equal(util_env_bool("WEFT_TEST_B", "a test", &on, err, sizeof err), 0);
   assert_int_equal(on, 0);
-  const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"", "0", "false", "no", "off"};
+  const char *yes[] = {"1", "true", "yes", "on", "TRUE", "Yes", "ON"}, *no[] = {"", "0", "false", "no", "off", "False", "NO"};
   for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
     setenv("WEFT_TEST_B", yes[i], 1);
     assert_int_equal(util_env_bool("WEFT_TEST_B", "a test", &on, err, sizeof err), 0);
@@ -311,7 +311,7 @@ static void test_env_bool(void **state) {
     assert_int_equal(util_env_bool("WEFT_TEST_B", "a test", &on, err, sizeof err), 0);
     assert_int_equal(on, 0);
   }
-  const char *bad[] = {"ture", "TRUE", "2", " 1", "on ", "-1"};
+  const char *bad[] = {"ture", "2", " 1", "on ", "-1", "enabled"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     setenv("WEFT_TEST_B", bad[i], 1);
     on = 7;

@@ -26,9 +26,9 @@ _REPS, _ROUNDS = 10, 3  # launches per timed round, rounds (the median is kept)
 
 def _env_flag(name):
     v = os.environ.get(name, "")
-    if v in ("", "0", "false", "no", "off"):
+    if v.lower() in ("", "0", "false", "no", "off"):   # any case, as the C side reads it
         return False
-    if v in ("1", "true", "yes", "on"):
+    if v.lower() in ("1", "true", "yes", "on"):
         return True
     raise ValueError("weft.torch: %s=%r: allowed 1, true, yes, on (tune on first use) or 0, false, no, off, unset"
                      % (name, v))

@@ -44,7 +44,7 @@ from weft.torch import dist as wd  # noqa: E402
 import matmul_cases  # noqa: E402 (beside this script)
 
 faulthandler.dump_traceback_later(float(os.environ.get("WEFT_TEST_TIMEOUT_S", "900")), exit=True)
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("WEFT_TORCH_TIMEOUT_S", "300"))))
+dist.init_process_group("gloo", timeout=wd._timeout())   # WEFT_TORCH_TIMEOUT_S, read as weft.torch reads it
 RANK, P = dist.get_rank(), dist.get_world_size()
 LOCAL = int(os.environ.get("LOCAL_RANK", "0"))
 DEV = torch.device("cuda", LOCAL % torch.cuda.device_count())
@@ -173,7 +173,9 @@ def nccl_group():
     (the cases run in the same order everywhere, nccl_decide's answer is the same everywhere, and each case
     calls NCCL before anything a rank can fail alone)."""
     if NCCL["group"] is None:
-        NCCL["group"] = dist.new_group(backend="nccl")
+        # a bounded wait: should one rank's case fail out of step, its peers' next NCCL call ends in
+        # 120 s (torch's NCCL default, 10 min, is past run.sh's limit) with the rank named
+        NCCL["group"] = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=120))
     return NCCL["group"]
 
 
