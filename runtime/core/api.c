@@ -158,10 +158,11 @@ static weft_status kernel_build(weft_ctx *c, weft_manifest *m, const char *nv, w
   build_job job = {m};
   cache_result res;
   double t0 = util_now_ms();
-  if (cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err) != 0) {
+  int got = cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err);
+  if (got != 0) {
     cache_entry_free(&k->bin);
     free(k);
-    return strstr(c->err, "WEFT_NO_COMPILE") ? WEFT_ERR_CACHE : WEFT_ERR_COMPILE;
+    return got == CACHE_FAIL_ENV ? WEFT_ERR_INVALID : got == CACHE_FAIL_NO_COMPILE ? WEFT_ERR_CACHE : WEFT_ERR_COMPILE;
   }
   k->compile_ms = util_now_ms() - t0;
   k->hit = res == CACHE_HIT;

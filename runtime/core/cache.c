@@ -591,8 +591,8 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
   int no_compile;
   if (util_env_bool("WEFT_NO_COMPILE", "never run NVRTC: a kernel not in the cache is an error", &no_compile, err,
                     errlen))
-    return -1;
-  if (lock_seconds(err, errlen) < 0) return -1;   /* read where it is used, a miss; said on a hit too */
+    return CACHE_FAIL_ENV;
+  if (lock_seconds(err, errlen) < 0) return CACHE_FAIL_ENV;   /* read where it is used, a miss; said on a hit too */
   if (names_init(&n, c, key) != 0) {
     util_set_err(err, errlen, "out of memory looking up kernel %s", name);
     return -1;
@@ -622,6 +622,7 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
             "WEFT_NO_COMPILE is set and kernel %s is not in the cache (%s%s): run once without "
             "WEFT_NO_COMPILE to fill it, or unset it", name, n.path,
             l == LOOK_CORRUPT ? ", which is corrupt" : "");
+    rc = CACHE_FAIL_NO_COMPILE;
     goto cleanup;
   }
 

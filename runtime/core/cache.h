@@ -42,8 +42,14 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
 void cache_close(cache *c);
 const char *cache_dir(const cache *c);   /* <root>/<subdir> */
 
+/* cache_get's failures, each with err: the caller tells them apart by the value, not the text */
+enum {
+  CACHE_FAIL = -1,             /* the folder, a file, the lock, or the build failed */
+  CACHE_FAIL_ENV = -2,         /* WEFT_NO_COMPILE or WEFT_CACHE_LOCK_SECONDS holds a value it cannot take */
+  CACHE_FAIL_NO_COMPILE = -3   /* a miss (or a corrupt entry) with WEFT_NO_COMPILE set */
+};
 /* Look up key; on a miss build it (unless WEFT_NO_COMPILE) and store it. name is used only in
- * messages (the kernel name). Returns 0 and fills *out and *result, or -1 with err. */
+ * messages (the kernel name). Returns 0 and fills *out and *result, or a CACHE_FAIL* with err. */
 int cache_get(cache *c, const unsigned char key[32], const char *name, cache_build_fn build,
               void *ud, cache_entry *out, cache_result *result, char *err, size_t errlen);
 

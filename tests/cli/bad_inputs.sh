@@ -96,7 +96,7 @@ expect 0 "unk.tsv:5: its table row for cols=32768 rows=8192 is not used" env WEF
 printf '\xef\xbb\xbfreturn { family = "row_reduce", dtype = "f32", op = "sum" }\n' > bom.lua
 expect 0 "wrote" "$W" gen bom.lua -o g7
 "$W" build rr.lua -o g8 > /dev/null 2>&1   # (now in the cache: the next build is a hit)
-expect 1 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env WEFT_CACHE_LOCK_SECONDS=x "$W" build rr.lua -o g9
+expect 2 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env WEFT_CACHE_LOCK_SECONDS=x "$W" build rr.lua -o g9
 expect 2 "--iters 0x10: expected a positive whole number (decimal)" "$W" run rr.lua --iters 0x10
 
 # WEFT_DRIVER_LIB pointing at a library that is no driver at all

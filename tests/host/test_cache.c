@@ -398,7 +398,7 @@ static void test_no_compile(void **state) {
   entry_path(c, key, path, sizeof path);
 
   setenv("WEFT_NO_COMPILE", "1", 1);
-  assert_int_equal(cache_get(c, key, "row_softmax", build_cb, &ud, &e, &r, err, sizeof err), -1);
+  assert_int_equal(cache_get(c, key, "row_softmax", build_cb, &ud, &e, &r, err, sizeof err), CACHE_FAIL_NO_COMPILE);
   assert_int_equal(ud.calls, 0);
   assert_non_null(strstr(err, "WEFT_NO_COMPILE"));
   assert_non_null(strstr(err, "row_softmax"));
@@ -422,15 +422,22 @@ static void test_no_compile(void **state) {
   /* A corrupt entry is no entry. */
   flip_byte(path, 10);
   err[0] = '\0';
-  assert_int_equal(cache_get(c, key, "row_softmax", build_cb, &ud, &e, &r, err, sizeof err), -1);
+  assert_int_equal(cache_get(c, key, "row_softmax", build_cb, &ud, &e, &r, err, sizeof err), CACHE_FAIL_NO_COMPILE);
   assert_int_equal(ud.calls, 2);
   assert_non_null(strstr(err, "WEFT_NO_COMPILE"));
   assert_non_null(strstr(err, "row_softmax"));
 
+  /* A value WEFT_NO_COMPILE cannot take is the environment's mistake, told apart by the value */
+  setenv("WEFT_NO_COMPILE", "ture", 1);
+  err[0] = '\0';
+  assert_int_equal(cache_get(c, key, "row_softmax", build_cb, &ud, &e, &r, err, sizeof err), CACHE_FAIL_ENV);
+  assert_non_null(strstr(err, "WEFT_NO_COMPILE = \"ture\""));
+  setenv("WEFT_NO_COMPILE", "yes", 1);
+
   /* A tiny buffer gets a truncated message, not an overflow. */
   char tiny[8];
   memset(tiny, 'Q', sizeof tiny);
-  assert_int_equal(cache_get(c, key, "row_softmax", build_cb, &ud, &e, &r, tiny, 5), -1);
+  assert_int_equal(cache_get(c, key, "row_softmax", build_cb, &ud, &e, &r, tiny, 5), CACHE_FAIL_NO_COMPILE);
   assert_int_equal(tiny[4], '\0');
   assert_int_equal(tiny[5], 'Q');
   cache_close(c);
