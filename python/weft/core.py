@@ -137,6 +137,20 @@ def lua_config(config):
     return "return " + _lua_value(config, "") + "\n"
 
 
+def whole(v, what, lo, hi):
+    """v as an int in lo..hi, or TypeError / ValueError naming what: ctypes would cut a larger one
+    to the C type silently (a device 2**32 + 3 became device 3, ranks 2**32 + 2 two ranks)."""
+    if isinstance(v, bool):
+        raise TypeError("weft: %s = %r: a whole number in %d..%d, not a bool" % (what, v, lo, hi))
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise TypeError("weft: %s = %r: a whole number in %d..%d, not %s" % (what, v, lo, hi, type(v).__name__)) from None
+    if not lo <= i <= hi:
+        raise ValueError("weft: %s = %d: a whole number in %d..%d" % (what, i, lo, hi))
+    return i
+
+
 def _no_nul(text, what):
     # C strings end at a NUL: "dtype=f32\0..." would silently arrive as dtype=f32.
     if "\0" in text:
@@ -283,7 +297,11 @@ class Auto:
         """First-use tuning's result: candidate i took time_us (a median) at this shape; stored in the
         tuning database, so the next auto() for this shape answers "database".  Needs the GPU."""
         with self.ctx.lock:
-            st = lib.weft_auto_record(self.ctx._handle(), self._live(), operator.index(i), float(time_us), _fs(db, "db"))
+            i = whole(i, "record: candidate", 0, len(self.names) - 1 if self.names else 0)
+            t = float(time_us)
+            if not 0 < t < float("inf"):
+                raise ValueError("weft: record: time_us = %r: a positive number of microseconds" % time_us)
+            st = lib.weft_auto_record(self.ctx._handle(), self._live(), i, t, _fs(db, "db"))
             if st:
                 raise self.ctx._error(st)
 
@@ -314,7 +332,7 @@ class Context:
         self._open = 0
         self._open_lock = threading.Lock()
         self._comms = weakref.WeakSet()   # weft.dist.Comm objects over this context's kernels
-        self.device = operator.index(device)
+        self.device = whole(device, "device", 0, 1023)
         opts = _lib._CtxOptions(self.device, _fs(cache_dir, "cache_dir"), _fs(source_dir, "source_dir"))
         h = ctypes.c_void_p()
         st = lib.weft_ctx_create(ctypes.byref(h), ctypes.byref(opts))
@@ -437,7 +455,7 @@ class Context:
         p, d = _path(path), _fs(db, "db")
         s = _no_nul(str(shape), "shape").encode()
         with self.lock:
-            st = lib.weft_compile_tuned(self._handle(), p, ov, n, s, operator.index(ranks), d, ctypes.byref(k),
+            st = lib.weft_compile_tuned(self._handle(), p, ov, n, s, whole(ranks, "ranks", 1, 65536), d, ctypes.byref(k),
                                         ctypes.byref(tuned))
             if st:
                 raise self._error(st)
@@ -450,6 +468,7 @@ class Context:
         (gen/core/auto.lua).  shape: {"rows": 4096, "cols": 50257} or "rows=4096 cols=50257".
         candidates: how many of the rule's next choices to keep beside it (for first-use tuning).
         Needs no GPU (without one, the database is skipped).  Returns an Auto."""
+        ranks, candidates = whole(ranks, "ranks", 1, 65536), whole(candidates, "candidates", 0, 16)
         ov, n = _lib.strings(overrides(kw))
         s = _no_nul(shape_text(shape), "shape").encode()
         a = ctypes.c_void_p()
@@ -458,11 +477,10 @@ class Context:
             h = self._handle()
             if isinstance(config, dict):
                 text = lua_config(config).encode("utf-8")
-                st = lib.weft_auto_choose_string(h, _dict_name(config), text, ov, n, s, operator.index(ranks),
-                                                 operator.index(candidates), d, ctypes.byref(a))
+                st = lib.weft_auto_choose_string(h, _dict_name(config), text, ov, n, s, ranks, candidates, d,
+                                                 ctypes.byref(a))
             elif isinstance(config, (str, bytes, os.PathLike)):
-                st = lib.weft_auto_choose(h, _path(config), ov, n, s, operator.index(ranks), operator.index(candidates),
-                                          d, ctypes.byref(a))
+                st = lib.weft_auto_choose(h, _path(config), ov, n, s, ranks, candidates, d, ctypes.byref(a))
             else:
                 raise TypeError("weft: a config is a path (str, os.PathLike) or a dict, not %s" % type(config).__name__)
             if st:
@@ -738,8 +756,8 @@ class Kernel:
     def launch(self, *args, stream=None):
         with self.ctx.lock:
             self._bind(args)
-            if stream is not None and type(stream) is not int:
-                stream = stream_handle(stream, self.manifest.name)
+            if stream is not None and (type(stream) is not int or not 0 <= stream < 1 << 64):
+                stream = stream_handle(stream, self.manifest.name)   # (which refuses an int out of range)
             st = lib.weft_launch(self._h, self._argv, stream)
             if st:
                 if self._h is None:

@@ -12,7 +12,7 @@ import weakref
 
 from . import _lib
 from ._lib import lib
-from .core import WeftError, _take_handle, error, stream_handle
+from .core import WeftError, _take_handle, error, stream_handle, whole
 
 
 class World:
@@ -75,17 +75,22 @@ class World:
     def handle(self):
         return self._h
 
+    def _live(self):
+        if self._h is None:
+            raise ValueError("weft: this world is closed")
+        return self._h
+
     @property
     def rank(self):
-        return lib.weft_world_rank(self._h)
+        return lib.weft_world_rank(self._live())
 
     @property
     def local_rank(self):
-        return lib.weft_world_local_rank(self._h)
+        return lib.weft_world_local_rank(self._live())
 
     @property
     def local_size(self):
-        return lib.weft_world_local_size(self._h)
+        return lib.weft_world_local_size(self._live())
 
     def agree(self, what, desc):
         """Collective: every rank passes the same description, else WeftError (MISMATCH) on every rank."""
@@ -128,12 +133,13 @@ class Comm:
         self.kernel, self.world = kernel, world
         h = ctypes.c_void_p()
         with kernel.ctx.lock:
-            st = lib.weft_comm_create(kernel.handle, world.handle, int(max_elems), ctypes.byref(h))
+            max_elems = whole(max_elems, "Comm: max_elems", 1, 1 << 62)
+            st = lib.weft_comm_create(kernel.handle, world.handle, max_elems, ctypes.byref(h))
             if st:
                 raise error(st, _lib.text(lib.weft_kernel_error(kernel.handle)) or
                             _lib.text(lib.weft_ctx_error(kernel.ctx._h)))
         self._h = h
-        self.max_elems = int(max_elems)
+        self.max_elems = max_elems
         world._comms.add(self)        # both refuse to close under an open communicator
         kernel.ctx._comms.add(self)
 
@@ -153,8 +159,8 @@ class Comm:
         k = self.kernel
         with k.ctx.lock:
             k._bind(args)
-            if stream is not None and type(stream) is not int:
-                stream = stream_handle(stream, k.manifest.name)
+            if stream is not None and (type(stream) is not int or not 0 <= stream < 1 << 64):
+                stream = stream_handle(stream, k.manifest.name)   # (which refuses an int out of range)
             st = lib.weft_comm_launch(self._live(), k._argv, stream)
             if st:
                 raise error(st, _lib.text(lib.weft_comm_error(self._h)))

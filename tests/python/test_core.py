@@ -662,6 +662,37 @@ def test_launch_values_that_do_not_fit(kernel, args, name):
     assert e.value.status_name == "LAUNCH" and "argument %s = " % name in str(e.value)
 
 
+@pytest.mark.parametrize("stream", [1 << 64, (1 << 64) + 5, -1])
+def test_launch_stream_out_of_range(kernel, stream):
+    # an int the C handle cannot hold (ctypes passed 2**64 + 5 as stream 5, and 2**64 as NULL)
+    with pytest.raises(ValueError, match="stream = %d is not a CUstream handle" % stream):
+        kernel.launch(P, P, 1, 1, stream=stream)
+
+
+@pytest.mark.parametrize("kw, what", [({"ranks": (1 << 32) + 2}, "ranks = 4294967298: a whole number in 1..65536"),
+                                      ({"ranks": 0}, "ranks = 0"), ({"candidates": -1}, "candidates = -1"),
+                                      ({"candidates": 17}, "candidates = 17: a whole number in 0..16")])
+def test_auto_counts_checked(ctx, kw, what):
+    # ctypes would cut 2**32 + 2 ranks to 2 and plan for them; 0 or -1 was "weft: invalid use"
+    with pytest.raises(ValueError, match=re.escape(what)):
+        ctx.auto({"family": "row_reduce", "dtype": "f32"}, "rows=8 cols=8", **kw)
+
+
+@pytest.mark.parametrize("device, err", [((1 << 32) + 3, ValueError), (-7, ValueError), (True, TypeError),
+                                          (1.5, TypeError)])
+def test_context_device_checked(device, err):
+    with pytest.raises(err, match="weft: device = "):
+        weft.Context(device)
+
+
+def test_record_checked(ctx):
+    a = ctx.auto({"family": "row_reduce", "dtype": "f32"}, "rows=8 cols=8")
+    for i, t, what in ((1 << 32, 1.0, "record: candidate = 4294967296"), (0, float("nan"), "time_us = nan"),
+                       (0, -1.0, "time_us = -1.0"), (0, float("inf"), "time_us = inf")):
+        with pytest.raises(ValueError, match=re.escape(what)):
+            a.record(i, t)
+
+
 def test_launch_null_pointer_and_limits(kernel):
     with pytest.raises(weft.WeftError) as e:
         kernel.launch(P, 0, 4, 4)

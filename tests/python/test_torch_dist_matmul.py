@@ -283,3 +283,36 @@ def test_env_torch_agree(wt, monkeypatch):
         monkeypatch.setenv("WEFT_TORCH_AGREE", v)
         with pytest.raises(ValueError, match=r"WEFT_TORCH_AGREE=%r: allowed first" % v):
             D._agree_always()
+
+
+# ---- a problem on one rank reaches the agreement (every rank raises it), never an exception alone --
+
+def test_arn_weight_none_is_agreed_not_raised_alone(wt, monkeypatch):
+    import weft.torch.dist as D
+    seen = []
+    real = D._Group.agree
+
+    def spy(self, op, sig, problem):
+        seen.append(problem)
+        return real(self, op, sig, problem)
+    monkeypatch.setattr(D._Group, "agree", spy)
+    # (an AttributeError from weight.dtype used to escape before the agreement: the others waited in it)
+    with pytest.raises(ValueError, match="weight is None; it takes a tensor of x's last dimension"):
+        D.all_reduce_rms_norm(bf(4, 64), None, None)
+    assert seen and "weight is None" in (seen[-1] or ""), seen
+
+
+@pytest.mark.parametrize("eps, err", [(float("nan"), ValueError), (-1.0, ValueError), (1e300, ValueError),
+                                      (True, TypeError), ("abc", TypeError), (None, TypeError)])
+def test_rms_norm_eps_checked(wt, eps, err):
+    import weft.torch.ops as O
+    # (float(eps) let NaN, -1, 1e300 and True through to the kernel; all_reduce_rms_norm refused them)
+    with pytest.raises(err, match="weft.torch.rms_norm: eps = "):
+        O.rms_norm(bf(4, 64), bf(64), eps=eps)
+
+
+def test_all_gather_matmul_of_empty_shards_is_empty(wt):
+    import weft.torch.dist as D
+    # M = 0 launches nothing (the kernel's m >= 1 limit was checked first and refused it)
+    a_out, c = D.all_gather_matmul(bf(0, 64), bf(64, 16), return_a=True)
+    assert tuple(c.shape) == (0, 16) and tuple(a_out.shape) == (0, 64)

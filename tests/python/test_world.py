@@ -182,3 +182,6 @@ def test_closed_world():
     w.close()
     with pytest.raises(ValueError, match="closed"):
         w.agree("a", "b")
+    for field in ("rank", "local_rank", "local_size"):   # (they read -1 and 0 from the freed handle)
+        with pytest.raises(ValueError, match="this world is closed"):
+            getattr(w, field)

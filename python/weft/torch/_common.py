@@ -69,7 +69,12 @@ class PlanTable:
         self._d, self.cap = {}, cap
 
     def get(self, key):
-        return self._d.get(key)
+        v = self._d.get(key)
+        k = v[-1] if isinstance(v, tuple) else v
+        if v is not None and getattr(k, "_h", True) is None:   # its context was closed: a miss, planned again
+            self._d.pop(key, None)
+            return None
+        return v
 
     def put(self, key, value):
         if len(self._d) >= self.cap:
@@ -93,10 +98,10 @@ class KernelCache:
         """The kernel for key on device; build(ctx) compiles it on a miss."""
         full = (device_index(device), key)
         k = self._k.get(full)
-        if k is None:
+        if k is None or k._h is None:   # (closed with its context, weft.context().close(): compiled again)
             with self._lock:
                 k = self._k.get(full)
-                if k is None:
+                if k is None or k._h is None:
                     if torch.cuda.is_current_stream_capturing():
                         raise RuntimeError("weft.torch: config %s is compiled on first use, which cannot happen "
                                            "during CUDA graph capture; run the op once before capturing" % (key,))

@@ -431,6 +431,9 @@ def _arn_run(x, residual, weight, eps, name):
         ok = True
         # w is read with vectors only where it is 16-byte aligned (the kernel tests it), so any
         # weight view will do; x and r are the symmetric buffer's rows and must be aligned
+        if weight is None:   # (every rank must reach the agreement below with its problem, not raise alone)
+            problems.append("weft.torch.%s: weight is None; it takes a tensor of x's last dimension" % op)
+            ok = False
         for t, arg, align in ((residual, "residual", 16), (weight, "weight", 0)):
             if t is None:
                 continue
@@ -561,11 +564,16 @@ def _all_gather_matmul_run(a, b, gather_dim, name, return_a, b_layout):
            "tile": dict(AG_TILE), "stages": AG_STAGES, "consumers": AG_CONSUMERS}
     key = ("ag_gemm", dt, b_layout, variant)
     kernel = None
-    if not problems:
-        kernel = _common.kernels.get(device, key, lambda ctx: ctx.compile(cfg))
-        M, N, K = shape
-        parts = g.kernel_parts(key, kernel) if return_a else [kernel]
-        limits = [("m", M), ("k", K)] + [("n", N)]
+    if not problems and shape[0]:   # (an empty gather, M = 0, launches nothing: no limits to check)
+        # compiled before the agreement: a rank whose compile fails says so there, with the others
+        try:
+            kernel = _common.kernels.get(device, key, lambda ctx: ctx.compile(cfg))
+            M, N, K = shape
+            parts = g.kernel_parts(key, kernel) if return_a else [kernel]
+        except (core.WeftError, ValueError) as e:
+            problems.append("weft.torch.%s: rank %d: %s" % (opname, g.rank, e))
+            parts = []
+        limits = [("m", shape[0]), ("k", shape[2])] + [("n", shape[1])]
         for part in parts:
             for arg, v in limits:
                 if any(a_.name == arg for a_ in part.manifest.args):

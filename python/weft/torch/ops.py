@@ -198,7 +198,7 @@ def rms_norm(x, weight, eps=1e-6, residual=None):
     dtype.  With residual (same shape and dtype as x): h = x + residual is what gets normalised,
     and h is written back INTO residual in place (the next layer's residual stream), as the
     family does; y is returned."""
-    eps = float(eps)
+    eps = configs.eps_value("rms_norm", eps)   # (float() let NaN, -1 and True through)
     if torch.compiler.is_compiling():
         if residual is None:
             return torch.ops.weft.rms_norm(x, weight, eps)
