@@ -316,3 +316,12 @@ def test_all_gather_matmul_of_empty_shards_is_empty(wt):
     # M = 0 launches nothing (the kernel's m >= 1 limit was checked first and refused it)
     a_out, c = D.all_gather_matmul(bf(0, 64), bf(64, 16), return_a=True)
     assert tuple(c.shape) == (0, 16) and tuple(a_out.shape) == (0, 64)
+
+
+def test_not_a_tensor_or_group_is_named(wt):
+    import weft.torch.dist as D
+    import weft.torch.ops as O
+    with pytest.raises(TypeError, match="weft.torch.rms_norm: x is a NoneType, not a torch.Tensor"):
+        O.rms_norm(None, bf(64))
+    with pytest.raises(TypeError, match=r"group = 5: a ProcessGroup, its name \(str\) or None"):
+        D.group_name(5)

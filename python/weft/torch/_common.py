@@ -10,6 +10,8 @@ DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
 def dtype_name(t, op, name, allowed=("f32", "f16", "bf16")):
+    if not isinstance(t, torch.Tensor):   # (None raised AttributeError: 'NoneType' has no dtype)
+        raise TypeError("weft.torch.%s: %s is a %s, not a torch.Tensor" % (op, name, type(t).__name__))
     d = DTYPES.get(t.dtype)
     if d is None or d not in allowed:
         want = ", ".join("torch." + {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[a] for a in allowed)

@@ -93,7 +93,10 @@ def group_name(group=None):
         if not (dist.is_available() and dist.is_initialized()):
             return SELF
         group = dist.group.WORLD
-    return group.group_name
+    name = getattr(group, "group_name", None)
+    if not isinstance(name, str):   # (group=5 raised AttributeError: 'int' has no group_name)
+        raise TypeError("weft.torch: group = %r: a ProcessGroup, its name (str) or None (the default group)" % (group,))
+    return name
 
 
 def _resolve(name):
