@@ -247,10 +247,15 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
     const char *why = w < 0 || (size_t)w >= sizeof probe ? "is too long a path"
                       : stat(probe, &st) != 0 ? (errno == ENOENT || errno == ENOTDIR ? "does not exist" : strerror(errno))
                       : !S_ISREG(st.st_mode) ? "is not a file" : NULL;
+    /* named as the user gave it: the variable, or the context's option (weft_ctx_options, Python's
+     * Context(source_dir=...)) */
+    const char *ev = getenv("WEFT_SOURCE_DIR");
+    int from_env = ev && !strcmp(ev, b->source_dir);
     if (why)
-      b->bad_env = util_strprintf("WEFT_SOURCE_DIR = \"%s\": not a weft source tree (%s/gen/core/weft.lua %s): "
-                                  "point it at a checkout of weft, or unset it to use the generator built in",
-                                  b->source_dir, b->source_dir, why);
+      b->bad_env = util_strprintf("%s = \"%s\": not a weft source tree (%s/gen/core/weft.lua %s): point it at a "
+                                  "checkout of weft, or %s to use the generator built in",
+                                  from_env ? "WEFT_SOURCE_DIR" : "source_dir", b->source_dir, b->source_dir, why,
+                                  from_env ? "unset it" : "leave it out");
     if (why && !b->bad_env) { free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1; }
   }
   lua_State *L = b->L = lua_newstate(bridge_alloc, b);

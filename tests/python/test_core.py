@@ -790,3 +790,14 @@ def test_a_cpu_tensor_is_not_launched_as_a_device_pointer():
     k = weft.compile({"family": "row_softmax", "dtype": "f32", "max_cols": 1024})
     with pytest.raises(ValueError, match="argument y is a tensor on cpu, not on a CUDA device"):
         k.launch(HostTensor(), 0x1000, 1, 8)
+
+
+def test_source_dir_named_as_given(monkeypatch):
+    # the context's option is named as the option (the message said WEFT_SOURCE_DIR, which was not set)
+    monkeypatch.delenv("WEFT_SOURCE_DIR", raising=False)
+    c = weft.Context(source_dir="/nonexistent/weft-src")
+    try:
+        with pytest.raises(weft.WeftError, match=r'source_dir = "/nonexistent/weft-src": not a weft source tree'):
+            c.generate({"family": "row_reduce", "dtype": "f32"})
+    finally:
+        c.close()
