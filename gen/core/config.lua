@@ -418,7 +418,12 @@ function M.parse_value(s)
 end
 
 -- apply(cfg, overrides, file) -> cfg | nil, message.  overrides: list of "a.b.c=value".
+M.MAX_OVERRIDES = 4096   -- a config has some dozens of fields: more is a mistake, not a config
+
 function M.apply(cfg, overrides, file)
+  if #(overrides or {}) > M.MAX_OVERRIDES then
+    return nil, string.format("%s: %d overrides (--set): at most %d", file, #overrides, M.MAX_OVERRIDES)
+  end
   for _, o in ipairs(overrides or {}) do
     local key, value = o:match("^([^=]+)=(.*)$")
     local well_formed = key ~= nil

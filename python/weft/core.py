@@ -173,8 +173,13 @@ def _override_text(v, key):
                       "for nested keys" % (key, v, type(v).__name__))
 
 
+MAX_OVERRIDES = 4096   # gen/core/config.lua's M.MAX_OVERRIDES: refused here before 10**6 strings are built
+
+
 def overrides(kw, prefix=""):
     """Keyword overrides as the C API's "key=value" strings (nested dicts become dotted keys)."""
+    if not prefix and len(kw) > MAX_OVERRIDES:
+        raise ConfigError(1, "weft: %d overrides: at most %d" % (len(kw), MAX_OVERRIDES))
     out = []
     for k, v in kw.items():
         if not isinstance(k, str) or not _NAME.match(k):

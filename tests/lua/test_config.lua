@@ -339,4 +339,12 @@ T.test("apply: malformed dotted keys fail (a..b, a., .a, a.1b)", function()
   T.eq(#accepted, 0, "malformed --set accepted: " .. table.concat(accepted, "; "))
 end)
 
+T.test("at most MAX_OVERRIDES --set: more is refused before any is applied", function()
+  local sets = {}
+  for i = 1, config.MAX_OVERRIDES + 1 do sets[i] = "k" .. i .. "=1" end
+  local cfg, err = config.apply({ family = "row_reduce" }, sets, "c.lua")
+  T.eq(cfg, nil, "refused")
+  T.ok(err:find("c.lua: 4097 overrides %(%-%-set%): at most 4096") ~= nil, err)
+end)
+
 T.done("test_config")
