@@ -546,8 +546,15 @@ weft_status weft_auto_compile(weft_ctx *c, const weft_auto *a, int i, weft_kerne
 static int by_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 weft_status weft_auto_record(weft_ctx *c, const weft_auto *a, int i, double time_us, const char *db_path) {
-  if (!c || !a || i < 0 || i >= a->n || !isfinite(time_us) || time_us <= 0) return WEFT_ERR_INVALID;
+  if (!c || !a) return WEFT_ERR_INVALID;
   char *err = api_ctx_err(c), gpu[256], nv[32], e[2048];
+  if (i < 0 || i >= a->n || !isfinite(time_us) || time_us <= 0) {   /* said: the context's last message was another's */
+    if (i < 0 || i >= a->n)
+      util_set_err(err, API_ERRLEN, "weft_auto_record: candidate %d: the choice has %d (0..%d)", i, a->n, a->n - 1);
+    else
+      util_set_err(err, API_ERRLEN, "weft_auto_record: time_us = %g: a positive number of microseconds", time_us);
+    return WEFT_ERR_INVALID;
+  }
   int sm = 0, driver = 0;
   weft_status st = api_device_info(c, gpu, sizeof gpu, &sm, &driver);
   if (st) return st;

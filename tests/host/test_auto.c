@@ -180,6 +180,9 @@ static void test_compile_and_record(void **state) {
   weft_kernel_destroy(k);
   assert_int_equal(weft_auto_compile(f->ctx, a, 1, &k), WEFT_ERR_INVALID);
   assert_int_equal(weft_auto_record(f->ctx, a, 0, -1.0, f->db), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(f->ctx), "weft_auto_record: time_us = -1: a positive number of microseconds"));
+  assert_int_equal(weft_auto_record(f->ctx, a, 5, 1.0, f->db), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(f->ctx), "weft_auto_record: candidate 5: the choice has"));
   st = weft_auto_record(f->ctx, a, 0, 7.5, f->db);
   if (st == WEFT_OK) {
     weft_auto *b = NULL;
