@@ -135,7 +135,7 @@ static void test_held_lock_gives_up(void **state) {
   assert_non_null(strstr(err, hex));
   assert_non_null(strstr(err, "WEFT_CACHE_LOCK_SECONDS"));
   setenv("WEFT_CACHE_LOCK_SECONDS", "soon", 1);
-  assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), -1);
+  assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), CACHE_FAIL_ENV);
   assert_non_null(strstr(err, "WEFT_CACHE_LOCK_SECONDS = \"soon\": must be a whole number of seconds"));
   close(fd);
   unsetenv("WEFT_CACHE_LOCK_SECONDS");
