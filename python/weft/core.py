@@ -59,9 +59,9 @@ _LUA_KEYWORDS = frozenset("and break do else elseif end false for function goto 
                           "repeat return then true until while".split())
 
 
-def _lua_string(s):
+def _lua_string(s, what="a config string"):
     out = ['"']
-    for b in str.encode(s, "utf-8"):   # str's own encode: a subclass could return other bytes
+    for b in _utf8(s, what):   # str's own encode: a subclass could return other bytes
         c = chr(b)
         if c == "\\" or c == '"':
             out.append("\\" + c)
@@ -100,7 +100,7 @@ def _lua_value(v, where, depth=0, seen=()):
     if isinstance(v, float):
         return _float_text(v, "config field " + (where or "<config>"))
     if isinstance(v, str):
-        return _lua_string(v)
+        return _lua_string(v, "config field " + (where or "<config>") + " =")
     if isinstance(v, (list, tuple, dict)):
         # A cycle or runaway nesting would otherwise end in Python's RecursionError, naming nothing.
         if id(v) in seen:
@@ -123,7 +123,8 @@ def _lua_value(v, where, depth=0, seen=()):
                 raise ConfigError(1, "weft: config field %s has key %r: a key holding a NUL character is no field"
                                   % (where or "<config>", k))
             # Any other key is a quoted string key: the generator then names it as an unknown field.
-            key = k if _NAME.match(k) and k not in _LUA_KEYWORDS else "[%s]" % _lua_string(k)
+            key = k if _NAME.match(k) and k not in _LUA_KEYWORDS else "[%s]" % _lua_string(
+                k, "config field %s has key" % (where or "<config>"))
             items.append("%s = %s" % (key, _lua_value(x, "%s.%s" % (where, k) if where else k, depth + 1, seen)))
         return "{" + ", ".join(items) + "}"
     raise ConfigError(1, "weft: config field %s = %r (%s): allowed are bool, int, float, str, list and dict"
@@ -155,7 +156,17 @@ def _no_nul(text, what):
     # C strings end at a NUL: "dtype=f32\0..." would silently arrive as dtype=f32.
     if "\0" in text:
         raise ConfigError(1, "weft: %s %r holds a NUL character: not allowed" % (what, text))
+    _utf8(text, what)
     return text
+
+
+def _utf8(text, what):
+    """text as UTF-8, or ConfigError naming what: a lone surrogate ('\\ud800') has no UTF-8 form."""
+    try:
+        return str.encode(text, "utf-8")
+    except UnicodeEncodeError as e:
+        raise ConfigError(1, "weft: %s %r holds %r at %d, which is not text (a lone surrogate has no UTF-8 form)"
+                          % (what, text[:80], text[e.start], e.start)) from None
 
 
 def _override_text(v, key):

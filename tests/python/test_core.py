@@ -807,3 +807,14 @@ def test_overrides_capped():
     # 10**6 keyword overrides took 18 s and 1.5 GB to be refused one by one
     with pytest.raises(weft.ConfigError, match="weft: 4097 overrides: at most 4096"):
         weft.core.overrides({"k%d" % i: i for i in range(4097)})
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda c: c.generate({"family": "row_reduce", "dtype": "\ud800"}), "config field dtype = '\\ud800'"),
+    (lambda c: c.generate({"family": "row_reduce"}, dtype="\ud800"), "override dtype = '\\ud800'"),
+    (lambda c: c.generate({"family": "row_reduce", "\ud800": 1}), "config field <config> has key '\\ud800'"),
+])
+def test_lone_surrogate_named(ctx, call, what):
+    # str.encode("utf-8") raised a UnicodeEncodeError naming no field
+    with pytest.raises(weft.ConfigError, match=re.escape(what) + ".*a lone surrogate has no UTF-8 form"):
+        call(ctx)
