@@ -50,9 +50,10 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *cmd, const
     return NULL;
   }
   if (v[0] == '-') {
-    int pathlike = strstr(what, "path") || strstr(what, "folder");
-    cli_err("%s: %s needs %s, not the flag '%s'%s%s%s\n", cmd, flag, what, v, pathlike ? " (a name that starts with '-': write ./" : "",
-            pathlike ? v : "", pathlike ? ")" : "");
+    char hint[300] = "";
+    if (strstr(what, "path") || strstr(what, "folder"))
+      snprintf(hint, sizeof hint, " (a name that starts with '-': write ./%.200s)", v);
+    cli_err("%s: %s needs %s, not the flag '%s'%s\n", cmd, flag, what, v, hint);
     return NULL;
   }
   ++*i;

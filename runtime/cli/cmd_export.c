@@ -25,21 +25,14 @@ void cmd_export_help(void) {
          "WEFT_AUTO_TABLE=FILE makes weft use it in place of the shipped table.\n");
 }
 
-static int table_value_ok(const char *v) {
-  if (!*v) return 0;
-  for (; *v; v++)
-    if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') || (*v >= '0' && *v <= '9') || strchr("_.+-", *v)))
-      return 0;
-  return 1;
-}
+/* v is non-empty and made only of the characters in set */
+static int made_of(const char *v, const char *set) { return v && *v && !v[strspn(v, set)]; }
 
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_"
+/* a table value: [A-Za-z0-9_.+-]+ (autotable.h) */
+static int table_value_ok(const char *v) { return made_of(v, NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZ.+-"); }
 /* A family's or dtype's name as the database holds it: [a-z0-9_]+ (written into a Lua string) */
-static int name_ok(const char *v) {
-  if (!v || !*v) return 0;
-  for (; *v; v++)
-    if (!((*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') || *v == '_')) return 0;
-  return 1;
-}
+static int name_ok(const char *v) { return made_of(v, NAME_CHARS); }
 
 /* s for a header line of the table: control characters (a newline in a path or a --gpu) as '?',
  * so a value never starts a line of its own; into buf, cut to its size */
@@ -167,12 +160,12 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
       i0 = i;
       util_buf_free(&seen);
     }
-    int bad_time = !isfinite(v[i].row.time_us) || v[i].row.time_us <= 0, bad_ranks = v[i].ranks < 1 || v[i].ranks > 65536;
-    if (bad_time || bad_ranks) {   /* what the table's reader would refuse (autotable.c): not written */
-      snprintf(why, sizeof why, bad_time ? "time_us = %g: a time is a positive number of microseconds"
-                                         : "ranks = %.0f: a rank count is in 1..65536",
-               bad_time ? v[i].row.time_us : (double)v[i].ranks);
-    }
+    int bad_time = !isfinite(v[i].row.time_us) || v[i].row.time_us <= 0,
+        bad_ranks = v[i].ranks < 1 || v[i].ranks > AUTOTABLE_MAX_RANKS;
+    if (bad_time)   /* what the table's reader would refuse (autotable.c): not written */
+      snprintf(why, sizeof why, "time_us = %g: a time is a positive number of microseconds", v[i].row.time_us);
+    else if (bad_ranks)
+      snprintf(why, sizeof why, "ranks = %d: a rank count is in 1..%d", v[i].ranks, AUTOTABLE_MAX_RANKS);
     if (bad_time || bad_ranks || strchr(v[i].shape, '\t') ||
         autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
         row_config(ctx, &v[i], &cfg, &variant, why, sizeof why)) {

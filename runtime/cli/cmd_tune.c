@@ -300,9 +300,9 @@ static int export_dir_missing(const char *path) {
   if (w < 0 || (size_t)w >= sizeof dir) { cli_err("weft tune: --export %.200s...: the path is too long\n", path); return 1; }
   if (!dir[0]) snprintf(dir, sizeof dir, "/");
   struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    cli_err("weft tune: --export %s: its folder %s %s\n", path, dir,
-            stat(dir, &st) != 0 ? "does not exist" : "is not a folder");
+  int missing = stat(dir, &st) != 0;
+  if (missing || !S_ISDIR(st.st_mode)) {
+    cli_err("weft tune: --export %s: its folder %s %s\n", path, dir, missing ? "does not exist" : "is not a folder");
     return 1;
   }
   return 0;

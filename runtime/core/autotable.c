@@ -206,7 +206,7 @@ static int parse_row(const char *file, int line, const char *const *f, const siz
   char *end;
   errno = 0;
   long ranks = strtol(buf, &end, 10);
-  if (!vl[COL_RANKS] || *end || errno || ranks < 1 || ranks > 65536 || !isdigit((unsigned char)buf[0])) {
+  if (!vl[COL_RANKS] || *end || errno || ranks < 1 || ranks > AUTOTABLE_MAX_RANKS || !isdigit((unsigned char)buf[0])) {
     warn_field(w, file, line, at[COL_RANKS], "ranks", v[COL_RANKS], vl[COL_RANKS], "a whole number of ranks in 1..65536");
     return -1;
   }
