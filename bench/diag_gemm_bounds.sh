@@ -9,6 +9,10 @@
 #   depth2: two groups of WGMMAs in flight instead of one (each k-block's stage released two
 #           k-blocks later): whether a consumer's k-block waits on the WGMMAs' latency (small
 #           swapped tiles: m64 n40 k16 x 4 a k-block).  It computes: checked like real.
+#   rowcol: in a 2-d multicast cluster (CM x CN), a consumer warp releases its stage to the CTAs
+#           that write into it (its cluster row, which sends A, and its column, which sends B:
+#           CM + CN - 1) instead of to all CM x CN; a producer then waits for those alone.
+#           Whether the whole cluster's lock-step is what slows weft's 4 x 2.  It computes.
 # Patches combine with '+'; a patch that finds nothing to change stops the script.  Usage (GPU
 # machine, build/ built):
 #   DIAG_KINDS="real noload nomma" DIAG_SHAPES="--time-shape ..." bench/diag_gemm_bounds.sh "CONFIG SETS" ...
@@ -55,8 +59,24 @@ def depth2(s):
     s = s[:a] + "  wgmma_wait<1>();\n  if (prev2 >= 0) release(prev2);\n" + s[a:]
     assert s.count("wgmma_wait<2>") == 1 and s.count("prev2") == 6, "depth2: the main loop changed shape"
     return s
+def rowcol(s):
+    # the kernel (weft/gemm_kernel.cuh): empty[s] counts the warps of the CTAs of this CTA's row and
+    # column; each consumer warp's lanes 0 .. CM + CN - 2 arrive in those CTAs (its column's CM,
+    # then its row's others)
+    old = "ring.init(STAGE_WARPS * SHARE);"
+    assert s.count(old) == 1, "rowcol: the ring's init changed"
+    s = s.replace(old, "ring.init(STAGE_WARPS * (CM + CN - 1));")
+    old = "if (lane < SHARE) mbar_arrive_remote(&ring.empty[st], (u32)lane);"
+    assert s.count(old) == 1, "rowcol: the release changed"
+    new = ("if (lane < CM + CN - 1) {\n"
+           "          const int rcm = crank % CM, rcn = crank / CM, j = lane - CM;\n"
+           "          const int peer = lane < CM ? CM * rcn + lane : rcm + CM * (j < rcn ? j : j + 1);\n"
+           "          mbar_arrive_remote(&ring.empty[st], (u32)peer);\n"
+           "        }")
+    return s.replace(old, new)
 for kind in kinds:
-    if kind == "noload": patch("gemm_kernel.cuh", noload)
+    if kind == "rowcol": patch("gemm_kernel.cuh", rowcol)
+    elif kind == "noload": patch("gemm_kernel.cuh", noload)
     elif kind == "nomma": patch("gemm_mainloop.cuh", nomma)
     elif kind == "depth2": patch("gemm_mainloop.cuh", depth2)
     else: sys.exit("unknown patch " + kind)
