@@ -206,6 +206,8 @@ def overrides(kw, prefix=""):
 
 
 def _path(config):
+    if not isinstance(config, (str, bytes, os.PathLike)):
+        raise TypeError("weft: a config path is a str, bytes or os.PathLike, not %s" % type(config).__name__)
     p = os.fspath(config)
     b = os.fsencode(p)
     if b"\0" in b:
@@ -300,6 +302,7 @@ class Auto:
 
     def compile(self, i=0):
         """Candidate i (0: the choice), compiled through the kernel cache."""
+        i = whole(i, "Auto.compile: candidate", -(1 << 31), (1 << 31) - 1)
         if not 0 <= i < len(self.names):
             raise IndexError("weft: candidate %d of %d" % (i, len(self.names)))
         k = ctypes.c_void_p()
@@ -464,12 +467,13 @@ class Context:
 
     def compile_tuned(self, path, shape, ranks=1, db=None, **kw):
         """The tuned config for this GPU, family, dtype, shape and rank count, else the config as
-        given.  Returns (kernel, tuned, notice): notice says which and why."""
+        given.  path: a config file; shape as auto() takes it.  Returns (kernel, tuned, notice):
+        notice says which and why."""
         ov, n = _lib.strings(overrides(kw))
         k = ctypes.c_void_p()
         tuned = ctypes.c_int(0)
         p, d = _path(path), _fs(db, "db")
-        s = _no_nul(str(shape), "shape").encode()
+        s = _no_nul(shape_text(shape), "shape").encode()
         with self.lock:
             st = lib.weft_compile_tuned(self._handle(), p, ov, n, s, whole(ranks, "ranks", 1, 65536), d, ctypes.byref(k),
                                         ctypes.byref(tuned))

@@ -12,7 +12,7 @@ import weakref
 
 from . import _lib
 from ._lib import lib
-from .core import WeftError, _take_handle, error, stream_handle, whole
+from .core import Kernel, WeftError, _take_handle, error, stream_handle, whole
 
 
 class World:
@@ -96,6 +96,8 @@ class World:
         """Collective: every rank passes the same description, else WeftError (MISMATCH) on every rank."""
         if self._h is None:
             raise ValueError("weft: this world is closed")
+        if not isinstance(what, str) or not isinstance(desc, str):
+            raise TypeError("weft: agree(what, desc) takes two str, not %s and %s" % (type(what).__name__, type(desc).__name__))
         if "\0" in what or "\0" in desc:
             raise ValueError("weft: agree(%r, %r): a NUL character would cut the text short" % (what, desc))
         st = lib.weft_world_agree(self._h, what.encode(), desc.encode())
@@ -128,6 +130,9 @@ class Comm:
 
     def __init__(self, kernel, world, max_elems):
         self._h = None
+        if not isinstance(kernel, Kernel) or not isinstance(world, World):
+            raise TypeError("weft: Comm(kernel, world, max_elems) takes a weft Kernel and a World, not %s and %s"
+                            % (type(kernel).__name__, type(world).__name__))
         if kernel.handle is None or world.handle is None:
             raise ValueError("weft: Comm over a closed %s" % ("kernel" if kernel.handle is None else "world"))
         self.kernel, self.world = kernel, world
@@ -153,7 +158,14 @@ class Comm:
         return bool(lib.weft_comm_multicast(self._live()))
 
     def set_timeout(self, seconds):
-        lib.weft_comm_set_timeout(self._live(), float(seconds))
+        """How long a wait on another rank's signal may take before the kernel reports it (seconds > 0)."""
+        try:
+            t = float(seconds) if not isinstance(seconds, (bool, str, bytes)) else None
+        except (TypeError, ValueError):
+            t = None
+        if t is None or not 0 < t <= 86400:
+            raise ValueError("weft: set_timeout(%r): a number of seconds above 0 and at most 86400 (a day)" % (seconds,))
+        lib.weft_comm_set_timeout(self._live(), t)
 
     def launch(self, *args, stream=None):
         k = self.kernel

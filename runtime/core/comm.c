@@ -11,6 +11,7 @@
  * wait for other ranks' blocks): the co-resident capacity, the lowest over the ranks, divided
  * by the ranks sharing a GPU (MPS). */
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +75,9 @@ static void parse_fault(weft_comm *c) {
 }
 
 void weft_comm_set_timeout(weft_comm *c, double seconds) {
-  if (c && seconds > 0) c->p.timeout_ns = (uint64_t)(seconds * 1e9);
+  // At most WEFT_SIGNAL_TIMEOUT_MS's day: the kernels multiply it by a wait's patience, and past
+  // ~584 years converting the nanoseconds is undefined.  NaN and <= 0 fail the test: unchanged.
+  if (c && seconds > 0) c->p.timeout_ns = (uint64_t)(fmin(seconds * 1e3, UTIL_SIGNAL_TIMEOUT_MAX_MS) * 1e6);
 }
 
 #define CU(call, what)                                                                 \

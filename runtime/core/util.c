@@ -224,8 +224,9 @@ int util_signal_timeout_ms(double *ms, char *err, size_t errlen) {
   char *end;
   errno = 0;
   double t = strtod(v, &end);
-  /* !(t > 0) also refuses NaN; strtod's leading blanks are not taken either */
-  if (errno || *end || end == v || isspace((unsigned char)v[0]) || !(t > 0) || t > UTIL_SIGNAL_TIMEOUT_MAX_MS) {
+  /* !(t > 0) also refuses NaN; strtod's leading blanks and hex floats ("0x10") are not taken either */
+  if (errno || *end || end == v || isspace((unsigned char)v[0]) || strpbrk(v, "xX") || !(t > 0) ||
+      t > UTIL_SIGNAL_TIMEOUT_MAX_MS) {
     util_set_err(err, errlen, "WEFT_SIGNAL_TIMEOUT_MS = \"%.80s%s\": must be a number of milliseconds above 0 and "
                  "at most %.0f (a day) (how long a kernel waits for a signal before it stops and names it; 0 is "
                  "refused, since a wait without an end can hang; unset: 5000 between ranks, 60000 for stream-K)", v,

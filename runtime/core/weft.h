@@ -425,6 +425,7 @@ weft_status weft_comm_check(weft_comm *c);
 /* The epoch of the last launch that finished on this rank (launches so far, each adding one), read
  * from the device (synchronous: call after the stream is synchronised); -1 on a failed read. */
 long long weft_comm_epoch(weft_comm *c);
+/* seconds > 0, at most a day (longer is a day); NaN or <= 0 leaves the timeout as it was */
 void weft_comm_set_timeout(weft_comm *c, double seconds);
 const char *weft_comm_error(const weft_comm *c);
 int weft_comm_multicast(const weft_comm *c);   /* 1: real multimem; 0: unicast (twin or threadload) */

@@ -226,7 +226,7 @@ static void test_message_cut_at_line(void **state) {
 static void test_signal_timeout_env(void **state) {
   (void)state;
   const char *good[][2] = {{"250", "250"}, {"0.5", "0.5"}, {"86400000", "86400000"}, {"", "0"}};
-  const char *bad[] = {"0", "-3", "soon", "250ms", " ", " 250", "nan", "inf", "1e300", "86400001"};
+  const char *bad[] = {"0", "-3", "soon", "250ms", " ", " 250", "nan", "inf", "1e300", "86400001", "0x10", "0X1p3"};
   char err[512];
   double ms;
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {

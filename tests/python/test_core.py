@@ -818,3 +818,19 @@ def test_lone_surrogate_named(ctx, call, what):
     # str.encode("utf-8") raised a UnicodeEncodeError naming no field
     with pytest.raises(weft.ConfigError, match=re.escape(what) + ".*a lone surrogate has no UTF-8 form"):
         call(ctx)
+
+
+def test_auto_compile_candidate_checked(ctx):
+    # Auto.compile(0.5) raised ctypes' ArgumentError, naming neither the call nor the value
+    a = ctx.auto({"family": "row_reduce", "dtype": "f32"}, "rows=8 cols=8")
+    for i in (0.5, "0", True, None):
+        with pytest.raises(TypeError, match=re.escape("Auto.compile: candidate = %r" % (i,))):
+            a.compile(i)
+    with pytest.raises(IndexError, match="candidate %d of %d" % (len(a.names), len(a.names))):
+        a.compile(len(a.names))
+
+
+def test_compile_tuned_config_must_be_a_path(ctx):
+    # a dict (compile() takes one, compile_tuned does not) raised os.fspath's bare TypeError
+    with pytest.raises(TypeError, match="a config path is a str, bytes or os.PathLike, not dict"):
+        ctx.compile_tuned({"family": "row_reduce", "dtype": "f32"}, "rows=8 cols=8")

@@ -265,7 +265,7 @@ def test_env_torch_timeout(wt, monkeypatch):
     for v, s in (("", 300), ("2.5", 2.5), ("86400", 86400)):
         monkeypatch.setenv("WEFT_TORCH_TIMEOUT_S", v)
         assert D._timeout().total_seconds() == s
-    for v in ("0", "-1", "soon", "nan", "inf", "86401", " 30", "30s"):
+    for v in ("0", "-1", "soon", "nan", "inf", "86401", " 30", "30s", "5_0"):
         monkeypatch.setenv("WEFT_TORCH_TIMEOUT_S", v)
         with pytest.raises(ValueError, match=r"WEFT_TORCH_TIMEOUT_S=%s: allowed a number of seconds above 0"
                            % repr(v).replace("+", r"\+")):

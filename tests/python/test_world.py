@@ -185,3 +185,28 @@ def test_closed_world():
     for field in ("rank", "local_rank", "local_size"):   # (they read -1 and 0 from the freed handle)
         with pytest.raises(ValueError, match="this world is closed"):
             getattr(w, field)
+
+
+def test_agree_and_comm_argument_types():
+    # agree(None, ...) raised "argument of type 'NoneType' is not iterable"; Comm(None, ...) an
+    # AttributeError from inside the constructor
+    w = weft.World(0, 1, 0, 1, lambda d: d)
+    try:
+        with pytest.raises(TypeError, match="agree.what, desc. takes two str, not NoneType and str"):
+            w.agree(None, "b")
+        with pytest.raises(TypeError, match="takes a weft Kernel and a World, not NoneType and World"):
+            weft.Comm(None, w, 16)
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), float("inf"), 86401, "5", None, True])
+def test_comm_timeout_checked(seconds):
+    # (a Comm needs a GPU; the value is checked before the handle) 1e30 s was converted to the
+    # kernel's nanoseconds out of range, and 0 or NaN were ignored without a word
+    c = weft.Comm.__new__(weft.Comm)
+    c._h = None
+    with pytest.raises(ValueError, match=re.escape("set_timeout(%r): a number of seconds above 0 and at most 86400" % (seconds,))):
+        c.set_timeout(seconds)
+    with pytest.raises(ValueError, match="this communicator is closed"):
+        c.set_timeout(2.5)

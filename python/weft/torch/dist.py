@@ -69,7 +69,7 @@ def _timeout():
         s = float(v) if v != "" else 300.0
     except ValueError:
         s = -1.0
-    if not 0 < s <= 86400 or v != v.strip():
+    if not 0 < s <= 86400 or v != v.strip() or "_" in v:   # (float() takes "5_0"; the C parsers do not)
         raise ValueError("weft.torch: WEFT_TORCH_TIMEOUT_S=%r: allowed a number of seconds above 0 and at most 86400 "
                          "(how long weft's gloo subgroup waits for the other ranks; unset: 300)" % v)
     return datetime.timedelta(seconds=s)
