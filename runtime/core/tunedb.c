@@ -173,6 +173,13 @@ static int set_wal(tunedb *t, char *err, size_t errlen) {
   }
 }
 
+/* The results table's columns, in create_results' order: the INSERT names them, and a file's table
+ * is checked to have every one (by name). */
+#define RESULTS_COLUMNS                                                                              \
+  "gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config, base, kernel, time_us, metric, "     \
+  "metric_name, sweep, recorded"
+#define RESULTS_NCOLUMNS 16
+
 static const char *const create_results =
     "CREATE TABLE IF NOT EXISTS results ("
     " gpu TEXT NOT NULL, sm INTEGER NOT NULL, driver INTEGER NOT NULL, nvrtc TEXT NOT NULL,"
@@ -239,15 +246,13 @@ static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
                 "cannot read the schema", err, errlen) != 0)
     return -1;
   if (tables && query_int(t,
-                          "SELECT count(*) FROM pragma_table_info('results') WHERE name IN ('gpu', 'sm', 'driver', "
-                          "'nvrtc', 'ranks', 'family', 'dtype', 'shape', 'config', 'base', 'kernel', 'time_us', "
-                          "'metric', 'metric_name', 'sweep', 'recorded')",
+                          "SELECT count(*) FROM pragma_table_info('results') WHERE "
+                          "instr(name, ',') = 0 AND instr(', " RESULTS_COLUMNS ", ', ', ' || name || ', ') > 0",
                           &cols, NULL, "cannot read the results table's columns", err, errlen) != 0)
     return -1;
-  if (tables && cols != 16) {
-    util_set_err(err, errlen, "tune database %s: its results table has %lld of weft's 16 columns (gpu, sm, driver, "
-                 "nvrtc, ranks, family, dtype, shape, config, base, kernel, time_us, metric, metric_name, sweep, "
-                 "recorded): the file is damaged or another program's; move it away", t->path, cols);
+  if (tables && cols != RESULTS_NCOLUMNS) {
+    util_set_err(err, errlen, "tune database %s: its results table has %lld of weft's %d columns (" RESULTS_COLUMNS
+                 "): the file is damaged or another program's; move it away", t->path, cols, RESULTS_NCOLUMNS);
     return -1;
   }
   return 0;
@@ -394,8 +399,7 @@ static int bind_key(sqlite3_stmt *st, const tune_key *k) {
 /* ---- writing ------------------------------------------------------------------------------ */
 
 static const char *const insert_sql =
-    "INSERT OR REPLACE INTO results (gpu, sm, driver, nvrtc, ranks, family, dtype, shape,"
-    " config, base, kernel, time_us, metric, metric_name, sweep, recorded)"
+    "INSERT OR REPLACE INTO results (" RESULTS_COLUMNS ")"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
 
 static int bind_row(sqlite3_stmt *st, const tune_row *r, long long now) {
