@@ -1,4 +1,5 @@
 /* cli.c: helpers every command and runner shares (cli.h). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,27 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *cmd, const
   }
   ++*i;
   return v;
+}
+
+int cli_flag_whole(int argc, char **argv, int *i, const char *cmd, long long lo, long long hi, const char *why,
+                   long long *out) {
+  const char *flag = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (!v) {
+    cli_err("%s: %s needs a whole number in %lld..%lld\n", cmd, flag, lo, hi);
+    return -1;
+  }
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  /* digits only: strtoll would take " 5", "+5" and "-0"; base 10, so "010" is ten and "0x10" refused */
+  if (strspn(v, "0123456789") != strlen(v) || end == v || errno || n < lo || n > hi) {
+    cli_err("%s: %s %.80s%s: expected a whole number (decimal) in %lld..%lld%s\n", cmd, flag, v, strlen(v) > 80 ? "..." : "",
+            lo, hi, why ? why : "");
+    return -1;
+  }
+  *out = n;
+  ++*i;
+  return 0;
 }
 
 int cli_bind_args(const weft_manifest *m, void **slots, const char *const *names, void *const *vals, int n) {

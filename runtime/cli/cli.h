@@ -96,6 +96,11 @@ int cli_device(void);
  * a database named --plot).  cmd prefixes the message ("weft tune"); what says what the flag
  * takes ("a path"; a path or folder also gets the hint ./-name for a name that starts with '-'). */
 const char *cli_flag_value(int argc, char **argv, int *i, const char *cmd, const char *what);
+/* The value of the flag at argv[*i] as a whole number in lo..hi (lo >= 0; decimal digits only):
+ * 0 with *out, argv[*i + 1] consumed; or -1 with the message on stderr naming cmd, the flag, the
+ * value and the range, then why when not NULL (" (a median of three ...)"). */
+int cli_flag_whole(int argc, char **argv, int *i, const char *cmd, long long lo, long long hi, const char *why,
+                   long long *out);
 /* WEFT_DEVICE checked (cli_device reads it): 0, or -1 with the message on stderr, cmd its prefix */
 int cli_device_env_check(const char *cmd);
 /* A driver call's result: 1 if it succeeded; else 0 and its message on stderr, "weft run: rank R:

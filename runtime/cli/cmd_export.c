@@ -1,7 +1,6 @@
 /* cmd_export.c: `weft export-table` and `weft tune --export FILE`: the tuning database's best
  * config per (family, dtype, ranks, shape) for one GPU, written as a tuning table (the format of
  * tune/h200.tsv, runtime/core/autotable.h), atomically. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,23 +201,11 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
   return rc;
 }
 
-static int num(const char *flag, const char *text, long lo, long hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = text ? strtol(text, &end, 10) : 0;
-  if (!text || end == text || *end || errno || v < lo || v > hi) {
-    cli_err("weft export-table: %s %s: expected a whole number in %ld..%ld\n", flag, text ? text : "(nothing)", lo, hi);
-    return -1;
-  }
-  *out = (int)v;
-  return 0;
-}
-
 int cmd_export(int argc, char **argv) {
   const char *db_path = NULL, *file = NULL, *gpu = NULL, *nv = NULL;
   int sm = 0, driver = 0, given = 0;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_export_help(); return CLI_OK; }
     if (!strcmp(a, "--db") || !strcmp(a, "--gpu") || !strcmp(a, "--nvrtc")) {
       const char *v = cli_flag_value(argc, argv, &i, "weft export-table", !strcmp(a, "--db") ? "a path" : "a name");
@@ -229,9 +216,11 @@ int cmd_export(int argc, char **argv) {
       continue;
     }
     if (!strcmp(a, "--sm") || !strcmp(a, "--driver")) {
-      if (num(a, next, 0, !strcmp(a, "--sm") ? 1000 : 1000000, !strcmp(a, "--sm") ? &sm : &driver)) return CLI_USAGE;
-      given |= !strcmp(a, "--sm") ? 4 : 8;
-      i++;
+      const int is_sm = !strcmp(a, "--sm");
+      long long v;
+      if (cli_flag_whole(argc, argv, &i, "weft export-table", 0, is_sm ? 1000 : 1000000, NULL, &v)) return CLI_USAGE;
+      *(is_sm ? &sm : &driver) = (int)v;
+      given |= is_sm ? 4 : 8;
       continue;
     }
     if (a[0] == '-' || file) { cli_err("weft export-table: unexpected '%s' (weft help export-table)\n", a); return CLI_USAGE; }

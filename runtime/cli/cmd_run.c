@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 
@@ -70,20 +69,6 @@ int run_kernel(weft_kernel *k, const run_opts *o) {
 }
 
 /* --iters N, --seed S: a positive integer that fits (at most max) */
-static int num_arg(int argc, char **argv, int *i, long long max, long long *out) {
-  if (*i + 1 >= argc) { cli_err("weft run: %s needs a number\n", argv[*i]); return -1; }
-  char *end;
-  errno = 0;
-  long long v = strtoll(argv[*i + 1], &end, 10);   /* base 10: "010" is ten, "0x10" refused, as the sizes */
-  if (*end || end == argv[*i + 1] || errno || !isdigit((unsigned char)argv[*i + 1][0]) || v <= 0 || v > max) {
-    cli_err("weft run: %s %s: expected a positive whole number (decimal) of at most %lld\n", argv[*i], argv[*i + 1], max);
-    return -1;
-  }
-  *out = v;
-  ++*i;
-  return 0;
-}
-
 /* What the command line said about shapes, resolved once the kernel's run spec is known. */
 #define CLI_MAX_SIZE_FLAGS 8
 typedef struct shape_args {
@@ -245,8 +230,8 @@ int cmd_run(int argc, char **argv) {
     const char *a = argv[i];
     long long v;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_run_help(); rc = CLI_OK; goto out; }
-    if (!strcmp(a, "--iters")) { if (num_arg(argc, argv, &i, 1000000, &v)) goto agree; o.iters = (int)v; continue; }
-    if (!strcmp(a, "--seed")) { if (num_arg(argc, argv, &i, LLONG_MAX, &v)) goto agree; o.seed = (uint64_t)v; continue; }
+    if (!strcmp(a, "--iters")) { if (cli_flag_whole(argc, argv, &i, "weft run", 1, 1000000, NULL, &v)) goto agree; o.iters = (int)v; continue; }
+    if (!strcmp(a, "--seed")) { if (cli_flag_whole(argc, argv, &i, "weft run", 1, LLONG_MAX, NULL, &v)) goto agree; o.seed = (uint64_t)v; continue; }
     if (!strcmp(a, "--no-check")) { o.check = 0; continue; }
     if (!strcmp(a, "--no-time")) { o.timing = 0; continue; }
     if (!strcmp(a, "--tuned")) { tuned = 1; continue; }

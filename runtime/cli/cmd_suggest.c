@@ -1,6 +1,5 @@
 /* cmd_suggest.c: `weft suggest`: what `weft run --auto` would run for each shape, where it came
  * from (database, table, rule) and, for a measured hit, its time.  Needs no GPU. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,18 +21,6 @@ void cmd_suggest_help(void) {
 }
 
 /* --ranks, --candidates: an integer in lo..max */
-static int int_arg(const char *flag, const char *text, long lo, long max, int *out) {
-  char *end;
-  errno = 0;
-  long v = text ? strtol(text, &end, 10) : 0;
-  if (!text || end == text || *end || errno || v < lo || v > max) {
-    cli_err("weft suggest: %s %s: expected a whole number in %ld..%ld\n", flag, text ? text : "(nothing)", lo, max);
-    return -1;
-  }
-  *out = (int)v;
-  return 0;
-}
-
 int cmd_suggest(int argc, char **argv) {
   cli_common c = {0};
   const char *shapes[CLI_MAX_SHAPES];
@@ -43,10 +30,10 @@ int cmd_suggest(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_suggest_help(); return CLI_OK; }
     if (!strcmp(a, "--ranks") || !strcmp(a, "--candidates")) {
-      int r = !strcmp(a, "--ranks") ? int_arg(a, i + 1 < argc ? argv[i + 1] : NULL, 1, 65536, &ranks)
-                                    : int_arg(a, i + 1 < argc ? argv[i + 1] : NULL, 0, 16, &n_cand);
-      if (r) return CLI_USAGE;
-      i++;
+      const int is_ranks = !strcmp(a, "--ranks");
+      long long v;
+      if (cli_flag_whole(argc, argv, &i, "weft suggest", is_ranks ? 1 : 0, is_ranks ? 65536 : 16, NULL, &v)) return CLI_USAGE;
+      *(is_ranks ? &ranks : &n_cand) = (int)v;
       continue;
     }
     if (!strcmp(a, "--db")) {

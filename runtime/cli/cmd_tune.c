@@ -1,7 +1,6 @@
 /* cmd_tune.c: `weft tune`: expand a sweep (gen/core/sweep.lua), compile every candidate in parallel
  * through the disk cache, reject what the compiler says cannot run well, then check and time
  * each survivor on the GPU, rank them, and keep the results (CSV, tuning database). */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -277,19 +276,6 @@ static const char *csv_field(const char *s, char *buf, size_t len) {
 }
 
 /* --jobs and friends: a non-negative integer of at most max */
-static int count_arg(const char *flag, const char *text, long min, long max, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (end == text || *end || errno || !isdigit((unsigned char)text[0]) || v < min || v > max) {
-    cli_err("weft tune: %s %s: expected a whole number from %ld to %ld%s\n", flag, text, min, max,
-            !strcmp(flag, "--iters") ? " (a median of three timed loops needs three)" : "");
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 /* --export FILE's folder exists: checked before the run, which can take an hour (the table is
  * written after it).  1 with the message when it does not. */
 static int export_dir_missing(const char *path) {
@@ -333,8 +319,11 @@ static int tune_main(int argc, char **argv, int out_fd) {
     if (num) {
       long max = num == &jobs_n ? 256 : num == &iters ? 100000 : 1L << 30;
       long min = num == &jobs_n ? 1 : num == &iters ? 3 : 0;
-      if (i + 1 >= argc) { cli_err("weft tune: %s needs a whole number\n", a); goto agree; }
-      if (count_arg(a, argv[++i], min, max, num)) goto agree;
+      long long v;
+      if (cli_flag_whole(argc, argv, &i, "weft tune", min, max,
+                         num == &iters ? " (a median of three timed loops needs three)" : NULL, &v))
+        goto agree;
+      *num = (long)v;
       continue;
     }
     if (!strcmp(a, "--no-run")) { no_run = 1; continue; }

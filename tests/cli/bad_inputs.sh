@@ -49,8 +49,8 @@ expect 2 "--db needs a path, not the flag '--ranks'" "$W" suggest rr.lua 8192x32
 expect 2 "--db needs a path, not the flag '--no-check'" "$W" run rr.lua --db --no-check
 expect 2 "--shape needs a shape (rows=4096 cols=50257, or 4096x50257), not '-o'" "$W" gen rr.lua --auto --shape -o g4b
 expect 2 "--gpu needs a name, not the flag '--sm'" "$W" export-table --gpu --sm 1 --driver 1 o.tsv
-expect 2 "--iters 2: expected a whole number from 3 to 100000" "$W" tune "$SW" --iters 2
-expect 2 "--jobs 0: expected a whole number from 1 to 256" "$W" tune "$SW" --jobs 0
+expect 2 "--iters 2: expected a whole number (decimal) in 3..100000 (a median of three timed loops needs three)" "$W" tune "$SW" --iters 2
+expect 2 "--jobs 0: expected a whole number (decimal) in 1..256" "$W" tune "$SW" --jobs 0
 expect 2 "--export with --fake-timing" "$W" tune "$SW" --fake-timing --export e.tsv
 expect 2 "--export $T/nowhere/e.tsv: its folder $T/nowhere does not exist" "$W" tune "$SW" --export "$T/nowhere/e.tsv"
 expect 2 "--export $T/: names a folder; it takes a file" "$W" tune "$SW" --export "$T/"
@@ -97,7 +97,13 @@ printf '\xef\xbb\xbfreturn { family = "row_reduce", dtype = "f32", op = "sum" }\
 expect 0 "wrote" "$W" gen bom.lua -o g7
 "$W" build rr.lua -o g8 > /dev/null 2>&1   # (now in the cache: the next build is a hit)
 expect 2 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env WEFT_CACHE_LOCK_SECONDS=x "$W" build rr.lua -o g9
-expect 2 "--iters 0x10: expected a positive whole number (decimal)" "$W" run rr.lua --iters 0x10
+expect 2 "--iters 0x10: expected a whole number (decimal) in 1..1000000" "$W" run rr.lua --iters 0x10
+# one parser for every whole-number flag: strtol took a sign and leading blanks in suggest and export-table
+expect 2 "--ranks +5: expected a whole number (decimal) in 1..65536" "$W" suggest rr.lua 8192x32768 --ranks +5
+expect 2 "--candidates  3: expected a whole number (decimal) in 0..16" "$W" suggest rr.lua 8192x32768 --candidates " 3"
+expect 2 "--sm -0: expected a whole number (decimal) in 0..1000" "$W" export-table --gpu x --sm -0 --driver 1 o.tsv
+expect 2 "--driver needs a whole number in 0..1000000" "$W" export-table --gpu x --sm 90 --driver
+expect 2 "--budget 99999999999999999999: expected a whole number (decimal) in 0..1073741824" "$W" tune "$SW" --budget 99999999999999999999
 
 # WEFT_DRIVER_LIB pointing at a library that is no driver at all
 z=$(ls /usr/lib/*/libz.so.1 /lib/*/libz.so.1 2> /dev/null | head -1)
