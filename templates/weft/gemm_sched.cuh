@@ -101,12 +101,15 @@ template <class Cfg, class Src> struct GemmWalk {
   int j0 = 0, streamed = 0;                       //   its first streamed tile, and how many it touches
   __device__ __forceinline__ GemmWalk(long m, long n, int shards, int crank_, int kblocks_)
       : t(m, n, shards, crank_), kblocks(kblocks_), crank(crank_) {
+    // both tails: the P CTAs take whole tiles for the D = T / P * P of the T tiles that fill waves
+    const int T = t.units;
+    if constexpr (Cfg::STREAM_K || Cfg::SPLIT_TAIL) {
+      P = t.clusters * S;
+      cta = t.cid * S + crank;
+      D = T / P * P;
+    }
     if constexpr (Cfg::STREAM_K) {
       static_assert(!Src::SHARDED && Cfg::CM * Cfg::CN == 1 && S == 1 && !Cfg::SPLIT_TAIL, "stream-K: family gemm only");
-      P = t.clusters;
-      cta = t.cid;
-      const int T = t.units;
-      D = T / P * P;
       dp = D / P;
       Q = T - D < P / STREAMK_FAN ? (T - D) * STREAMK_FAN : P;
       W = (long)(T - D) * kblocks;
@@ -117,10 +120,6 @@ template <class Cfg, class Src> struct GemmWalk {
     }
     if constexpr (Cfg::SPLIT_TAIL) {
       static_assert(!Src::SHARDED && Cfg::CM * Cfg::CN == 1 && S > 1, "the split tail: family gemm's split-K only");
-      P = t.clusters * S;
-      cta = t.cid * S + crank;
-      const int T = t.units;
-      D = T / P * P;
       if (T - D > t.clusters) D = T;   // (the leftover would take as long split as whole)
       dp = D / P + (cta < D - D / P * P ? 1 : 0);
       tail = D < T && t.cid < T - D ? 1 : 0;
