@@ -8,6 +8,8 @@
 -- position and what is allowed (the grammar: below).  `ref = function(a, b) ... end` optionally
 -- gives the host a reference for checks.
 
+local schema = require("gen.core.schema")
+
 local M = {}
 
 M.builtin = {
@@ -108,13 +110,10 @@ local PUNCT = { "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "++", "--",
 local FLT_OVERFLOW = 3.4028235677973366e38   -- FLT_MAX plus half an ulp: a float literal from here rounds to inf
 local FLT_UNDERFLOW = 2.0 ^ -150             -- half the smallest subnormal: a nonzero literal up to here rounds to 0
 
--- t as a quoted string of printable ASCII (%q, with a newline as \n and bytes past 127 as \ddd, so a
--- cut through a UTF-8 character shows as numbers), cut after max bytes.
+-- t quoted on one line in ASCII (schema.quote), cut after max bytes.
 local function quote(t, max)
   max = max or 24
-  local q = string.format("%q", #t > max and t:sub(1, max) or t):gsub("\\\n", "\\n")
-  q = q:gsub("[\128-\255]", function(c) return "\\" .. c:byte() end)
-  return q .. (#t > max and "..." or "")
+  return schema.quote(#t > max and t:sub(1, max) or t, true) .. (#t > max and "..." or "")
 end
 
 -- A message about position p of s: "<what> at character p", with the text near p when s is long

@@ -15,11 +15,25 @@ local M = {}
 
 local SHOW_MAX = 160   -- bytes of a long string a message echoes (the rest is counted, not shown)
 
+-- t quoted on one line: %q, but a newline as \n (%q keeps it, after a backslash, splitting the
+-- message); ascii: bytes past 127 as \ddd too (a snippet cut anywhere shows as numbers, not as a
+-- broken character), else UTF-8 stays as written.
+local function quote(t, ascii)
+  local q = string.format("%q", t):gsub("\\\n", "\\n")
+  if ascii then q = q:gsub("[\128-\255]", function(c) return "\\" .. c:byte() end) end
+  return q
+end
+M.quote = quote
+
 local function show(v)
   if type(v) == "function" then return "function" end   -- never its address: messages stay the same run to run
   if type(v) == "string" then
-    if #v > SHOW_MAX then return string.format("%q ... (%d bytes in all)", v:sub(1, SHOW_MAX), #v) end
-    return string.format("%q", v)
+    if #v > SHOW_MAX then
+      local cut = SHOW_MAX   -- (back to a whole UTF-8 character: not before a continuation byte)
+      while cut > SHOW_MAX - 3 and (v:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
+      return string.format("%s ... (%d bytes in all)", quote(v:sub(1, cut)), #v)
+    end
+    return quote(v)
   end
   if type(v) == "table" then
     local parts = {}

@@ -67,6 +67,17 @@ T.test("show: a long string is cut, with its length, so the message still says w
   T.ok(err and #err < 400 and err:find("(100000 bytes in all): must be one of", 1, true), tostring(err):sub(1, 300))
 end)
 
+T.test("show: a value on one line (a newline split the message in two), UTF-8 whole", function()
+  T.eq(schema.show("f3\n2"), '"f3\\n2"')
+  T.eq(schema.show("caf\195\169"), '"caf\195\169"')
+  T.eq(schema.show("a\rb\0c"), '"a\\13b\\0c"')
+  T.eq(schema.quote("caf\195\169", true), '"caf\\195\\169"')
+  -- cut at 160 bytes, but not through a character: 159 x's and then a two-byte é
+  T.eq(schema.show(string.rep("x", 159) .. string.rep("\195\169", 10)), '"' .. string.rep("x", 159) .. '" ... (179 bytes in all)')
+  local _, err = validate({ family = "fam", dtype = "f3\n2" })
+  T.ok(err and not err:find("\n", 1, true) and err:find('dtype = "f3\\n2"', 1, true), tostring(err))
+end)
+
 -- ---- validation -------------------------------------------------------------------------
 
 T.test("defaults fill absent keys; family passes through", function()

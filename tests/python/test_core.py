@@ -229,12 +229,15 @@ ATTACKS = ['he said "hi"', "back\\slash\\", "two\nlines\r\n", "]]", "]==]", "[["
 
 
 def lua_q(s):
-    """Lua 5.4's string.format("%q") of s's UTF-8, decoded back: what the generator's messages show."""
+    """Lua 5.4's string.format("%q") of s's UTF-8 with a newline as \\n, decoded back: what the
+    generator's messages show (gen/core/schema.lua's quote)."""
     b, out = s.encode("utf-8"), []
     for i, c in enumerate(b):
         ch = bytes([c])
-        if ch in (b'"', b"\\", b"\n"):
+        if ch in (b'"', b"\\"):
             out.append(b"\\" + ch)
+        elif ch == b"\n":   # (on one line: %q's backslash and newline shown as \n)
+            out.append(b"\\n")
         elif ch == b"\0":
             out.append(b"\\0" if not (i + 1 < len(b) and chr(b[i + 1]).isdigit()) else b"\\000")
         elif c < 32 or c == 127:
