@@ -250,17 +250,14 @@ int cmd_gen(int argc, char **argv, int build) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_gen_help(build); return CLI_OK; }
     if (!strcmp(argv[i], "--auto")) { auto_mode = 1; continue; }
     if (!strcmp(argv[i], "--shape")) {
-      if (i + 1 >= argc || argv[i + 1][0] == '-' || !argv[i + 1][0]) {
-        cli_err("weft %s: --shape needs a shape (rows=4096 cols=50257, or 4096x50257)%s%s%s\n", build ? "build" : "gen",
-                i + 1 < argc ? ", not '" : "", i + 1 < argc ? argv[i + 1] : "", i + 1 < argc ? "'" : "");
-        return CLI_USAGE;
-      }
-      if (shape) {   /* one kernel per command: a second shape would silently replace the first */
+      const char *was = shape;
+      shape = cli_flag_value(argc, argv, &i, build ? "weft build" : "weft gen", "a shape (rows=4096 cols=50257, or 4096x50257)");
+      if (!shape) return CLI_USAGE;
+      if (was) {   /* one kernel per command: a second shape would silently replace the first */
         cli_err("weft %s: --shape given twice ('%s' and '%s'): --auto generates the kernel of one shape; run it once "
-                "per shape\n", build ? "build" : "gen", shape, argv[i + 1]);
+                "per shape\n", build ? "build" : "gen", was, shape);
         return CLI_USAGE;
       }
-      shape = argv[++i];
       continue;
     }
     int r = cli_common_arg(&c, argc, argv, &i);

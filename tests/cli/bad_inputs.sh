@@ -47,7 +47,7 @@ expect 2 "--set needs key=value, not the flag '-o'" "$W" gen rr.lua --set -o g4
 expect 2 "-o needs a folder, not the flag '-x'" "$W" gen rr.lua -o -x
 expect 2 "--db needs a path, not the flag '--ranks'" "$W" suggest rr.lua 8192x32768 --db --ranks
 expect 2 "--db needs a path, not the flag '--no-check'" "$W" run rr.lua --db --no-check
-expect 2 "--shape needs a shape (rows=4096 cols=50257, or 4096x50257), not '-o'" "$W" gen rr.lua --auto --shape -o g4b
+expect 2 "--shape needs a shape (rows=4096 cols=50257, or 4096x50257), not the flag '-o'" "$W" gen rr.lua --auto --shape -o g4b
 expect 2 "--gpu needs a name, not the flag '--sm'" "$W" export-table --gpu --sm 1 --driver 1 o.tsv
 expect 2 "--iters 2: expected a whole number (decimal) in 3..100000 (a median of three timed loops needs three)" "$W" tune "$SW" --iters 2
 expect 2 "--jobs 0: expected a whole number (decimal) in 1..256" "$W" tune "$SW" --jobs 0
