@@ -1,11 +1,13 @@
 /* cmd_export.c: `weft export-table` and `weft tune --export FILE`: the tuning database's best
  * config per (family, dtype, ranks, shape) for one GPU, written as a tuning table (the format of
  * tune/h200.tsv, runtime/core/autotable.h), atomically. */
-#include <math.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "autotable.h"
 #include "cli.h"
@@ -120,6 +122,28 @@ done:
   return rc;
 }
 
+/* 1 with the message when FILE is a database (the one read, by another name, or any SQLite file):
+ * `export-table --db A A`, or the two swapped, would replace the measurements with the table. */
+static int file_is_a_database(const char *file, const char *db_path) {
+  struct stat f, d;
+  if (stat(file, &f) != 0) return 0;   /* (no file: nothing to lose; a folder is the writer's to refuse) */
+  if (db_path && stat(db_path, &d) == 0 && f.st_dev == d.st_dev && f.st_ino == d.st_ino) {
+    cli_err("weft: --export %s: is the tuning database itself (%s): the table is another file (a .tsv); nothing "
+            "written\n", file, db_path);
+    return 1;
+  }
+  char head[16] = {0};
+  int fd = S_ISREG(f.st_mode) ? open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) : -1;
+  ssize_t got = fd >= 0 ? read(fd, head, sizeof head) : 0;
+  if (fd >= 0) close(fd);
+  if (got == (ssize_t)sizeof head && !memcmp(head, "SQLite format 3", 16)) {
+    cli_err("weft: --export %s: is an SQLite database (a tuning database?), not a table: refusing to replace it; "
+            "nothing written\n", file);
+    return 1;
+  }
+  return 0;
+}
+
 int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const char *gpu, int sm, int driver,
                      const char *nv, const char *command) {
   char err[2048];
@@ -134,6 +158,11 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
   }
   if (dbst || tunedb_best_per_shape(db, gpu, sm, driver, nv, &v, &n, err, sizeof err)) {
     cli_err("weft: --export: %s\n", err);
+    tunedb_close(db);
+    return CLI_FAIL;
+  }
+  if (file_is_a_database(file, tunedb_path(db))) {
+    tunedb_best_free(v, n);
     tunedb_close(db);
     return CLI_FAIL;
   }
@@ -159,17 +188,18 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
       i0 = i;
       util_buf_free(&seen);
     }
-    int bad_time = !isfinite(v[i].row.time_us) || v[i].row.time_us <= 0,
+    int bad_time = !v[i].time_ok,
         bad_ranks = v[i].ranks < 1 || v[i].ranks > AUTOTABLE_MAX_RANKS;
     if (bad_time)   /* what the table's reader would refuse (autotable.c): not written */
-      snprintf(why, sizeof why, "time_us = %g: a time is a positive number of microseconds", v[i].row.time_us);
+      snprintf(why, sizeof why, "time_us = %.40s%s: a time is a positive number of microseconds", v[i].time_text,
+               strlen(v[i].time_text) > 40 ? "..." : "");
     else if (bad_ranks)
-      snprintf(why, sizeof why, "ranks = %d: a rank count is in 1..%d", v[i].ranks, AUTOTABLE_MAX_RANKS);
+      snprintf(why, sizeof why, "ranks = %lld: a rank count is in 1..%d", v[i].ranks, AUTOTABLE_MAX_RANKS);
     if (bad_time || bad_ranks || strchr(v[i].shape, '\t') ||
         autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
         row_config(ctx, &v[i], &cfg, &variant, why, sizeof why)) {
-      fprintf(stderr, "weft: --export: skipped %s %s %s (%d rank%s, kernel %s): %s\n", v[i].family, v[i].dtype,
-              v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);
+      fprintf(stderr, "weft: --export: skipped %.100s %.40s %.200s (%lld rank%s, kernel %.200s): %s\n", v[i].family,
+              v[i].dtype, v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);
       skipped++;
     } else if (variant.oom || util_buf_printf(&needle, "|%s|", variant.p ? variant.p : "") ||
                (seen.p && strstr(seen.p, needle.p))) {
@@ -177,7 +207,7 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
        * holds "|v|" per variant written; a variant is key=value; pairs, never a "|" */
     } else {
       util_buf_printf(&seen, "%s", needle.p);
-      util_buf_printf(&out, "%s\t%s\t%d\t%s\t%.3f\t%s\n", v[i].family, v[i].dtype, v[i].ranks, canon, v[i].row.time_us,
+      util_buf_printf(&out, "%s\t%s\t%lld\t%s\t%.3f\t%s\n", v[i].family, v[i].dtype, v[i].ranks, canon, v[i].row.time_us,
                       cfg.p ? cfg.p : "");
       written++;
     }

@@ -342,7 +342,10 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
   tune_key key = {gpu, sm, driver, nv, ranks, m->family, dtype ? dtype : "", shape};
   tunedb *db = NULL;
   tune_row best;
-  int found = tunedb_open(&db, db_path, err, sizeof err) == 0 ? tunedb_best(db, &key, &best, err, sizeof err) : -1;
+  /* read-only: a lookup never makes a folder, a file or a schema (a mistyped --db made them and
+   * then said only "no tuned config") */
+  int opened = tunedb_open_readonly(&db, db_path, err, sizeof err);   /* (1: err says there is none) */
+  int found = opened == 0 ? tunedb_best(db, &key, &best, err, sizeof err) : -1;
   char notice[2048];
   if (found == 0) {
     /* the stored candidate: its base config plus its overrides, one per line */

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TUNEDB_SCHEMA_VERSION 1
 #define BUSY_TIMEOUT_MS 30000
@@ -173,24 +174,54 @@ static int set_wal(tunedb *t, char *err, size_t errlen) {
   }
 }
 
-/* The results table's columns, in create_results' order: the INSERT names them, and a file's table
- * is checked to have every one (by name). */
+/* The results table's columns, in RESULTS_DEFS' order: the INSERT names them, and a file's table
+ * is checked to have every one (by name), each of the type RESULTS_DEFS gives it. */
 #define RESULTS_COLUMNS                                                                              \
   "gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config, base, kernel, time_us, metric, "     \
   "metric_name, sweep, recorded"
 #define RESULTS_NCOLUMNS 16
+#define RESULTS_DEFS                                                                                 \
+  " gpu TEXT NOT NULL, sm INTEGER NOT NULL, driver INTEGER NOT NULL, nvrtc TEXT NOT NULL,"         \
+  " ranks INTEGER NOT NULL, family TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL,"       \
+  " config TEXT NOT NULL,"                                                                         \
+  " base TEXT NOT NULL, kernel TEXT NOT NULL, time_us REAL NOT NULL, metric REAL,"                 \
+  " metric_name TEXT NOT NULL, sweep TEXT NOT NULL, recorded INTEGER NOT NULL,"                    \
+  " PRIMARY KEY (gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config)"
 
-static const char *const create_results =
-    "CREATE TABLE IF NOT EXISTS results ("
-    " gpu TEXT NOT NULL, sm INTEGER NOT NULL, driver INTEGER NOT NULL, nvrtc TEXT NOT NULL,"
-    " ranks INTEGER NOT NULL, family TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL,"
-    " config TEXT NOT NULL,"
-    " base TEXT NOT NULL, kernel TEXT NOT NULL, time_us REAL NOT NULL, metric REAL,"
-    " metric_name TEXT NOT NULL, sweep TEXT NOT NULL, recorded INTEGER NOT NULL,"
-    " PRIMARY KEY (gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config))";
+static const char *const create_results = "CREATE TABLE IF NOT EXISTS results (" RESULTS_DEFS ")";
 
-/* Creates the schema where missing and checks its version, in one write transaction so that
- * processes opening a new file at once cannot both create it. */
+/* A time a reader may rank: a positive, finite number (a hand-edited row's 0, -5, 'abc' or NULL,
+ * or a text-typed column's '1006.3', would sort first or as text). */
+#define GOOD_TIME "(typeof(time_us) IN ('real', 'integer') AND time_us > 0 AND time_us < 9e999)"
+
+/* Each column of the file's results table has the type weft declares (a TEXT time_us sorts
+ * "1006.3" before "115.7"): compared with a temporary table made from RESULTS_DEFS (the temp
+ * schema is writable on a read-only connection too).  0, or -1 with err naming the column. */
+static int check_types(tunedb *t, char *err, size_t errlen) {
+  if (exec_sql(t, "CREATE TEMP TABLE IF NOT EXISTS weft_results (" RESULTS_DEFS ")", "cannot check the results table",
+               err, errlen) != 0)
+    return -1;
+  sqlite3_stmt *st = NULL;
+  const char *what = "cannot read the results table's columns";
+  if (prepare(t,
+              "SELECT w.name, w.type, r.type FROM pragma_table_info('weft_results', 'temp') w JOIN "
+              "pragma_table_info('results') r ON r.name = w.name WHERE upper(r.type) != w.type ORDER BY w.cid LIMIT 1",
+              &st, what, err, errlen) != 0)
+    return -1;
+  int rc = sqlite3_step(st), bad = rc == SQLITE_ROW;
+  if (bad) {
+    const char *have = (const char *)sqlite3_column_text(st, 2);
+    util_set_err(err, errlen, "tune database %s: its results table's column %s is declared \"%.40s\", not %s as weft "
+                 "makes it: the file is damaged or another program's; move it away", t->path,
+                 (const char *)sqlite3_column_text(st, 0), have ? have : "", (const char *)sqlite3_column_text(st, 1));
+  } else if (rc != SQLITE_DONE) {
+    db_err(t, rc, what, err, errlen);
+    bad = 1;
+  }
+  sqlite3_finalize(st);
+  return bad ? -1 : 0;
+}
+
 /* The file's schema: 0 with *empty = 1 for a file without one (new, or empty), 0 with *empty = 0
  * for a usable version; -1 with err for someone else's SQLite file (a mistyped WEFT_TUNE_DB), a
  * damaged version, or a newer one.  Reads only. */
@@ -255,7 +286,7 @@ static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
                  "): the file is damaged or another program's; move it away", t->path, cols, RESULTS_NCOLUMNS);
     return -1;
   }
-  return 0;
+  return tables ? check_types(t, err, errlen) : 0;
 }
 
 /* Under the write lock: the schema read, created when the file has none. */
@@ -277,9 +308,29 @@ fail:
   return -1;
 }
 
+/* path as an SQLite URI naming that file and nothing else (malloc'd; NULL out of memory): every
+ * byte but [A-Za-z0-9/._~-] percent-encoded.  SQLite as Debian builds it reads a name that starts
+ * with "file:" as a URI (--db 'file:x?mode=memory' was an in-memory database), so every name goes
+ * through this; an absolute path gets the empty authority ("file:///abs").  immutable: "?immutable=1". */
+static char *path_uri(const char *path, int immutable) {
+  util_buf u = {0};
+  util_buf_printf(&u, "file:%s", path[0] == '/' ? "//" : "");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._~-", *p))
+      util_buf_printf(&u, "%c", *p);
+    else
+      util_buf_printf(&u, "%%%02X", *p);
+  }
+  if (immutable) util_buf_printf(&u, "?immutable=1");
+  if (u.oom) { util_buf_free(&u); return NULL; }
+  return u.p;
+}
+
 /* A handle with its path chosen (see tunedb.h) and the file opened with flags: 0, or -1 with err
- * (*out holds what was made, for tunedb_close). */
-static int open_handle(tunedb **out, const char *path, int flags, int make_folder, char *err, size_t errlen) {
+ * (*out holds what was made, for tunedb_close).  immutable: opened as a file nothing changes
+ * (no lock, no -shm; see tunedb_open_readonly). */
+static int open_handle(tunedb **out, const char *path, int flags, int make_folder, int immutable, char *err,
+                       size_t errlen) {
   tunedb *t = *out = calloc(1, sizeof *t);
   if (!t) {
     util_set_err(err, errlen, "out of memory opening the tune database");
@@ -297,13 +348,22 @@ static int open_handle(tunedb **out, const char *path, int flags, int make_folde
   if (make_folder && make_parent(t->path, err, errlen) != 0) return -1;
   struct stat sb;
   if (stat(t->path, &sb) != 0) {
-    if (!make_folder && errno == ENOENT) return 1;   /* read-only: no file is no database, said by the caller */
+    if (!make_folder && errno == ENOENT) {   /* read-only: no file is no database (err says so, for a caller that tells) */
+      util_set_err(err, errlen, "there is no tuning database at %s", t->path);
+      return 1;
+    }
   } else if (!S_ISREG(sb.st_mode)) {   /* SQLite would block on a named pipe, or say "disk I/O error" */
     util_set_err(err, errlen, "tune database %s is %s, not a file: point --db or WEFT_TUNE_DB at a file", t->path,
                  S_ISDIR(sb.st_mode) ? "a folder" : S_ISFIFO(sb.st_mode) ? "a named pipe" : "a device or socket");
     return -1;
   }
-  int rc = sqlite3_open_v2(t->path, &t->db, flags, NULL);
+  char *uri = path_uri(t->path, immutable);
+  if (!uri) {
+    util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
+    return -1;
+  }
+  int rc = sqlite3_open_v2(uri, &t->db, flags | SQLITE_OPEN_URI, NULL);
+  free(uri);
   if (rc != SQLITE_OK) {
     if (t->db) db_err(t, rc, "cannot open it", err, errlen);
     else util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
@@ -321,13 +381,24 @@ int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
   }
   tunedb *t = NULL;
   *out = NULL;
-  if (open_handle(&t, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 1, err, errlen) != 0 ||
+  if (open_handle(&t, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 1, 0, err, errlen) != 0 ||
       set_wal(t, err, errlen) != 0 || ensure_schema(t, err, errlen) != 0) {
     tunedb_close(t);
     return -1;
   }
   *out = t;
   return 0;
+}
+
+/* 1 when the process may make files in path's folder (where SQLite puts -wal and -shm) */
+static int folder_writable(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return access(".", W_OK | X_OK) == 0;
+  if (slash == path) return access("/", W_OK | X_OK) == 0;
+  char *dir = util_strprintf("%.*s", (int)(slash - path), path);
+  int ok = !dir || access(dir, W_OK | X_OK) == 0;   /* (out of memory: say writable, no retry) */
+  free(dir);
+  return ok;
 }
 
 int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen) {
@@ -337,8 +408,25 @@ int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errle
   }
   tunedb *t = NULL;
   *out = NULL;
-  int rc = open_handle(&t, path, SQLITE_OPEN_READONLY, 0, err, errlen), empty = 0;
+  int rc = open_handle(&t, path, SQLITE_OPEN_READONLY, 0, 0, err, errlen), empty = 0;
   if (rc == 0) rc = read_schema(t, &empty, err, errlen) != 0 ? -1 : empty;   /* an empty file: no rows */
+  if (rc == -1 && t && t->db && !folder_writable(t->path)) {
+    /* A database shared read-only (its folder too): reading a WAL file needs its -shm, which
+     * nobody can make there ("attempt to write a readonly database").  Nothing can write it
+     * there either, so it is read as immutable: no locks, no -shm. */
+    tunedb *ro = NULL;
+    char err2[1024];
+    int rc2 = open_handle(&ro, t->path, SQLITE_OPEN_READONLY, 0, 1, err2, sizeof err2);
+    if (rc2 == 0) rc2 = read_schema(ro, &empty, err2, sizeof err2) != 0 ? -1 : empty;
+    if (rc2 != -1) {
+      tunedb_close(t);
+      t = ro;
+      rc = rc2;
+    } else {
+      tunedb_close(ro);
+    }
+  }
+  if (rc == 1 && empty) util_set_err(err, errlen, "tuning database %s has no schema and no rows (an empty file)", t->path);
   if (rc != 0) {
     tunedb_close(t);
     return rc;
@@ -485,11 +573,11 @@ fail:
 /* ---- reading ------------------------------------------------------------------------------ */
 
 /* Fastest first; equal times by config, so the order never depends on insertion.  ?9 is the
- * row limit (-1: all). */
+ * row limit (-1: all).  Rows without a good time are not read. */
 static const char *const select_sql =
     "SELECT config, base, kernel, time_us, metric, metric_name, sweep, recorded FROM results"
     " WHERE gpu = ?1 AND sm = ?2 AND driver = ?3 AND nvrtc = ?4 AND ranks = ?5 AND family = ?6"
-    " AND dtype = ?7 AND shape = ?8 ORDER BY time_us, config LIMIT ?9";
+    " AND dtype = ?7 AND shape = ?8 AND " GOOD_TIME " ORDER BY time_us, config LIMIT ?9";
 
 /* A text column as a malloc'd string ("" for NULL).  NULL only when out of memory. */
 static char *column_dup(sqlite3_stmt *st, int col) {
@@ -625,18 +713,22 @@ void tunedb_rows_free(tune_row *rows, int n) {
 #define TUNEDB_PER_GROUP_TEXT "32"   /* TUNEDB_PER_GROUP in tunedb.h */
 #define BEST_COLUMNS                                                                               \
   "SELECT config, base, kernel, time_us, metric, metric_name, sweep, recorded, shape, driver, nvrtc," \
-  " family, dtype, ranks FROM (SELECT *, row_number() OVER (PARTITION BY "
+  " family, dtype, ranks, quote(time_us), " GOOD_TIME " FROM (SELECT *, row_number() OVER (PARTITION BY "
+/* (the nearest rows skip bad times; the export's keep them, after the good ones, to say why each
+ * is not exported) */
 static const char *const nearest_sql =
     BEST_COLUMNS "shape, driver, nvrtc ORDER BY time_us, config) AS rn FROM results WHERE gpu = ?1 AND sm = ?2"
-    " AND ranks = ?3 AND family = ?4 AND dtype = ?5) WHERE rn <= " TUNEDB_PER_GROUP_TEXT " ORDER BY shape, driver, nvrtc, rn";
+    " AND ranks = ?3 AND family = ?4 AND dtype = ?5 AND " GOOD_TIME ") WHERE rn <= " TUNEDB_PER_GROUP_TEXT
+    " ORDER BY shape, driver, nvrtc, rn";
 static const char *const per_shape_sql =
-    BEST_COLUMNS "family, dtype, ranks, shape ORDER BY time_us, config) AS rn FROM results WHERE gpu = ?1"
-    " AND sm = ?2 AND driver = ?3 AND nvrtc = ?4) WHERE rn <= " TUNEDB_PER_GROUP_TEXT " ORDER BY family, dtype, ranks, shape, rn";
+    BEST_COLUMNS "family, dtype, ranks, shape ORDER BY " GOOD_TIME " DESC, time_us, config) AS rn FROM results"
+    " WHERE gpu = ?1 AND sm = ?2 AND driver = ?3 AND nvrtc = ?4) WHERE rn <= " TUNEDB_PER_GROUP_TEXT
+    " ORDER BY family, dtype, ranks, shape, rn";
 
 void tunedb_best_free(tune_best *v, int n) {
   if (!v) return;
   for (int i = 0; i < n; i++) {
-    free(v[i].family); free(v[i].dtype); free(v[i].shape); free(v[i].nvrtc);
+    free(v[i].family); free(v[i].dtype); free(v[i].shape); free(v[i].nvrtc); free(v[i].time_text);
     tunedb_row_free(&v[i].row);
   }
   free(v);
@@ -659,12 +751,14 @@ static int read_best(tunedb *t, sqlite3_stmt *st, const char *what, tune_best **
     if (read_row(st, &b->row) != 0) goto nomem;
     count++;
     b->shape = column_dup(st, 8);
-    b->driver = sqlite3_column_int(st, 9);
+    b->driver = sqlite3_column_int64(st, 9);   /* (64 bits: a stored 2^32 + 1 must not read as 1) */
     b->nvrtc = column_dup(st, 10);
     b->family = column_dup(st, 11);
     b->dtype = column_dup(st, 12);
-    b->ranks = sqlite3_column_int(st, 13);
-    if (!b->shape || !b->nvrtc || !b->family || !b->dtype) goto nomem;
+    b->ranks = sqlite3_column_int64(st, 13);
+    b->time_text = column_dup(st, 14);
+    b->time_ok = sqlite3_column_int(st, 15);
+    if (!b->shape || !b->nvrtc || !b->family || !b->dtype || !b->time_text) goto nomem;
   }
   if (rc != SQLITE_DONE) {
     db_err(t, rc, what, err, errlen);

@@ -62,8 +62,8 @@ typedef struct tune_row {
 int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen);
 /* For lookups only (weft_auto_choose, the export): opens an existing database read-only, never
  * creating a file, a folder or a schema and never taking the write lock.  0 opened; 1 there is
- * no database there (no file, or an empty one: no rows, not an error); -1 with err (not a tune
- * database, a newer schema, damaged). */
+ * no database there (no file, or an empty one: no rows, not an error; err says which); -1 with
+ * err (not a tune database, a newer schema, damaged). */
 int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen);
 void tunedb_close(tunedb *db);            /* NULL is fine */
 const char *tunedb_path(const tunedb *db);
@@ -74,7 +74,9 @@ const char *tunedb_path(const tunedb *db);
  * time) fails the whole call and leaves the database as it was. */
 int tunedb_put(tunedb *db, const tune_key *key, const tune_row *rows, int n, char *err, size_t errlen);
 /* The fastest row for key: 0 and *out filled (malloc'd strings), 1 if none, -1 with err.
- * Ties in time_us go to the smallest config (byte order), so the answer is deterministic.
+ * Ties in time_us go to the smallest config (byte order), so the answer is deterministic.  Rows
+ * whose time is not a positive, finite number (a hand-edited file) are never read, here, by
+ * tunedb_list or by tunedb_nearest; tunedb_best_per_shape returns them after the good ones.
  * On 1 or -1, *out is zeroed (safe to pass to tunedb_row_free). */
 int tunedb_best(tunedb *db, const tune_key *key, tune_row *out, char *err, size_t errlen);
 /* All rows for key, fastest first: *rows malloc'd array of *n. 0 or -1.
@@ -84,7 +86,9 @@ int tunedb_list(tunedb *db, const tune_key *key, tune_row **rows, int *n, char *
  * best is its fastest row, ties to the smallest config (as tunedb_best). */
 typedef struct tune_best {
   char *family, *dtype, *shape, *nvrtc;
-  int ranks, driver;
+  long long ranks, driver;   /* as stored: the caller checks their range */
+  char *time_text;           /* time_us as stored, SQL-quoted (for a message about a bad one) */
+  int time_ok;               /* 1: a positive, finite number (the rows tunedb_best would read) */
   tune_row row;
 } tune_best;
 /* The tuning key has no column for a family's key fields (op, residual, eps, ...), so rows of

@@ -78,7 +78,7 @@ for name, sql in (("neg.db", "update results set time_us = -5"),
     c = sqlite3.connect(name); c.execute(sql); c.commit(); c.close()
 PY
 G=(--gpu 'FAKE (--fake-timing)' --sm 0 --driver 0)
-expect 1 "time_us = -5: a time is a positive number of microseconds" "$W" export-table "${G[@]}" --db neg.db neg.tsv
+expect 1 "time_us = -5.0: a time is a positive number of microseconds" "$W" export-table "${G[@]}" --db neg.db neg.tsv
 expect 1 "is not a name ([a-z0-9_]+)" "$W" export-table "${G[@]}" --db inj.db inj.tsv
 out=$(timeout 20 "$W" export-table "${G[@]}" --db inj.db inj.tsv 2>&1)
 [[ "$out" == *"injected"*"is not a name"* && "$out" != *"(table row):"* ]] || { echo "FAIL: injected text ran: $out"; fails=$((fails + 1)); }
@@ -87,6 +87,51 @@ expect 0 "exported" "$W" export-table "${G[@]}" --db tune.db "$nl"
 rows=$(grep -vc '^#' "$nl")
 [ "$(grep -c '^family' "$nl")" = 1 ] && [ "$(grep -v '^#' "$nl" | head -1 | cut -f1)" = family ] ||
   { echo "FAIL: the file name's newline made a row of the header"; head -9 "$nl"; fails=$((fails + 1)); }
+
+# a second attack review (files weft did not write): export-table with FILE the database itself, or
+# any SQLite file, replaced the measurements with the table
+cp tune.db keep.db
+expect 1 "is the tuning database itself" "$W" export-table "${G[@]}" --db keep.db keep.db
+expect 1 "is an SQLite database (a tuning database?), not a table" "$W" export-table "${G[@]}" --db tune.db keep.db
+cmp -s tune.db keep.db || { echo "FAIL: the database was replaced"; fails=$((fails + 1)); }
+# ... hand-edited times: a -5 or a text time never ranks first (the best of each shape is the
+# fastest good row: the same as with the bad rows gone), and text sorts as a number, not as text
+python3 - <<'PY'
+import shutil, sqlite3
+def best(name):
+    c = sqlite3.connect(name)
+    r = c.execute("select shape, min(time_us) from results where typeof(time_us) = 'real' and time_us > 0 group by shape").fetchall()
+    c.close(); return dict(r)
+shutil.copy("tune.db", "bad_t.db")
+c = sqlite3.connect("bad_t.db")
+slow = c.execute("select shape, config from results r where time_us = (select max(time_us) from results where shape = r.shape)").fetchall()
+for shape, cfg in slow:
+    for i, t in enumerate((-5, 0, "abc", None if False else "nan-ish", float("-inf"))):
+        c.execute("insert into results select gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config || ?, base, kernel, ?, metric, metric_name, sweep, recorded from results where shape = ? and config = ?", ("\n-- %d" % i, t, shape, cfg))
+c.commit(); c.close()
+shutil.copy("tune.db", "abc.db")   # (every row's time text: each skipped with the time as stored)
+c = sqlite3.connect("abc.db"); c.execute("update results set time_us = 'abc'"); c.commit(); c.close()
+# a results table declared with time_us TEXT: refused, naming the column
+c = sqlite3.connect("text_t.db")
+c.execute("create table tunedb_schema(version INTEGER NOT NULL)"); c.execute("insert into tunedb_schema values(1)")
+c.execute("create table results(gpu TEXT, sm INTEGER, driver INTEGER, nvrtc TEXT, ranks INTEGER, family TEXT, dtype TEXT, shape TEXT, config TEXT, base TEXT, kernel TEXT, time_us TEXT, metric REAL, metric_name TEXT, sweep TEXT, recorded INTEGER)")
+c.commit(); c.close()
+# ranks past 32 bits: read as stored, not as its low 32 bits (1)
+shutil.copy("tune.db", "big_r.db")
+c = sqlite3.connect("big_r.db"); c.execute("update results set ranks = 4294967297"); c.commit(); c.close()
+PY
+"$W" export-table "${G[@]}" --db tune.db good_t.tsv > /dev/null 2>&1
+expect 0 "exported" "$W" export-table "${G[@]}" --db bad_t.db bad_t.tsv
+diff <(grep -v '^#' good_t.tsv) <(grep -v '^#' bad_t.tsv) > /dev/null ||
+  { echo "FAIL: hand-edited bad times changed the exported best rows"; diff good_t.tsv bad_t.tsv | head -5; fails=$((fails + 1)); }
+expect 1 "time_us = 'abc': a time is a positive number of microseconds" "$W" export-table "${G[@]}" --db abc.db x.tsv
+expect 1 "its results table's column time_us is declared \"TEXT\", not REAL" "$W" export-table "${G[@]}" --db text_t.db x.tsv
+expect 1 "its results table's column time_us is declared \"TEXT\", not REAL" env WEFT_TUNE_DB=text_t.db "$W" tune "$SW" --fake-timing -o t3
+expect 1 "ranks = 4294967297: a rank count is in 1..65536" "$W" export-table "${G[@]}" --db big_r.db x.tsv
+# ... a name that starts with "file:" is a file, not an SQLite URI (mode=memory was a database in memory)
+cp tune.db 'file:uri.db'
+expect 0 "exported" "$W" export-table "${G[@]}" --db 'file:uri.db' uri.tsv
+expect 1 "there is no tuning database at file:x.db?mode=memory" "$W" export-table "${G[@]}" --db 'file:x.db?mode=memory' uri2.tsv
 
 # a table row that no longer checks, at the very shape asked: said, not skipped without a word
 printf '# weft tuning table\n# gpu: NVIDIA H200\n# sm: 90\nfamily\tdtype\tranks\tshape\ttime_us\tconfig\nrow_reduce\tf32\t1\tcols=32768 rows=8192\t10.0\tbogus=2\n' > unk.tsv

@@ -735,6 +735,111 @@ static void test_open_readonly(void **state) {
   assert_non_null(strstr(err, f->db));
 }
 
+/* Hand-edited times (0, negative, -inf, text, NULL in a table without NOT NULL) never rank: best
+ * and list read only the good rows, and a shape with more bad rows than TUNEDB_PER_GROUP still
+ * answers its good one in nearest; the export's per-shape rows keep the bad ones after the good,
+ * each with its time as stored and time_ok = 0. */
+static void test_bad_times(void **state) {
+  fixture *f = *state;
+  char err[1024] = "";
+  tunedb *db = open_db(f->db);
+  tune_key k = base_key();
+  tune_row good[2] = {make_row("cluster=1", 9.0), make_row("cluster=2", 5.0)};
+  put_ok(db, &k, good, 2);
+  tunedb_close(db);
+  raw_sql(f->db, "INSERT INTO results SELECT gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config || 'b', base, "
+                 "kernel, -5, metric, metric_name, sweep, recorded FROM results;"
+                 "UPDATE results SET time_us = 0 WHERE config = 'cluster=1b';"
+                 "WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < 40) "
+                 "INSERT INTO results SELECT gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config || 'x' || x, base, "
+                 "kernel, CASE x % 3 WHEN 0 THEN 'abc' WHEN 1 THEN -9e999 ELSE -1 END, metric, metric_name, sweep, "
+                 "recorded FROM results, i WHERE config = 'cluster=2'");
+  db = open_db(f->db);
+  tune_row best;
+  assert_int_equal(tunedb_best(db, &k, &best, err, sizeof err), 0);
+  assert_string_equal(best.config, "cluster=2");
+  assert_true(best.time_us == 5.0);
+  tunedb_row_free(&best);
+  assert_int_equal(count_rows(db, &k), 2);
+  tune_best *v = NULL;
+  int n = 0;
+  assert_int_equal(tunedb_nearest(db, k.gpu, k.sm, k.ranks, k.family, k.dtype, &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(v[0].row.config, "cluster=2");
+  assert_int_equal(v[0].time_ok, 1);
+  tunedb_best_free(v, n);
+  assert_int_equal(tunedb_best_per_shape(db, k.gpu, k.sm, k.driver, k.nvrtc, &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, TUNEDB_PER_GROUP);
+  assert_string_equal(v[0].row.config, "cluster=2");
+  assert_string_equal(v[1].row.config, "cluster=1");
+  for (int i = 2; i < n; i++) assert_int_equal(v[i].time_ok, 0);
+  int abc = 0;
+  for (int i = 2; i < n; i++) abc += !strcmp(v[i].time_text, "'abc'");
+  assert_true(abc > 0);
+  tunedb_best_free(v, n);
+  tunedb_close(db);
+}
+
+/* A results table whose columns have weft's names but not its types (time_us TEXT sorts "1006.3"
+ * before "115.7") is refused by both openers, naming the column. */
+static void test_column_types(void **state) {
+  fixture *f = *state;
+  char err[1024] = "";
+  raw_sql(f->db, "CREATE TABLE tunedb_schema (version INTEGER NOT NULL); INSERT INTO tunedb_schema VALUES (1);"
+                 "CREATE TABLE results (gpu TEXT, sm INTEGER, driver INTEGER, nvrtc TEXT, ranks INTEGER, family TEXT,"
+                 " dtype TEXT, shape TEXT, config TEXT, base TEXT, kernel TEXT, time_us TEXT, metric REAL,"
+                 " metric_name TEXT, sweep TEXT, recorded INTEGER)");
+  tunedb *db = NULL;
+  assert_int_equal(tunedb_open(&db, f->db, err, sizeof err), -1);
+  assert_non_null(strstr(err, "column time_us is declared \"TEXT\", not REAL"));
+  assert_int_equal(tunedb_open_readonly(&db, f->db, err, sizeof err), -1);
+  assert_non_null(strstr(err, "column time_us is declared \"TEXT\", not REAL"));
+  raw_sql(f->db, "DROP TABLE results; CREATE TABLE results (gpu text, sm integer, driver integer, nvrtc text, ranks integer,"
+                 " family text, dtype text, shape text, config text, base text, kernel text, time_us real, metric real,"
+                 " metric_name text, sweep text, recorded integer)");   /* (the same types in lower case: taken) */
+  db = open_db(f->db);
+  tunedb_close(db);
+}
+
+/* A database shared read-only, its folder too (no -shm can be made beside a WAL file), is read
+ * all the same (as immutable).  Needs a user the folder refuses: root is run as nobody in a child. */
+static void test_readonly_folder(void **state) {
+  fixture *f = *state;
+  char err[1024] = "", dir[1300], path[1400];
+  snprintf(dir, sizeof dir, "%s/shared", f->dir);
+  snprintf(path, sizeof path, "%s/tune.db", dir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  tunedb *db = open_db(path);
+  tune_key k = base_key();
+  tune_row r = make_row("cluster=2", 3.0);
+  put_ok(db, &k, &r, 1);
+  tunedb_close(db);   /* (the last close checkpoints and removes -wal and -shm) */
+  assert_int_equal(chmod(path, 0444), 0);
+  assert_int_equal(chmod(dir, 0555), 0);
+  assert_int_equal(chmod(f->dir, 0755), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(77);
+    if (access(path, R_OK) != 0) _exit(77);   /* (a parent folder the other user cannot pass) */
+    if (access(dir, W_OK) == 0) _exit(78);
+    tunedb *ro = NULL;
+    tune_row best;
+    if (tunedb_open_readonly(&ro, path, err, sizeof err) != 0) { fprintf(stderr, "open: %s\n", err); _exit(1); }
+    int rc = tunedb_best(ro, &k, &best, err, sizeof err);
+    if (rc != 0 || strcmp(best.config, "cluster=2")) { fprintf(stderr, "best %d: %s\n", rc, err); _exit(2); }
+    tunedb_row_free(&best);
+    tunedb_close(ro);
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  chmod(dir, 0755);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) print_message("(test_readonly_folder: no other user can reach %s: not checked)\n", dir);
+  else assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   test_env_save(&env);
   const struct CMUnitTest tests[] = {
@@ -751,6 +856,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_foreign_database, setup, teardown),
       cmocka_unit_test_setup_teardown(test_odd_text, setup, teardown),
       cmocka_unit_test_setup_teardown(test_nearest, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_times, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_column_types, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_readonly_folder, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   test_env_free(&env);
