@@ -6,9 +6,10 @@
 --
 -- NAME=VALUE sets a constant of the rule's model (gen/core/gemm.lua M.MODEL, e.g. SMEM_US_PER_KB=0.005) for
 -- this run: a refit is a loop over values, each scored by the same geomean.
--- ROWS.tsv: one measured candidate per line, dtype TAB shape TAB config TAB time_us, as a tuning
--- database's results hold them (bench/gemm_rule_regret.sh dumps one: the shape "k=.. m=.. n=..",
--- the config "key=value" fields separated by blanks).  Rows of one dtype, shape and b_layout form a
+-- ROWS.tsv: one measured candidate per line, dtype TAB shape TAB config TAB time_us [TAB base], as a
+-- tuning database's results hold them (bench/gemm_rule_regret.sh dumps one: the shape "k=.. m=..
+-- n=..", the config "key=value" fields separated by blanks, a string quoted or not; base, where
+-- given, the Lua text of the config the fields override, as weft tune stores it).  Rows of one dtype, shape and b_layout form a
 -- group; the rule (gen/core/gemm.lua candidates, an H200's 132 SMs) ranks that group's shape, and
 -- its first pick is looked up among the group's rows by kernel name (the generator validates each
 -- row's config; one that does not validate is named by its line and left out).  Prints the geometric mean of pick / best
@@ -47,9 +48,19 @@ local function name_of(cfg)
   return fam and weft.kernel_name(fam, ncfg)
 end
 
-local function parse(cfgs, dtype)
+local function parse(cfgs, dtype, base)
   local c = { family = "gemm", dtype = dtype }
+  if base then   -- (weft tune's rows: the sweep's base config, as Lua text, under its overrides)
+    local chunk = load(base, "base", "t", {})
+    local ok, b = pcall(chunk or error)
+    if not (ok and type(b) == "table") then return nil end
+    for k, v in pairs(b) do
+      if type(v) == "table" then c[k] = {} for kk, vv in pairs(v) do c[k][kk] = vv end else c[k] = v end
+    end
+    c.dtype = dtype
+  end
   for k, v in cfgs:gmatch("(%S+)=(%S+)") do
+    v = v:match('^"(.*)"$') or v   -- (weft tune stores a string as Lua writes it: epilogue="direct")
     local val = tonumber(v) or v
     if v == "true" then val = true elseif v == "false" then val = false end
     local a, b = k:match("^(%w+)%.(%w+)$")
@@ -71,10 +82,10 @@ if not f then
 end
 for line in f:lines() do
   lineno = lineno + 1
-  local dt, shp, cfgs, t = line:match("^(%S+)\t([^\t]+)\t([^\t]+)\t(%S+)$")
+  local dt, shp, cfgs, t, base = line:match("^(%S+)\t([^\t]+)\t([^\t]*)\t([^\t%s]+)\t?([^\t]*)$")
   local shape = {}
   for k, v in (shp or ""):gmatch("(%a)=(%d+)") do shape[k] = tonumber(v) end
-  local c = cfgs and parse(cfgs, dt)
+  local c = cfgs and parse(cfgs, dt, base ~= "" and base or nil)
   local name = c and name_of(c)
   if not (dt and tonumber(t) and shape.m and shape.n and shape.k and name) then
     io.stderr:write(string.format("gemm_rule_regret: %s:%d: not dtype, shape, config, time_us: %q\n",

@@ -13,7 +13,9 @@ lua=${WEFT_LUA:-$root/build/tests/weft-lua}
 command -v sqlite3 > /dev/null || { echo "gemm_rule_regret.sh: the sqlite3 shell is missing (apt-get install sqlite3)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# (the database's config text has one field per line: joined by blanks for the Lua reader)
+# (the database's config text has one field per line: joined by blanks for the Lua reader; the
+# sweep's base config, Lua text, as the fifth column: weft tune's rows hold only the overrides)
 sqlite3 -readonly -separator $'\t' "$db" \
-  "select dtype, shape, replace(config, char(10), ' '), time_us from results where family = 'gemm'" > "$tmp/rows.tsv"
+  "select dtype, shape, replace(config, char(10), ' '), time_us, replace(replace(base, char(10), ' '), char(9), ' ')
+   from results where family = 'gemm'" > "$tmp/rows.tsv"
 "$lua" "$root" "$root/bench/gemm_rule_regret.lua" "$tmp/rows.tsv" "${2:-10}" "${@:3}"
