@@ -342,7 +342,8 @@ static int tune_main(int argc, char **argv, int out_fd) {
   if (!c.config) { cli_err("weft tune: needs SWEEP.lua (weft help tune)\n"); goto agree; }
   if (jobs_n < 1) jobs_n = 1;   /* (sysconf's answer: --jobs itself is at least 1) */
   if (export_path && fake) {
-    cli_err("weft tune: --export with --fake-timing: fake timings are never stored or exported (drop one)\n");
+    cli_err("weft tune: --export with --fake-timing: a run with fake timings writes no tuning table (its rows are "
+            "stored under the gpu \"FAKE (--fake-timing)\", apart from measured ones); drop one\n");
     goto agree;
   }
   if (export_path && export_dir_missing(export_path)) goto agree;
