@@ -119,7 +119,12 @@ function M.validate(cfg, fields, file)
       if f.default == nil then errs.raw(f.name .. " is required (" .. (f.doc or "") .. ")")
       else out[f.name] = check_field(f, f.default, errs) end   -- defaults are normalised too
     else
+      local n = #errs.items
       out[f.name] = check_field(f, v, errs)
+      if v == "auto" and #errs.items > n then   -- (not a value of the field: what "auto" needs)
+        errs.items[#errs.items] = errs.items[#errs.items] .. ' (or "auto", chosen for a shape: with --auto --shape S, '
+          .. "weft suggest, or the auto API)"
+      end
     end
   end
   if not errs.ok() then return nil, errs.text() end

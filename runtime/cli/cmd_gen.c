@@ -286,7 +286,7 @@ int cmd_gen(int argc, char **argv, int build) {
     if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto out; }
     int ns;
     const char *const *sets = auto_sets(a, 0, &ns);
-    printf("auto: %s: %s: %s\n", auto_shape(a), weft_auto_source(a), weft_auto_detail(a));
+    printf("auto: %s: %s\n", auto_shape(a), weft_auto_detail(a));   /* (the detail starts with the source) */
     if (c.n_sets + ns > CLI_MAX_SETS) {   /* dropping the choice's own sets would build another kernel */
       cli_err("weft %s: %d --set and the %d fields --auto chose are more than %d: give fewer --set\n",
               build ? "build" : "gen", c.n_sets, ns, CLI_MAX_SETS);

@@ -143,6 +143,13 @@ expect 0 "wrote" "$W" gen bom.lua -o g7
 "$W" build rr.lua -o g8 > /dev/null 2>&1   # (now in the cache: the next build is a hit)
 expect 2 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env WEFT_CACHE_LOCK_SECONDS=x "$W" build rr.lua -o g9
 expect 2 "--iters 0x10: expected a whole number (decimal) in 1..1000000" "$W" run rr.lua --iters 0x10
+# "auto" where the command chooses nothing: the message says what does
+expect 2 'threads = "auto": must be an integer in {64, 128, 256, 512, 1024} (or "auto", chosen for a shape: with --auto --shape S' "$W" gen rr.lua --set threads=auto -o g10
+# the README's example of auto: answered from the shipped table, its detail one readable line (the
+# table's command line made it 2.5 KB)
+out=$(env -u WEFT_AUTO_TABLE "$W" suggest "$SRC/examples/auto/row_softmax.lua" 4096x50257 2>&1)
+d=$(grep '^detail: table: ' <<< "$out")
+[ -n "$d" ] && [ ${#d} -lt 500 ] || { echo "FAIL: suggest's detail: ${#d} bytes: ${d:0:200}"; fails=$((fails + 1)); }
 # one parser for every whole-number flag: strtol took a sign and leading blanks in suggest and export-table
 expect 2 "--ranks +5: expected a whole number (decimal) in 1..65536" "$W" suggest rr.lua 8192x32768 --ranks +5
 expect 2 "--candidates  3: expected a whole number (decimal) in 0..16" "$W" suggest rr.lua 8192x32768 --candidates " 3"
