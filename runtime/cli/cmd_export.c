@@ -268,7 +268,8 @@ int cmd_export(int argc, char **argv) {
   if (!given) {
     weft_status st = api_device_info(ctx, name, sizeof name, &sm, &driver);
     if (st) {
-      cli_err("weft export-table: %s (or give --gpu, --sm, --driver and --nvrtc)\n", weft_ctx_error(ctx));
+      cli_err("weft export-table: needs --gpu, --sm and --driver (--nvrtc: this NVRTC's unless given), or this "
+              "machine's GPU to read them from: %s\n", weft_ctx_error(ctx));
       weft_ctx_destroy(ctx);
       return cli_status_exit(st);
     }

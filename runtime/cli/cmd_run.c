@@ -312,6 +312,11 @@ int cmd_run(int argc, char **argv) {
     int found = 0;
     st = weft_compile_tuned(ctx, o.c.config, o.c.sets, o.c.n_sets, shape, ranks_world_size(), db_path, &k, &found);
     if (!st) printf("tuned: %s\n", weft_ctx_error(ctx));   /* which config, and from where */
+    else if (st == WEFT_ERR_NO_DRIVER || st == WEFT_ERR_NO_DEVICE) {   /* (the key names the GPU) */
+      cli_err("weft run: --tuned looks up this GPU's results: %s\n", weft_ctx_error(ctx));
+      rc = cli_status_exit(st);
+      goto agree;
+    }
   } else {
     st = weft_compile_manifest(ctx, base, &k);
     base = NULL;   /* the kernel owns it now */
