@@ -138,15 +138,14 @@ static const char *set_value(const job *j, const char *key) {
 
 /* Text as a gnuplot single-quoted string: no backquote substitution or escapes happen inside
  * one, a quote is doubled; control characters become '?' and long values are cut (a label). */
-static void gp_quote(FILE *f, const char *s, size_t max) {
-  fputc('\'', f);
+static void gp_quote(util_buf *b, const char *s, size_t max) {
+  util_buf_printf(b, "'");
   for (size_t i = 0; s[i] && i < max; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c == '\'') fputs("''", f);
-    else fputc(c < 32 || c == 127 ? '?' : c, f);
+    if (c == '\'') util_buf_printf(b, "''");
+    else util_buf_printf(b, "%c", c < 32 || c == 127 ? '?' : c);
   }
-  if (strlen(s) > max) fputs("...", f);
-  fputc('\'', f);
+  util_buf_printf(b, "%s'", strlen(s) > max ? "..." : "");
 }
 
 /* gnuplot SCRIPT, as a program with its argument (posix_spawnp: no shell ever sees a path or a
@@ -168,71 +167,109 @@ static int run_gnuplot(const char *script) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* The script's text: its output PNG, then every plot (the same for both scripts below). */
+static void gp_script(util_buf *b, const char *png, const char *body, int width, int height) {
+  util_buf_printf(b, "set terminal pngcairo size %d,%d\nset output ", width, height);
+  gp_quote(b, png, strlen(png));
+  util_buf_printf(b, "\n%s", body);
+}
+
 /* DIR/tune-<family>.png: for every shape (rows) and swept key (columns), the time of every
  * measured candidate against that key's value, so a person sees which values are fast.
- * 0, or -1 (and why on stderr). */
+ * Nothing is written through a link planted at an output's name: the .dat and .gp are written
+ * atomically (a new file renamed into place), and gnuplot, which opens its output plainly, writes
+ * the PNG into a private folder beside it, from where it is renamed into place.  The .gp kept
+ * beside the results names the final PNG (to re-run by hand); gnuplot runs a copy naming the
+ * private one.  0, or -1 (and why on stderr). */
 static int write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *out_dir) {
-  char dat[4096], gp[4096], png[4096];
+  char dat[4096], gp[4096], png[4096], tmpdir[4096], tmp_gp[4200], tmp_png[4200], err[4400];
   if (snprintf(dat, sizeof dat, "%s/tune-%s.dat", out_dir, sw->family) >= (int)sizeof dat ||
       snprintf(gp, sizeof gp, "%s/tune-%s.gp", out_dir, sw->family) >= (int)sizeof gp ||
-      snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family) >= (int)sizeof png) {
+      snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family) >= (int)sizeof png ||
+      snprintf(tmpdir, sizeof tmpdir, "%s/.tune-%s.png.XXXXXX", out_dir, sw->family) >= (int)sizeof tmpdir) {
     cli_err("weft tune: --plot: the output folder's name is too long\n");
     return -1;
   }
-  int nk = sw->n_keys, rc = -1;
+  int nk = sw->n_keys, rc = -1, made_tmp = 0;
+  int width = 320 * (nk ? nk : 1) + 80, height = 300 * sw->n_shapes;
   /* distinct values of each key, in order of first appearance */
   const char **vals = calloc((size_t)nk * (size_t)n_jobs + 1, sizeof *vals);
   int *nv = calloc((size_t)nk + 1, sizeof *nv);
-  FILE *d = fopen(dat, "w"), *f = fopen(gp, "w");
-  if (!vals || !nv || !d || !f) { cli_err("weft tune: --plot: cannot write %s or %s\n", dat, gp); goto done; }
-  fprintf(d, "# shape time_us");
-  for (int k = 0; k < nk; k++) fprintf(d, " %s", sw->keys[k]);
-  fprintf(d, "\n");
+  util_buf d = {0}, body = {0}, f = {0}, tf = {0};
+  if (!vals || !nv) { cli_err("weft tune: --plot: out of memory\n"); goto done; }
+  util_buf_printf(&d, "# shape time_us");
+  for (int k = 0; k < nk; k++) util_buf_printf(&d, " %s", sw->keys[k]);
+  util_buf_printf(&d, "\n");
   for (int i = 0; i < n_jobs; i++) {
     const job *j = &jobs[i];
     if (!j->ran || j->cand < 0) continue;
-    fprintf(d, "%d %.4f", j->shape, j->r.us);
+    util_buf_printf(&d, "%d %.4f", j->shape, j->r.us);
     for (int k = 0; k < nk; k++) {
       const char *v = set_value(j, sw->keys[k]);
       int idx = -1;
       for (int x = 0; v && x < nv[k]; x++)
         if (!strcmp(vals[k * n_jobs + x], v)) idx = x;
       if (v && idx < 0) { idx = nv[k]; vals[k * n_jobs + nv[k]++] = v; }
-      fprintf(d, " %d", idx);
+      util_buf_printf(&d, " %d", idx);
     }
-    fprintf(d, "\n");
+    util_buf_printf(&d, "\n");
   }
-  fprintf(f, "set terminal pngcairo size %d,%d\nset output ", 320 * (nk ? nk : 1) + 80, 300 * sw->n_shapes);
-  gp_quote(f, png, sizeof png);
-  fprintf(f, "\nset multiplot layout %d,%d\nset grid\nset ylabel 'time (us)'\n", sw->n_shapes, nk ? nk : 1);
+  util_buf_printf(&body, "set multiplot layout %d,%d\nset grid\nset ylabel 'time (us)'\n", sw->n_shapes, nk ? nk : 1);
   for (int s = 0; s < sw->n_shapes; s++)
     for (int k = 0; k < nk; k++) {
       char title[512];
       snprintf(title, sizeof title, "%.200s: %.200s", sw->shapes[s].name, sw->keys[k]);
-      fprintf(f, "set title ");
-      gp_quote(f, title, sizeof title);
-      fprintf(f, " noenhanced\nset xrange [-0.5:%f]\nset xtics (", nv[k] - 0.5);
+      util_buf_printf(&body, "set title ");
+      gp_quote(&body, title, sizeof title);
+      util_buf_printf(&body, " noenhanced\nset xrange [-0.5:%f]\nset xtics (", nv[k] - 0.5);
       for (int x = 0; x < nv[k]; x++) {
-        if (x) fprintf(f, ", ");
-        gp_quote(f, vals[k * n_jobs + x], 40);
-        fprintf(f, " %d", x);
+        if (x) util_buf_printf(&body, ", ");
+        gp_quote(&body, vals[k * n_jobs + x], 40);
+        util_buf_printf(&body, " %d", x);
       }
-      fprintf(f, ")\nplot ");
-      gp_quote(f, dat, sizeof dat);
-      fprintf(f, " using ($1 == %d ? $%d : 1/0):2 with points pt 7 ps 0.8 notitle\n", s, 3 + k);
+      util_buf_printf(&body, ")\nplot ");
+      gp_quote(&body, dat, sizeof dat);
+      util_buf_printf(&body, " using ($1 == %d ? $%d : 1/0):2 with points pt 7 ps 0.8 notitle\n", s, 3 + k);
     }
-  fprintf(f, "unset multiplot\n");
-  int bad = ferror(f) | ferror(d);
-  bad |= fclose(f) != 0;
-  f = NULL;
-  bad |= fclose(d) != 0;
-  d = NULL;
-  if (bad) { cli_err("weft tune: --plot: writing %s or %s failed (disk full?)\n", dat, gp); goto done; }
-  if (run_gnuplot(gp) == 0) { printf("wrote %s\n", png); rc = 0; }
-  else cli_err("weft tune: could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
+  util_buf_printf(&body, "unset multiplot\n");
+  if (d.oom || body.oom) { cli_err("weft tune: --plot: out of memory\n"); goto done; }
+  gp_script(&f, png, body.p, width, height);
+  if (f.oom) { cli_err("weft tune: --plot: out of memory\n"); goto done; }
+  if (util_write_atomic(dat, d.p, d.len, err, sizeof err) || util_write_atomic(gp, f.p, f.len, err, sizeof err)) {
+    cli_err("weft tune: --plot: %s\n", err);
+    goto done;
+  }
+  if (!mkdtemp(tmpdir)) { cli_err("weft tune: --plot: cannot create a folder %s: %s\n", tmpdir, strerror(errno)); goto done; }
+  made_tmp = 1;
+  if (snprintf(tmp_gp, sizeof tmp_gp, "%s/plot.gp", tmpdir) >= (int)sizeof tmp_gp ||
+      snprintf(tmp_png, sizeof tmp_png, "%s/plot.png", tmpdir) >= (int)sizeof tmp_png) {
+    cli_err("weft tune: --plot: the output folder's name is too long\n");
+    goto done;
+  }
+  gp_script(&tf, tmp_png, body.p, width, height);
+  if (tf.oom) { cli_err("weft tune: --plot: out of memory\n"); goto done; }
+  if (util_write_atomic(tmp_gp, tf.p, tf.len, err, sizeof err)) { cli_err("weft tune: --plot: %s\n", err); goto done; }
+  if (run_gnuplot(tmp_gp) != 0) {
+    cli_err("weft tune: could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
+    goto done;
+  }
+  /* rename replaces whatever is at the PNG's name (a link too), never writing into a link's target */
+  if (rename(tmp_png, png) != 0) {
+    cli_err("weft tune: --plot: %s: cannot put the plot there: %s\n", png, strerror(errno));
+    goto done;
+  }
+  printf("wrote %s\n", png);
+  rc = 0;
 done:
-  if (f) fclose(f);
-  if (d) fclose(d);
+  if (made_tmp) {   /* the private folder: only what weft and gnuplot put there */
+    unlink(tmp_gp);
+    unlink(tmp_png);
+    rmdir(tmpdir);
+  }
+  util_buf_free(&d);
+  util_buf_free(&body);
+  util_buf_free(&f);
+  util_buf_free(&tf);
   free(vals);
   free(nv);
   return rc;

@@ -157,6 +157,24 @@ expect 2 "--sm -0: expected a whole number (decimal) in 0..1000" "$W" export-tab
 expect 2 "--driver needs a whole number in 0..1000000" "$W" export-table --gpu x --sm 90 --driver
 expect 2 "--budget 99999999999999999999: expected a whole number (decimal) in 0..1073741824" "$W" tune "$SW" --budget 99999999999999999999
 
+# --plot's .dat, .gp and .png go to their names, never through a link planted there (a link is
+# replaced, its target kept); the .gp kept names the final .dat and .png; no private folder is left
+mkdir pl
+for e in dat gp png; do echo precious > "keep.$e"; ln -s "$T/keep.$e" "pl/tune-row_reduce.$e"; done
+"$W" tune "$SW" --fake-timing --plot -o pl --db pl.db > /dev/null 2>&1
+for e in dat gp; do
+  [ "$(cat "keep.$e")" = precious ] && [ -f "pl/tune-row_reduce.$e" ] && [ ! -L "pl/tune-row_reduce.$e" ] ||
+    { echo "FAIL: --plot wrote its .$e through a link"; fails=$((fails + 1)); }
+done
+grep -q "^set output 'pl/tune-row_reduce.png'" pl/tune-row_reduce.gp && grep -q "^plot 'pl/tune-row_reduce.dat'" pl/tune-row_reduce.gp ||
+  { echo "FAIL: the kept .gp does not name the final .png and .dat"; head -3 pl/tune-row_reduce.gp; fails=$((fails + 1)); }
+[ "$(cat keep.png)" = precious ] || { echo "FAIL: gnuplot wrote the .png through a link"; fails=$((fails + 1)); }
+if command -v gnuplot > /dev/null; then
+  [ -f pl/tune-row_reduce.png ] && [ ! -L pl/tune-row_reduce.png ] ||
+    { echo "FAIL: no plot at pl/tune-row_reduce.png"; fails=$((fails + 1)); }
+fi
+[ -z "$(ls -A pl | grep '^\.')" ] || { echo "FAIL: --plot left $(ls -A pl | grep '^\.')"; fails=$((fails + 1)); }
+
 # WEFT_DRIVER_LIB pointing at a library that is no driver at all
 z=$(ls /usr/lib/*/libz.so.1 /lib/*/libz.so.1 2> /dev/null | head -1)
 [ -n "$z" ] && expect 77 "is not an NVIDIA driver (it has no cuInit): check WEFT_DRIVER_LIB" env WEFT_DRIVER_LIB="$z" "$W" run rr.lua
