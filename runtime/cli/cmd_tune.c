@@ -300,16 +300,23 @@ int cmd_tune(int argc, char **argv) {
   return rc;
 }
 
-/* A CSV field's text inside double quotes: a quote is doubled (RFC 4180), a newline becomes a
- * space; longer than the buffer, it is cut (a label, not the stored config). */
-static const char *csv_field(const char *s, char *buf, size_t len) {
-  size_t at = 0;
-  for (; *s && at + 2 < len; s++) {
-    if (*s == '"') buf[at++] = '"';
-    buf[at++] = *s == '\n' || *s == '\r' ? ' ' : *s;
+/* A CSV field, whole, in double quotes: a quote is doubled (RFC 4180), a newline becomes a space
+ * (one row a line).  The config column is the candidate itself, so it is never cut. */
+static void csv_field(util_buf *b, const char *s) {
+  util_buf_printf(b, "\"");
+  for (;;) {
+    size_t n = strcspn(s, "\"\n\r");
+    while (n) {   /* (in pieces: %.*s takes an int) */
+      int k = n > 65536 ? 65536 : (int)n;
+      util_buf_printf(b, "%.*s", k, s);
+      s += k;
+      n -= (size_t)k;
+    }
+    if (!*s) break;
+    util_buf_printf(b, "%s", *s == '"' ? "\"\"" : " ");
+    s++;
   }
-  buf[at] = 0;
-  return buf;
+  util_buf_printf(b, "\"");
 }
 
 /* --jobs and friends: a non-negative integer of at most max */
@@ -680,9 +687,11 @@ agree:
       double vb = ranked[0]->r.us / j->r.us;
       if (r < 20 || j == dflt)
         printf("  %4d  %10.2f  %10.1f  %7.3f  %8.3f  %s\n", r + 1, j->r.us, j->r.metric, vb, j->r.baseline, job_label(sw, j));
-      util_buf_printf(&csv, "\"%s\",%d,\"%s\",%.3f,%.3f,%s,%.4f,%.4f,%s,%s\n", sh->name, r + 1,
-                      j->cand < 0 ? "" : csv_field(job_label(sw, j), e2, sizeof e2), j->r.us, j->r.metric,
-                      j->r.metric_name, vb, j->r.baseline, j->r.baseline_name, j->kernel);
+      csv_field(&csv, sh->name);
+      util_buf_printf(&csv, ",%d,", r + 1);
+      csv_field(&csv, j->cand < 0 ? "" : job_label(sw, j));
+      util_buf_printf(&csv, ",%.3f,%.3f,%s,%.4f,%.4f,%s,%s\n", j->r.us, j->r.metric, j->r.metric_name, vb,
+                      j->r.baseline, j->r.baseline_name, j->kernel);
       /* the database keeps the candidate as its full set list (shape sets + candidate sets), one
        * per line: values may hold spaces (op.combine = "fmaxf(a, b)") but never a newline */
       util_buf cfg = {0};
