@@ -73,13 +73,31 @@ typedef struct stage {
   util_buf wrote;         /* "  wrote DIR/x" lines, printed once everything is in place */
 } stage;
 
+/* -o DIR names something other than a folder: says what, naming DIR (a link with its target,
+ * for a dangling link is no folder either: mkdir does not follow one), never the staging folder. */
+static void not_a_folder(const char *out, const char *tail) {
+  char target[4096];
+  ssize_t n = readlink(out, target, sizeof target - 1);
+  if (n >= 0) {
+    target[n] = 0;
+    struct stat st;
+    cli_err("weft: -o %s: a symbolic link to %s, which %s%s\n", out, target,
+            stat(out, &st) == 0 ? "is not a folder" : "does not exist (give a folder, or create it first)", tail);
+  } else {
+    cli_err("weft: -o %s: exists and is not a folder%s\n", out, tail);
+  }
+}
+
 static int stage_open(stage *g, const char *out) {
   char err[1024];
   struct stat st;
   memset(g, 0, sizeof *g);
   g->out = out;
   if (stat(out, &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) { cli_err("weft: -o %s: exists and is not a folder\n", out); return -1; }
+    if (!S_ISDIR(st.st_mode)) { not_a_folder(out, ""); return -1; }
+  } else if (errno == ENOENT && lstat(out, &st) == 0) {   /* a dangling link */
+    not_a_folder(out, "");
+    return -1;
   } else if (errno == ENOENT) {
     g->fresh = 1;
   } else {
@@ -148,7 +166,16 @@ static void stage_drop(stage *g) {
 
 static int stage_commit(stage *g) {
   if (g->fresh) {
-    if (chmod(g->dir, 0755) == 0 && rename(g->dir, g->out) == 0) {
+    /* the folder's mode as mkdir(DIR, 0777) would give it (mkdtemp made it 0700), the umask
+     * applying as it does to the files */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (chmod(g->dir, 0777 & ~mask) != 0) {
+      cli_err("weft: cannot set the mode of %s: %s (nothing was written to %s)\n", g->dir, strerror(errno), g->out);
+      stage_drop(g);
+      return -1;
+    }
+    if (rename(g->dir, g->out) == 0) {
       g->dir[0] = 0;
       for (int i = 0; i < g->n; i++) free(g->names[i]);
       g->n = 0;
@@ -156,9 +183,18 @@ static int stage_commit(stage *g) {
       util_buf_free(&g->wrote);
       return 0;
     }
-    cli_err("weft: cannot move %s to %s: %s (nothing was written)\n", g->dir, g->out, strerror(errno));
-    stage_drop(g);
-    return -1;
+    int e = errno;
+    struct stat st;
+    if ((e == ENOTEMPTY || e == EEXIST) && lstat(g->out, &st) == 0 && S_ISDIR(st.st_mode)) {
+      /* another process (a second weft gen into the same new DIR) made the folder meanwhile:
+       * go into it file by file, as into any folder that was there */
+      g->fresh = 0;
+    } else {
+      if (e == ENOTDIR || e == EISDIR) not_a_folder(g->out, " (nothing was written)");
+      else cli_err("weft: cannot move %s to %s: %s (nothing was written)\n", g->dir, g->out, strerror(e));
+      stage_drop(g);
+      return -1;
+    }
   }
   /* Into an existing folder: every target must be absent or a plain file, and each file it
    * replaces is first kept (a hard link in the staging folder), so a rename that fails puts the

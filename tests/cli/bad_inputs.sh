@@ -175,6 +175,24 @@ if command -v gnuplot > /dev/null; then
 fi
 [ -z "$(ls -A pl | grep '^\.')" ] || { echo "FAIL: --plot left $(ls -A pl | grep '^\.')"; fails=$((fails + 1)); }
 
+# two `weft gen` into one -o DIR that does not exist yet: the one whose folder comes second goes
+# into the other's file by file, never "cannot move ... Directory not empty" (20 tries, each 20 s at most)
+for i in $(seq 1 20); do
+  rm -rf race
+  timeout 20 "$W" gen rr.lua -o race > race1.log 2>&1 & p1=$!
+  timeout 20 "$W" gen rr.lua --set threads=128 -o race > race2.log 2>&1 & p2=$!
+  wait $p1 && wait $p2 && [ "$(ls race | wc -l)" = 4 ] ||
+    { echo "FAIL: two weft gen into one new folder (try $i):"; cat race1.log race2.log; ls -A race; fails=$((fails + 1)); break; }
+done
+ls -A | grep -q weft-tmp && { echo "FAIL: a staging folder is left: $(ls -A | grep weft-tmp)"; fails=$((fails + 1)); }
+# -o a dangling link: named, with its target (the message named the staging folder)
+ln -s nowhere dangling
+expect 2 "-o dangling: a symbolic link to nowhere, which does not exist" "$W" gen rr.lua -o dangling
+# a new -o folder follows the umask, as mkdir would (it was 0755 whatever the umask; the files followed it)
+(umask 077; "$W" gen rr.lua -o um077 > /dev/null 2>&1; umask 002; "$W" gen rr.lua -o um002 > /dev/null 2>&1)
+[ "$(stat -c %a um077)" = 700 ] && [ "$(stat -c %a um002)" = 775 ] ||
+  { echo "FAIL: -o folder modes $(stat -c %a um077) (umask 077), $(stat -c %a um002) (umask 002)"; fails=$((fails + 1)); }
+
 # WEFT_DRIVER_LIB pointing at a library that is no driver at all
 z=$(ls /usr/lib/*/libz.so.1 /lib/*/libz.so.1 2> /dev/null | head -1)
 [ -n "$z" ] && expect 77 "is not an NVIDIA driver (it has no cuInit): check WEFT_DRIVER_LIB" env WEFT_DRIVER_LIB="$z" "$W" run rr.lua
