@@ -12,7 +12,8 @@
  *       96     -  payload: ptx, cubin, log, back to back
  *
  * The file is exactly 96 + ptx_size + cubin_size + log_size bytes.  A file that is short, long,
- * has another magic, carries another key (copied or renamed), or fails the checksum is corrupt:
+ * has another magic, carries another key (copied or renamed), fails the checksum, holds no cubin
+ * or one that is not an ELF image, or cannot be read by us (a mode changed by hand) is corrupt:
  * it is rebuilt and replaced.  The checksum covers the header too, so a flipped size is caught
  * even when the size arithmetic happens to still add up.
  */
@@ -227,8 +228,16 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
   }
 
   /* The root is checked before the subfolder is created, so nothing is written into a refused
-   * folder. */
-  if (util_mkdirs(r, 0700, err, errlen) != 0 || check_folder(r, &st, err, errlen) != 0) goto cleanup;
+   * folder.  One that exists is only checked (check_folder names what is wrong: a file, a link);
+   * a missing one is created first, and a failure names it as the cache folder. */
+  if (lstat(r, &st) != 0) {
+    char mkerr[1024];
+    if (util_mkdirs(r, 0700, mkerr, sizeof mkerr) != 0) {
+      util_set_err(err, errlen, "cache folder %s: %s; set WEFT_CACHE_DIR to a folder of your own", r, mkerr);
+      goto cleanup;
+    }
+  }
+  if (check_folder(r, &st, err, errlen) != 0) goto cleanup;
 
   if (!(dir = path_join(r, subdir))) {
     util_set_err(err, errlen, "out of memory opening the cache");
@@ -330,6 +339,11 @@ static int fill_header(unsigned char hdr[HEADER_LEN], const unsigned char key[32
   return 0;
 }
 
+/* A cubin is an ELF image: at least its 4-byte magic. */
+static int is_elf(const void *cubin, size_t size) {
+  return cubin && size >= 4 && memcmp(cubin, "\x7f" "ELF", 4) == 0;
+}
+
 /* Reads and verifies the entry for key: LOOK_HIT fills *out; LOOK_MISS / LOOK_CORRUPT leave it
  * empty; LOOK_ERROR (the file exists but cannot be read) sets err. */
 static lookup read_entry(const cache *c, const key_names *n, const unsigned char key[32],
@@ -345,6 +359,9 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
   if (fd < 0) {
     if (errno == ENOENT) return LOOK_MISS;
     if (errno == ELOOP) return LOOK_CORRUPT; /* a link where an entry belongs: not ours */
+    /* an entry we may not read (chmod 000 by hand): the folder is ours (0700, checked), so the
+     * rebuilt entry replaces it by rename, as for any corrupt one, instead of failing forever */
+    if (errno == EACCES) return LOOK_CORRUPT;
     util_set_err(err, errlen, "cannot open cache entry %s: %s", n->path, strerror(errno));
     return LOOK_ERROR;
   }
@@ -388,6 +405,7 @@ static lookup read_entry(const cache *c, const key_names *n, const unsigned char
     if ((size_t)got < lens[i]) goto cleanup; /* shrank under us: treat as truncated */
   }
   if (e.ptx[e.ptx_size - 1] != '\0' || e.log[e.log_size - 1] != '\0') goto cleanup;
+  if (!is_elf(e.cubin, e.cubin_size)) goto cleanup; /* weft build would write it as the .cubin */
 
   if (fill_header(sum, key, &e) != 0) {
     util_set_err(err, errlen, "out of memory checking cache entry %s", n->path);
@@ -500,6 +518,11 @@ static int lock_key(const cache *c, const key_names *n, int *fd, char *err, size
   long limit_s = lock_seconds(err, errlen);
   if (limit_s < 0) { *fd = -1; return -1; }
   *fd = openat(c->dirfd, n->lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (*fd < 0 && (errno == ELOOP || errno == EISDIR)) {   /* planted, or left by hand: say what to do */
+    util_set_err(err, errlen, "lock file %s/%s is %s, not a regular file: remove it (the cache recreates it)",
+                 c->dir, n->lock, errno == ELOOP ? "a symbolic link" : "a folder");
+    return -1;
+  }
   if (*fd < 0) {
     util_set_err(err, errlen, "cannot open lock file %s/%s: %s", c->dir, n->lock, strerror(errno));
     return -1;
@@ -552,10 +575,11 @@ static int check_built(cache_entry *e, const char *name, char *err, size_t errle
             "count it): this is a bug in weft, please report it", name);
     return -1;
   }
-  if (e->cubin_size && !e->cubin) {
+  if (!is_elf(e->cubin, e->cubin_size)) {   /* stored, every later read would call it corrupt */
     util_set_err(err, errlen,
-            "the build of kernel %s returned cubin_size %zu but no cubin: this is a bug in "
-            "weft, please report it", name, e->cubin_size);
+            "the build of kernel %s returned %s (cubin_size %zu): a cubin is an ELF image; this is "
+            "a bug in weft, please report it", name, e->cubin ? "a cubin that is not an ELF image" : "no cubin",
+            e->cubin_size);
     return -1;
   }
   if (!e->log || e->log_size == 0) {

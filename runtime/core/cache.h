@@ -9,7 +9,8 @@
  * - A per-key lock (flock on <key>.lock) serialises builders; after taking it the entry is
  *   looked up again, since another process may have built it while we waited.
  * - Every entry carries the key and a SHA-256 of its payload: a corrupt, truncated or foreign
- *   entry is detected, reported through `rebuilt`, and rebuilt.
+ *   entry, one whose cubin is missing or not an ELF image, and one we may not read (a mode
+ *   changed by hand) is detected, reported through `rebuilt`, and rebuilt.
  * - With WEFT_NO_COMPILE set (to anything but "" or "0"), a miss is an error, not a build.
  */
 #ifndef WEFT_CACHE_H
@@ -21,7 +22,7 @@ typedef struct cache cache;
 typedef struct cache_entry {
   char *ptx;            /* NUL-terminated PTX text; ptx_size counts the NUL */
   size_t ptx_size;
-  void *cubin;
+  void *cubin;          /* an ELF image ("\x7fELF..."), never empty */
   size_t cubin_size;
   char *log;            /* NUL-terminated compiler log (may be ""); log_size counts the NUL */
   size_t log_size;

@@ -193,6 +193,22 @@ expect 2 "-o dangling: a symbolic link to nowhere, which does not exist" "$W" ge
 [ "$(stat -c %a um077)" = 700 ] && [ "$(stat -c %a um002)" = 775 ] ||
   { echo "FAIL: -o folder modes $(stat -c %a um077) (umask 077), $(stat -c %a um002) (umask 002)"; fails=$((fails + 1)); }
 
+# the cache folder is a file: said as the cache folder, naming WEFT_CACHE_DIR (it was "<path>: not a folder")
+expect 1 "cache folder $T/rr.lua exists but is not a folder: refusing to use it; set WEFT_CACHE_DIR" env WEFT_CACHE_DIR="$T/rr.lua" "$W" build rr.lua -o g11
+# a cache entry with a right checksum but no cubin is corrupt: rebuilt, never written out as an empty .cubin
+"$W" build rr.lua -o g12 > /dev/null 2>&1
+python3 - cache/*/*.bin <<'PY'
+import hashlib, struct, sys
+for p in sys.argv[1:]:
+    d = open(p, "rb").read()
+    h = bytearray(d[:96]); ptx, cubin, log = struct.unpack("<QQQ", h[40:64])
+    payload = d[96:96 + ptx] + d[96 + ptx + cubin:]
+    h[48:56] = struct.pack("<Q", 0); h[64:96] = hashlib.sha256(bytes(h[:64]) + payload).digest()
+    open(p, "wb").write(bytes(h) + payload)
+PY
+expect 0 "(NVRTC)" "$W" build rr.lua -o g13
+[ "$(head -c 4 g13/*.cubin | od -An -c | tr -d ' ')" = '177ELF' ] || { echo "FAIL: g13's .cubin is no ELF image"; fails=$((fails + 1)); }
+
 # WEFT_DRIVER_LIB pointing at a library that is no driver at all
 z=$(ls /usr/lib/*/libz.so.1 /lib/*/libz.so.1 2> /dev/null | head -1)
 [ -n "$z" ] && expect 77 "is not an NVIDIA driver (it has no cuInit): check WEFT_DRIVER_LIB" env WEFT_DRIVER_LIB="$z" "$W" run rr.lua

@@ -91,6 +91,7 @@ static int make_entry(const char *seed, cache_entry *e) {
   memcpy(e->ptx, ptx, e->ptx_size);
   memcpy(e->log, log, e->log_size);
   for (size_t i = 0; i < e->cubin_size; i++) ((unsigned char *)e->cubin)[i] = d[i % 32] ^ (i >> 5);
+  memcpy(e->cubin, "\x7f" "ELF", 4); /* a cubin is an ELF image: the cache checks the magic */
   return 0;
 }
 
@@ -691,6 +692,166 @@ static void test_default_root(void **state) {
   assert_non_null(strstr(err, "WEFT_CACHE_DIR"));
 }
 
+/* ---- 10. an entry we may not read, a lock that is no file, a root that is a file ---------- */
+
+/* In a child: as uid 12345 when root (root reads a mode-000 file anyway), else as ourselves.
+ * Builds an entry under base, makes it unreadable (chmod 000), and gets it again: it must be
+ * rebuilt and replaced, not fail forever.  Exit 0, or the number of the step that failed. */
+static int unreadable_child(const char *base) {
+  if (geteuid() == 0 && (setgid(12345) != 0 || setuid(12345) != 0)) return 10;
+  char root[PATH_MAX + 8], err[512] = "", path[PATH_MAX + 80];
+  snprintf(root, sizeof root, "%s/root", base);
+  cache *c = NULL;
+  if (cache_open(&c, root, SUB, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 11; }
+  unsigned char key[32];
+  key_of("unreadable", key);
+  entry_path(c, key, path, sizeof path);
+  build_ud ud = {.seed = "unreadable"};
+  cache_entry e = {0};
+  cache_result r = CACHE_HIT;
+  if (cache_get(c, key, "k", build_cb, &ud, &e, &r, err, sizeof err) != 0 || r != CACHE_BUILT) return 12;
+  cache_entry_free(&e);
+  if (chmod(path, 0) != 0 || access(path, R_OK) == 0) return 13; /* really unreadable now */
+  if (cache_get(c, key, "k", build_cb, &ud, &e, &r, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 14; }
+  if (r != CACHE_REBUILT || !entry_is(&e, "unreadable") || ud.calls != 2) return 15;
+  cache_entry_free(&e);
+  if (access(path, R_OK) != 0) return 16; /* replaced by a readable one */
+  if (cache_get(c, key, "k", build_cb, &ud, &e, &r, err, sizeof err) != 0 || r != CACHE_HIT) return 17;
+  cache_entry_free(&e);
+  cache_close(c);
+  return 0;
+}
+
+static void test_unreadable_entry(void **state) {
+  fixture *f = *state;
+  char base[PATH_MAX];
+  snprintf(base, sizeof base, "%s/u", f->dir);
+  assert_int_equal(mkdir(base, 0700), 0);
+  if (geteuid() == 0) { /* the child's own folder, reachable by it */
+    assert_int_equal(chown(base, 12345, 12345), 0);
+    assert_int_equal(chmod(f->dir, 0711), 0);
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(unreadable_child(base));
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status)) print_error("unreadable_child failed at step %d\n", WEXITSTATUS(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A link or a folder at <key>.lock: refused with what it is and what to do, the link's target
+ * untouched. */
+static void test_lock_not_a_file(void **state) {
+  fixture *f = *state;
+  cache *c = open_cache(f);
+  unsigned char key[32];
+  char hex[65], lock[PATH_MAX + 80], target[PATH_MAX], err[512] = "";
+  key_of("lock-link", key);
+  hash_hex(key, hex);
+  snprintf(lock, sizeof lock, "%s/%s.lock", cache_dir(c), hex);
+  snprintf(target, sizeof target, "%s/elsewhere", f->dir);
+  assert_int_equal(symlink(target, lock), 0);
+  build_ud ud = {.seed = "lock-link"};
+  cache_entry e = {0};
+  cache_result r;
+  assert_int_equal(cache_get(c, key, "k", build_cb, &ud, &e, &r, err, sizeof err), -1);
+  if (!strstr(err, "is a symbolic link, not a regular file: remove it (the cache recreates it)"))
+    print_error("message: %s\n", err);
+  assert_non_null(strstr(err, "is a symbolic link, not a regular file: remove it (the cache recreates it)"));
+  assert_non_null(strstr(err, lock));
+  assert_int_equal(access(target, F_OK), -1);
+  assert_int_equal(ud.calls, 0);
+
+  assert_int_equal(unlink(lock), 0);
+  assert_int_equal(mkdir(lock, 0700), 0);
+  assert_int_equal(cache_get(c, key, "k", build_cb, &ud, &e, &r, err, sizeof err), -1);
+  if (!strstr(err, "is a folder, not a regular file: remove it")) print_error("message: %s\n", err);
+  assert_non_null(strstr(err, "is a folder, not a regular file: remove it (the cache recreates it)"));
+  assert_int_equal(rmdir(lock), 0);
+  assert_int_equal(get_ok(c, key, &ud), CACHE_BUILT); /* removed, as the message says: it works */
+  cache_close(c);
+}
+
+/* WEFT_CACHE_DIR (or the root given) is a file, or lies under one: the message names the cache
+ * folder and the variable, not only "<path>: not a folder". */
+static void test_root_is_a_file(void **state) {
+  fixture *f = *state;
+  char file[PATH_MAX], under[PATH_MAX + 8];
+  snprintf(file, sizeof file, "%s/rr.lua", f->dir);
+  snprintf(under, sizeof under, "%s/sub", file);
+  int fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(close(fd), 0);
+  expect_refused(file, SUB, file, "exists but is not a folder");
+  expect_refused(under, SUB, under, "cache folder");
+  setenv("WEFT_CACHE_DIR", file, 1); /* the default root, from the variable */
+  expect_refused(NULL, SUB, file, "exists but is not a folder");
+}
+
+/* ---- 11. an entry without an ELF cubin ------------------------------------------------------ */
+
+/* An entry file with a valid checksum around the given cubin (the layout in cache.c). */
+static void write_raw_entry(const char *path, const unsigned char key[32], const void *cubin, size_t cubin_size) {
+  static const char ptx[] = "// ptx\n", log[] = "";
+  unsigned char hdr[96] = "WEFTKC01";
+  memcpy(hdr + 8, key, 32);
+  unsigned long long sizes[3] = {sizeof ptx, cubin_size, sizeof log};
+  for (int s = 0; s < 3; s++)
+    for (int i = 0; i < 8; i++) hdr[40 + 8 * s + i] = (unsigned char)(sizes[s] >> (8 * i));
+  hash_ctx *h = hash_begin();
+  hash_add(h, hdr, 64);
+  hash_add(h, ptx, sizeof ptx);
+  hash_add(h, cubin, cubin_size);
+  hash_add(h, log, sizeof log);
+  hash_end(h, hdr + 64);
+  FILE *fp = fopen(path, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(hdr, 1, sizeof hdr, fp), sizeof hdr);
+  assert_int_equal(fwrite(ptx, 1, sizeof ptx, fp), sizeof ptx);
+  if (cubin_size) assert_int_equal(fwrite(cubin, 1, cubin_size, fp), cubin_size);
+  assert_int_equal(fwrite(log, 1, sizeof log, fp), sizeof log);
+  assert_int_equal(fclose(fp), 0);
+}
+
+static int build_no_elf(void *p, cache_entry *out, char *err, size_t errlen) {
+  int rc = build_cb(p, out, err, errlen);
+  if (rc == 0) memcpy(out->cubin, "NOPE", 4);
+  return rc;
+}
+
+static void test_cubin_not_elf(void **state) {
+  fixture *f = *state;
+  cache *c = open_cache(f);
+  unsigned char key[32];
+  char path[PATH_MAX], err[512] = "";
+  key_of("no-elf", key);
+  entry_path(c, key, path, sizeof path);
+  build_ud ud = {.seed = "no-elf"};
+
+  /* An entry whose checksum is right but whose cubin is empty, then not an ELF image: corrupt
+   * (weft build wrote the empty cubin as the .cubin and exited 0). */
+  write_raw_entry(path, key, "", 0);
+  assert_int_equal(get_ok(c, key, &ud), CACHE_REBUILT);
+  write_raw_entry(path, key, "NOPE, not an ELF", 16);
+  assert_int_equal(get_ok(c, key, &ud), CACHE_REBUILT);
+  assert_int_equal(get_ok(c, key, &ud), CACHE_HIT);
+  assert_int_equal(ud.calls, 2);
+
+  /* A build that returns no ELF is refused, never stored to be called corrupt on every read. */
+  unsigned char key2[32];
+  key_of("builds-no-elf", key2);
+  cache_entry e = {0};
+  cache_result r;
+  assert_int_equal(cache_get(c, key2, "k", build_no_elf, &ud, &e, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "returned a cubin that is not an ELF image"));
+  assert_int_equal(count_names(cache_dir(c), ".bin", NULL), 1);
+  cache_close(c);
+}
+
 /* ---- argument checks ---------------------------------------------------------------------- */
 
 static void test_bad_arguments(void **state) {
@@ -734,6 +895,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_concurrent_builders, setup, teardown),
       cmocka_unit_test_setup_teardown(test_default_root, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unreadable_entry, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lock_not_a_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_root_is_a_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cubin_not_elf, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   test_env_free(&env);
