@@ -1,8 +1,9 @@
 """bench/gemm_rows.py: the measured-candidate rows of bench/data, as the GEMM tools read them.
 
 A row: dtype TAB "k=.. m=.. n=.." TAB the config's "key=value" fields separated by blanks TAB
-time_us (bench/gemm_kernels_rows.py and bench/gemm_rule_regret.sh write them; gemm_rule_regret.lua,
-gemm_pairs.py and gemm_table_rows.py read them).  Keys and values are plain tokens (letters,
+time_us (bench/gemm_kernels_rows.py writes them; gemm_rule_regret.lua, gemm_pairs.py and
+gemm_table_rows.py read them; gemm_rule_regret.sh dumps a database's rows for the Lua tool alone,
+with weft tune's quoted strings and a fifth column, the base config the fields override).  Keys and values are plain tokens (letters,
 digits, '_', '.'), as the generator's own field names and values are: a row with anything else
 (quotes, blanks, a value kilobytes long) is refused, never passed on into a table."""
 import math
