@@ -137,9 +137,10 @@ int cli_run_auto(weft_ctx *ctx, const run_opts *o, const weft_run_spec *rs, cons
 int cli_autotune_budget(double *ms);
 int cli_autotune_flag(int *on);   /* WEFT_AUTOTUNE: 0 and *on, or -1 with the message (not 0, 1 or unset) */
 /* cmd_export.c: the database's best per (family, dtype, ranks, shape) for this GPU as a tuning
- * table, written atomically to file (command: what the header says made it). */
-int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const char *gpu, int sm, int driver,
-                     const char *nvrtc, const char *command);
+ * table, written atomically to file (who: the messages' prefix, "weft export-table"; command: what
+ * the header says made it). */
+int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const char *file, const char *gpu, int sm,
+                     int driver, const char *nvrtc, const char *command);
 int cmd_export(int argc, char **argv);
 void cmd_export_help(void);
 void cmd_suggest_help(void);

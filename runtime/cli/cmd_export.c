@@ -124,12 +124,12 @@ done:
 
 /* 1 with the message when FILE is a database (the one read, by another name, or any SQLite file):
  * `export-table --db A A`, or the two swapped, would replace the measurements with the table. */
-static int file_is_a_database(const char *file, const char *db_path) {
+static int file_is_a_database(const char *who, const char *file, const char *db_path) {
   struct stat f, d;
   if (stat(file, &f) != 0) return 0;   /* (no file: nothing to lose; a folder is the writer's to refuse) */
   if (db_path && stat(db_path, &d) == 0 && f.st_dev == d.st_dev && f.st_ino == d.st_ino) {
-    cli_err("weft: --export %s: is the tuning database itself (%s): the table is another file (a .tsv); nothing "
-            "written\n", file, db_path);
+    cli_err("%s %s: is the tuning database itself (%s): the table is another file (a .tsv); nothing written\n", who,
+            file, db_path);
     return 1;
   }
   char head[16] = {0};
@@ -137,31 +137,31 @@ static int file_is_a_database(const char *file, const char *db_path) {
   ssize_t got = fd >= 0 ? read(fd, head, sizeof head) : 0;
   if (fd >= 0) close(fd);
   if (got == (ssize_t)sizeof head && !memcmp(head, "SQLite format 3", 16)) {
-    cli_err("weft: --export %s: is an SQLite database (a tuning database?), not a table: refusing to replace it; "
-            "nothing written\n", file);
+    cli_err("%s %s: is an SQLite database (a tuning database?), not a table: refusing to replace it; nothing "
+            "written\n", who, file);
     return 1;
   }
   return 0;
 }
 
-int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const char *gpu, int sm, int driver,
-                     const char *nv, const char *command) {
+int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const char *file, const char *gpu, int sm,
+                     int driver, const char *nv, const char *command) {
   char err[2048];
   tunedb *db = NULL;
   tune_best *v = NULL;
   int n = 0, written = 0, skipped = 0;
   int dbst = tunedb_open_readonly(&db, db_path, err, sizeof err);
   if (dbst == 1) {
-    cli_err("weft: --export %s: there is no tuning database at %s (--db or WEFT_TUNE_DB); nothing written\n", file,
+    cli_err("%s %s: there is no tuning database at %s (--db or WEFT_TUNE_DB); nothing written\n", who, file,
             db_path ? db_path : "the default path");
     return CLI_FAIL;
   }
   if (dbst || tunedb_best_per_shape(db, gpu, sm, driver, nv, &v, &n, err, sizeof err)) {
-    cli_err("weft: --export: %s\n", err);
+    cli_err("%s: %s\n", who, err);
     tunedb_close(db);
     return CLI_FAIL;
   }
-  if (file_is_a_database(file, tunedb_path(db))) {
+  if (file_is_a_database(who, file, tunedb_path(db))) {
     tunedb_best_free(v, n);
     tunedb_close(db);
     return CLI_FAIL;
@@ -198,8 +198,8 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
     if (bad_time || bad_ranks || strchr(v[i].shape, '\t') ||
         autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
         row_config(ctx, &v[i], &cfg, &variant, why, sizeof why)) {
-      fprintf(stderr, "weft: --export: skipped %.100s %.40s %.200s (%lld rank%s, kernel %.200s): %s\n", v[i].family,
-              v[i].dtype, v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);
+      fprintf(stderr, "%s: skipped %.100s %.40s %.200s (%lld rank%s, kernel %.200s): %s\n", who,
+              v[i].family, v[i].dtype, v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);
       skipped++;
     } else if (variant.oom || util_buf_printf(&needle, "|%s|", variant.p ? variant.p : "") ||
                (seen.p && strstr(seen.p, needle.p))) {
@@ -218,11 +218,11 @@ int cli_export_table(weft_ctx *ctx, const char *db_path, const char *file, const
   util_buf_free(&seen);
   int rc = CLI_OK;
   if (written == 0) {   /* a mistyped --gpu or --db, or a database of another machine: say so, write nothing */
-    cli_err("weft: --export %s: %s holds no row to export for %s (sm_%d, driver %d, NVRTC %s)%s; nothing written\n",
+    cli_err("%s %s: %s holds no row to export for %s (sm_%d, driver %d, NVRTC %s)%s; nothing written\n", who,
             file, tunedb_path(db), gpu, sm, driver, nv, skipped ? " that still makes its measured kernel" : "");
     rc = CLI_FAIL;
-  } else if (out.oom) { cli_err("weft: --export: out of memory\n"); rc = CLI_FAIL; }
-  else if (util_write_atomic(file, out.p, out.len, err, sizeof err)) { cli_err("weft: --export %s: %s\n", file, err); rc = CLI_FAIL; }
+  } else if (out.oom) { cli_err("%s: out of memory\n", who); rc = CLI_FAIL; }
+  else if (util_write_atomic(file, out.p, out.len, err, sizeof err)) { cli_err("%s %s: %s\n", who, file, err); rc = CLI_FAIL; }
   else printf("exported %d row%s (%d skipped) for %s (sm_%d, driver %d, NVRTC %s) to %s\n", written,
               written == 1 ? "" : "s", skipped, gpu, sm, driver, nv, file);
   util_buf_free(&out);
@@ -279,7 +279,7 @@ int cmd_export(int argc, char **argv) {
   if (!nv) nv = nvb;
   char command[512];
   if (snprintf(command, sizeof command, "weft export-table %.400s", file) >= (int)sizeof command) command[0] = 0;
-  rc = cli_export_table(ctx, db_path, file, gpu, sm, driver, nv, command);
+  rc = cli_export_table(ctx, "weft export-table", db_path, file, gpu, sm, driver, nv, command);
   weft_ctx_destroy(ctx);
   return rc;
 }

@@ -740,7 +740,7 @@ agree:
   if (db && !store_failed) printf("stored in %s\n", tunedb_path(db));
   if (plot && any && write_plot(sw, jobs, n_jobs, out_dir)) store_failed = 1;
   if (export_path && db && !store_failed && !fake &&
-      cli_export_table(ctx, tunedb_path(db), export_path, gpu, sm, driver, nv, "weft tune --export") != CLI_OK)
+      cli_export_table(ctx, "weft tune --export", tunedb_path(db), export_path, gpu, sm, driver, nv, "weft tune --export") != CLI_OK)
     store_failed = 1;
   rc = any && !store_failed ? CLI_OK : CLI_FAIL;
 out:
