@@ -171,8 +171,13 @@ void autotable_free(autotable *t) {
 /* One warning line: "FILE:LINE: column C (NAME) = "VALUE": what is allowed; line skipped". */
 static void warn_field(util_buf *w, const char *file, int line, int col, const char *name, const char *v, size_t vl,
                        const char *allowed) {
-  util_buf_printf(w, "%s:%d: column %d (%s) = \"%.*s%s\": %s; line skipped\n", file, line, col, name,
-                  (int)(vl > 60 ? 60 : vl), v, vl > 60 ? "..." : "", allowed);
+  util_buf_printf(w, "%s:%d: column %d (%s) = \"", file, line, col, name);
+  for (size_t i = 0; i < vl && i < 60; i++) {   /* (a NUL or a control byte shown, not the text cut at it) */
+    unsigned char c = (unsigned char)v[i];
+    if (c < 32 || c == 127 || c == '"' || c == '\\') util_buf_printf(w, "\\x%02x", c);
+    else util_buf_printf(w, "%c", c);
+  }
+  util_buf_printf(w, "%s\": %s; line skipped\n", vl > 60 ? "..." : "", allowed);
 }
 
 static char *dupn(const char *s, size_t n) {

@@ -88,6 +88,7 @@ static void test_bad_lines(void **state) {
                        "row_softmax\tbf16\t1\trows=x\t1.0\ta=1\n"                         /* 18: shape */
                        "Row Softmax\tbf16\t1\trows=1 cols=2\t1.0\ta=1\n"                  /* 19: family */
                        "row_softmax\t\t1\trows=1 cols=2\t1.0\ta=1\n"                      /* 20: dtype */
+                       "row_softmax\tb\x01\"\t1\trows=1 cols=2\t1.0\ta=1\n"                /* 21: shown */
                        GOOD, &w, &rc);
   assert_int_equal(rc, 0);
   assert_int_equal(t->n_rows, 2);   /* the good ones only */
@@ -102,6 +103,7 @@ static void test_bad_lines(void **state) {
   has(&w, "t.tsv:18: column 4 (shape): shape: rows = x");
   has(&w, "t.tsv:19: column 1 (family) = \"Row Softmax\": a family name (lower case, digits, _)");
   has(&w, "t.tsv:20: column 2 (dtype) = \"\": a dtype name");
+  has(&w, "t.tsv:21: column 2 (dtype) = \"b\\x01\\x22\": a dtype name");   /* (a control byte, a quote) */
   util_buf_free(&w);
   autotable_free(t);
 }
