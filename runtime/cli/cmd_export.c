@@ -122,9 +122,7 @@ done:
   return rc;
 }
 
-/* 1 with the message when FILE is a database (the one read, by another name, or any SQLite file):
- * `export-table --db A A`, or the two swapped, would replace the measurements with the table. */
-static int file_is_a_database(const char *who, const char *file, const char *db_path) {
+int cli_export_is_database(const char *who, const char *file, const char *db_path) {
   struct stat f, d;
   if (stat(file, &f) != 0) return 0;   /* (no file: nothing to lose; a folder is the writer's to refuse) */
   if (db_path && stat(db_path, &d) == 0 && f.st_dev == d.st_dev && f.st_ino == d.st_ino) {
@@ -161,7 +159,7 @@ int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const 
     tunedb_close(db);
     return CLI_FAIL;
   }
-  if (file_is_a_database(who, file, tunedb_path(db))) {
+  if (cli_export_is_database(who, file, tunedb_path(db))) {
     tunedb_best_free(v, n);
     tunedb_close(db);
     return CLI_FAIL;

@@ -385,12 +385,14 @@ static int tune_main(int argc, char **argv, int out_fd) {
   }
   if (!c.config) { cli_err("weft tune: needs SWEEP.lua (weft help tune)\n"); goto agree; }
   if (jobs_n < 1) jobs_n = 1;   /* (sysconf's answer: --jobs itself is at least 1) */
+  if (export_path && (export_dir_missing(export_path) || cli_export_is_database("weft tune --export", export_path,
+                                                                                 db_path ? db_path : getenv("WEFT_TUNE_DB"))))
+    goto agree;   /* (before the run, which can take an hour) */
   if (export_path && fake) {
     cli_err("weft tune: --export with --fake-timing: a run with fake timings writes no tuning table (its rows are "
             "stored under the gpu \"FAKE (--fake-timing)\", apart from measured ones); drop one\n");
     goto agree;
   }
-  if (export_path && export_dir_missing(export_path)) goto agree;
   if (c.out_dir) out_dir = c.out_dir;
 
   if (util_read_file(c.config, &text, NULL, err, sizeof err)) { cli_err("weft tune: %s\n", err); goto agree; }

@@ -93,6 +93,8 @@ rows=$(grep -vc '^#' "$nl")
 cp tune.db keep.db
 expect 1 "is the tuning database itself" "$W" export-table "${G[@]}" --db keep.db keep.db
 expect 1 "is an SQLite database (a tuning database?), not a table" "$W" export-table "${G[@]}" --db tune.db keep.db
+expect 2 "is the tuning database itself" "$W" tune "$SW" --fake-timing --db keep.db --export keep.db -o t4
+[ -e t4 ] && { echo "FAIL: tune ran before refusing --export at its database"; fails=$((fails + 1)); }
 cmp -s tune.db keep.db || { echo "FAIL: the database was replaced"; fails=$((fails + 1)); }
 # ... hand-edited times: a -5 or a text time never ranks first (the best of each shape is the
 # fastest good row: the same as with the bad rows gone), and text sorts as a number, not as text
