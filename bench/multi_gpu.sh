@@ -98,7 +98,7 @@ for dt in f32 bf16; do
   # NCCL's symmetric kernels (buffers registered as symmetric windows; NCCL 2.27 and later: 77 before)
   timeout 300 $MPIRUN -x WEFT_NCCL_LIB -np $P build/nccl_bench $dt 20 symmetric >"$out/ncclsym_$dt.log" 2>&1
   rc=$?
-  [ $rc -eq 77 ] && echo "NCCL's symmetric kernels: not in this NCCL (skipped): $(tail -1 "$out/ncclsym_$dt.log")"
+  [ $rc -eq 77 ] && echo "NCCL's symmetric kernels: not in this NCCL (skipped): $(grep -m1 '^nccl_bench:' "$out/ncclsym_$dt.log")"
   [ $rc -ne 0 ] && [ $rc -ne 77 ] && status=1
   [ "${TORCH_REF:-1}" = 1 ] && timeout 300 $MPIRUN -np $P python3 bench/nccl_allreduce.py --dtype $dt >"$out/torch_nccl_$dt.log" 2>&1
   for algo in one_shot two_shot one_shot_ll; do

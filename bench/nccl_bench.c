@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
   char why[512];
   nccl_lib nc;
   int ld = nccl_load(&nc, why, sizeof why);
-  if (ld == NCCL_NO_LIB) { fprintf(stderr, "nccl_bench: %s\n", why); MPI_Abort(MPI_COMM_WORLD, 77); }
+  /* 77 means "this NCCL has no symmetric windows" to the scripts: a library not found is a failure */
+  if (ld == NCCL_NO_LIB) { fprintf(stderr, "nccl_bench: %s\n", why); MPI_Abort(MPI_COMM_WORLD, symmetric ? 1 : 77); }
   if (ld != NCCL_LOAD_OK) { fprintf(stderr, "nccl_bench: %s\n", why); MPI_Abort(MPI_COMM_WORLD, 1); }
   int ndev = 0;
   CK(cudaGetDeviceCount(&ndev));

@@ -159,6 +159,16 @@ int nccl_symmetric_alloc(nccl_lib *n, MPI_Comm comm, size_t bytes, nccl_sym *s, 
     memset(s, 0, sizeof *s);
     return -1;
   }
+  /* NCCL answers success without a window where it registers nothing (2.27: NCCL_LOCAL_REGISTER=0 or
+   * cuMem off; 2.28: no symmetric support and no local registration): its symmetric kernels would
+   * not run, and the rows would be plain ncclAllReduce under the name "symmetric" */
+  if (!s->win)
+    snprintf(why, len, "ncclCommWindowRegister(%zu bytes) returned no window (NCCL_LOCAL_REGISTER, NCCL_WIN_ENABLE "
+             "or cuMem off?): NCCL's symmetric kernels would not run", bytes);
+  if (!measure_first_why(comm, s->win != NULL, why, len)) {
+    memset(s, 0, sizeof *s);   /* left registered, as above: deregistering is collective, the caller stops */
+    return -1;
+  }
   s->bytes = bytes;
   return 0;
 }
