@@ -5,7 +5,7 @@
 set -u
 here=$(pwd)
 built_at=${WEFT_BUILT_AT:-/work/main}
-if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfn "$here" "$built_at"; fi
+if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfnT "$here" "$built_at"; fi
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 out=${OUT:-/tmp/out}
 mkdir -p "$out"

@@ -11,7 +11,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 here=$(pwd)
 built_at=${WEFT_BUILT_AT:-/work/main}
-if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfn "$here" "$built_at"; fi
+if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfnT "$here" "$built_at"; fi
 cd "$built_at" || exit 1
 . bench/env.sh
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-session-cache}

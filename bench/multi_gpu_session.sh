@@ -43,7 +43,7 @@ W=${WEFT_MGPU_WORK:-/tmp/weft-mgpu-session}
 rm -rf "$W"; mkdir -p "$W"
 # ctest's files name the tree where build/ was made (/work/main): make that path reach this copy
 built_at=${WEFT_BUILT_AT:-/work/main}
-if [ "$ROOT" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfn "$ROOT" "$built_at"; fi
+if [ "$ROOT" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfnT "$ROOT" "$built_at"; fi
 export WEFT_NO_MPS=1
 . "$ROOT/bench/env.sh"
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-mgpu-cache}
