@@ -4,7 +4,7 @@
 set -u
 . bench/env.sh
 O=${OUT:-/tmp/out}; mkdir -p "$O"
-SH=${SHAPES:-130x1536x8960 200x3072x12288 100x2048x7168 72x4096x11008 224x1536x8960 96x2560x2560}
+SH=${SHAPES:-130x1536x8960 200x3072x12288 100x2048x7168 72x4096x11008 224x1536x8960 96x2560x2560 160x3072x12288 200x2048x7168 128x4096x14336 256x4096x14336}
 ts=""; for s in $SH; do ts="$ts --time-shape $s"; done
 B="--set b_layout=col --set swap_ab=true --set epilogue=direct --set consumers=1 --set tile.n=64 --set group=16 --set stream_k=true"
 row() { awk -v tag="$1" '$1=="ag_gemm"{printf "%-16s %sx%sx%s weft_gr %s cublas_gr %s ratio %s %s\n", tag, $5, $6, $7, $11, $15, $19, $NF}'; }
