@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # stream-K with small swapped tiles at the off-set shapes (M = 72-224, N = 1536-4096), beside the
-# rule's pick (run --auto, WEFT_AUTO_TABLE=none) and cuBLASLt in the same process
+# rule's pick (run --auto, WEFT_AUTO_TABLE=none) and cuBLASLt in the same process.  Run once
+# (seventeenth session, bench/RESULTS.md): slower than the rule's pick at every shape.
 set -u
 . bench/env.sh
 O=${OUT:-/tmp/out}; mkdir -p "$O"

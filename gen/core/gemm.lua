@@ -102,7 +102,7 @@ function M.fields(pre)
         .. "CTAs per tile (a CTA's share may end inside a tile); a tile's parts meet in the CTA holding its first "
         .. "k-block through a workspace the runtime keeps per stream, added in a fixed order (the same bits every "
         .. "run). Measured slower than the rule's schedules at every shape timed (bench/RESULTS.md, fourteenth "
-        .. "session), so the rule does not pick it" },
+        .. "session; with swapped tiles of 40-104 rows at M = 72-256, seventeenth), so the rule does not pick it" },
     epilogue = { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
       doc = pre .. "direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared "
         .. "memory, swizzled, and stored by TMA, which clips at the edges)" },
