@@ -1,448 +1,25 @@
-/* tunedb.c: the tuning database (behaviour documented in tunedb.h).
- *
- * Schema, version 1:
- *
- *   tunedb_schema(version INTEGER NOT NULL)           one row: the schema version
- *   results(gpu, sm, driver, nvrtc, ranks, family, dtype, shape,    -- the tune_key
- *           config,                                                 -- the candidate
- *           base, kernel, time_us, metric, metric_name, sweep, recorded,
- *           PRIMARY KEY (the key's eight fields, config))
- *
- * The primary key makes "same key and config" one row: INSERT OR REPLACE swaps the older one out,
- * and lookups by key use the key's index prefix.  metric is NULL where the caller had none (NaN).
- *
- * Concurrency: WAL journal mode (readers do not block the writer nor the writer them), a busy
- * timeout, and BEGIN IMMEDIATE for every write, so a writer takes the write lock up front; a
- * deferred transaction that reads first and writes later can fail with SQLITE_BUSY at once,
- * without waiting, when another writer got in between.  Every value goes through a bound
- * parameter of a prepared statement; the only SQL text is fixed at compile time.
+/* tunedb.c: the tuning database's rows -- keys, storing a sweep's results, reading the best
+ * (behaviour documented in tunedb.h; the file, its schema and opening it are tunedb_file.c's).
+ * Every value goes through a bound parameter of a prepared statement; the only SQL text is
+ * fixed at compile time.
  */
 #include "tunedb.h"
+#include "tunedb_internal.h"
 
 #include "util.h"
 
 #include <sqlite3.h>
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
 #include <time.h>
-#include <unistd.h>
-
-#define TUNEDB_SCHEMA_VERSION 1
-#define BUSY_TIMEOUT_MS 30000
-
-struct tunedb {
-  sqlite3 *db;
-  char *path; /* for tunedb_path and every message */
-};
-
-/* ---- small helpers ------------------------------------------------------------------------ */
-
-
-
-
-/* A hint for the errors that mean the file itself is bad, not the call. */
-static const char *damage_hint(int rc) {
-  switch (rc & 0xff) {
-  case SQLITE_NOTADB:
-  case SQLITE_CORRUPT:
-    return " (the file is damaged or not an SQLite database: move it away; tuning results are "
-           "only measurements and can be taken again)";
-  case SQLITE_BUSY:
-  case SQLITE_LOCKED:
-    return " (another process held the database for more than 30 s)";
-  default:
-    return "";
-  }
-}
-
-/* ---- choosing and preparing the path ------------------------------------------------------ */
-
-/* The default path (see tunedb.h), malloc'd; NULL with err. */
-static char *default_path(char *err, size_t errlen) {
-  return util_weft_cache_path("WEFT_TUNE_DB", "tune.db", "no place for the tune database", err, errlen);
-}
-
-/* Creates the folder that will hold path (mkdir -p, mode 0700 for what it creates).  Folders
- * that exist are left as they are. */
-static int make_parent(const char *path, char *err, size_t errlen) {
-  const char *slash = strrchr(path, '/');
-  if (!slash || slash == path) return 0; /* in the current folder, or in "/" */
-  char *p = util_strprintf("%.*s", (int)(slash - path), path);
-  if (!p) {
-    util_set_err(err, errlen, "out of memory creating the folder of tune database %s", path);
-    return -1;
-  }
-  char e[512];
-  int rc = util_mkdirs(p, 0700, e, sizeof e);
-  if (rc) util_set_err(err, errlen, "tune database %s: %s", path, e);
-  free(p);
-  return rc;
-}
-
-/* ---- SQLite helpers ----------------------------------------------------------------------- */
-
-/* Sets err to "tune database <path>: <what>: <SQLite's message><hint>".  Call it before any
- * ROLLBACK, which would replace SQLite's message. */
-static void db_err(const tunedb *t, int rc, const char *what, char *err, size_t errlen) {
-  util_set_err(err, errlen, "tune database %s: %s: %s%s", t->path, what, sqlite3_errmsg(t->db),
-          damage_hint(rc));
-}
-
-/* Runs fixed SQL (no values in it).  0, or -1 with err. */
-static int exec_sql(tunedb *t, const char *sql, const char *what, char *err, size_t errlen) {
-  int rc = sqlite3_exec(t->db, sql, NULL, NULL, NULL);
-  if (rc != SQLITE_OK) {
-    db_err(t, rc, what, err, errlen);
-    return -1;
-  }
-  return 0;
-}
-
-/* Ends an open transaction without keeping anything.  The caller has set err already. */
-static void rollback(tunedb *t) {
-  if (!sqlite3_get_autocommit(t->db)) sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-static int prepare(tunedb *t, const char *sql, sqlite3_stmt **st, const char *what, char *err,
-                   size_t errlen) {
-  int rc = sqlite3_prepare_v2(t->db, sql, -1, st, NULL);
-  if (rc != SQLITE_OK) {
-    db_err(t, rc, what, err, errlen);
-    sqlite3_finalize(*st);
-    *st = NULL;
-    return -1;
-  }
-  return 0;
-}
-
-/* Runs a statement that returns one integer (or NULL: *isnull).  0, or -1 with err. */
-static int query_int(tunedb *t, const char *sql, long long *out, int *isnull, const char *what,
-                     char *err, size_t errlen) {
-  sqlite3_stmt *st = NULL;
-  if (prepare(t, sql, &st, what, err, errlen) != 0) return -1;
-  int rc = sqlite3_step(st);
-  if (rc != SQLITE_ROW) {
-    if (rc == SQLITE_DONE) util_set_err(err, errlen, "tune database %s: %s: no result", t->path, what);
-    else db_err(t, rc, what, err, errlen);
-    sqlite3_finalize(st);
-    return -1;
-  }
-  if (isnull) *isnull = sqlite3_column_type(st, 0) == SQLITE_NULL;
-  *out = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return 0;
-}
-
-/* ---- opening ------------------------------------------------------------------------------ */
-
-/* PRAGMA journal_mode=WAL.  Switching modes needs an exclusive lock; a process that is creating
- * the same new file at this moment can make it fail with SQLITE_BUSY, so it is retried for as
- * long as the busy timeout would wait. */
-static int set_wal(tunedb *t, char *err, size_t errlen) {
-  const char *what = "cannot switch to WAL journal mode";
-  for (int waited_ms = 0;; waited_ms += 10) {
-    sqlite3_stmt *st = NULL;
-    if (prepare(t, "PRAGMA journal_mode=WAL", &st, what, err, errlen) != 0) return -1;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      const char *mode = (const char *)sqlite3_column_text(st, 0);
-      int ok = mode && strcmp(mode, "wal") == 0;
-      if (!ok)
-        util_set_err(err, errlen,
-                "tune database %s: cannot switch to WAL journal mode (it stays in \"%s\" mode); "
-                "several processes could not tune at once: put the database on a local file "
-                "system (WEFT_TUNE_DB)", t->path, mode ? mode : "?");
-      sqlite3_finalize(st);
-      return ok ? 0 : -1;
-    }
-    int busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
-    if (!busy || waited_ms >= BUSY_TIMEOUT_MS) {
-      db_err(t, rc, what, err, errlen);
-      sqlite3_finalize(st);
-      return -1;
-    }
-    sqlite3_finalize(st);
-    sqlite3_sleep(10);
-  }
-}
-
-/* The results table's columns, in RESULTS_DEFS' order: the INSERT names them, and a file's table
- * is checked to have every one (by name), each of the type RESULTS_DEFS gives it. */
-#define RESULTS_COLUMNS                                                                              \
-  "gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config, base, kernel, time_us, metric, "     \
-  "metric_name, sweep, recorded"
-#define RESULTS_NCOLUMNS 16
-#define RESULTS_DEFS                                                                                 \
-  " gpu TEXT NOT NULL, sm INTEGER NOT NULL, driver INTEGER NOT NULL, nvrtc TEXT NOT NULL,"         \
-  " ranks INTEGER NOT NULL, family TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL,"       \
-  " config TEXT NOT NULL,"                                                                         \
-  " base TEXT NOT NULL, kernel TEXT NOT NULL, time_us REAL NOT NULL, metric REAL,"                 \
-  " metric_name TEXT NOT NULL, sweep TEXT NOT NULL, recorded INTEGER NOT NULL,"                    \
-  " PRIMARY KEY (gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config)"
-
-static const char *const create_results = "CREATE TABLE IF NOT EXISTS results (" RESULTS_DEFS ")";
 
 /* A time a reader may rank: a positive, finite number (a hand-edited row's 0, -5, 'abc' or NULL,
  * or a text-typed column's '1006.3', would sort first or as text). */
 #define GOOD_TIME "(typeof(time_us) IN ('real', 'integer') AND time_us > 0 AND time_us < 9e999)"
-
-/* Each column of the file's results table has the type weft declares (a TEXT time_us sorts
- * "1006.3" before "115.7"): compared with a temporary table made from RESULTS_DEFS (the temp
- * schema is writable on a read-only connection too).  0, or -1 with err naming the column. */
-static int check_types(tunedb *t, char *err, size_t errlen) {
-  if (exec_sql(t, "CREATE TEMP TABLE IF NOT EXISTS weft_results (" RESULTS_DEFS ")", "cannot check the results table",
-               err, errlen) != 0)
-    return -1;
-  sqlite3_stmt *st = NULL;
-  const char *what = "cannot read the results table's columns";
-  if (prepare(t,
-              "SELECT w.name, w.type, r.type FROM pragma_table_info('weft_results', 'temp') w JOIN "
-              "pragma_table_info('results') r ON r.name = w.name WHERE upper(r.type) != w.type ORDER BY w.cid LIMIT 1",
-              &st, what, err, errlen) != 0)
-    return -1;
-  int rc = sqlite3_step(st), bad = rc == SQLITE_ROW;
-  if (bad) {
-    const char *have = (const char *)sqlite3_column_text(st, 2);
-    util_set_err(err, errlen, "tune database %s: its results table's column %s is declared \"%.40s\", not %s as weft "
-                 "makes it: the file is damaged or another program's; move it away", t->path,
-                 (const char *)sqlite3_column_text(st, 0), have ? have : "", (const char *)sqlite3_column_text(st, 1));
-  } else if (rc != SQLITE_DONE) {
-    db_err(t, rc, what, err, errlen);
-    bad = 1;
-  }
-  sqlite3_finalize(st);
-  return bad ? -1 : 0;
-}
-
-/* The file's schema: 0 with *empty = 1 for a file without one (new, or empty), 0 with *empty = 0
- * for a usable version; -1 with err for someone else's SQLite file (a mistyped WEFT_TUNE_DB), a
- * damaged version, or a newer one.  Reads only. */
-static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
-  long long have = 0, others = 0, version = 0;
-  int isnull = 0;
-  *empty = 0;
-  if (query_int(t,
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
-                "'tunedb_schema'",
-                &have, NULL, "cannot read the schema", err, errlen) != 0)
-    return -1;
-  if (!have) {
-    if (query_int(t,
-                  "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
-                  &others, NULL, "cannot read the schema", err, errlen) != 0)
-      return -1;
-    if (others) {
-      util_set_err(err, errlen,
-              "tune database %s is an SQLite database but not a weft tune database (it has no "
-              "tunedb_schema table): refusing to change it; point WEFT_TUNE_DB elsewhere",
-              t->path);
-      return -1;
-    }
-    *empty = 1;
-    return 0;
-  }
-  if (query_int(t, "SELECT max(version) FROM tunedb_schema", &version, &isnull,
-                "cannot read the schema version", err, errlen) != 0)
-    return -1;
-  if (isnull) {
-    util_set_err(err, errlen,
-            "tune database %s has no schema version (its tunedb_schema table is empty): the file "
-            "is damaged; move it away", t->path);
-    return -1;
-  }
-  if (version > TUNEDB_SCHEMA_VERSION) {
-    util_set_err(err, errlen,
-            "tune database %s has schema version %lld, newer than this weft understands "
-            "(version %d): use a newer weft, or point WEFT_TUNE_DB at another file",
-            t->path, version, TUNEDB_SCHEMA_VERSION);
-    return -1;
-  }
-  if (version < 1) {
-    util_set_err(err, errlen, "tune database %s has an invalid schema version (%lld read as a number; weft writes "
-                 "1 and up): move it away", t->path, version);
-    return -1;
-  }
-  /* its results table, where there is one, has weft's columns: else every store would fail, after
-   * the whole run */
-  long long tables = 0, cols = 0;
-  if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'results'", &tables, NULL,
-                "cannot read the schema", err, errlen) != 0)
-    return -1;
-  if (tables && query_int(t,
-                          "SELECT count(*) FROM pragma_table_info('results') WHERE "
-                          "instr(name, ',') = 0 AND instr(', " RESULTS_COLUMNS ", ', ', ' || name || ', ') > 0",
-                          &cols, NULL, "cannot read the results table's columns", err, errlen) != 0)
-    return -1;
-  if (tables && cols != RESULTS_NCOLUMNS) {
-    util_set_err(err, errlen, "tune database %s: its results table has %lld of weft's %d columns (" RESULTS_COLUMNS
-                 "): the file is damaged or another program's; move it away", t->path, cols, RESULTS_NCOLUMNS);
-    return -1;
-  }
-  return tables ? check_types(t, err, errlen) : 0;
-}
-
-/* Under the write lock: the schema read, created when the file has none. */
-static int ensure_schema(tunedb *t, char *err, size_t errlen) {
-  if (exec_sql(t, "BEGIN IMMEDIATE", "cannot lock it to check the schema", err, errlen) != 0)
-    return -1;
-  int empty = 0;
-  if (read_schema(t, &empty, err, errlen) != 0) goto fail;
-  if (empty && exec_sql(t,
-                        "CREATE TABLE tunedb_schema (version INTEGER NOT NULL);"
-                        "INSERT INTO tunedb_schema (version) VALUES (1)",
-                        "cannot create the schema", err, errlen) != 0)
-    goto fail;
-  if (exec_sql(t, create_results, "cannot create the results table", err, errlen) != 0) goto fail;
-  if (exec_sql(t, "COMMIT", "cannot commit the schema", err, errlen) != 0) goto fail;
-  return 0;
-fail:
-  rollback(t);
-  return -1;
-}
-
-/* path as an SQLite URI naming that file and nothing else (malloc'd; NULL out of memory): every
- * byte but [A-Za-z0-9/._~-] percent-encoded.  SQLite as Debian builds it reads a name that starts
- * with "file:" as a URI (--db 'file:x?mode=memory' was an in-memory database), so every name goes
- * through this; an absolute path gets the empty authority ("file:///abs").  immutable: "?immutable=1". */
-static char *path_uri(const char *path, int immutable) {
-  util_buf u = {0};
-  util_buf_printf(&u, "file:%s", path[0] == '/' ? "//" : "");
-  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._~-", *p))
-      util_buf_printf(&u, "%c", *p);
-    else
-      util_buf_printf(&u, "%%%02X", *p);
-  }
-  if (immutable) util_buf_printf(&u, "?immutable=1");
-  if (u.oom) { util_buf_free(&u); return NULL; }
-  return u.p;
-}
-
-/* A handle with its path chosen (see tunedb.h) and the file opened with flags: 0, or -1 with err
- * (*out holds what was made, for tunedb_close).  immutable: opened as a file nothing changes
- * (no lock, no -shm; see tunedb_open_readonly). */
-static int open_handle(tunedb **out, const char *path, int flags, int make_folder, int immutable, char *err,
-                       size_t errlen) {
-  tunedb *t = *out = calloc(1, sizeof *t);
-  if (!t) {
-    util_set_err(err, errlen, "out of memory opening the tune database");
-    return -1;
-  }
-  if (path && !*path) {
-    util_set_err(err, errlen, "tune database path is empty");
-    return -1;
-  }
-  t->path = path ? util_strprintf("%s", path) : default_path(err, errlen);
-  if (!t->path) {
-    if (path) util_set_err(err, errlen, "out of memory opening tune database %s", path);
-    return -1;
-  }
-  if (make_folder && make_parent(t->path, err, errlen) != 0) return -1;
-  struct stat sb;
-  if (stat(t->path, &sb) != 0) {
-    if (!make_folder && errno == ENOENT) {   /* read-only: no file is no database (err says so, for a caller that tells) */
-      util_set_err(err, errlen, "there is no tuning database at %s", t->path);
-      return 1;
-    }
-  } else if (!S_ISREG(sb.st_mode)) {   /* SQLite would block on a named pipe, or say "disk I/O error" */
-    util_set_err(err, errlen, "tune database %s is %s, not a file: point --db or WEFT_TUNE_DB at a file", t->path,
-                 S_ISDIR(sb.st_mode) ? "a folder" : S_ISFIFO(sb.st_mode) ? "a named pipe" : "a device or socket");
-    return -1;
-  }
-  char *uri = path_uri(t->path, immutable);
-  if (!uri) {
-    util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
-    return -1;
-  }
-  int rc = sqlite3_open_v2(uri, &t->db, flags | SQLITE_OPEN_URI, NULL);
-  free(uri);
-  if (rc != SQLITE_OK) {
-    if (t->db) db_err(t, rc, "cannot open it", err, errlen);
-    else util_set_err(err, errlen, "tune database %s: cannot open it: out of memory", t->path);
-    return -1;
-  }
-  sqlite3_extended_result_codes(t->db, 1);
-  sqlite3_busy_timeout(t->db, BUSY_TIMEOUT_MS);
-  return 0;
-}
-
-int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
-  if (!out) {
-    util_set_err(err, errlen, "tunedb_open: no place for the result");
-    return -1;
-  }
-  tunedb *t = NULL;
-  *out = NULL;
-  if (open_handle(&t, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 1, 0, err, errlen) != 0 ||
-      set_wal(t, err, errlen) != 0 || ensure_schema(t, err, errlen) != 0) {
-    tunedb_close(t);
-    return -1;
-  }
-  *out = t;
-  return 0;
-}
-
-/* 1 when the process may make files in path's folder (where SQLite puts -wal and -shm) */
-static int folder_writable(const char *path) {
-  const char *slash = strrchr(path, '/');
-  if (!slash) return access(".", W_OK | X_OK) == 0;
-  if (slash == path) return access("/", W_OK | X_OK) == 0;
-  char *dir = util_strprintf("%.*s", (int)(slash - path), path);
-  int ok = !dir || access(dir, W_OK | X_OK) == 0;   /* (out of memory: say writable, no retry) */
-  free(dir);
-  return ok;
-}
-
-int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen) {
-  if (!out) {
-    util_set_err(err, errlen, "tunedb_open_readonly: no place for the result");
-    return -1;
-  }
-  tunedb *t = NULL;
-  *out = NULL;
-  int rc = open_handle(&t, path, SQLITE_OPEN_READONLY, 0, 0, err, errlen), empty = 0;
-  if (rc == 0) rc = read_schema(t, &empty, err, errlen) != 0 ? -1 : empty;   /* an empty file: no rows */
-  if (rc == -1 && t && t->db && !folder_writable(t->path)) {
-    /* A database shared read-only (its folder too): reading a WAL file needs its -shm, which
-     * nobody can make there ("attempt to write a readonly database").  Nothing can write it
-     * there either, so it is read as immutable: no locks, no -shm. */
-    tunedb *ro = NULL;
-    char err2[1024];
-    int rc2 = open_handle(&ro, t->path, SQLITE_OPEN_READONLY, 0, 1, err2, sizeof err2);
-    if (rc2 == 0) rc2 = read_schema(ro, &empty, err2, sizeof err2) != 0 ? -1 : empty;
-    if (rc2 != -1) {
-      tunedb_close(t);
-      t = ro;
-      rc = rc2;
-    } else {
-      tunedb_close(ro);
-    }
-  }
-  if (rc == 1 && empty) util_set_err(err, errlen, "tuning database %s has no schema and no rows (an empty file)", t->path);
-  if (rc != 0) {
-    tunedb_close(t);
-    return rc;
-  }
-  *out = t;
-  return 0;
-}
-
-void tunedb_close(tunedb *t) {
-  if (!t) return;
-  sqlite3_close_v2(t->db); /* NULL is fine; every statement is finalized by now */
-  free(t->path);
-  free(t);
-}
-
-const char *tunedb_path(const tunedb *t) { return t ? t->path : NULL; }
 
 /* ---- keys --------------------------------------------------------------------------------- */
 
@@ -523,14 +100,14 @@ int tunedb_put(tunedb *t, const tune_key *key, const tune_row *rows, int n, char
   char kt[512], what[1024];
   key_text(key, kt, sizeof kt);
   snprintf(what, sizeof what, "cannot start storing results for %s", kt);
-  if (exec_sql(t, "BEGIN IMMEDIATE", what, err, errlen) != 0) return -1;
+  if (tdb_exec(t, "BEGIN IMMEDIATE", what, err, errlen) != 0) return -1;
 
   sqlite3_stmt *st = NULL;
   snprintf(what, sizeof what, "cannot store results for %s", kt);
-  if (prepare(t, insert_sql, &st, what, err, errlen) != 0) goto fail;
+  if (tdb_prepare(t, insert_sql, &st, what, err, errlen) != 0) goto fail;
   int rc = bind_key(st, key);
   if (rc != SQLITE_OK) {
-    db_err(t, rc, what, err, errlen);
+    tdb_err(t, rc, what, err, errlen);
     goto fail;
   }
   long long now = (long long)time(NULL);
@@ -554,7 +131,7 @@ int tunedb_put(tunedb *t, const tune_key *key, const tune_row *rows, int n, char
     if (rc != SQLITE_DONE) {
       snprintf(what, sizeof what, "cannot store results for %s: row %d (config \"%s\")", kt, i,
                r->config);
-      db_err(t, rc, what, err, errlen);
+      tdb_err(t, rc, what, err, errlen);
       goto fail;
     }
     sqlite3_reset(st);
@@ -562,11 +139,11 @@ int tunedb_put(tunedb *t, const tune_key *key, const tune_row *rows, int n, char
   sqlite3_finalize(st);
   st = NULL;
   snprintf(what, sizeof what, "cannot commit results for %s", kt);
-  if (exec_sql(t, "COMMIT", what, err, errlen) != 0) goto fail;
+  if (tdb_exec(t, "COMMIT", what, err, errlen) != 0) goto fail;
   return 0;
 fail:
   sqlite3_finalize(st); /* NULL is fine */
-  rollback(t);
+  tdb_rollback(t);
   return -1;
 }
 
@@ -622,11 +199,11 @@ static int query(tunedb *t, const tune_key *key, int limit, tune_row **rows, int
   key_text(key, kt, sizeof kt);
   snprintf(what, sizeof what, "cannot read results for %s", kt);
   sqlite3_stmt *st = NULL;
-  if (prepare(t, select_sql, &st, what, err, errlen) != 0) return -1;
+  if (tdb_prepare(t, select_sql, &st, what, err, errlen) != 0) return -1;
   int rc = bind_key(st, key);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 9, limit);
   if (rc != SQLITE_OK) {
-    db_err(t, rc, what, err, errlen);
+    tdb_err(t, rc, what, err, errlen);
     sqlite3_finalize(st);
     return -1;
   }
@@ -645,7 +222,7 @@ static int query(tunedb *t, const tune_key *key, int limit, tune_row **rows, int
     count++;
   }
   if (rc != SQLITE_DONE) {
-    db_err(t, rc, what, err, errlen);
+    tdb_err(t, rc, what, err, errlen);
     goto fail;
   }
   sqlite3_finalize(st);
@@ -761,7 +338,7 @@ static int read_best(tunedb *t, sqlite3_stmt *st, const char *what, tune_best **
     if (!b->shape || !b->nvrtc || !b->family || !b->dtype || !b->time_text) goto nomem;
   }
   if (rc != SQLITE_DONE) {
-    db_err(t, rc, what, err, errlen);
+    tdb_err(t, rc, what, err, errlen);
     goto fail;
   }
   sqlite3_finalize(st);
@@ -786,13 +363,13 @@ int tunedb_nearest(tunedb *t, const char *gpu, int sm, int ranks, const char *fa
   snprintf(what, sizeof what, "cannot read the results near %s %s on %s (sm_%d, %d rank%s)", family, dtype, gpu, sm,
            ranks, ranks == 1 ? "" : "s");
   sqlite3_stmt *st = NULL;
-  if (prepare(t, nearest_sql, &st, what, err, errlen) != 0) return -1;
+  if (tdb_prepare(t, nearest_sql, &st, what, err, errlen) != 0) return -1;
   int rc = sqlite3_bind_text(st, 1, gpu, -1, SQLITE_STATIC);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 2, sm);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 3, ranks);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 4, family, -1, SQLITE_STATIC);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 5, dtype, -1, SQLITE_STATIC);
-  if (rc != SQLITE_OK) { db_err(t, rc, what, err, errlen); sqlite3_finalize(st); return -1; }
+  if (rc != SQLITE_OK) { tdb_err(t, rc, what, err, errlen); sqlite3_finalize(st); return -1; }
   return read_best(t, st, what, out, n, err, errlen);
 }
 
@@ -805,11 +382,11 @@ int tunedb_best_per_shape(tunedb *t, const char *gpu, int sm, int driver, const 
   char what[512];
   snprintf(what, sizeof what, "cannot read the best results on %s (sm_%d, driver %d, NVRTC %s)", gpu, sm, driver, nvrtc);
   sqlite3_stmt *st = NULL;
-  if (prepare(t, per_shape_sql, &st, what, err, errlen) != 0) return -1;
+  if (tdb_prepare(t, per_shape_sql, &st, what, err, errlen) != 0) return -1;
   int rc = sqlite3_bind_text(st, 1, gpu, -1, SQLITE_STATIC);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 2, sm);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 3, driver);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 4, nvrtc, -1, SQLITE_STATIC);
-  if (rc != SQLITE_OK) { db_err(t, rc, what, err, errlen); sqlite3_finalize(st); return -1; }
+  if (rc != SQLITE_OK) { tdb_err(t, rc, what, err, errlen); sqlite3_finalize(st); return -1; }
   return read_best(t, st, what, out, n, err, errlen);
 }
