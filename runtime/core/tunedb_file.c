@@ -382,6 +382,16 @@ static int folder_writable(const char *path) {
   return ok;
 }
 
+/* 1 when path's -wal file is absent or empty: nothing is written beside the database that an
+ * immutable open (which ignores the -wal) would miss */
+static int no_wal(const char *path) {
+  char *wal = util_strprintf("%s-wal", path);
+  struct stat sb;
+  int none = wal && (stat(wal, &sb) != 0 || sb.st_size == 0);
+  free(wal);
+  return none;
+}
+
 int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen) {
   if (!out) {
     util_set_err(err, errlen, "tunedb_open_readonly: no place for the result");
@@ -391,10 +401,13 @@ int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errle
   *out = NULL;
   int rc = open_handle(&t, path, SQLITE_OPEN_READONLY, 0, 0, err, errlen), empty = 0;
   if (rc == 0) rc = read_schema(t, &empty, err, errlen) != 0 ? -1 : empty;   /* an empty file: no rows */
-  if (rc == -1 && t && t->db && !folder_writable(t->path)) {
+  int code = t && t->db ? sqlite3_errcode(t->db) & 0xff : 0;
+  if (rc == -1 && (code == SQLITE_READONLY || code == SQLITE_CANTOPEN) && !folder_writable(t->path) &&
+      no_wal(t->path)) {
     /* A database shared read-only (its folder too): reading a WAL file needs its -shm, which
-     * nobody can make there ("attempt to write a readonly database").  Nothing can write it
-     * there either, so it is read as immutable: no locks, no -shm. */
+     * this process cannot make there ("attempt to write a readonly database").  With no -wal
+     * beside it, every committed row is in the file, so it is read as immutable: no locks, no
+     * -shm.  (A -wal with rows in it, its owner writing: the first error stands.) */
     tunedb *ro = NULL;
     char err2[1024];
     int rc2 = open_handle(&ro, t->path, SQLITE_OPEN_READONLY, 0, 1, err2, sizeof err2);
