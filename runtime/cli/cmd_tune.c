@@ -324,7 +324,8 @@ static void csv_field(util_buf *b, const char *s) {
  * written after it).  1 with the message when it does not. */
 static int export_dir_missing(const char *path) {
   const char *slash = strrchr(path, '/');
-  if (slash && !slash[1]) { cli_err("weft tune: --export %s: names a folder; it takes a file (a .tsv)\n", path); return 1; }
+  struct stat at;   /* (a folder at the name itself fails only at the end, after the run: said now) */
+  if ((slash && !slash[1]) || (stat(path, &at) == 0 && S_ISDIR(at.st_mode))) { cli_err("weft tune: --export %s: names a folder; it takes a file (a .tsv)\n", path); return 1; }
   char dir[4096];
   int w = slash ? snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) : snprintf(dir, sizeof dir, ".");
   if (w < 0 || (size_t)w >= sizeof dir) { cli_err("weft tune: --export %.200s...: the path is too long\n", path); return 1; }

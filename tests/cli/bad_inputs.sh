@@ -94,6 +94,8 @@ cp tune.db keep.db
 expect 1 "is the tuning database itself" "$W" export-table "${G[@]}" --db keep.db keep.db
 expect 1 "is an SQLite database (a tuning database?), not a table" "$W" export-table "${G[@]}" --db tune.db keep.db
 expect 2 "is the tuning database itself" "$W" tune "$SW" --fake-timing --db keep.db --export keep.db -o t4
+mkdir -p exdir
+expect 2 "--export exdir: names a folder; it takes a file (a .tsv)" "$W" tune "$SW" --export exdir -o t5
 [ -e t4 ] && { echo "FAIL: tune ran before refusing --export at its database"; fails=$((fails + 1)); }
 cmp -s tune.db keep.db || { echo "FAIL: the database was replaced"; fails=$((fails + 1)); }
 # ... hand-edited times: a -5 or a text time never ranks first (the best of each shape is the
