@@ -94,8 +94,7 @@ class World:
 
     def agree(self, what, desc):
         """Collective: every rank passes the same description, else WeftError (MISMATCH) on every rank."""
-        if self._h is None:
-            raise ValueError("weft: this world is closed")
+        self._live()
         if not isinstance(what, str) or not isinstance(desc, str):
             raise TypeError("weft: agree(what, desc) takes two str, not %s and %s" % (type(what).__name__, type(desc).__name__))
         if "\0" in what or "\0" in desc:
