@@ -9,6 +9,8 @@
 #   depth2: two groups of WGMMAs in flight instead of one (each k-block's stage released two
 #           k-blocks later): whether a consumer's k-block waits on the WGMMAs' latency (small
 #           swapped tiles: m64 n40 k16 x 4 a k-block).  It computes: checked like real.
+#   nored:  split-K without its reduction: every CTA of a cluster skips the hand-over and rank 0
+#           stores its own partial (the cost of the tree in weft/gemm_splitk.cuh).  Unchecked.
 #   rowcol: in a 2-d multicast cluster (CM x CN), a consumer warp releases its stage to the CTAs
 #           that write into it (its cluster row, which sends A, and its column, which sends B:
 #           CM + CN - 1) instead of to all CM x CN; a producer then waits for those alone.
@@ -74,8 +76,14 @@ def rowcol(s):
            "          mbar_arrive_remote(&ring.empty[st], (u32)peer);\n"
            "        }")
     return s.replace(old, new)
+def nored(s):
+    # the kernel (weft/gemm_kernel.cuh): rank 0 keeps its partial, the others store nothing
+    old = "if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS)) continue;"
+    assert s.count(old) == 1, "nored: the split-K hand-over changed"
+    return s.replace(old, "(void)left; if (crank != 0) continue;")
 for kind in kinds:
-    if kind == "rowcol": patch("gemm_kernel.cuh", rowcol)
+    if kind == "nored": patch("gemm_kernel.cuh", nored)
+    elif kind == "rowcol": patch("gemm_kernel.cuh", rowcol)
     elif kind == "noload": patch("gemm_kernel.cuh", noload)
     elif kind == "nomma": patch("gemm_mainloop.cuh", nomma)
     elif kind == "depth2": patch("gemm_mainloop.cuh", depth2)
@@ -88,7 +96,7 @@ PY
     sets=$(set_args "$cfg")
     echo "== $kind: $cfg"
     chk="--shape 1000x1000x1000"   # checked on an uneven shape too, unless it computes nothing right
-    case $kind in *noload*|*nomma*) chk=--no-check;; esac
+    case $kind in *noload*|*nomma*|*nored*) chk=--no-check;; esac
     # shellcheck disable=SC2086
     WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_diag_cache_${kind//+/_} $W run examples/gemm.lua $sets $chk --shapes-only \
       $shapes --iters 30 2>&1 | tee -a "$O/diag_${kind//+/_}.log" | grep -E "^ag_gemm|rror|check: .*(PASS|FAIL)"
