@@ -337,7 +337,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
           local src = SOURCE_OF[k.rank]
           -- (by: the sweep, or the table's command line, which can run to kilobytes: its start)
           local by = k.row.by or ""
-          if #by > 100 then by = by:sub(1, 100):gsub("[\128-\191]*$", ""):gsub("[\192-\255]$", "") .. "..." end
+          if #by > 100 then by = schema.cut(by, 100) .. "..." end
           result = { source = src, time_us = tonumber(k.row.time_us), at = M.shape_text(k.at, fam.sizes),
             detail = string.format("%s: %s measured %.2f us at %s%s", src, k.row.where or "?",
               tonumber(k.row.time_us) or -1, M.shape_text(k.at, fam.sizes), by ~= "" and (" (" .. by .. ")") or "") }

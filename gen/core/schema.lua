@@ -25,14 +25,24 @@ local function quote(t, ascii)
 end
 M.quote = quote
 
+-- s's first max bytes, less the start of a UTF-8 character that max would split: a character
+-- ending at byte max is kept, one crossing it is dropped whole.  The cut is a character boundary
+-- when byte max + 1 is not a continuation byte (10xxxxxx); a character has at most 3 of them, so
+-- the cut moves back at most 3 bytes.  Not UTF-8 there (a longer run of continuation bytes): cut
+-- at max, as bytes.
+local function cut(s, max)
+  if #s <= max then return s end
+  local n = max
+  while n > max - 3 and n > 0 and s:byte(n + 1) & 0xC0 == 0x80 do n = n - 1 end
+  if s:byte(n + 1) & 0xC0 == 0x80 then n = max end
+  return s:sub(1, n)
+end
+M.cut = cut
+
 local function show(v)
   if type(v) == "function" then return "function" end   -- never its address: messages stay the same run to run
   if type(v) == "string" then
-    if #v > SHOW_MAX then
-      local cut = SHOW_MAX   -- (back to a whole UTF-8 character: not before a continuation byte)
-      while cut > SHOW_MAX - 3 and (v:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
-      return string.format("%s ... (%d bytes in all)", quote(v:sub(1, cut)), #v)
-    end
+    if #v > SHOW_MAX then return string.format("%s ... (%d bytes in all)", quote(cut(v, SHOW_MAX)), #v) end
     return quote(v)
   end
   if type(v) == "table" then

@@ -112,6 +112,17 @@ local SETS_B = { "mode=onchip", "max_cols=50257", "cluster=1", "threads=1024" }
 local SETS_C = { "mode=onchip", "max_cols=40000", "cluster=4", "threads=256", "exchange=push" }
 local F16 = 'return { family = "row_softmax", dtype = "f16" }'
 
+T.test("detail: the command line of a row cut at 100 bytes, a character ending there kept whole", function()
+  local shape = "rows=8192 cols=50257"
+  local function detail(by) return choose(F16, shape, { row("table", "cols=50257 rows=8192", 200, SETS_B, { by = by }) }).detail end
+  local e2 = "\195\169"   -- é
+  T.contains(detail(string.rep("x", 98) .. e2 .. "tail"), "(" .. string.rep("x", 98) .. e2 .. "...)", "é ends at byte 100: kept")
+  T.contains(detail(string.rep("x", 99) .. e2 .. "tail"), "(" .. string.rep("x", 99) .. "...)", "é crosses byte 100: dropped")
+  T.contains(detail(string.rep("x", 100)), "(" .. string.rep("x", 100) .. ")", "100 bytes: not cut")
+  T.contains(detail(string.rep("x", 101)), "(" .. string.rep("x", 100) .. "...)", "101 bytes: cut")
+end)
+
+
 T.test("sources in order: database, its nearest shape, the table, its nearest shape, the rule", function()
   local exact_db = row("database", "cols=50257 rows=8192", 300, SETS_A)
   local near_db = row("database", "cols=40000 rows=8192", 250, SETS_C)

@@ -78,6 +78,41 @@ T.test("show: a value on one line (a newline split the message in two), UTF-8 wh
   T.ok(err and not err:find("\n", 1, true) and err:find('dtype = "f3\\n2"', 1, true), tostring(err))
 end)
 
+T.test("cut: at most max bytes, never part of a UTF-8 character", function()
+  local e2, e3, e4 = "\195\169", "\226\130\172", "\240\159\152\128"   -- é, €, 😀
+  T.eq(schema.cut("abcdef", 4), "abcd", "ASCII: max bytes")
+  T.eq(schema.cut("abcd", 4), "abcd", "no longer than max: as it is")
+  T.eq(schema.cut("", 4), "", "empty")
+  T.eq(schema.cut("abc", 0), "", "max 0")
+  for _, c in ipairs({ e2, e3, e4 }) do
+    local n = #c
+    -- a character ending exactly at max is kept, whatever follows it
+    T.eq(schema.cut(string.rep("x", 10 - n) .. c .. "y", 10), string.rep("x", 10 - n) .. c, n .. "-byte ending at max")
+    T.eq(schema.cut(string.rep("x", 10 - n) .. c .. c, 10), string.rep("x", 10 - n) .. c, n .. "-byte ending at max, another after")
+    -- a character crossing max, at any of its bytes, is dropped whole
+    for over = 1, n - 1 do
+      local before = string.rep("x", 10 - n + over)
+      T.eq(schema.cut(before .. c .. "y", 10), before, n .. "-byte crossing max by " .. over)
+    end
+  end
+  T.eq(schema.cut(e2:rep(5) .. "x", 10), e2:rep(5), "all two-byte, the last ending at max")
+  T.eq(schema.cut(e3:rep(4), 10), e3:rep(3), "all three-byte, the fourth crossing max")
+  T.eq(schema.cut(e4, 2), "", "a character longer than max: nothing")
+  -- not UTF-8: no error, and never longer than max
+  T.eq(schema.cut(("\128"):rep(12), 10), ("\128"):rep(10), "only continuation bytes: cut at max, as bytes")
+  T.eq(schema.cut("\128\128", 1), "\128", "a continuation byte at the start")
+  T.eq(schema.cut("abc\195" .. "def", 4), "abc\195", "a lead byte with no continuation: bytes as they are")
+  T.eq(schema.cut("abc\255\255\255\255", 5), "abc\255\255", "bytes UTF-8 never uses")
+  for len = 0, 24 do
+    for max = 0, 12 do
+      local s = (e4 .. "a" .. e3 .. "\128\255" .. e2):rep(2):sub(1, len)
+      local got = schema.cut(s, max)
+      T.ok(#got <= max or got == s, "len " .. len .. " max " .. max .. ": at most max bytes")
+      T.eq(s:sub(1, #got), got, "len " .. len .. " max " .. max .. ": a prefix")
+    end
+  end
+end)
+
 -- ---- validation -------------------------------------------------------------------------
 
 T.test("defaults fill absent keys; family passes through", function()
