@@ -192,6 +192,13 @@ def overrides(kw, prefix=""):
     if not prefix and len(kw) > MAX_OVERRIDES:
         raise ConfigError(1, "weft: %d overrides: at most %d" % (len(kw), MAX_OVERRIDES))
     out = []
+    _flatten(kw, prefix, out)
+    return out
+
+
+def _flatten(kw, prefix, out):
+    # Each key of a nested dict is one string: counted as it is made (len(out)), so that tile={10**6
+    # keys} is refused at the 4097th, not after all of them; its whole count is not known then.
     for k, v in kw.items():
         if not isinstance(k, str) or not _NAME.match(k):
             raise ConfigError(1, "weft: override key %r: a key is a name (letters, digits, _)" % (prefix + str(k),))
@@ -199,10 +206,12 @@ def overrides(kw, prefix=""):
         if isinstance(v, dict):
             if not v:
                 raise ConfigError(1, "weft: override %s = {}: an empty dict sets nothing (give its keys)" % key)
-            out.extend(overrides(v, key + "."))
+            _flatten(v, key + ".", out)
         else:
+            if len(out) == MAX_OVERRIDES:
+                raise ConfigError(1, "weft: more than %d overrides (each key of a nested dict is one; %s the %dth): "
+                                  "at most %d" % (MAX_OVERRIDES, key, MAX_OVERRIDES + 1, MAX_OVERRIDES))
             out.append("%s=%s" % (key, _override_text(v, key)))
-    return out
 
 
 def _path(config):

@@ -812,6 +812,37 @@ def test_overrides_capped():
         weft.core.overrides({"k%d" % i: i for i in range(4097)})
 
 
+class _LazyDict(dict):
+    """A dict of n keys k0..k{n-1} that makes its items only as they are asked for, and counts them."""
+    def __init__(self, n):
+        super().__init__()
+        self.n, self.made = n, 0
+
+    def __len__(self):
+        return self.n
+
+    def items(self):
+        for i in range(self.n):
+            self.made += 1
+            yield "k%d" % i, i
+
+
+def test_overrides_capped_nested():
+    # only the top-level keys were counted: tile={10**6 keys} became 10**6 strings before Lua refused them
+    big = _LazyDict(10**6)
+    with pytest.raises(weft.ConfigError, match=r"weft: more than 4096 overrides \(.*\): at most 4096"):
+        weft.core.overrides({"tile": big})
+    assert big.made <= 4097, "refused after %d of 10**6 nested keys: not before making them all" % big.made
+    # each key of a nested dict counts, whatever its depth
+    two = {"t%d" % i: {"m": 1, "n": {"k": 2}} for i in range(2048)}
+    assert len(weft.core.overrides(two)) == 4096
+    two["t2048"] = {"m": 1}
+    with pytest.raises(weft.ConfigError, match=r"weft: more than 4096 overrides \(.*\): at most 4096"):
+        weft.core.overrides(two)
+    with pytest.raises(weft.ConfigError, match=r"weft: more than 4096 overrides \(.*\): at most 4096"):
+        weft.core.overrides({"tile": {"k%d" % i: i for i in range(10**5)}})
+
+
 @pytest.mark.parametrize("call, what", [
     (lambda c: c.generate({"family": "row_reduce", "dtype": "\ud800"}), "config field dtype = '\\ud800'"),
     (lambda c: c.generate({"family": "row_reduce"}, dtype="\ud800"), "override dtype = '\\ud800'"),
