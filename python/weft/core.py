@@ -683,7 +683,8 @@ def _slow_value(v, arg, kind, kernel):
 
 
 def stream_handle(stream, what):
-    """A CUstream as int from an int, None, or an object with .cuda_stream (torch.cuda.Stream)."""
+    """A CUstream as int from an int, None, or an object with .cuda_stream (torch.cuda.Stream).
+    Kernel.launch and Comm.launch pass every stream through it: the one check of its type and range."""
     # ctypes would take a str or bytes as c_void_p too, and launch on the address of its text.
     s = getattr(stream, "cuda_stream", stream)
     if s is None or (isinstance(s, int) and not isinstance(s, bool)):
@@ -785,8 +786,7 @@ class Kernel:
     def launch(self, *args, stream=None):
         with self.ctx.lock:
             self._bind(args)
-            if stream is not None and (type(stream) is not int or not 0 <= stream < 1 << 64):
-                stream = stream_handle(stream, self.manifest.name)   # (which refuses an int out of range)
+            stream = stream_handle(stream, self.manifest.name)
             st = lib.weft_launch(self._h, self._argv, stream)
             if st:
                 if self._h is None:

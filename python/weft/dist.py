@@ -170,8 +170,7 @@ class Comm:
         k = self.kernel
         with k.ctx.lock:
             k._bind(args)
-            if stream is not None and (type(stream) is not int or not 0 <= stream < 1 << 64):
-                stream = stream_handle(stream, k.manifest.name)   # (which refuses an int out of range)
+            stream = stream_handle(stream, k.manifest.name)
             st = lib.weft_comm_launch(self._live(), k._argv, stream)
             if st:
                 raise error(st, _lib.text(lib.weft_comm_error(self._h)))

@@ -672,6 +672,24 @@ def test_launch_stream_out_of_range(kernel, stream):
         kernel.launch(P, P, 1, 1, stream=stream)
 
 
+def _unbound_comm(kernel):
+    c = weft.Comm.__new__(weft.Comm)   # (a Comm needs a GPU; the stream is checked before its handle)
+    c.kernel, c._h = kernel, None
+    return c
+
+
+@pytest.mark.parametrize("stream", [1 << 64, -1, "0", 1.0])
+def test_comm_launch_stream_checked_as_kernel_launch(kernel, stream):
+    # Comm.launch and Kernel.launch check the stream in one place, stream_handle: the same messages
+    err, what = (ValueError, "stream = %d is not a CUstream handle" % stream) if isinstance(stream, int) else \
+                (TypeError, "stream is a CUstream handle as int")
+    for launch in (kernel.launch, _unbound_comm(kernel).launch):
+        with pytest.raises(err, match=re.escape("weft: %s: %s" % (kernel.manifest.name, what))):
+            launch(P, P, 1, 1, stream=stream)
+    with pytest.raises(ValueError, match="this communicator is closed"):
+        _unbound_comm(kernel).launch(P, P, 1, 1, stream=(1 << 64) - 1)
+
+
 @pytest.mark.parametrize("kw, what", [({"ranks": (1 << 32) + 2}, "ranks = 4294967298: a whole number in 1..65536"),
                                       ({"ranks": 0}, "ranks = 0"), ({"candidates": -1}, "candidates = -1"),
                                       ({"candidates": 17}, "candidates = 17: a whole number in 0..16")])
