@@ -3,6 +3,7 @@
  * each survivor on the GPU, rank them, and keep the results (CSV, tuning database). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -326,17 +327,16 @@ static int export_dir_missing(const char *path) {
   const char *slash = strrchr(path, '/');
   struct stat at;   /* (a folder at the name itself fails only at the end, after the run: said now) */
   if ((slash && !slash[1]) || (stat(path, &at) == 0 && S_ISDIR(at.st_mode))) { cli_err("weft tune: --export %s: names a folder; it takes a file (a .tsv)\n", path); return 1; }
-  char dir[4096];
-  int w = slash ? snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) : snprintf(dir, sizeof dir, ".");
-  if (w < 0 || (size_t)w >= sizeof dir) { cli_err("weft tune: --export %.200s...: the path is too long\n", path); return 1; }
-  if (!dir[0]) snprintf(dir, sizeof dir, "/");
+  char *dir = util_path_dir(path);
   struct stat st;
-  int missing = stat(dir, &st) != 0;
-  if (missing || !S_ISDIR(st.st_mode)) {
-    cli_err("weft tune: --export %s: its folder %s %s\n", path, dir, missing ? "does not exist" : "is not a folder");
-    return 1;
-  }
-  return 0;
+  int bad = 1;
+  if (!dir) cli_err("weft tune: out of memory\n");
+  else if (strlen(dir) >= PATH_MAX) cli_err("weft tune: --export %.200s...: the path is too long\n", path);
+  else if (stat(dir, &st) != 0) cli_err("weft tune: --export %s: its folder %s does not exist\n", path, dir);
+  else if (!S_ISDIR(st.st_mode)) cli_err("weft tune: --export %s: its folder %s is not a folder\n", path, dir);
+  else bad = 0;
+  free(dir);
+  return bad;
 }
 
 static int tune_main(int argc, char **argv, int out_fd) {

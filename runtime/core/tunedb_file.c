@@ -67,17 +67,19 @@ static char *default_path(char *err, size_t errlen) {
 /* Creates the folder that will hold path (mkdir -p, mode 0700 for what it creates).  Folders
  * that exist are left as they are. */
 static int make_parent(const char *path, char *err, size_t errlen) {
-  const char *slash = strrchr(path, '/');
-  if (!slash || slash == path) return 0; /* in the current folder, or in "/" */
-  char *p = util_strprintf("%.*s", (int)(slash - path), path);
-  if (!p) {
+  if (!strchr(path, '/')) return 0;   /* in the current folder */
+  char *dir = util_path_dir(path);
+  if (!dir) {
     util_set_err(err, errlen, "out of memory creating the folder of tune database %s", path);
     return -1;
   }
-  char e[512];
-  int rc = util_mkdirs(p, 0700, e, sizeof e);
-  if (rc) util_set_err(err, errlen, "tune database %s: %s", path, e);
-  free(p);
+  int rc = strcmp(dir, "/") ? util_mkdirs(dir, 0700, err, errlen) : 0;   /* ("/" is there) */
+  free(dir);
+  if (rc) {   /* err = "tune database PATH: " + util_mkdirs' message, as long as err can hold */
+    char *why = util_strdup(err);
+    util_set_err(err, errlen, "tune database %s: %s", path, why ? why : "cannot create its folder");
+    free(why);
+  }
   return rc;
 }
 
@@ -373,10 +375,7 @@ int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
 
 /* 1 when the process may make files in path's folder (where SQLite puts -wal and -shm) */
 static int folder_writable(const char *path) {
-  const char *slash = strrchr(path, '/');
-  if (!slash) return access(".", W_OK | X_OK) == 0;
-  if (slash == path) return access("/", W_OK | X_OK) == 0;
-  char *dir = util_strprintf("%.*s", (int)(slash - path), path);
+  char *dir = util_path_dir(path);
   int ok = !dir || access(dir, W_OK | X_OK) == 0;   /* (out of memory: say writable, no retry) */
   free(dir);
   return ok;

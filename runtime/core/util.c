@@ -294,6 +294,18 @@ char *util_path_join(const char *a, const char *b) {
   return util_strprintf("%.*s/%s", (int)n, a, b);
 }
 
+char *util_path_dir(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return util_strdup(".");
+  if (slash == path) return util_strdup("/");
+  size_t n = (size_t)(slash - path);
+  char *dir = malloc(n + 1);
+  if (!dir) return NULL;
+  memcpy(dir, path, n);
+  dir[n] = 0;
+  return dir;
+}
+
 char *util_weft_cache_path(const char *env, const char *leaf, const char *what, char *err, size_t errlen) {
   const char *v = getenv(env);
   char *p = NULL;

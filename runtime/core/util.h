@@ -22,6 +22,9 @@ void util_set_msg(char *err, size_t errlen, const char *prefix, const char *text
 char *util_strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a + "/" + b, without doubling a slash that a already ends with; malloc'd */
 char *util_path_join(const char *a, const char *b);
+/* The folder that holds path, malloc'd (NULL out of memory): what comes before its last '/', "/"
+ * when that is its first byte, "." when it has none.  Not dirname(3): "a/b/" gives "a/b". */
+char *util_path_dir(const char *path);
 /* Where weft keeps a per-user file or folder: $<env> if set; else $XDG_CACHE_HOME/weft/<leaf>
  * (a relative XDG_CACHE_HOME is ignored, as the XDG spec says); else $HOME/.cache/weft/<leaf>.
  * leaf NULL: the weft folder itself.  NULL with a message (naming env) when none is set. */

@@ -1,6 +1,6 @@
 /* test_harden.c: what a user or another user can plant in the cache folder and the temporary
  * folder (issue 16, items 4 and 11): FIFOs, sparse giants, a held lock, a foreign or open
- * failed-source folder with links in it; and the message cut at a line (item 9).
+ * failed-source folder with links in it; and the message cut at a line (item 9); util_path_dir.
  *
  * Every test gets a fresh folder under $WEFT_TEST_TMP and removes it afterwards. */
 #include <stdarg.h>
@@ -328,6 +328,20 @@ static void test_env_bool(void **state) {
   unsetenv("WEFT_TEST_B");
 }
 
+/* util_path_dir, the folder that holds a path (the tune database's, tune --export's): "." and "/"
+ * at the ends, the text before the last slash otherwise (a trailing slash is not taken off) */
+static void test_path_dir(void **state) {
+  (void)state;
+  const char *cases[][2] = {{"tune.db", "."}, {"/tune.db", "/"}, {"a/b.db", "a"}, {"/x/y/z.db", "/x/y"},
+                            {"./t.db", "."}, {"a//b", "a/"}, {"//b", "/"}, {"a/b/", "a/b"}, {"/", "/"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *d = util_path_dir(cases[i][0]);
+    assert_non_null(d);
+    assert_string_equal(d, cases[i][1]);
+    free(d);
+  }
+}
+
 int main(void) {
   test_env_save(&env);
   const struct CMUnitTest tests[] = {
@@ -340,6 +354,7 @@ int main(void) {
       cmocka_unit_test(test_signal_timeout_env),
       cmocka_unit_test(test_env_long),
       cmocka_unit_test(test_env_bool),
+      cmocka_unit_test(test_path_dir),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
