@@ -307,24 +307,23 @@ char *util_path_dir(const char *path) {
 }
 
 char *util_weft_cache_path(const char *env, const char *leaf, const char *what, char *err, size_t errlen) {
-  const char *v = getenv(env);
-  char *p = NULL;
-  char tail[256];
-  snprintf(tail, sizeof tail, "%s%s", leaf ? "/" : "", leaf ? leaf : "");
+  const char *v = getenv(env), *sub;
+  char *p;
   if (v && *v) {
-    p = util_strprintf("%s", v);
-  } else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
-    char sub[300];
-    snprintf(sub, sizeof sub, "weft%s", tail);
-    p = util_path_join(v, sub);
-  } else if ((v = getenv("HOME")) && *v) {
-    char sub[300];
-    snprintf(sub, sizeof sub, ".cache/weft%s", tail);
-    p = util_path_join(v, sub);
+    p = util_strdup(v);
   } else {
-    util_set_err(err, errlen, "%s: %s, XDG_CACHE_HOME and HOME are all unset; set %s to %s of your own", what, env,
-                 env, leaf ? "a file" : "a folder");
-    return NULL;
+    if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
+      sub = "weft";
+    } else if ((v = getenv("HOME")) && *v) {
+      sub = ".cache/weft";
+    } else {
+      util_set_err(err, errlen, "%s: %s, XDG_CACHE_HOME and HOME are all unset; set %s to %s of your own", what, env,
+                   env, leaf ? "a file" : "a folder");
+      return NULL;
+    }
+    char *tail = leaf ? util_strprintf("%s/%s", sub, leaf) : util_strdup(sub);
+    p = tail ? util_path_join(v, tail) : NULL;
+    free(tail);
   }
   if (!p) util_set_err(err, errlen, "out of memory choosing %s", what);
   return p;
