@@ -177,32 +177,45 @@ static int set_wal(tunedb *t, char *err, size_t errlen) {
 
 static const char *const create_results = "CREATE TABLE IF NOT EXISTS results (" RESULTS_DEFS ")";
 
-/* Each column of the file's results table has the type weft declares (a TEXT time_us sorts
- * "1006.3" before "115.7"): compared with a temporary table made from RESULTS_DEFS (the temp
- * schema is writable on a read-only connection too).  0, or -1 with err naming the column. */
-static int check_types(tunedb *t, char *err, size_t errlen) {
+/* The file's results table against weft's, one pass over weft's columns (a temporary table made
+ * from RESULTS_DEFS: the temp schema is writable on a read-only connection too).  Each must be
+ * there by name, else every store would fail, after the whole run; and each of the type weft
+ * declares (a TEXT time_us sorts "1006.3" before "115.7").  0, or -1 with err: the columns missing
+ * first, else the first column of another type, named. */
+static int check_results(tunedb *t, char *err, size_t errlen) {
   if (tdb_exec(t, "CREATE TEMP TABLE IF NOT EXISTS weft_results (" RESULTS_DEFS ")", "cannot check the results table",
                err, errlen) != 0)
     return -1;
   sqlite3_stmt *st = NULL;
   const char *what = "cannot read the results table's columns";
   if (tdb_prepare(t,
-              "SELECT w.name, w.type, r.type FROM pragma_table_info('weft_results', 'temp') w JOIN "
-              "pragma_table_info('results') r ON r.name = w.name WHERE upper(r.type) != w.type ORDER BY w.cid LIMIT 1",
+              "SELECT w.name, w.type, r.type, r.name IS NOT NULL, upper(r.type) != w.type FROM "
+              "pragma_table_info('weft_results', 'temp') w LEFT JOIN pragma_table_info('results') r ON r.name = w.name "
+              "ORDER BY w.cid",
               &st, what, err, errlen) != 0)
     return -1;
-  int rc = sqlite3_step(st), bad = rc == SQLITE_ROW;
-  if (bad) {
-    const char *have = (const char *)sqlite3_column_text(st, 2);
+  int rc, want = 0, have = 0, mistyped = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    want++;
+    if (!sqlite3_column_int(st, 3)) continue;
+    have++;
+    if (mistyped || !sqlite3_column_int(st, 4)) continue;
+    mistyped = 1;   /* (said unless a column is missing too) */
+    const char *declared = (const char *)sqlite3_column_text(st, 2);
     util_set_err(err, errlen, "tune database %s: its results table's column %s is declared \"%.40s\", not %s as weft "
                  "makes it: the file is damaged or another program's; move it away", t->path,
-                 (const char *)sqlite3_column_text(st, 0), have ? have : "", (const char *)sqlite3_column_text(st, 1));
-  } else if (rc != SQLITE_DONE) {
-    tdb_err(t, rc, what, err, errlen);
-    bad = 1;
+                 (const char *)sqlite3_column_text(st, 0), declared ? declared : "",
+                 (const char *)sqlite3_column_text(st, 1));
   }
   sqlite3_finalize(st);
-  return bad ? -1 : 0;
+  if (rc != SQLITE_DONE) {
+    tdb_err(t, rc, what, err, errlen);
+    return -1;
+  }
+  if (have < want)
+    util_set_err(err, errlen, "tune database %s: its results table has %d of weft's %d columns (" RESULTS_COLUMNS
+                 "): the file is damaged or another program's; move it away", t->path, have, want);
+  return have < want || mistyped ? -1 : 0;
 }
 
 /* The file's schema: 0 with *empty = 1 for a file without one (new, or empty), 0 with *empty = 0
@@ -253,23 +266,12 @@ static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
                  "1 and up): move it away", t->path, version);
     return -1;
   }
-  /* its results table, where there is one, has weft's columns: else every store would fail, after
-   * the whole run */
-  long long tables = 0, cols = 0;
+  /* its results table, where there is one, is weft's */
+  long long tables = 0;
   if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'results'", &tables, NULL,
                 "cannot read the schema", err, errlen) != 0)
     return -1;
-  if (tables && query_int(t,
-                          "SELECT count(*) FROM pragma_table_info('results') WHERE "
-                          "instr(name, ',') = 0 AND instr(', " RESULTS_COLUMNS ", ', ', ' || name || ', ') > 0",
-                          &cols, NULL, "cannot read the results table's columns", err, errlen) != 0)
-    return -1;
-  if (tables && cols != RESULTS_NCOLUMNS) {
-    util_set_err(err, errlen, "tune database %s: its results table has %lld of weft's %d columns (" RESULTS_COLUMNS
-                 "): the file is damaged or another program's; move it away", t->path, cols, RESULTS_NCOLUMNS);
-    return -1;
-  }
-  return tables ? check_types(t, err, errlen) : 0;
+  return tables ? check_results(t, err, errlen) : 0;
 }
 
 /* Under the write lock: the schema read, created when the file has none. */

@@ -10,11 +10,11 @@ struct tunedb {
   char *path; /* for tunedb_path and every message */
 };
 
-/* The results table's columns in order: the INSERT names them, and the file's check wants each. */
+/* The results table's columns in order: the INSERT names them, and the file's check lists them
+ * when some are missing (it checks them against RESULTS_DEFS, tunedb_file.c's CREATE TABLE). */
 #define RESULTS_COLUMNS                                                                              \
   "gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config, base, kernel, time_us, metric, "     \
   "metric_name, sweep, recorded"
-#define RESULTS_NCOLUMNS 16
 
 /* Sets err to "tune database <path>: <what>: <SQLite's message><hint>".  Call it before any
  * ROLLBACK, which would replace SQLite's message. */

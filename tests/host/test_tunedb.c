@@ -781,7 +781,8 @@ static void test_bad_times(void **state) {
 }
 
 /* A results table whose columns have weft's names but not its types (time_us TEXT sorts "1006.3"
- * before "115.7") is refused by both openers, naming the column. */
+ * before "115.7") is refused by both openers, naming the column; one that lacks a column too is
+ * refused for that. */
 static void test_column_types(void **state) {
   fixture *f = *state;
   char err[1024] = "";
@@ -799,6 +800,14 @@ static void test_column_types(void **state) {
                  " metric_name text, sweep text, recorded integer)");   /* (the same types in lower case: taken) */
   db = open_db(f->db);
   tunedb_close(db);
+  /* a column missing and another of the wrong type: the missing one is said (a store would fail) */
+  raw_sql(f->db, "DROP TABLE results; CREATE TABLE results (gpu TEXT, sm INTEGER, driver INTEGER, nvrtc TEXT, ranks INTEGER,"
+                 " family TEXT, dtype TEXT, shape TEXT, config TEXT, base TEXT, kernel TEXT, time_us TEXT, metric REAL,"
+                 " metric_name TEXT, sweep TEXT)");
+  assert_int_equal(tunedb_open(&db, f->db, err, sizeof err), -1);
+  assert_non_null(strstr(err, "its results table has 15 of weft's 16 columns (gpu, sm, driver,"));
+  assert_int_equal(tunedb_open_readonly(&db, f->db, err, sizeof err), -1);
+  assert_non_null(strstr(err, "its results table has 15 of weft's 16 columns (gpu, sm, driver,"));
 }
 
 /* A database shared read-only, its folder too (no -shm can be made beside a WAL file), is read
