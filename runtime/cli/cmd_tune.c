@@ -386,9 +386,15 @@ static int tune_main(int argc, char **argv, int out_fd) {
   }
   if (!c.config) { cli_err("weft tune: needs SWEEP.lua (weft help tune)\n"); goto agree; }
   if (jobs_n < 1) jobs_n = 1;   /* (sysconf's answer: --jobs itself is at least 1) */
-  if (export_path && (export_dir_missing(export_path) || cli_export_is_database("weft tune --export", export_path,
-                                                                                 db_path ? db_path : getenv("WEFT_TUNE_DB"))))
-    goto agree;   /* (before the run, which can take an hour) */
+  if (export_path) {   /* (before the run, which can take an hour) */
+    /* the database the run stores in: --db, else tunedb's own default (WEFT_TUNE_DB, XDG_CACHE_HOME,
+     * HOME).  NULL when none is set or out of memory: tunedb_open fails then, before the run too */
+    char *dflt = db_path ? NULL : tunedb_default_path(NULL, 0);
+    int refused = export_dir_missing(export_path) ||
+                  cli_export_is_database("weft tune --export", export_path, db_path ? db_path : dflt);
+    free(dflt);
+    if (refused) goto agree;
+  }
   if (export_path && fake) {
     cli_err("weft tune: --export with --fake-timing: a run with fake timings writes no tuning table (its rows are "
             "stored under the gpu \"FAKE (--fake-timing)\", apart from measured ones); drop one\n");

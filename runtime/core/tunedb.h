@@ -65,6 +65,10 @@ int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen);
  * no database there (no file, or an empty one: no rows, not an error; err says which); -1 with
  * err (not a tune database, a newer schema, damaged). */
 int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errlen);
+/* The path tunedb_open and tunedb_open_readonly take for path NULL ($WEFT_TUNE_DB, else
+ * $XDG_CACHE_HOME/weft/tune.db, else $HOME/.cache/weft/tune.db), malloc'd; NULL with err when
+ * none of the three is set, or out of memory.  Nothing is opened or created. */
+char *tunedb_default_path(char *err, size_t errlen);
 void tunedb_close(tunedb *db);            /* NULL is fine */
 const char *tunedb_path(const tunedb *db);
 /* Stores rows for key in ONE transaction (all or nothing). A row with the same key and config

@@ -59,8 +59,7 @@ static const char *damage_hint(int rc) {
 
 /* ---- choosing and preparing the path ------------------------------------------------------ */
 
-/* The default path (see tunedb.h), malloc'd; NULL with err. */
-static char *default_path(char *err, size_t errlen) {
+char *tunedb_default_path(char *err, size_t errlen) {
   return util_weft_cache_path("WEFT_TUNE_DB", "tune.db", "no place for the tune database", err, errlen);
 }
 
@@ -325,7 +324,7 @@ static int open_handle(tunedb **out, const char *path, int flags, int make_folde
     util_set_err(err, errlen, "tune database path is empty");
     return -1;
   }
-  t->path = path ? util_strprintf("%s", path) : default_path(err, errlen);
+  t->path = path ? util_strprintf("%s", path) : tunedb_default_path(err, errlen);
   if (!t->path) {
     if (path) util_set_err(err, errlen, "out of memory opening tune database %s", path);
     return -1;

@@ -98,6 +98,21 @@ mkdir -p exdir
 expect 2 "--export exdir: names a folder; it takes a file (a .tsv)" "$W" tune "$SW" --export exdir -o t5
 [ -e t4 ] && { echo "FAIL: tune ran before refusing --export at its database"; fails=$((fails + 1)); }
 cmp -s tune.db keep.db || { echo "FAIL: the database was replaced"; fails=$((fails + 1)); }
+# ... and at the database of no --db and no WEFT_TUNE_DB, tunedb's default ($HOME/.cache/weft/tune.db,
+# $XDG_CACHE_HOME/weft/tune.db): the check before the run looked at WEFT_TUNE_DB only
+mkdir -p home/.cache/weft xdg/weft && cp tune.db home/.cache/weft/tune.db && cp tune.db xdg/weft/tune.db
+expect 2 "is the tuning database itself ($T/home/.cache/weft/tune.db)" env -u WEFT_TUNE_DB -u XDG_CACHE_HOME HOME="$T/home" \
+  "$W" tune "$SW" --fake-timing --export "$T/home/.cache/weft/tune.db" -o t6
+expect 2 "is the tuning database itself ($T/xdg/weft/tune.db)" env -u WEFT_TUNE_DB XDG_CACHE_HOME="$T/xdg" HOME="$T/home" \
+  "$W" tune "$SW" --fake-timing --export xdg/weft/tune.db -o t7
+# (an empty file there, no SQLite header, was not refused before the run at all: after it, at the export)
+mkdir -p home2/.cache/weft && : > home2/.cache/weft/tune.db
+expect 2 "is the tuning database itself ($T/home2/.cache/weft/tune.db)" env -u WEFT_TUNE_DB -u XDG_CACHE_HOME \
+  HOME="$T/home2" "$W" tune "$SW" --fake-timing --export "$T/home2/.cache/weft/tune.db" -o t8
+[ -s home2/.cache/weft/tune.db ] && { echo "FAIL: the empty default database was written"; fails=$((fails + 1)); }
+[ -e t6 ] || [ -e t7 ] || [ -e t8 ] && { echo "FAIL: tune ran before refusing --export at its default database"; fails=$((fails + 1)); }
+cmp -s tune.db home/.cache/weft/tune.db && cmp -s tune.db xdg/weft/tune.db ||
+  { echo "FAIL: the default database was changed"; fails=$((fails + 1)); }
 # ... hand-edited times: a -5 or a text time never ranks first (the best of each shape is the
 # fastest good row: the same as with the bad rows gone), and text sorts as a number, not as text
 python3 - <<'PY'
