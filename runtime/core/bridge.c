@@ -235,8 +235,7 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
   char why_env[512];
   if (util_env_long("WEFT_CONFIG_MEMORY_MB", 1, 1L << 20, DEFAULT_MEMORY_MB, "megabytes",
                     "the config sandbox's memory cap", &b->memory_mb, why_env, sizeof why_env) ||
-      util_env_long("WEFT_CONFIG_SECONDS", 1, 86400, UTIL_CONFIG_SECONDS, "seconds", "the config sandbox's wall-clock cap",
-                    &b->seconds, why_env, sizeof why_env)) {
+      util_config_seconds(&b->seconds, why_env, sizeof why_env)) {
     if (!(b->bad_env = util_strdup(why_env))) {
       free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1;
     }

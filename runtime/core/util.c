@@ -19,6 +19,8 @@
  * and the generator's sources are small text; /dev/zero, or a file of gigabytes, is a mistake
  * to report, not to read into memory. */
 #define READ_DEFAULT_MB 16
+/* WEFT_CONFIG_SECONDS's default (util_config_seconds) */
+#define CONFIG_DEFAULT_SECONDS 10
 
 /* One read of fd into buf: regular files as they are; a pipe (not regular: a named pipe, a shell's
  * <(...), a terminal) only once poll says it has something, within the deadline, so that neither a
@@ -45,8 +47,7 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   long max_mb, seconds;
   if (util_env_long("WEFT_CONFIG_MAX_MB", 1, 65536, READ_DEFAULT_MB, "megabytes",
                     "the largest config or sweep file weft reads", &max_mb, err, errlen) ||
-      util_env_long("WEFT_CONFIG_SECONDS", 1, 86400, UTIL_CONFIG_SECONDS, "seconds",
-                    "the config sandbox's wall-clock cap", &seconds, err, errlen))
+      util_config_seconds(&seconds, err, errlen))
     return -1;
   size_t max = (size_t)max_mb << 20;
   /* Opened without blocking: a named pipe nobody writes to would block open() forever.  A folder
@@ -215,6 +216,11 @@ int util_env_long(const char *name, long lo, long hi, long dflt, const char *uni
   }
   *out = n;
   return 0;
+}
+
+int util_config_seconds(long *seconds, char *err, size_t errlen) {
+  return util_env_long("WEFT_CONFIG_SECONDS", 1, 86400, CONFIG_DEFAULT_SECONDS, "seconds",
+                       "the config sandbox's wall-clock cap", seconds, err, errlen);
 }
 
 int util_signal_timeout_ms(double *ms, char *err, size_t errlen) {

@@ -36,9 +36,6 @@ int util_buf_printf(util_buf *b, const char *fmt, ...) __attribute__((format(pri
 void util_buf_free(util_buf *b);
 /* Wall-clock milliseconds (CLOCK_MONOTONIC). */
 double util_now_ms(void);
-/* WEFT_CONFIG_SECONDS's default: the config sandbox's wall-clock cap, and how long a config read
- * from a pipe may take to arrive */
-#define UTIL_CONFIG_SECONDS 10
 /* An on/off variable: *on = 1 for 1, true, yes, on; 0 for 0, false, no, off, empty or unset (any case).
  * Anything else is -1 with a message naming the variable, its value and the spellings (what:
  * what it switches on), so a typo never turns a switch on or off unnoticed. */
@@ -49,6 +46,10 @@ int util_env_bool(const char *name, const char *what, int *on, char *err, size_t
  * default when it lies in lo..hi; a dflt outside says "the caller decides" (what says how). */
 int util_env_long(const char *name, long lo, long hi, long dflt, const char *unit, const char *what, long *out,
                   char *err, size_t errlen);
+/* $WEFT_CONFIG_SECONDS into *seconds: the config sandbox's wall-clock cap, and how long a config
+ * read from a pipe may take to arrive; 1..86400, 10 when unset or empty.  -1 with util_env_long's
+ * message for anything else. */
+int util_config_seconds(long *seconds, char *err, size_t errlen);
 /* $WEFT_SIGNAL_TIMEOUT_MS, how long a kernel's bounded waits last (signals between ranks,
  * stream-K's hand-over), in milliseconds: a number in (0, UTIL_SIGNAL_TIMEOUT_MAX_MS] ("0.5"
  * taken), or 0 when unset or empty (each caller's default).  -1 with the message when set to
