@@ -126,7 +126,11 @@ static int stage_open(stage *g, const char *out) {
     int w = snprintf(g->dir, sizeof g->dir, "%s/.weft-tmp-XXXXXX", out);
     if (w < 0 || (size_t)w >= sizeof g->dir) { cli_err("weft: -o %s: path too long\n", out); return -1; }
   }
-  if (!mkdtemp(g->dir)) {
+  /* A new DIR is this folder renamed, so it is made again by mkdir(0777) (mkdtemp picked a free
+   * name but made it 0700): DIR gets the mode mkdir(DIR) would give it, from the umask or the
+   * parent's default ACL, without changing the process's umask to read it.  A name taken by
+   * someone else in between is an error, never their folder used. */
+  if (!mkdtemp(g->dir) || (g->fresh && (rmdir(g->dir) != 0 || mkdir(g->dir, 0777) != 0))) {
     cli_err("weft: cannot create a folder beside %s: %s\n", out, strerror(errno));
     return -1;
   }
@@ -166,15 +170,6 @@ static void stage_drop(stage *g) {
 
 static int stage_commit(stage *g) {
   if (g->fresh) {
-    /* the folder's mode as mkdir(DIR, 0777) would give it (mkdtemp made it 0700), the umask
-     * applying as it does to the files */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (chmod(g->dir, 0777 & ~mask) != 0) {
-      cli_err("weft: cannot set the mode of %s: %s (nothing was written to %s)\n", g->dir, strerror(errno), g->out);
-      stage_drop(g);
-      return -1;
-    }
     if (rename(g->dir, g->out) == 0) {
       g->dir[0] = 0;
       for (int i = 0; i < g->n; i++) free(g->names[i]);
