@@ -304,20 +304,16 @@ int cmd_tune(int argc, char **argv) {
 /* A CSV field, whole, in double quotes: a quote is doubled (RFC 4180), a newline becomes a space
  * (one row a line).  The config column is the candidate itself, so it is never cut. */
 static void csv_field(util_buf *b, const char *s) {
-  util_buf_printf(b, "\"");
+  util_buf_append(b, "\"", 1);
   for (;;) {
     size_t n = strcspn(s, "\"\n\r");
-    while (n) {   /* (in pieces: %.*s takes an int) */
-      int k = n > 65536 ? 65536 : (int)n;
-      util_buf_printf(b, "%.*s", k, s);
-      s += k;
-      n -= (size_t)k;
-    }
+    util_buf_append(b, s, n);
+    s += n;
     if (!*s) break;
-    util_buf_printf(b, "%s", *s == '"' ? "\"\"" : " ");
+    util_buf_append(b, *s == '"' ? "\"\"" : " ", *s == '"' ? 2 : 1);
     s++;
   }
-  util_buf_printf(b, "\"");
+  util_buf_append(b, "\"", 1);
 }
 
 /* --jobs and friends: a non-negative integer of at most max */

@@ -341,6 +341,24 @@ double util_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* Room for extra more bytes and the NUL: 0, or -1 with oom set (the text kept as it was). */
+static int buf_reserve(util_buf *b, size_t extra) {
+  if (b->oom) return -1;
+  if (b->p && extra < b->cap - b->len) return 0;
+  size_t cap = b->cap ? b->cap : 256;
+  if (extra > SIZE_MAX - 1 - b->len) { b->oom = 1; return -1; }
+  while (cap < b->len + extra + 1) {
+    if (cap > SIZE_MAX / 2) { b->oom = 1; return -1; }
+    cap *= 2;
+  }
+  char *q = realloc(b->p, cap);
+  if (!q) { b->oom = 1; return -1; }
+  if (!b->p) q[0] = 0;
+  b->p = q;
+  b->cap = cap;
+  return 0;
+}
+
 int util_buf_printf(util_buf *b, const char *fmt, ...) {
   if (b->oom) return -1;
   for (;;) {
@@ -350,17 +368,17 @@ int util_buf_printf(util_buf *b, const char *fmt, ...) {
     va_end(ap);
     if (n == -1) { b->oom = 1; return -1; }   /* an encoding error: nothing sensible to append */
     if (n >= 0 && (size_t)n < b->cap - b->len) { b->len += (size_t)n; return 0; }
-    size_t need = b->len + (n > 0 ? (size_t)n : 0) + 1, cap = b->cap ? b->cap : 256;
-    while (cap < need) {
-      if (cap > SIZE_MAX / 2) { b->oom = 1; return -1; }
-      cap *= 2;
-    }
-    char *q = realloc(b->p, cap);
-    if (!q) { b->oom = 1; if (b->p) b->p[b->len] = 0; return -1; }
-    if (!b->p) q[0] = 0;
-    b->p = q;
-    b->cap = cap;
+    if (b->p) b->p[b->len] = 0;   /* (the cut-off text vsnprintf wrote is not kept) */
+    if (buf_reserve(b, n > 0 ? (size_t)n : 0)) return -1;
   }
+}
+
+int util_buf_append(util_buf *b, const char *s, size_t n) {
+  if (buf_reserve(b, n)) return -1;
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = 0;
+  return 0;
 }
 
 void util_buf_free(util_buf *b) {

@@ -33,6 +33,8 @@ char *util_weft_cache_path(const char *env, const char *leaf, const char *what, 
  * keeps what was built; the text is always NUL-terminated (p NULL until the first append). */
 typedef struct util_buf { char *p; size_t len, cap; int oom; } util_buf;
 int util_buf_printf(util_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));  /* 0 or -1 */
+/* n bytes of s, whatever their length (printf's %.*s takes an int) and content (NULs too); 0 or -1 */
+int util_buf_append(util_buf *b, const char *s, size_t n);
 void util_buf_free(util_buf *b);
 /* Wall-clock milliseconds (CLOCK_MONOTONIC). */
 double util_now_ms(void);

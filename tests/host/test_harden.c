@@ -293,6 +293,32 @@ static void test_env_long(void **state) {
   unsetenv("WEFT_TEST_N");
 }
 
+/* util_buf_append: any length in one call (csv_field's config column, which printf's %.*s, an
+ * int, once took in 64 KB pieces), NULs kept, mixed with util_buf_printf, always NUL-terminated */
+static void test_buf_append(void **state) {
+  (void)state;
+  util_buf b = {0};
+  assert_int_equal(util_buf_append(&b, "", 0), 0);
+  assert_non_null(b.p);
+  assert_string_equal(b.p, "");
+  size_t big = 300000;
+  char *s = malloc(big);
+  assert_non_null(s);
+  for (size_t i = 0; i < big; i++) s[i] = (char)('a' + i % 26);
+  assert_int_equal(util_buf_printf(&b, "<%d>", 7), 0);
+  assert_int_equal(util_buf_append(&b, s, big), 0);
+  assert_int_equal(util_buf_append(&b, "x\0y", 3), 0);
+  assert_int_equal(util_buf_printf(&b, "%s", "!"), 0);
+  assert_int_equal(b.len, 3 + big + 3 + 1);
+  assert_memory_equal(b.p, "<7>", 3);
+  assert_memory_equal(b.p + 3, s, big);
+  assert_memory_equal(b.p + 3 + big, "x\0y!", 5);
+  assert_int_equal(b.p[b.len], 0);
+  assert_false(b.oom);
+  free(s);
+  util_buf_free(&b);
+}
+
 /* util_env_bool, which every on/off variable goes through (WEFT_NO_COMPILE, WEFT_AUTOTUNE,
  * WEFT_LOG_LAUNCH): the spellings each way, and a message for anything else ("false" once
  * counted as on) */
@@ -355,6 +381,7 @@ int main(void) {
       cmocka_unit_test(test_env_long),
       cmocka_unit_test(test_env_bool),
       cmocka_unit_test(test_path_dir),
+      cmocka_unit_test(test_buf_append),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
