@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "auto.h"
+#include "autotable.h"
 #include "cli.h"
 
 void cmd_suggest_help(void) {
@@ -32,7 +33,7 @@ int cmd_suggest(int argc, char **argv) {
     if (!strcmp(a, "--ranks") || !strcmp(a, "--candidates")) {
       const int is_ranks = !strcmp(a, "--ranks");
       long long v;
-      if (cli_flag_whole(argc, argv, &i, "weft suggest", is_ranks ? 1 : 0, is_ranks ? 65536 : 16, NULL, &v)) return CLI_USAGE;
+      if (cli_flag_whole(argc, argv, &i, "weft suggest", is_ranks ? 1 : 0, is_ranks ? AUTOTABLE_MAX_RANKS : 16, NULL, &v)) return CLI_USAGE;
       *(is_ranks ? &ranks : &n_cand) = (int)v;
       continue;
     }

@@ -212,7 +212,9 @@ static int parse_row(const char *file, int line, const char *const *f, const siz
   errno = 0;
   long ranks = strtol(buf, &end, 10);
   if (!vl[COL_RANKS] || *end || errno || ranks < 1 || ranks > AUTOTABLE_MAX_RANKS || !isdigit((unsigned char)buf[0])) {
-    warn_field(w, file, line, at[COL_RANKS], "ranks", v[COL_RANKS], vl[COL_RANKS], "a whole number of ranks in 1..65536");
+    char allowed[64];
+    snprintf(allowed, sizeof allowed, "a whole number of ranks in 1..%d", AUTOTABLE_MAX_RANKS);
+    warn_field(w, file, line, at[COL_RANKS], "ranks", v[COL_RANKS], vl[COL_RANKS], allowed);
     return -1;
   }
   r->ranks = (int)ranks;
