@@ -321,7 +321,7 @@ int cmd_run(int argc, char **argv) {
     st = weft_compile_manifest(ctx, base, &k);
     base = NULL;   /* the kernel owns it now */
   }
-  if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
+  if (st) { cli_err("weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
   printf("compile: %s in %.1f ms (%s)\n", weft_kernel_manifest(k)->name, weft_kernel_compile_ms(k),
          weft_kernel_cache_hit(k) ? "cache hit" : "NVRTC");
   void *cuctx;

@@ -157,7 +157,7 @@ int cli_run_auto(weft_ctx *ctx, const run_opts *o, const weft_run_spec *rs, cons
               weft_auto_name(a, w), auto_shape(a));
       rc = CLI_FAIL;
     } else if ((st = weft_auto_compile(ctx, a, w, &k))) {
-      cli_err("%s\n", weft_ctx_error(ctx));
+      cli_err("weft run: %s\n", weft_ctx_error(ctx));
       rc = cli_status_exit(st);
     } else {
       printf("compile: %s in %.1f ms (%s)\n", weft_kernel_manifest(k)->name, weft_kernel_compile_ms(k),
