@@ -3,10 +3,8 @@
 # machine: ctest's files hold absolute paths, so the tree is made visible at the path it was
 # built at (WEFT_BUILT_AT, default /work/main).  Full logs go to $OUT.
 set -u
-here=$(pwd)
-built_at=${WEFT_BUILT_AT:-/work/main}
-if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfnT "$here" "$built_at"; fi
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+built_at=$(link_built_at "$(pwd)") || exit 1
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"

@@ -4,7 +4,8 @@
 #  - NVLink multicast switched off, for this process and every child (DEVICE.md: never
 #    multicast on these machines);
 #  - mpirun as root, and $MPIRUN, which passes all of the above to every rank;
-#  - nccl_lib_default: the NCCL the baselines open (WEFT_NCCL_LIB), torch's or the system's.
+#  - nccl_lib_default: the NCCL the baselines open (WEFT_NCCL_LIB), torch's or the system's;
+#  - link_built_at: the path build/ was made at (ctest's files name it), made to reach this copy.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 WEFT_MULTICAST=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -16,4 +17,21 @@ set_args() {   # set_args "k=v k2=v2" -> "--set k=v --set k2=v2" (a config as th
   local kv out=""
   for kv in $1; do out="$out --set $kv"; done
   echo "$out"
+}
+link_built_at() {   # built_at=$(link_built_at ROOT) || exit 1: the path build/ was made at, made to reach ROOT
+  # ctest's files hold absolute paths into the tree build/ was made in (WEFT_BUILT_AT, default
+  # /work/main), so that path must lead to ROOT, this copy.  Anything there but a link is refused
+  # (1, with the message): going on would run another tree's files, or every test "Not Run".
+  local at=${WEFT_BUILT_AT:-/work/main}
+  if ! [ "$1" -ef "$at" ]; then
+    if [ -e "$at" ] && [ ! -L "$at" ]; then
+      echo "bench: $at (where build/ was made; WEFT_BUILT_AT) exists and is not a link to $1: move it, or set WEFT_BUILT_AT to the path build/ was made at" >&2
+      return 1
+    fi
+    if ! { mkdir -p "$(dirname "$at")" && ln -sfnT "$1" "$at"; }; then
+      echo "bench: cannot link $at (where build/ was made; WEFT_BUILT_AT) to $1 (ctest's files name that path)" >&2
+      return 1
+    fi
+  fi
+  echo "$at"
 }

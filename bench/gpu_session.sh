@@ -9,11 +9,9 @@ set -u
 part=${1:-a}
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-here=$(pwd)
-built_at=${WEFT_BUILT_AT:-/work/main}
-if [ "$here" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfnT "$here" "$built_at"; fi
-cd "$built_at" || exit 1
 . bench/env.sh
+built_at=$(link_built_at "$(pwd)") || exit 1
+cd "$built_at" || exit 1
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-session-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt" 2>&1
 step() {   # step NAME SECONDS CMD...: one step, its log and exit status

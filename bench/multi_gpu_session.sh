@@ -41,11 +41,10 @@ DEADLINE=$(( $(date +%s) + ${BUDGET_S:-560} ))
 # logs go to W; $OUT gets only summary.txt and the tarball (the device tool returns 8 files)
 W=${WEFT_MGPU_WORK:-/tmp/weft-mgpu-session}
 rm -rf "$W"; mkdir -p "$W"
-# ctest's files name the tree where build/ was made (/work/main): make that path reach this copy
-built_at=${WEFT_BUILT_AT:-/work/main}
-if [ "$ROOT" != "$built_at" ]; then mkdir -p "$(dirname "$built_at")" && ln -sfnT "$ROOT" "$built_at"; fi
 export WEFT_NO_MPS=1
 . "$ROOT/bench/env.sh"
+# ctest's files name the tree where build/ was made (/work/main): make that path reach this copy
+link_built_at "$ROOT" > /dev/null || exit 1
 export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-/tmp/weft-mgpu-cache}
 export PYTHONPATH=$ROOT/build/python PYTHONDONTWRITEBYTECODE=1
 PHASES=${PHASES:-ceiling check torchrun allreduce arn mrs}
