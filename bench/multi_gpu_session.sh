@@ -64,6 +64,10 @@ export WEFT_NCCL_LIB=${WEFT_NCCL_LIB:-$(nccl_lib_default)}
 bad=0
 note() { echo "$*" | tee -a "$S"; }
 left() { echo $(( DEADLINE - $(date +%s) )); }
+left_less() {   # left_less N: the seconds left less N (a margin for the step's own cleanup), at least 1
+  local l; l=$(( $(left) - $1 ))   # (a timeout of 0 is none, a negative one an error)
+  echo $(( l < 1 ? 1 : l ))
+}
 within() {   # within CMD...: CMD, killed at the deadline; 124 without running it when under 30 s are left
   local l; l=$(left)
   if [ "$l" -lt 30 ]; then note "  not run (${l} s of the budget left): $*"; return 124; fi
@@ -118,7 +122,7 @@ for ph in $PHASES; do
         grep -E "^ +[0-9]+ " "$d/ncclsym_bf16.log" | tee -a "$S"
       fi ;;
     mrs)
-      within env OUT="$d" WEFT_BENCH_NPS="$P" WEFT_BENCH_TIMEOUT_S="${WEFT_BENCH_TIMEOUT_S:-$(( $(left) - 40 ))}" \
+      within env OUT="$d" WEFT_BENCH_NPS="$P" WEFT_BENCH_TIMEOUT_S="${WEFT_BENCH_TIMEOUT_S:-$(left_less 40)}" \
         WEFT_MRS_SHAPES="${MRS_SHAPES:-16384x4096x14336 8192x8192x28672 256x4096x14336 1024x4096x14336 4096x4096x14336}" \
         bash bench/torch_dist_session.sh mrs > "$d/run.log" 2>&1 || bad=1
       grep -E "^(\||##|FAIL)|exit" "$d/summary.txt" 2> /dev/null | tee -a "$S" ;;
@@ -126,7 +130,7 @@ for ph in $PHASES; do
       if [ "$P" -lt 4 ]; then note "extra: $P GPUs (needs 4 or 8): not run"; continue; fi
       within env OUT="$d" PHASES=check bash bench/multi_gpu.sh > "$d/allreduce_check.log" 2>&1 || bad=1
       grep -E "correctness at P|FAIL|timed out|rc=" "$d/allreduce_check.log" | tee -a "$S"
-      within env OUT="$d/ag" PHASES="gpus gpuscalar" BUDGET_S="$(( $(left) - 30 ))" bash bench/dev_ag_gemm_once.sh \
+      within env OUT="$d/ag" PHASES="gpus gpuscalar" BUDGET_S="$(left_less 30)" bash bench/dev_ag_gemm_once.sh \
         > "$d/ag_gemm.log" 2>&1 || bad=1
       # its exit status is its tar's: the runs' own, from its summary (the muted-rank run must fail)
       if [ -f "$d/ag/summary.txt" ]; then
