@@ -149,9 +149,12 @@ int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const 
   tune_best *v = NULL;
   int n = 0, written = 0, skipped = 0;
   int dbst = tunedb_open_readonly(&db, db_path, err, sizeof err);
-  if (dbst == 1) {
+  if (dbst == 1) {   /* (the default named: a user who gave no --db sees where weft looked) */
+    char derr[256];
+    char *def = db_path ? NULL : tunedb_default_path(derr, sizeof derr);
     cli_err("%s %s: there is no tuning database at %s (--db or WEFT_TUNE_DB); nothing written\n", who, file,
-            db_path ? db_path : "the default path");
+            db_path ? db_path : def ? def : "the default path");
+    free(def);
     return CLI_FAIL;
   }
   if (dbst || tunedb_best_per_shape(db, gpu, sm, driver, nv, &v, &n, err, sizeof err)) {

@@ -316,7 +316,6 @@ static void csv_field(util_buf *b, const char *s) {
   util_buf_append(b, "\"", 1);
 }
 
-/* --jobs and friends: a non-negative integer of at most max */
 /* --export FILE's folder exists: checked before the run, which can take an hour (the table is
  * written after it).  1 with the message when it does not. */
 static int export_dir_missing(const char *path) {

@@ -151,6 +151,9 @@ expect 1 "ranks = 4294967297: a rank count is in 1..65536" "$W" export-table "${
 cp tune.db 'file:uri.db'
 expect 0 "exported" "$W" export-table "${G[@]}" --db 'file:uri.db' uri.tsv
 expect 1 "there is no tuning database at file:x.db?mode=memory" "$W" export-table "${G[@]}" --db 'file:x.db?mode=memory' uri2.tsv
+# ... and with no --db, the default path it looked at is named (not "the default path")
+mkdir -p nohome
+expect 1 "there is no tuning database at $PWD/nohome/.cache/weft/tune.db" env -u WEFT_TUNE_DB -u XDG_CACHE_HOME HOME="$PWD/nohome" "$W" export-table "${G[@]}" nodef.tsv
 
 # a table row that no longer checks, at the very shape asked: said, not skipped without a word
 printf '# weft tuning table\n# gpu: NVIDIA H200\n# sm: 90\nfamily\tdtype\tranks\tshape\ttime_us\tconfig\nrow_reduce\tf32\t1\tcols=32768 rows=8192\t10.0\tbogus=2\n' > unk.tsv
