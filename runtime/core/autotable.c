@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A macro's value as string text (the limit written once, in autotable.h) */
+#define LITERAL_TEXT_(x) #x
+#define LITERAL_TEXT(x) LITERAL_TEXT_(x)
+
 #define MAX_VALUE (1LL << 62)
 
 static const char *const columns[] = {"family", "dtype", "ranks", "shape", "time_us", "config"};
@@ -212,9 +216,8 @@ static int parse_row(const char *file, int line, const char *const *f, const siz
   errno = 0;
   long ranks = strtol(buf, &end, 10);
   if (!vl[COL_RANKS] || *end || errno || ranks < 1 || ranks > AUTOTABLE_MAX_RANKS || !isdigit((unsigned char)buf[0])) {
-    char allowed[64];
-    snprintf(allowed, sizeof allowed, "a whole number of ranks in 1..%d", AUTOTABLE_MAX_RANKS);
-    warn_field(w, file, line, at[COL_RANKS], "ranks", v[COL_RANKS], vl[COL_RANKS], allowed);
+    warn_field(w, file, line, at[COL_RANKS], "ranks", v[COL_RANKS], vl[COL_RANKS],
+               "a whole number of ranks in 1.." LITERAL_TEXT(AUTOTABLE_MAX_RANKS));
     return -1;
   }
   r->ranks = (int)ranks;
