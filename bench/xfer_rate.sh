@@ -46,4 +46,4 @@ if [ "${1:-}" = "--check-ptx" ]; then
 fi
 [ -x "$BIN" ] || { echo "xfer_rate.sh: $BIN: not built (bash bench/xfer_rate.sh --build, then carry build/bench)" >&2; exit 1; }
 O=${OUT:-/tmp/out}; mkdir -p "$O"
-timeout 300 "$BIN" "${1:-50}" 2>&1 | tee "$O/xfer_rate.txt"
+timeout 60 "$BIN" "${1:-50}" 2>&1 | tee "$O/xfer_rate.txt"
