@@ -50,7 +50,11 @@ end
 -- a comparison, ! && ||, a bit pattern from __float_as_int).  ~ & | ^ << >> take integers only
 -- (C has none of them for floats); max and min take two of one kind (CUDA's overloads are
 -- ambiguous for a mix); __int_as_float takes an integer and __float_as_int an f32 (the other way
--- round would convert by value first, then reinterpret: never what is meant).  Everything else
+-- round would convert by value first, then reinterpret: never what is meant); / of two integers
+-- is refused (C truncates it, 1/2 is 0, and 1/0 is undefined).  A combine or an identity is of
+-- kind "f" as a whole: an integer result (a < b, 0, 0xff800000) would be converted to f32 by
+-- value, which is a 0/1 or a number where a value or a bit pattern was meant; a function that
+-- returns f32 (__int_as_float(0xff800000), fabsf(...)) makes one an f32.  Everything else
 -- is refused: assignment, ++ --, the comma operator, %, casts, member access, indexing, address
 -- and dereference, calls of anything but the functions below, and a call of a call's result.
 -- Nesting (parentheses, arguments, ?: branches) is at most MAX_DEPTH deep, and a combine must
@@ -260,7 +264,9 @@ local function show_tok(t)
   return quote(t.v)
 end
 
--- parse(s, vars) -> "f" | "i" (the expression's kind), or nil, why.  vars: the names it may use.
+-- parse(s, vars) -> "f" | "i" (the expression's kind), the set of names used, and for kind "i"
+-- where = { p = position, what = the token that made it an integer }; or nil, why.  vars: the names
+-- it may use.
 function M.parse(s, vars)
   if type(s) ~= "string" or s:match("^%s*$") then return nil, "must be a non-empty string of CUDA C" end
   if #s > M.MAX_EXPR then return nil, string.format("is %d characters: at most %d", #s, M.MAX_EXPR) end
@@ -288,7 +294,7 @@ function M.parse(s, vars)
   local expr
   local function primary(d)
     local t = take()
-    if t.k == "num" then return t.kind end
+    if t.k == "num" then return t.kind, { p = t.p, what = "the integer literal " .. quote(t.v) } end
     if t.k == "var" then used[t.v] = true; return "f" end
     if t.k == "fn" then
       local sig = M.FUNCTIONS[t.v]
@@ -317,7 +323,7 @@ function M.parse(s, vars)
         fail(at(s, t.p, "calls " .. t.v .. " with " .. #args .. " argument" .. (#args == 1 and "" or "s")) ..
           ": it takes " .. #sig .. ", " .. signature(t.v))
       end
-      local kind = "f"
+      local kind, where = "f", { p = t.p, what = "the call of " .. t.v }
       for k, want in ipairs(sig) do
         if want == "i" and args[k] ~= "i" then
           fail(at(s, t.p, "calls " .. t.v .. " with an f32 argument") .. ": it reinterprets the bits of an " ..
@@ -336,12 +342,12 @@ function M.parse(s, vars)
         end
         kind = args[1]
       end
-      return kind
+      return kind, where
     end
     if t.k == "op" and t.v == "(" then
-      local kind = expr(d + 1)
+      local kind, where = expr(d + 1)
       local close = peek()
-      if close.k == "op" and close.v == ")" then take(); return kind end
+      if close.k == "op" and close.v == ")" then take(); return kind, where end
       if close.k == "end" then fail(at(s, t.p, "has a ( without its )")) end
       unexpected(close, "an operator (+ - * / < == && ?: ...) or the \")\" of the ( at character " .. t.p)
     end
@@ -354,7 +360,7 @@ function M.parse(s, vars)
     while peek().k == "op" and (peek().v == "-" or peek().v == "+" or peek().v == "!" or peek().v == "~") do
       prefix[#prefix + 1] = take()
     end
-    local kind = primary(d)
+    local kind, where = primary(d)
     for k = #prefix, 1, -1 do
       local o = prefix[k]
       if o.v == "~" then
@@ -362,15 +368,19 @@ function M.parse(s, vars)
           fail(at(s, o.p, "applies ~ to an f32 value") .. ": ~ & | ^ << >> take integers (bit patterns: " ..
             "__float_as_int(a), integer literals)")
         end
+        where = { p = o.p, what = "the bit operator \"~\"" }
       elseif o.v == "!" then
-        kind = "i"
+        kind, where = "i", { p = o.p, what = "the logical operator \"!\"" }
       end
     end
-    return kind
+    return kind, where
   end
 
+  -- What a binary operator of class c ("bits", "logic", "arith") is called when it gives an integer.
+  local INT_RESULT = { bits = "the bit operator ", arith = "the integer arithmetic " }
+
   local function binary(minprec, d)
-    local lk = unary(d)
+    local lk, where = unary(d)
     while true do
       local t = peek()
       if t.k == "op" and t.v == "(" then
@@ -378,9 +388,13 @@ function M.parse(s, vars)
           "function: only the math functions are called, by name (" .. M.function_list() .. ")")
       end
       local b = t.k == "op" and BINARY[t.v]
-      if not b or b[1] < minprec then return lk end
+      if not b or b[1] < minprec then return lk, where end
       take()
       local rk = binary(b[1] + 1, d)
+      if t.v == "/" and lk == "i" and rk == "i" then
+        fail(at(s, t.p, "divides an integer by an integer") .. ": C truncates that (1/2 is 0, and 1/0 is " ..
+          "undefined); write a float literal on either side, e.g. 1.0f/2")
+      end
       if b[2] == "bits" then
         if lk ~= "i" or rk ~= "i" then
           fail(at(s, t.p, "applies " .. t.v .. " to an f32 value (on its " .. (lk ~= "i" and "left" or "right") ..
@@ -392,6 +406,10 @@ function M.parse(s, vars)
       else
         lk = (lk == "f" or rk == "f") and "f" or "i"
       end
+      if lk == "i" then
+        local what = INT_RESULT[b[2]] or (BINARY[t.v][1] >= 6 and "the comparison " or "the logical operator ")
+        where = { p = t.p, what = what .. quote(t.v) }
+      end
     end
   end
 
@@ -400,7 +418,7 @@ function M.parse(s, vars)
       fail(at(s, peek().p, "nests deeper than " .. M.MAX_DEPTH .. " levels") ..
         " (parentheses, arguments and ?: branches)")
     end
-    local kind = binary(1, d)
+    local kind, where = binary(1, d)
     local q = peek()
     if q.k == "op" and q.v == "?" then
       take()
@@ -413,12 +431,15 @@ function M.parse(s, vars)
       take()
       local y = expr(d + 1)
       kind = (x == "f" or y == "f") and "f" or "i"
+      where = { p = q.p, what = "the ?: of two integers" }
     end
-    return kind
+    return kind, where
   end
 
+  local where
   local ok, res = pcall(function()
-    local kind = expr(0)
+    local kind
+    kind, where = expr(0)
     local t = peek()
     if t.k ~= "end" then
       if t.k == "op" and t.v == ")" then fail(at(s, t.p, "has a ) without its (")) end
@@ -431,15 +452,25 @@ function M.parse(s, vars)
     if type(res) == "table" and res.why then return nil, res.why end
     error(res, 0)
   end
-  return res, used
+  return res, used, where
 end
 
 -- nil if s is a valid combine (vars a, b) or identity (no vars), else what is wrong.
 local function bad_expr(s, vars)
-  local kind, used = M.parse(s, vars)
+  local kind, used, where = M.parse(s, vars)
   if not kind then return used end
   if vars.a and not (used.a or used.b) then
     return "names neither a nor b: it must be an expression of the operands; " .. grammar(vars)
+  end
+  if kind == "i" then
+    local m = at(s, where.p, "gives an integer: " .. where.what)
+    if vars.a then
+      return m .. ", which C converts to f32 by value (a comparison to 0 or 1, a bit pattern to a number); " ..
+        "a combine of f32 values gives an f32: choose an operand with ?: (a < b ? a : b), or reinterpret a bit " ..
+        "pattern with __int_as_float(...)"
+    end
+    return m .. ", which C converts to f32 by value; the identity is an f32: write a float literal (0.0f, " ..
+      "1.0f), or reinterpret a bit pattern with __int_as_float(0xff800000)"
   end
   return nil
 end

@@ -68,7 +68,7 @@ T.test("every expression the docs and other tests use is accepted", function()
     "-a + !b", "fmaf(a, 2.f, b)", "(a < b) && (b >= 0.0f) ? b : a", "a +\tb",
   }
   for _, e in ipairs(combines) do accepts(combine, e) end
-  for _, e in ipairs({ "0.0f", "-0.0f", "1.0f", "0", "1", "-1.5", "-1e30f", "-3.0e38", "1.0f / 0.0f",
+  for _, e in ipairs({ "0.0f", "-0.0f", "1.0f", "-1.5", "-1e30f", "-3.0e38", "1.0f / 0.0f",
                        "__int_as_float(0xff800000)", "__int_as_float(0x7f800000)" }) do
     accepts(identity, e, "identity")
   end
@@ -78,8 +78,9 @@ end)
 
 T.test("grammar: operators, precedence, ?:, unary chains, every function at its arity", function()
   for _, e in ipairs({
-    "a+b*a-b/a", "a - -b", "a - - b", "a-+b", "-(a)", "+a", "!a", "!!a", "- - - a", "!-~__float_as_int(a) + b",
-    "a < b == b > a", "a <= b != (a >= b)", "a && b || !a", "a ? b : a ? a : b", "(a ? b : a) ? a : b",
+    "a+b*a-b/a", "a - -b", "a - - b", "a-+b", "-(a)", "+a", "!a + b", "!!a + b", "- - - a", "!-~__float_as_int(a) + b",
+    "a < b == b > a ? a : b", "a <= b != (a >= b) ? a : b", "a && b || !a ? a : b", "a ? b : a ? a : b",
+    "(a ? b : a) ? a : b",
     "a > b ? a < b ? a : b : b", "a || b ? a : b", "a ? a + b : a - b",
     "((a))", "(((a + b)))", "fmaxf((a), (b))", "fmaxf(a,b)", "fmaxf( a , b )",
     "__int_as_float(__float_as_int(a) | __float_as_int(b))", "__int_as_float(__float_as_int(a) ^ 0x80000000)",
@@ -105,7 +106,8 @@ T.test("grammar: numbers", function()
   for _, e in ipairs({ "0", "7", "255u", "255U", "0xff", "0XFF", "0xffffffff", "0xFFFFFFFFu", "4294967295u",
                        "2147483647", "2147483648u", "1.0f", "1.0F", "1.", "1.f", ".5", ".5f", "1e3", "1E3F", "1e-3f", "1.5e+3", "0e99999f",
                        "3.4028235e38f", "1.4e-45f", "1e-40f", "1.7976931348623157e308", "4.9e-324", "0x0" }) do
-    accepts(identity, e, "number")
+    -- an integer is an identity only as a bit pattern (an integer result is refused: below)
+    accepts(identity, ops.parse(e, {}) == "i" and "__int_as_float(" .. e .. ")" or e, "number")
     accepts(combine, "a + " .. e, "number in combine")
   end
   local cases = {
@@ -117,7 +119,7 @@ T.test("grammar: numbers", function()
     -- past INT_MAX a decimal is a long: max(1, 3000000000) is an ambiguous overload in NVRTC
     { "3000000000", 1, "is a long in C; write it unsigned (3000000000u), in hex (0xb2d05e00)" },
     { "2147483648", 1, "INT_MIN is (-2147483647 - 1)" }, { "4294967295", 1, "is a long in C" },
-    { "0x000000001", nil, nil }, -- leading hex zeros are fine
+    { "__int_as_float(0x000000001)", nil, nil }, -- leading hex zeros are fine
     { "0x1p3f", 1, "malformed number" }, { "1f", 1, "malformed number" }, { "1.0L", 1, "malformed number" },
     { "1ul", 1, "malformed number" }, { "0b101", 1, "malformed number" }, { "1.2.3", 1, "malformed number" },
     { "1e", 1, "exponent needs digits" }, { "1e+f", 1, "exponent needs digits" }, { "0x", 1, "malformed number" },
@@ -186,7 +188,7 @@ T.test("more refusals: structure, types, names", function()
     { "min(__float_as_int(a), b)", 1, "calls min with an f32 and an integer", "fminf(x, y)" },
     { "a & 1", 3, "applies & to an f32 value (on its left)" }, { "1 | b", 3, "applies | to an f32 value (on its right)" },
     { "__float_as_int(a) ^ 1.0f", 19, "applies ^" }, { "__float_as_int(a) >> b", 19, "applies >>" },
-    { "~(a + b)", 1, "applies ~" }, { "__float_as_int(a + 1) + 1", nil, nil },
+    { "~(a + b)", 1, "applies ~" }, { "__int_as_float(__float_as_int(a + 1) + 1)", nil, nil },
     { "0.0f", nil, "names neither a nor b" }, { "fmaxf(1.0f, 2.0f)", nil, "names neither a nor b" },
   }
   for _, c in ipairs(cases) do
@@ -222,8 +224,8 @@ end)
 
 T.test("identity: a constant expression, without a and b", function()
   for _, e in ipairs({ "0.0f", "-1e30f", "__int_as_float(0xff800000)", "-__int_as_float(0x7f800000)",
-                       "1.0f / 0.0f", "-(1.0f / 0.0f)", "fmaxf(1.0f, 2.0f)", "1 ? 2.0f : 3.0f", "0", "-1", "2u",
-                       "__int_as_float(0x7fffffff & 0xff800000)", "max(1, 2)" }) do
+                       "1.0f / 0.0f", "-(1.0f / 0.0f)", "fmaxf(1.0f, 2.0f)", "1 ? 2.0f : 3.0f", "-1.0f", "2.0f",
+                       "__int_as_float(0x7fffffff & 0xff800000)", "max(1.0f, 2.0f)" }) do
     accepts(identity, e, "identity")
   end
   refuses(identity, "a", "identity", 1, "uses a: an expression may name only the math functions")
@@ -233,6 +235,59 @@ T.test("identity: a constant expression, without a and b", function()
   T.not_contains(why, "may name only a, b", "the identity's names are not a and b")
   refuses(identity, "FLT_MAX", "identity", 1, "3.4028235e38f")
   refuses(identity, "1 % 2", "identity", 3, "one constant C expression (no a or b)")
+end)
+
+T.test("an integer result is refused, in combine and identity, with where it comes from", function()
+  local C = "a combine of f32 values gives an f32: choose an operand with ?: (a < b ? a : b), or reinterpret a bit " ..
+    "pattern with __int_as_float(...)"
+  for _, c in ipairs({
+    { "a < b", 3, 'gives an integer: the comparison "<" at character 3, which C converts to f32 by value' },
+    { "(a < b)", 4, 'the comparison "<"' }, { "a >= b", 3, 'the comparison ">="' }, { "a == b", 3, 'the comparison "=="' },
+    { "a && b", 3, 'the logical operator "&&"' }, { "a < b || b < a", 7, 'the logical operator "||"' },
+    { "!a", 1, 'the logical operator "!"' }, { "-!a", 2, 'the logical operator "!"' },
+    { "__float_as_int(a)", 1, "the call of __float_as_int" },
+    { "__float_as_int(a) + __float_as_int(b)", 19, 'the integer arithmetic "+"' },
+    { "__float_as_int(a) & __float_as_int(b)", 19, 'the bit operator "&"' },
+    { "~__float_as_int(a)", 1, 'the bit operator "~"' },
+    { "max(__float_as_int(a), __float_as_int(b))", 1, "the call of max" },
+    { "a < b ? 1 : 0", 7, "the ?: of two integers" },
+  }) do
+    refuses(combine, c[1], "combine", c[2], c[3], C)
+  end
+  -- an integer inside, an f32 as a whole: accepted
+  for _, e in ipairs({ "a < b ? a : b", "(a < b) * a + (a >= b) * b", "__int_as_float(__float_as_int(a) & __float_as_int(b))",
+                       "fabsf(a < b) + b", "a + 1", "(a < b) + 0.0f", "a < b ? 1.0f : 0" }) do
+    accepts(combine, e)
+  end
+  local I = "the identity is an f32: write a float literal (0.0f, 1.0f), or reinterpret a bit pattern with " ..
+    "__int_as_float(0xff800000)"
+  for _, c in ipairs({
+    { "0", 1, 'gives an integer: the integer literal "0" at character 1, which C converts to f32 by value' },
+    { "-1", 2, 'the integer literal "1"' }, { "2u", 1, 'the integer literal "2u"' },
+    { "0xff800000", 1, 'the integer literal "0xff800000"' }, { "max(1, 2)", 1, "the call of max" },
+    { "1 < 2", 3, 'the comparison "<"' }, { "1 + 2", 3, 'the integer arithmetic "+"' },
+    { "(0x7f800000)", 2, 'the integer literal "0x7f800000"' },
+  }) do
+    refuses(identity, c[1], "identity", c[2], c[3], I)
+  end
+  -- the builtins' identities (max: __int_as_float(0xff800000)) stay f32
+  for _, n in ipairs(ops.names) do accepts(identity, ops.builtin[n].identity, n) end
+  -- the message names the position of a long expression's integer part, with the text near it
+  local long = string.rep("1 + ", 20) .. "(1 < 2)"
+  refuses(identity, long, "identity", 79, 'the integer arithmetic "+" at character 79 (near ..."+ 1 + 1 + 1 + 1 + 1 + (1 < 2)")')
+end)
+
+T.test("/ of two integers is refused (truncation, 1/0), with a float literal as the fix", function()
+  local D = "divides an integer by an integer"
+  local FIX = "C truncates that (1/2 is 0, and 1/0 is undefined); write a float literal on either side, e.g. 1.0f/2"
+  refuses(identity, "1/0", "identity", 2, D, FIX)
+  refuses(identity, "1.0f * (1 / 2)", "identity", 11, D, FIX)
+  refuses(identity, "__int_as_float(0xff800000 / 2)", "identity", 27, D)
+  refuses(combine, "a + 1/0", "combine", 6, D, FIX)
+  refuses(combine, "__float_as_int(a) / 2 + b", "combine", 19, D)
+  refuses(combine, "a * (-1 / -2)", "combine", 9, D)
+  for _, e in ipairs({ "1.0f/0.0f", "1.0f/2", "1/2.0f", "1./2", "-1/-2.5" }) do accepts(identity, e) end
+  for _, e in ipairs({ "a / 2", "2 / a", "a / b", "(a < b) / a", "a / (b < a) + b" }) do accepts(combine, e) end
 end)
 
 T.test("kinds: f32 and integer, as M.parse reports them", function()

@@ -276,7 +276,7 @@ T.test("custom operators: what is missing or unknown", function()
   _, m = ops.check({ combine = "a + b", identity = "0", scale = 2 })
   T.contains(m, "unknown key scale")
   T.contains(m, "combine, identity, ref")
-  _, m = ops.check({ combine = "a + b", identity = "0", ref = "a + b" })
+  _, m = ops.check({ combine = "a + b", identity = "0.0f", ref = "a + b" })
   T.contains(m, "ref must be a Lua function")
 end)
 

@@ -190,15 +190,15 @@ T.test("dotted keys set nested fields; number-like strings are quoted in sets", 
   local r = assert(expand([[
 return {
   base = { family = "row_reduce", op = { combine = "a + b", identity = "0.0f" } },
-  space = { ["op.combine"] = { "a + b", "fmaxf(a, b)" }, ["op.identity"] = { "0", "0.0f" } },
+  space = { ["op.combine"] = { "a + b", "fmaxf(a, b)" }, ["op.identity"] = { "0.0", "0.0f" } },
   shapes = { { rows = 16, cols = 1000 } },
 }
 ]]))
   T.deq(r.keys, { "op.combine", "op.identity" }, "keys")
   local s = r.shapes[1]
   T.eq(s.accepted, 4, "accepted")
-  T.deq(s.candidates[1].sets, { 'op.combine="a + b"', 'op.identity="0"' }, "sets")
-  T.eq(s.candidates[1].label, "op.combine=a + b op.identity=0", "label")
+  T.deq(s.candidates[1].sets, { 'op.combine="a + b"', 'op.identity="0.0"' }, "sets")
+  T.eq(s.candidates[1].label, "op.combine=a + b op.identity=0.0", "label")
   local names = {}
   for _, c in ipairs(s.candidates) do
     T.ok(not names[c.kernel], "distinct kernels: " .. c.kernel)
