@@ -264,7 +264,7 @@ int cmd_run(int argc, char **argv) {
   if (!o.c.config) { cli_err("weft run: needs CONFIG.lua (weft help run)\n"); goto agree; }
   if (cli_device_env_check("weft run")) goto agree;
   weft_ctx_options copts = {.device = cli_device()};
-  if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
+  if (weft_ctx_create(&ctx, &copts)) { cli_err("weft run: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
   if (auto_mode && tuned) { cli_err("weft run: --auto and --tuned: give one (--auto looks in the database first)\n"); goto agree; }
   double budget_ms;
   int autotune = 0;
@@ -282,7 +282,7 @@ int cmd_run(int argc, char **argv) {
     stub.run.n_sizes = ns;
     for (int j = 0; j < ns; j++) { stub.run.sizes[j] = stub_sizes[j]; stub.run.aliases[j] = ""; }
   }
-  if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
+  if (st) { cli_err("weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
   if (resolve_shapes(base ? base : &stub, &sa, &o)) goto agree;
   if (auto_mode) {
     st = weft_ctx_cuda(ctx, &(void *){NULL});

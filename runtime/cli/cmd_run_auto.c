@@ -107,7 +107,7 @@ int cli_run_auto(weft_ctx *ctx, const run_opts *o, const weft_run_spec *rs, cons
     if (cli_shape_key(rs, &shapes[s], key, sizeof key)) { cli_err("weft run: --auto: the shape's name is too long\n"); rc = CLI_USAGE; }
     weft_status st = rc ? WEFT_OK : weft_auto_choose(ctx, o->c.config, o->c.sets, o->c.n_sets, key, ranks_world_size(),
                                                      tune ? AUTOTUNE_CANDIDATES : 0, db_path, &a);
-    if (st) { cli_err("%s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); }
+    if (st) { cli_err("weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); }
     if ((rc = ranks_agree(rc, cli_last_error(), "run")) != CLI_OK) { weft_auto_free(a); return rc; }
     printf("auto: %s: %s %s: %s\n", auto_shape(a), weft_auto_source(a), weft_auto_name(a, 0), weft_auto_detail(a));
     /* tuning is collective: every rank must tune (or not) the same candidates, or they would meet
