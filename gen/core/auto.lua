@@ -74,30 +74,46 @@ end
 
 -- ---- shapes ------------------------------------------------------------------------------------
 
+-- The start of a message about shape s, and what a shape of these sizes may be.  Built only for a
+-- message: parse_shape runs once per measured row (a table can hold many thousands).
+local function shape_where(s, file) return string.format("%s: shape %s", file, schema.show(s)) end
+local function shape_allowed(sizes)
+  return "sizes " .. table.concat(sizes, ", ") .. " as name=value (" .. table.concat(sizes, "=N ") ..
+    "=N) or positional (" .. string.rep("N", #sizes, "x") .. ")"
+end
+
+-- A size's value (1..2^62, as the C side's shape parser takes them: runtime/core/autotable.c).
+local function shape_int(name, text, s, file)
+  local v = text:match("^%d+$") and #text <= 19 and math.tointeger(tonumber(text))
+  if not v or v < 1 or v > 1 << 62 then
+    return nil, string.format("%s: %s = %s: must be a whole number in 1..%d", shape_where(s, file), name,
+      text:match("^[-+]?%d+$") and #text <= 40 and text or schema.show(text), 1 << 62)
+  end
+  return v
+end
+
+local function is_size(sizes, name)
+  for _, n in ipairs(sizes) do if n == name then return true end end
+  return false
+end
+
 -- "rows=4096 cols=50257", "rows=4096,cols=50257" or "4096x50257" (in F.sizes order) -> table.
 function M.parse_shape(s, sizes, file)
-  local where = string.format("%s: shape %s", file, schema.show(s))
-  local allowed = "sizes " .. table.concat(sizes, ", ") .. " as name=value (" ..
-    table.concat(sizes, "=N ") .. "=N) or positional (" .. string.rep("N", #sizes, "x") .. ")"
-  if type(s) ~= "string" or s == "" then return nil, where .. ": give " .. allowed end
-  local out, known = {}, {}
-  for _, n in ipairs(sizes) do known[n] = true end
-  -- (1..2^62, as the C side's shape parser takes them: runtime/core/autotable.c)
-  local function int(name, text)
-    local v = text:match("^%d+$") and #text <= 19 and math.tointeger(tonumber(text))
-    if not v or v < 1 or v > 1 << 62 then
-      return nil, string.format("%s: %s = %s: must be a whole number in 1..%d", where, name,
-        text:match("^[-+]?%d+$") and #text <= 40 and text or schema.show(text), 1 << 62)
-    end
-    return v
-  end
+  if type(s) ~= "string" or s == "" then return nil, shape_where(s, file) .. ": give " .. shape_allowed(sizes) end
+  local out = {}
   if s:find("=", 1, true) then
     for item in s:gmatch("[^%s,]+") do
       local name, text = item:match("^([%a_][%w_]*)=(.*)$")
-      if not name then return nil, string.format("%s: %s: expected name=value; %s", where, schema.show(item), allowed) end
-      if not known[name] then return nil, string.format("%s: %s is not a size of this family; %s", where, name, allowed) end
-      if out[name] then return nil, string.format("%s: %s is given twice", where, name) end
-      local v, err = int(name, text)
+      if not name then
+        return nil, string.format("%s: %s: expected name=value; %s", shape_where(s, file), schema.show(item),
+          shape_allowed(sizes))
+      end
+      if not is_size(sizes, name) then
+        return nil, string.format("%s: %s is not a size of this family; %s", shape_where(s, file), name,
+          shape_allowed(sizes))
+      end
+      if out[name] then return nil, string.format("%s: %s is given twice", shape_where(s, file), name) end
+      local v, err = shape_int(name, text, s, file)
       if not v then return nil, err end
       out[name] = v
     end
@@ -105,14 +121,17 @@ function M.parse_shape(s, sizes, file)
     local i = 0
     for text in (s .. "x"):gmatch("([^x]*)x") do
       i = i + 1
-      if i > #sizes then return nil, string.format("%s: %d sizes; the family has %d: %s", where, i, #sizes, allowed) end
-      local v, err = int(sizes[i], text)
+      if i > #sizes then
+        return nil, string.format("%s: %d sizes; the family has %d: %s", shape_where(s, file), i, #sizes,
+          shape_allowed(sizes))
+      end
+      local v, err = shape_int(sizes[i], text, s, file)
       if not v then return nil, err end
       out[sizes[i]] = v
     end
   end
   for _, n in ipairs(sizes) do
-    if not out[n] then return nil, string.format("%s: %s is missing; %s", where, n, allowed) end
+    if not out[n] then return nil, string.format("%s: %s is missing; %s", shape_where(s, file), n, shape_allowed(sizes)) end
   end
   return out
 end
@@ -316,15 +335,22 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     if ta ~= tb then return ta < tb end
     return a.i < b.i
   end)
-  local SOURCE_OF = { [0] = "database", [1] = "database-nearest", [2] = "table", [3] = "table-nearest" }
-  local unused = {}   -- rows at this very shape whose config no longer checks: said, not skipped silently
-  for _, k in ipairs(ranked) do
-    local values, why = row_values(fam, k.row, shape, file, k.d > 0, raw, dev)
-    if not values and k.d == 0 and why ~= "another family" and #unused < 4 then
-      local line = (k.row.line or 0) > 0 and (":" .. k.row.line) or ""
-      unused[#unused + 1] = string.format("%s%s: its %s row for %s is not used: %s", k.row.where or "?", line,
-        k.row.source, M.shape_text(k.at, fam.sizes), tostring(why))
-    end
+  -- A row's config made the user's: r, or nil, whether its own config does not check, and why.
+  -- Rows repeat configs (a table has one row per shape, a few configs among them), and the answer
+  -- depends only on the config (and on whether it is refitted): each is worked out once, so that
+  -- many rows of a config that does not check cost one check, not one each.
+  local tried_configs = {}
+  local function try_row(row, refit)
+    local key = { refit and "refit" or "" }   -- (each part with its length: no two configs share a key)
+    local function part(v) v = tostring(v); key[#key + 1] = #v .. ":" .. v end
+    part(row.where or file)
+    part(row.base or "")
+    for _, v in ipairs(row.sets or {}) do part(v) end
+    key = table.concat(key, " ")
+    local t = tried_configs[key]
+    if t then return t.r, t.bad, t.why end
+    t = {}
+    local values, why = row_values(fam, row, shape, file, refit, raw, dev)
     if values then
       -- the measured kernel (refitted to the shape), and nothing of it overridden by the user's
       -- fixed fields nor by its key fields: the user's config with the row's open values is the
@@ -332,18 +358,34 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
       local r = attempt(fam, raw, keys, values, shape, file)
       if r then
         local measured = attempt(fam, { family = fam.name }, {}, values, shape, file)
-        if measured and measured.name == r.name then
-          add(r)
-          local src = SOURCE_OF[k.rank]
-          -- (by: the sweep, or the table's command line, which can run to kilobytes: its start)
-          local by = k.row.by or ""
-          if #by > 100 then by = schema.cut(by, 100) .. "..." end
-          result = { source = src, time_us = tonumber(k.row.time_us), at = M.shape_text(k.at, fam.sizes),
-            detail = string.format("%s: %s measured %.2f us at %s%s", src, k.row.where or "?",
-              tonumber(k.row.time_us) or -1, M.shape_text(k.at, fam.sizes), by ~= "" and (" (" .. by .. ")") or "") }
-          break
-        end
+        if measured and measured.name == r.name then t.r = r end
       end
+    else
+      t.bad, t.why = true, why
+    end
+    tried_configs[key] = t
+    return t.r, t.bad, t.why
+  end
+
+  local SOURCE_OF = { [0] = "database", [1] = "database-nearest", [2] = "table", [3] = "table-nearest" }
+  local unused = {}   -- rows at this very shape whose config no longer checks: said, not skipped silently
+  for _, k in ipairs(ranked) do
+    local r, bad, why = try_row(k.row, k.d > 0)
+    if bad and k.d == 0 and why ~= "another family" and #unused < 4 then
+      local line = (k.row.line or 0) > 0 and (":" .. k.row.line) or ""
+      unused[#unused + 1] = string.format("%s%s: its %s row for %s is not used: %s", k.row.where or "?", line,
+        k.row.source, M.shape_text(k.at, fam.sizes), tostring(why))
+    end
+    if r then
+      add(r)
+      local src = SOURCE_OF[k.rank]
+      -- (by: the sweep, or the table's command line, which can run to kilobytes: its start)
+      local by = k.row.by or ""
+      if #by > 100 then by = schema.cut(by, 100) .. "..." end
+      result = { source = src, time_us = tonumber(k.row.time_us), at = M.shape_text(k.at, fam.sizes),
+        detail = string.format("%s: %s measured %.2f us at %s%s", src, k.row.where or "?",
+          tonumber(k.row.time_us) or -1, M.shape_text(k.at, fam.sizes), by ~= "" and (" (" .. by .. ")") or "") }
+      break
     end
   end
 

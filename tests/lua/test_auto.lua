@@ -210,6 +210,33 @@ T.test("rows that are bad are skipped, not fatal", function()
   T.eq(r.source, "rule", "all skipped")
 end)
 
+T.test("a large table: many rows of one config that does not check cost one check, not one each", function()
+  -- (an 11 MB table took seconds per choice: every near row's config was loaded and checked anew)
+  local config = require("gen.core.config")
+  local real, loads = config.load, 0
+  config.load = function(...) loads = loads + 1; return real(...) end
+  local known = {}
+  for i = 1, 6 do   -- at the asked shape: said as unused (the first four), then skipped
+    known[#known + 1] = row("table", "cols=50257 rows=8192", i, { "cluster=3" }, { line = 10 + i })
+  end
+  for i = 1, 3000 do   -- nearer than the good row: each tried before it
+    known[#known + 1] = row("table", string.format("cols=%d rows=8192", 50257 - i), 1, { "cluster=3" })
+  end
+  known[#known + 1] = row("table", "cols=40000 rows=8192", 100, SETS_A, { line = 99 })
+  local ok, r, err = pcall(choose, F16, "rows=8192 cols=50257", known)
+  config.load = real
+  T.ok(ok and r, tostring(r) .. " " .. tostring(err))
+  T.eq(r.source, "table-nearest", "the good row, behind 3006 bad ones")
+  T.contains(r.detail, "at cols=40000 rows=8192", "its shape")
+  T.ok(loads < 10, "config.load ran " .. loads .. " times for 3007 rows of 2 configs")
+  local unused = {}
+  for line in (r.unused or ""):gmatch("tune/h200.tsv:(%d+): its table row for cols=50257 rows=8192 is not used: ") do
+    unused[#unused + 1] = tonumber(line)
+  end
+  T.deq(unused, { 11, 12, 13, 14 }, "the first four rows at the shape, each said: " .. tostring(r.unused))
+  T.contains(r.unused, "is not used: tune/h200.tsv: max_cols = 0: mode = \"onchip\" needs the longest row", "why")
+end)
+
 T.test("candidates for first-use tuning: distinct kernels, the choice first", function()
   local r = choose(F16, "rows=4096 cols=50257", nil, { candidates = 5 })
   T.eq(#r.choices, 6, "choice + 5")
