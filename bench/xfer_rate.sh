@@ -46,4 +46,12 @@ if [ "${1:-}" = "--check-ptx" ]; then
 fi
 [ -x "$BIN" ] || { echo "xfer_rate.sh: $BIN: not built (bash bench/xfer_rate.sh --build, then carry build/bench)" >&2; exit 1; }
 O=${OUT:-/tmp/out}; mkdir -p "$O"
-timeout 60 "$BIN" "${1:-50}" 2>&1 | tee "$O/xfer_rate.txt"
+set -o pipefail
+n=${1:-50}
+case $n in ''|*[!0-9]*) echo "xfer_rate.sh: launches per case: $n: a whole number, 1..100000" >&2; exit 2 ;; esac
+# ~100 cases of 2 n + 3 launches, each well under a millisecond; a hung exchange ends here
+limit=$((60 + n / 100))
+rc=0
+timeout "$limit" "$BIN" "$n" 2>&1 | tee "$O/xfer_rate.txt" || rc=$?
+[ "$rc" = 124 ] && echo "xfer_rate: timed out after $limit s (a hung exchange: the case after the last line above)" | tee -a "$O/xfer_rate.txt" >&2
+exit "$rc"
