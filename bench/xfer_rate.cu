@@ -340,11 +340,13 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&ws, WS_BYTES));
   for (int R : {1, 8}) {
     // the eighteenth session's tiles as the GEMM launches them: 136 x 64 split 4 (24 clusters at
-    // 130 x 1536), 72 x 64 split 2 (48), 104 x 64 split 3 (32 at 100 x 2048); then as many
+    // 130 x 1536), 72 x 64 split 2 (48), 104 x 64 split 3 (32 at 100 x 2048), 136 x 64 split 5
+    // (ran ~2x slower: fit_clusters says whether 24 clusters of 5 fit at once); then as many
     // clusters as fit (0)
     run_modes<4, 17>(24, R, reps, ws, ghz);
     run_modes<2, 9>(48, R, reps, ws, ghz);
     run_modes<3, 13>(32, R, reps, ws, ghz);
+    run_modes<5, 17>(24, R, reps, ws, ghz);   // 136 x 64 split 5 at 130 x 1536: 120 CTAs, if 24 clusters of 5 fit
     run_modes<4, 17>(0, R, reps, ws, ghz);
     run_modes<8, 21>(0, R, reps, ws, ghz);
   }
