@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with build/ carried from the development
 # machine: ctest's files hold absolute paths, so the tree is made visible at the path it was
-# built at (WEFT_BUILT_AT, default /work/main).  Full logs go to $OUT.
+# built at (WEFT_BUILT_AT, else the path build/CTestTestfile.cmake names).  Full logs go to $OUT.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 built_at=$(link_built_at "$(pwd)") || exit 1

@@ -19,10 +19,13 @@ set_args() {   # set_args "k=v k2=v2" -> "--set k=v --set k2=v2" (a config as th
   echo "$out"
 }
 link_built_at() {   # built_at=$(link_built_at ROOT) || exit 1: the path build/ was made at, made to reach ROOT
-  # ctest's files hold absolute paths into the tree build/ was made in (WEFT_BUILT_AT, default
-  # /work/main), so that path must lead to ROOT, this copy.  Anything there but a link is refused
-  # (1, with the message): going on would run another tree's files, or every test "Not Run".
-  local at=${WEFT_BUILT_AT:-/work/main}
+  # ctest's files hold absolute paths into the tree build/ was made in (WEFT_BUILT_AT; else the
+  # source directory build/CTestTestfile.cmake names; else /work/main), so that path must lead to
+  # ROOT, this copy.  Anything there but a link is refused (1, with the message): going on would
+  # run another tree's files, or every test "Not Run".
+  local made
+  made=$(sed -n 's|^# Source directory: \(/.*\)$|\1|p' "$1/build/CTestTestfile.cmake" 2>/dev/null | head -1)
+  local at=${WEFT_BUILT_AT:-${made:-/work/main}}
   if ! [ "$1" -ef "$at" ]; then
     if [ -e "$at" ] && [ ! -L "$at" ]; then
       echo "bench: $at (where build/ was made; WEFT_BUILT_AT) exists and is not a link to $1: move it, or set WEFT_BUILT_AT to the path build/ was made at" >&2
