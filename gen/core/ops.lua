@@ -54,7 +54,12 @@ end
 -- is refused (C truncates it, 1/2 is 0, and 1/0 is undefined).  A combine or an identity is of
 -- kind "f" as a whole: an integer result (a < b, 0, 0xff800000) would be converted to f32 by
 -- value, which is a 0/1 or a number where a value or a bit pattern was meant; a function that
--- returns f32 (__int_as_float(0xff800000), fabsf(...)) makes one an f32.  Everything else
+-- returns f32 (__int_as_float(0xff800000), fabsf(...)) makes one an f32.  Nor is a bit pattern
+-- (a hex literal from 0x00800000, the bits of the smallest normal float, up; __float_as_int(...))
+-- converted to f32 by value inside: as an operand of + - * / beside an f32, a branch of ?: beside
+-- an f32, or an argument of a math function (a < b ? a : 0xff800000 is 4286578688.0f, not -inf);
+-- what a bit operator or arithmetic made of one is a number (the exponent field,
+-- (__float_as_int(a) >> 23) & 0xff).  Everything else
 -- is refused: assignment, ++ --, the comma operator, %, casts, member access, indexing, address
 -- and dereference, calls of anything but the functions below, and a call of a call's result.
 -- Nesting (parentheses, arguments, ?: branches) is at most MAX_DEPTH deep, and a combine must
@@ -291,10 +296,21 @@ function M.parse(s, vars)
     fail(at(s, t.p, "has " .. show_tok(t)) .. after .. " where " .. wanted .. " belongs; " .. grammar(vars))
   end
 
+  -- bits (a bit pattern: a hex literal, __float_as_int(...)) converted to f32 by value, in context.
+  local function by_value(bits, context)
+    fail(at(s, bits.p, "converts a bit pattern to f32 by value: " .. bits.what) .. " (" .. context .. ")" ..
+      ": C converts an integer as a number (0xff800000 becomes 4286578688.0f, not -inf); reinterpret the bits " ..
+      "with __int_as_float(...), or write a number as a float literal (1.0f)")
+  end
+
   local expr
   local function primary(d)
     local t = take()
-    if t.k == "num" then return t.kind, { p = t.p, what = "the integer literal " .. quote(t.v) } end
+    if t.k == "num" then
+      local bits = t.kind == "i" and t.v:match("^0[xX]") and tonumber(t.v:match("^0[xX](%x+)"), 16) >= 0x00800000
+      return t.kind, { p = t.p, what = "the integer literal " .. quote(t.v) },
+        bits and { p = t.p, what = "the hex literal " .. quote(t.v) } or nil
+    end
     if t.k == "var" then used[t.v] = true; return "f" end
     if t.k == "fn" then
       local sig = M.FUNCTIONS[t.v]
@@ -302,12 +318,13 @@ function M.parse(s, vars)
         fail(at(s, t.p, "calls " .. t.v .. " without parentheses") .. ": write " .. signature(t.v))
       end
       local open = take()
-      local args = {}
+      local args, argbits = {}, {}
       if peek().v == ")" then
         take()
       else
         while true do
-          args[#args + 1] = expr(d + 1)
+          local k, _, b = expr(d + 1)
+          args[#args + 1], argbits[#args + 1] = k, b
           local sep = peek()
           if sep.k == "op" and sep.v == ")" then take(); break end
           if sep.k == "op" and sep.v == "," then
@@ -332,8 +349,12 @@ function M.parse(s, vars)
         elseif want == "f" and args[k] ~= "f" then
           fail(at(s, t.p, "calls " .. t.v .. " with an integer argument") .. ": it takes the bits of an f32 " ..
             "(a, b, a float literal such as 1.0f, or f32 math); an integer would be converted by value first")
+        elseif want == "x" and args[k] == "i" and argbits[k] then
+          by_value(argbits[k], "an argument of " .. t.v .. " at character " .. t.p)
         end
       end
+      local bits
+      if sig.result == "i" then bits = { p = t.p, what = "the call of " .. t.v } end
       if sig.result == "i" then kind = "i" end
       if sig.result == "same" then
         if args[1] ~= args[2] then
@@ -341,13 +362,14 @@ function M.parse(s, vars)
             " takes two f32 or two integers (a mix matches several overloads); for f32 use f" .. t.v .. "f(x, y)")
         end
         kind = args[1]
+        if kind == "i" and (argbits[1] or argbits[2]) then bits = { p = t.p, what = "the " .. t.v .. " of a bit pattern" } end
       end
-      return kind, where
+      return kind, where, bits
     end
     if t.k == "op" and t.v == "(" then
-      local kind, where = expr(d + 1)
+      local kind, where, bits = expr(d + 1)
       local close = peek()
-      if close.k == "op" and close.v == ")" then take(); return kind, where end
+      if close.k == "op" and close.v == ")" then take(); return kind, where, bits end
       if close.k == "end" then fail(at(s, t.p, "has a ( without its )")) end
       unexpected(close, "an operator (+ - * / < == && ?: ...) or the \")\" of the ( at character " .. t.p)
     end
@@ -360,9 +382,10 @@ function M.parse(s, vars)
     while peek().k == "op" and (peek().v == "-" or peek().v == "+" or peek().v == "!" or peek().v == "~") do
       prefix[#prefix + 1] = take()
     end
-    local kind, where = primary(d)
+    local kind, where, bits = primary(d)
     for k = #prefix, 1, -1 do
       local o = prefix[k]
+      if o.v == "~" or o.v == "!" then bits = nil end   -- (- and + keep a bit pattern one)
       if o.v == "~" then
         if kind ~= "i" then
           fail(at(s, o.p, "applies ~ to an f32 value") .. ": ~ & | ^ << >> take integers (bit patterns: " ..
@@ -373,14 +396,14 @@ function M.parse(s, vars)
         kind, where = "i", { p = o.p, what = "the logical operator \"!\"" }
       end
     end
-    return kind, where
+    return kind, where, bits
   end
 
   -- What a binary operator of class c ("bits", "logic", "arith") is called when it gives an integer.
   local INT_RESULT = { bits = "the bit operator ", arith = "the integer arithmetic " }
 
   local function binary(minprec, d)
-    local lk, where = unary(d)
+    local lk, where, lbits = unary(d)
     while true do
       local t = peek()
       if t.k == "op" and t.v == "(" then
@@ -388,13 +411,18 @@ function M.parse(s, vars)
           "function: only the math functions are called, by name (" .. M.function_list() .. ")")
       end
       local b = t.k == "op" and BINARY[t.v]
-      if not b or b[1] < minprec then return lk, where end
+      if not b or b[1] < minprec then return lk, where, lbits end
       take()
-      local rk = binary(b[1] + 1, d)
+      local rk, _, rbits = binary(b[1] + 1, d)
       if t.v == "/" and lk == "i" and rk == "i" then
         fail(at(s, t.p, "divides an integer by an integer") .. ": C truncates that (1/2 is 0, and 1/0 is " ..
-          "undefined); write a float literal on either side, e.g. 1.0f/2")
+          "undefined); write a float literal on either side, e.g. 1.0f/2 (a bit pattern: shift it, x >> 1)")
       end
+      if b[2] == "arith" and lk ~= rk then
+        local bits = lk == "i" and lbits or rk == "i" and rbits
+        if bits then by_value(bits, "an operand of the \"" .. t.v .. "\" at character " .. t.p .. ", beside an f32") end
+      end
+      lbits = nil
       if b[2] == "bits" then
         if lk ~= "i" or rk ~= "i" then
           fail(at(s, t.p, "applies " .. t.v .. " to an f32 value (on its " .. (lk ~= "i" and "left" or "right") ..
@@ -418,22 +446,25 @@ function M.parse(s, vars)
       fail(at(s, peek().p, "nests deeper than " .. M.MAX_DEPTH .. " levels") ..
         " (parentheses, arguments and ?: branches)")
     end
-    local kind, where = binary(1, d)
+    local kind, where, bits = binary(1, d)
     local q = peek()
     if q.k == "op" and q.v == "?" then
       take()
-      local x = expr(d + 1)
+      local x, _, xbits = expr(d + 1)
       local colon = peek()
       if colon.k ~= "op" or colon.v ~= ":" then
         if colon.k == "end" then fail(at(s, q.p, "has a ? without its :")) end
         unexpected(colon, "an operator or the \":\" of the ? at character " .. q.p)
       end
       take()
-      local y = expr(d + 1)
+      local y, _, ybits = expr(d + 1)
       kind = (x == "f" or y == "f") and "f" or "i"
       where = { p = q.p, what = "the ?: of two integers" }
+      local ib = x ~= y and (x == "i" and xbits or y == "i" and ybits)
+      if ib then by_value(ib, "a branch of the ?: at character " .. q.p .. ", beside an f32 branch") end
+      bits = kind == "i" and (xbits or ybits) or nil
     end
-    return kind, where
+    return kind, where, bits
   end
 
   local where

@@ -86,7 +86,7 @@ T.test("grammar: operators, precedence, ?:, unary chains, every function at its 
     "__int_as_float(__float_as_int(a) | __float_as_int(b))", "__int_as_float(__float_as_int(a) ^ 0x80000000)",
     "__int_as_float(__float_as_int(a) & ~0x80000000u) + b", "((__float_as_int(a) >> 23) & 0xff) + b",
     "__int_as_float(1 << 30) * a + b", "(a < b) & (b < a) ? a : b",
-    "max(a, b)", "min(a, 1.0f)", "max(a, 1.5)", "max(1, 2) + a", "min(__float_as_int(a), 0xff800000u) + b",
+    "max(a, b)", "min(a, 1.0f)", "max(a, 1.5)", "max(1, 2) + a", "__int_as_float(min(__float_as_int(a), 0xff800000u)) + b",
     "max(a < b, 1) + a",
     "fmaxf(a, 0)", "fmaxf(a, 1u)", "powf(a, 2) + b",
   }) do accepts(combine, e) end
@@ -94,7 +94,9 @@ T.test("grammar: operators, precedence, ?:, unary chains, every function at its 
   for f, sig in pairs(ops.FUNCTIONS) do
     local args = {}
     for k, kind in ipairs(sig) do args[k] = kind == "i" and "__float_as_int(a)" or (k % 2 == 1 and "a" or "b") end
-    accepts(combine, f .. "(" .. table.concat(args, ", ") .. ") + b", f)
+    local call = f .. "(" .. table.concat(args, ", ") .. ")"
+    -- (a bit pattern is no number: __float_as_int's is reinterpreted back)
+    accepts(combine, (sig.result == "i" and "__int_as_float(" .. call .. ")" or call) .. " + b", f)
   end
   for f, n in pairs({ fmaxf = 2, fminf = 2, fabsf = 1, fmaf = 3, sqrtf = 1, expf = 1, logf = 1, powf = 2,
                       copysignf = 2, __int_as_float = 1, __float_as_int = 1, max = 2, min = 2 }) do
@@ -108,7 +110,9 @@ T.test("grammar: numbers", function()
                        "3.4028235e38f", "1.4e-45f", "1e-40f", "1.7976931348623157e308", "4.9e-324", "0x0" }) do
     -- an integer is an identity only as a bit pattern (an integer result is refused: below)
     accepts(identity, ops.parse(e, {}) == "i" and "__int_as_float(" .. e .. ")" or e, "number")
-    accepts(combine, "a + " .. e, "number in combine")
+    -- (a hex literal from 0x00800000 up is a bit pattern: reinterpreted, not added as a number)
+    local bits = e:match("^0[xX]") and tonumber(e:match("^0[xX](%x+)"), 16) >= 0x00800000
+    accepts(combine, bits and "__int_as_float(" .. e .. ") + a" or "a + " .. e, "number in combine")
   end
   local cases = {
     { "08", 1, "octal" }, { "010", 1, "octal number; write 10" }, { "00", 1, "write 0" }, -- NVRTC: 08 "invalid octal digit"
@@ -288,6 +292,36 @@ T.test("/ of two integers is refused (truncation, 1/0), with a float literal as 
   refuses(combine, "a * (-1 / -2)", "combine", 9, D)
   for _, e in ipairs({ "1.0f/0.0f", "1.0f/2", "1/2.0f", "1./2", "-1/-2.5" }) do accepts(identity, e) end
   for _, e in ipairs({ "a / 2", "2 / a", "a / b", "(a < b) / a", "a / (b < a) + b" }) do accepts(combine, e) end
+end)
+
+T.test("a bit pattern converted to f32 by value inside is refused, where it is and in what", function()
+  local FIX = "C converts an integer as a number (0xff800000 becomes 4286578688.0f, not -inf); reinterpret the bits " ..
+    "with __int_as_float(...), or write a number as a float literal (1.0f)"
+  local W = "converts a bit pattern to f32 by value: "
+  for _, c in ipairs({
+    -- -inf's bits as a ?: branch: the mistake op_identity_integer refuses as the whole identity
+    { "a != a ? 0xff800000 : fmaxf(a, b)", 10, W .. 'the hex literal "0xff800000" at character 10 (a branch of the ?: ' ..
+      "at character 8, beside an f32 branch)" },
+    { "a < b ? a : __float_as_int(b)", 13, "the call of __float_as_int at character 13 (a branch of the ?: at character 7" },
+    { "a < b ? a : (-0x7f800000)", 15, 'the hex literal "0x7f800000"' },
+    { "a + 0xff800000", 5, 'the hex literal "0xff800000" at character 5 (an operand of the "+" at character 3, beside an f32)' },
+    { "__float_as_int(a) * 1.0f + b", 1, 'the call of __float_as_int at character 1 (an operand of the "*" at character 19' },
+    { "fmaxf(a, 0xff800000) + b", 10, 'the hex literal "0xff800000" at character 10 (an argument of fmaxf at character 1)' },
+    { "fabsf(__float_as_int(a)) + b", 7, "(an argument of fabsf at character 1)" },
+    { "max(__float_as_int(a), __float_as_int(b)) + 0.0f", 1, "the max of a bit pattern at character 1" },
+  }) do
+    refuses(combine, c[1], "combine", c[2], c[3], FIX)
+  end
+  refuses(identity, "1 ? 0xff800000 : 0.0f", "identity", 5, W .. 'the hex literal "0xff800000" at character 5', FIX)
+  refuses(identity, "-fabsf(0x7f800000)", "identity", 8, "(an argument of fabsf at character 2)", FIX)
+  -- a bit pattern reinterpreted, a number made of one (a field), decimal and small hex literals: accepted
+  for _, e in ipairs({ "a != a ? __int_as_float(0xff800000) : fmaxf(a, b)", "((__float_as_int(a) >> 23) & 0xff) + b",
+                       "(__float_as_int(a) < 0) ? b : a", "__float_as_int(a) < 0.0f ? b : a", "a + 0xff", "a * 0x10 + b",
+                       "a < b ? 1.0f : 0", "fmaxf(a, 0)", "__int_as_float(a < b ? __float_as_int(a) : 0xff800000) + b",
+                       "__int_as_float(-__float_as_int(a)) + b" }) do
+    accepts(combine, e)
+  end
+  accepts(identity, "1 ? __int_as_float(0xff800000) : 0.0f")
 end)
 
 T.test("kinds: f32 and integer, as M.parse reports them", function()
