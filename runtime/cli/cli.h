@@ -18,8 +18,9 @@ typedef struct cli_common {
 } cli_common;
 
 /* Takes --set k=v / --set=k=v / -o DIR / --out DIR and the positional config from argv[i].
- * Returns 1 if argv[*i] was consumed (advancing *i past any value), 0 if not ours, -1 on error. */
-int cli_common_arg(cli_common *c, int argc, char **argv, int *i);
+ * Returns 1 if argv[*i] was consumed (advancing *i past any value), 0 if not ours, -1 on error,
+ * its message prefixed with cmd ("weft run"), as the command's other messages are. */
+int cli_common_arg(cli_common *c, int argc, char **argv, int *i, const char *cmd);
 int cli_status_exit(weft_status st);   /* map a status to an exit code */
 
 /* ptxas's resource report (--ptxas-options=--verbose), from the NVRTC log; -1 where absent */

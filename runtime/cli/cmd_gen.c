@@ -12,24 +12,24 @@
 #include "cli.h"
 #include "util.h"
 
-int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
+int cli_common_arg(cli_common *c, int argc, char **argv, int *i, const char *cmd) {
   const char *a = argv[*i];
   const char *v = NULL;
   if (!strcmp(a, "--set") || !strcmp(a, "-s")) {
-    if (!(v = cli_flag_value(argc, argv, i, "weft", "key=value"))) return -1;
+    if (!(v = cli_flag_value(argc, argv, i, cmd, "key=value"))) return -1;
   } else if (!strncmp(a, "--set=", 6)) {
     v = a + 6;
   }
   if (v) {
-    if (c->n_sets == CLI_MAX_SETS) { cli_err("weft: too many --set (max %d)\n", CLI_MAX_SETS); return -1; }
+    if (c->n_sets == CLI_MAX_SETS) { cli_err("%s: too many --set (max %d)\n", cmd, CLI_MAX_SETS); return -1; }
     c->sets[c->n_sets++] = v;
     return 1;
   }
   if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-    return (c->out_dir = cli_flag_value(argc, argv, i, "weft", "a folder")) ? 1 : -1;
+    return (c->out_dir = cli_flag_value(argc, argv, i, cmd, "a folder")) ? 1 : -1;
   }
   if (a[0] != '-') {
-    if (c->config) { cli_err("weft: two configs given ('%s' and '%s'); one per command\n", c->config, a); return -1; }
+    if (c->config) { cli_err("%s: two configs given ('%s' and '%s'); one per command\n", cmd, c->config, a); return -1; }
     c->config = a;
     return 1;
   }
@@ -291,7 +291,7 @@ int cmd_gen(int argc, char **argv, int build) {
       }
       continue;
     }
-    int r = cli_common_arg(&c, argc, argv, &i);
+    int r = cli_common_arg(&c, argc, argv, &i, build ? "weft build" : "weft gen");
     if (r < 0) return CLI_USAGE;
     if (r == 0) { cli_err("weft %s: unknown option '%s' (weft help %s)\n", build ? "build" : "gen", argv[i], build ? "build" : "gen"); return CLI_USAGE; }
   }

@@ -250,7 +250,7 @@ int cmd_run(int argc, char **argv) {
       if (!(db_path = cli_flag_value(argc, argv, &i, "weft run", "a path"))) goto agree;
       continue;
     }
-    int r = cli_common_arg(&o.c, argc, argv, &i);
+    int r = cli_common_arg(&o.c, argc, argv, &i, "weft run");
     if (r < 0) goto agree;
     if (r == 0 && is_size_flag(a) && i + 1 >= argc) { cli_err("weft run: %s needs a number\n", a); goto agree; }
     if (r == 0 && is_size_flag(a)) {   /* a size of the family (--rows 37): checked once compiled */

@@ -46,7 +46,7 @@ int cmd_suggest(int argc, char **argv) {
       shapes[n_shapes++] = a;
       continue;
     }
-    int r = cli_common_arg(&c, argc, argv, &i);
+    int r = cli_common_arg(&c, argc, argv, &i, "weft suggest");
     if (r < 0) return CLI_USAGE;
     if (r == 0) { cli_err("weft suggest: unknown option '%s' (weft help suggest)\n", a); return CLI_USAGE; }
   }

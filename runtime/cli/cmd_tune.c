@@ -375,7 +375,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
       *(!strcmp(a, "--db") ? &db_path : &export_path) = v;
       continue;
     }
-    int r = cli_common_arg(&c, argc, argv, &i);
+    int r = cli_common_arg(&c, argc, argv, &i, "weft tune");
     if (r < 0) goto agree;
     if (r == 0) { cli_err("weft tune: unknown option '%s' (weft help tune)\n", a); goto agree; }
   }
