@@ -272,9 +272,11 @@ int cmd_run(int argc, char **argv) {
   sizes_unchecked = auto_mode;
   /* the config as given, generated (not compiled) first: its run spec says what the flags mean */
   st = weft_generate_file(ctx, o.c.config, o.c.sets, o.c.n_sets, &base);
+  char gen_err[400] = "";
   if (st && auto_mode && st == WEFT_ERR_CONFIG) {
     /* fields set to "auto" make the config ungenerated as given: the family's size names are
      * enough to read the shapes, which must then be given */
+    snprintf(gen_err, sizeof gen_err, "%s", weft_ctx_error(ctx));
     int ns = 0;
     st = auto_prepare(ctx, o.c.config, o.c.sets, o.c.n_sets, stub_family, sizeof stub_family, stub_sizes,
                       WEFT_MAX_SIZES, &ns);
@@ -284,6 +286,15 @@ int cmd_run(int argc, char **argv) {
   }
   if (st) { cli_err("weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
   if (resolve_shapes(base ? base : &stub, &sa, &o)) goto agree;
+  if (!base && !sa.n_flags && !sa.n_check && !sa.n_time) {
+    /* (the stub has no shapes of its own: without these, nothing would run, and exit 0) */
+    char names[160], xs[128];
+    sizes_list(&stub.run, names, sizeof names, " N ", "--");
+    sizes_list(&stub.run, xs, sizeof xs, "x", "");
+    cli_err("weft run: --auto: give the shapes (%s N, or --shape %s): %s does not generate as given, so family %s "
+            "has no shapes of its own to run (%.300s)\n", names, xs, o.c.config, stub.family, gen_err);
+    goto agree;
+  }
   if (auto_mode) {
     st = weft_ctx_cuda(ctx, &(void *){NULL});
     if (st) { cli_err("weft run: %s\n", weft_ctx_error(ctx)); rc = cli_status_exit(st); goto agree; }
