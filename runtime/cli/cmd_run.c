@@ -262,6 +262,10 @@ int cmd_run(int argc, char **argv) {
     if (r == 0) { cli_err("weft run: unknown option '%s' (weft help run)\n", a); goto agree; }
   }
   if (!o.c.config) { cli_err("weft run: needs CONFIG.lua (weft help run)\n"); goto agree; }
+  if (o.c.out_dir) {   /* (the option every command shares; run writes nothing, so it would go unheeded) */
+    cli_err("weft run: -o %s: run writes no files (weft build CONFIG -o DIR writes the kernel's)\n", o.c.out_dir);
+    goto agree;
+  }
   if (cli_device_env_check("weft run")) goto agree;
   weft_ctx_options copts = {.device = cli_device()};
   if (weft_ctx_create(&ctx, &copts)) { cli_err("weft run: cannot create a context\n"); rc = CLI_FAIL; goto agree; }

@@ -54,8 +54,13 @@ int cmd_suggest(int argc, char **argv) {
     cli_err("weft suggest: needs CONFIG.lua and at least one SHAPE (weft help suggest)\n");
     return CLI_USAGE;
   }
+  if (c.out_dir) {
+    cli_err("weft suggest: -o %s: suggest writes no files (weft build CONFIG --auto --shape S -o DIR writes the "
+            "chosen kernel's)\n", c.out_dir);
+    return CLI_USAGE;
+  }
   weft_ctx *ctx;
-  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft: cannot create a context\n"); return CLI_FAIL; }
+  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft suggest: cannot create a context\n"); return CLI_FAIL; }
   int rc = CLI_OK;
   for (int s = 0; s < n_shapes && rc == CLI_OK; s++) {
     weft_auto *a = NULL;
