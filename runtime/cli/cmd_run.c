@@ -266,6 +266,16 @@ int cmd_run(int argc, char **argv) {
     cli_err("weft run: -o %s: run writes no files (weft build CONFIG -o DIR writes the kernel's)\n", o.c.out_dir);
     goto agree;
   }
+  if (db_path && !tuned && !auto_mode) {   /* (only those two read the tuning database: it would go unheeded) */
+    cli_err("weft run: --db %s: only --tuned and --auto read the tuning database; without them weft run uses CONFIG "
+            "as given\n", db_path);
+    goto agree;
+  }
+  if (o.shapes_only && !sa.n_flags && !sa.n_check && !sa.n_time) {   /* (nothing would be checked or timed: exit 0) */
+    cli_err("weft run: --shapes-only: give the shapes to run (--shape or --time-shape, or the size flags): it drops "
+            "the family's own, so without them nothing is checked or timed\n");
+    goto agree;
+  }
   if (cli_device_env_check("weft run")) goto agree;
   weft_ctx_options copts = {.device = cli_device()};
   if (weft_ctx_create(&ctx, &copts)) { cli_err("weft run: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
