@@ -263,7 +263,7 @@ int cmd_export(int argc, char **argv) {
     return CLI_USAGE;
   }
   weft_ctx *ctx;
-  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft: cannot create a context\n"); return CLI_FAIL; }
+  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft export-table: cannot create a context\n"); return CLI_FAIL; }
   char name[256], nvb[32];
   int rc;
   if (!given) {

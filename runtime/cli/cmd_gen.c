@@ -65,6 +65,7 @@ void cmd_gen_help(int build) {
  * leaves nothing half-written.  A DIR that does not exist yet is the staging folder renamed
  * (one atomic step); into an existing DIR each file is renamed over its old version. */
 typedef struct stage {
+  const char *cmd;        /* "weft gen" or "weft build": its messages start with it */
   const char *out;        /* DIR as given */
   char dir[4096];         /* the staging folder */
   int fresh;              /* DIR did not exist: the staging folder becomes it */
@@ -75,39 +76,40 @@ typedef struct stage {
 
 /* -o DIR names something other than a folder: says what, naming DIR (a link with its target,
  * for a dangling link is no folder either: mkdir does not follow one), never the staging folder. */
-static void not_a_folder(const char *out, const char *tail) {
+static void not_a_folder(const char *cmd, const char *out, const char *tail) {
   char target[4096];
   ssize_t n = readlink(out, target, sizeof target - 1);
   if (n >= 0) {
     target[n] = 0;
     struct stat st;
-    cli_err("weft: -o %s: a symbolic link to %s, which %s%s\n", out, target,
+    cli_err("%s: -o %s: a symbolic link to %s, which %s%s\n", cmd, out, target,
             stat(out, &st) == 0 ? "is not a folder" : "does not exist (give a folder, or create it first)", tail);
   } else {
-    cli_err("weft: -o %s: exists and is not a folder%s\n", out, tail);
+    cli_err("%s: -o %s: exists and is not a folder%s\n", cmd, out, tail);
   }
 }
 
-static int stage_open(stage *g, const char *out) {
+static int stage_open(stage *g, const char *cmd, const char *out) {
   char err[1024];
   struct stat st;
   memset(g, 0, sizeof *g);
+  g->cmd = cmd;
   g->out = out;
   if (stat(out, &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) { not_a_folder(out, ""); return -1; }
+    if (!S_ISDIR(st.st_mode)) { not_a_folder(cmd, out, ""); return -1; }
   } else if (errno == ENOENT && lstat(out, &st) == 0) {   /* a dangling link */
-    not_a_folder(out, "");
+    not_a_folder(cmd, out, "");
     return -1;
   } else if (errno == ENOENT) {
     g->fresh = 1;
   } else {
-    cli_err("weft: -o %s: %s\n", out, strerror(errno));
+    cli_err("%s: -o %s: %s\n", cmd, out, strerror(errno));
     return -1;
   }
   if (g->fresh) {
     /* the parent, so the staging folder sits on DIR's file system and rename can move it */
     char *parent = util_strdup(out);
-    if (!parent) { cli_err("weft: out of memory\n"); return -1; }
+    if (!parent) { cli_err("%s: out of memory\n", cmd); return -1; }
     size_t l = strlen(parent);
     while (l > 1 && parent[l - 1] == '/') parent[--l] = 0;
     char *slash = strrchr(parent, '/');
@@ -115,23 +117,23 @@ static int stage_open(stage *g, const char *out) {
     int have_parent = slash != NULL;
     if (slash == parent) parent[1] = 0;
     if (have_parent && util_mkdirs(parent, 0755, err, sizeof err) != 0) {
-      cli_err("weft: %s\n", err);
+      cli_err("%s: %s\n", cmd, err);
       free(parent);
       return -1;
     }
     free(parent);
     int w = snprintf(g->dir, sizeof g->dir, "%.*s.weft-tmp-XXXXXX", (int)l, out);
-    if (w < 0 || (size_t)w >= sizeof g->dir) { cli_err("weft: -o %s: path too long\n", out); return -1; }
+    if (w < 0 || (size_t)w >= sizeof g->dir) { cli_err("%s: -o %s: path too long\n", cmd, out); return -1; }
   } else {
     int w = snprintf(g->dir, sizeof g->dir, "%s/.weft-tmp-XXXXXX", out);
-    if (w < 0 || (size_t)w >= sizeof g->dir) { cli_err("weft: -o %s: path too long\n", out); return -1; }
+    if (w < 0 || (size_t)w >= sizeof g->dir) { cli_err("%s: -o %s: path too long\n", cmd, out); return -1; }
   }
   /* A new DIR is this folder renamed, so it is made again by mkdir(0777) (mkdtemp picked a free
    * name but made it 0700): DIR gets the mode mkdir(DIR) would give it, from the umask or the
    * parent's default ACL, without changing the process's umask to read it.  A name taken by
    * someone else in between is an error, never their folder used. */
   if (!mkdtemp(g->dir) || (g->fresh && (rmdir(g->dir) != 0 || mkdir(g->dir, 0777) != 0))) {
-    cli_err("weft: cannot create a folder beside %s: %s\n", out, strerror(errno));
+    cli_err("%s: cannot create a folder beside %s: %s\n", cmd, out, strerror(errno));
     return -1;
   }
   return 0;
@@ -141,17 +143,17 @@ static int stage_file(stage *g, const char *name, const char *ext, const void *d
   char rel[512], path[4608], err[1024];
   int w = snprintf(rel, sizeof rel, "%s%s", name, ext);
   if (w < 0 || (size_t)w >= sizeof rel || strchr(rel, '/') || g->n == (int)(sizeof g->names / sizeof *g->names)) {
-    cli_err("weft: cannot write %s%s: name too long, or too many files\n", name, ext);
+    cli_err("%s: cannot write %s%s: name too long, or too many files\n", g->cmd, name, ext);
     return -1;
   }
   snprintf(path, sizeof path, "%s/%s", g->dir, rel);
-  if (!(g->names[g->n] = util_strdup(rel))) { cli_err("weft: out of memory\n"); return -1; }
+  if (!(g->names[g->n] = util_strdup(rel))) { cli_err("%s: out of memory\n", g->cmd); return -1; }
   g->n++;
   if (util_write_atomic(path, data, n, err, sizeof err) != 0) {
-    cli_err("weft: %s (nothing was written to %s)\n", err, g->out);
+    cli_err("%s: %s (nothing was written to %s)\n", g->cmd, err, g->out);
     return -1;
   }
-  if (util_buf_printf(&g->wrote, "  wrote %s/%s\n", g->out, rel) != 0) { cli_err("weft: out of memory\n"); return -1; }
+  if (util_buf_printf(&g->wrote, "  wrote %s/%s\n", g->out, rel) != 0) { cli_err("%s: out of memory\n", g->cmd); return -1; }
   return 0;
 }
 
@@ -185,8 +187,8 @@ static int stage_commit(stage *g) {
        * go into it file by file, as into any folder that was there */
       g->fresh = 0;
     } else {
-      if (e == ENOTDIR || e == EISDIR) not_a_folder(g->out, " (nothing was written)");
-      else cli_err("weft: cannot move %s to %s: %s (nothing was written)\n", g->dir, g->out, strerror(e));
+      if (e == ENOTDIR || e == EISDIR) not_a_folder(g->cmd, g->out, " (nothing was written)");
+      else cli_err("%s: cannot move %s to %s: %s (nothing was written)\n", g->cmd, g->dir, g->out, strerror(e));
       stage_drop(g);
       return -1;
     }
@@ -196,18 +198,18 @@ static int stage_commit(stage *g) {
    * old files back -- the folder ends as it was, or with every new file. */
   char from[4608], to[4608], keep[4608];
   int *kept = calloc((size_t)g->n + 1, sizeof *kept);
-  if (!kept) { cli_err("weft: out of memory (nothing was written)\n"); stage_drop(g); return -1; }
+  if (!kept) { cli_err("%s: out of memory (nothing was written)\n", g->cmd); stage_drop(g); return -1; }
   for (int i = 0; i < g->n; i++) {
     struct stat st;
     snprintf(to, sizeof to, "%s/%s", g->out, g->names[i]);
     snprintf(keep, sizeof keep, "%s/%s.kept", g->dir, g->names[i]);
     if (lstat(to, &st) == 0 && !S_ISREG(st.st_mode)) {
-      cli_err("weft: %s exists and is not a file (nothing was written)\n", to);
+      cli_err("%s: %s exists and is not a file (nothing was written)\n", g->cmd, to);
       goto undo_none;
     }
     if (lstat(to, &st) == 0) {
       if (link(to, keep) != 0) {
-        cli_err("weft: cannot keep %s while replacing it: %s (nothing was written)\n", to, strerror(errno));
+        cli_err("%s: cannot keep %s while replacing it: %s (nothing was written)\n", g->cmd, to, strerror(errno));
         goto undo_none;
       }
       kept[i] = 1;
@@ -217,7 +219,7 @@ static int stage_commit(stage *g) {
     snprintf(from, sizeof from, "%s/%s", g->dir, g->names[i]);
     snprintf(to, sizeof to, "%s/%s", g->out, g->names[i]);
     if (rename(from, to) != 0) {
-      cli_err("weft: cannot move %s to %s: %s (the folder is left as it was)\n", from, to, strerror(errno));
+      cli_err("%s: cannot move %s to %s: %s (the folder is left as it was)\n", g->cmd, from, to, strerror(errno));
       for (int j = 0; j < i; j++) {   /* take back what was moved: all or nothing */
         snprintf(to, sizeof to, "%s/%s", g->out, g->names[j]);
         snprintf(keep, sizeof keep, "%s/%s.kept", g->dir, g->names[j]);
@@ -305,7 +307,7 @@ int cmd_gen(int argc, char **argv, int build) {
     return CLI_USAGE;
   }
   weft_ctx *ctx;
-  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft: cannot create a context\n"); return CLI_FAIL; }
+  if (weft_ctx_create(&ctx, NULL)) { cli_err("weft %s: cannot create a context\n", build ? "build" : "gen"); return CLI_FAIL; }
   weft_manifest *m = NULL;
   weft_kernel *k = NULL;
   weft_auto *a = NULL;
@@ -336,7 +338,7 @@ int cmd_gen(int argc, char **argv, int build) {
     mm = weft_kernel_manifest(k);
   }
   stage g;
-  if (stage_open(&g, c.out_dir) != 0) { rc = CLI_USAGE; goto out; }
+  if (stage_open(&g, build ? "weft build" : "weft gen", c.out_dir) != 0) { rc = CLI_USAGE; goto out; }
   /* every kernel of the config, in launch order (a multi-launch variant has several) */
   for (int i = 0; i < mm->n_parts; i++) {
     const weft_manifest *pm = weft_manifest_part(mm, i);

@@ -65,8 +65,8 @@ int cmd_suggest(int argc, char **argv) {
   for (int s = 0; s < n_shapes && rc == CLI_OK; s++) {
     weft_auto *a = NULL;
     weft_status st = weft_auto_choose(ctx, c.config, c.sets, c.n_sets, shapes[s], ranks, n_cand, db_path, &a);
-    if (st) {
-      cli_err("%s\n", weft_ctx_error(ctx));
+    if (st) {   /* (a config or a shape: said as weft suggest's, like its flags' errors and run's) */
+      cli_err("weft suggest: %s\n", weft_ctx_error(ctx));
       rc = cli_status_exit(st);
       break;
     }

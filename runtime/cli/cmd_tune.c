@@ -402,7 +402,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
    * context on device 0, two ranks of an allreduce sweep time-sliced one GPU: 2.25 ms a launch) */
   if (cli_device_env_check("weft tune")) goto agree;
   weft_ctx_options copts = {.device = cli_device()};
-  if (weft_ctx_create(&ctx, &copts)) { cli_err("weft: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
+  if (weft_ctx_create(&ctx, &copts)) { cli_err("weft tune: cannot create a context\n"); rc = CLI_FAIL; goto agree; }
   st = sweep_expand(api_bridge(ctx), c.config, text, c.sets, c.n_sets, &sw, err, sizeof err);
   if (st) { cli_err("%s\n", err); rc = cli_status_exit(st); goto agree; }
   rc = CLI_OK;
