@@ -55,7 +55,8 @@ void cmd_gen_help(int build) {
     printf("Writes DIR/<name>.cu (self-contained CUDA C, #line directives into templates/) and\n"
            "DIR/<name>.json (the manifest: name, entry, block, cluster, smem, args, grid, limits).\n");
   printf("--auto --shape S: first choose the fields the config leaves out or sets to \"auto\" for shape S\n"
-         "(\"rows=4096 cols=50257\" or 4096x50257), as `weft suggest` prints; needs no GPU.\n");
+         "(\"rows=4096 cols=50257\", rows=4096,cols=50257 or 4096x50257), as `weft suggest` prints;\n"
+         "needs no GPU.\n");
   printf("A config that launches several kernels (ag_gemm's gather_then_gemm: the gather, then the\n"
          "GEMM) writes the files of every kernel; each .json lists them all under \"kernels\".\n");
 }

@@ -18,6 +18,8 @@ void cmd_suggest_help(void) {
          "=none switches it off: \"table\", \"table-nearest\"), the family's rule (\"rule\").  Without a GPU the\n"
          "database is skipped and the device is taken to be an H200.  --ranks P: the world size it will run on\n"
          "(default 1).  --candidates N: also list the rule's next N candidates (what WEFT_AUTOTUNE=1 times).\n"
+         "--db PATH: the tuning database (default $WEFT_TUNE_DB, else $XDG_CACHE_HOME/weft/tune.db or\n"
+         "~/.cache/weft/tune.db).\n"
          "Exit status: 0, or 2 for a bad config or shape (the message names the size and its limit).\n");
 }
 

@@ -27,21 +27,25 @@
 
 void cmd_tune_help(void) {
   printf("usage: weft tune SWEEP.lua [--set key=value ...] [--jobs N] [--budget SECONDS] [--iters N]\n"
-         "                 [--max-spill BYTES] [--no-run] [--db PATH] [-o DIR] [--plot] [--export FILE]\n\n"
+         "                 [--max-spill BYTES] [--no-run] [--fake-timing] [--db PATH] [-o DIR] [--plot]\n"
+         "                 [--export FILE]\n\n"
          "Expands the sweep (base config x space, pruned by its `where` and by the generator's own\n"
          "validation, counted by rule), compiles every candidate for every shape on N threads through\n"
          "the kernel cache, rejects candidates that spill more than --max-spill bytes (default 0)\n"
          "or whose WGMMAs ptxas serialises (its C7520 report),\n"
          "then on the GPU checks each against the reference (a wrong kernel is reported, never timed)\n"
          "and times it (CUDA events, median of --iters).  Prints a ranked table per shape with the\n"
-         "ratio to the best and to the family's baseline, writes DIR/tune-<family>.csv, and stores\n"
-         "the results in the tuning database (--db, default $WEFT_TUNE_DB or ~/.cache/weft/tune.db),\n"
-         "where `weft run --tuned` finds them.  --budget stops cleanly when the time is up; Ctrl-C\n"
-         "too, keeping what was measured.  --plot also writes DIR/tune-<family>.png (gnuplot): time\n"
-         "against each swept key, per shape.  --fake-timing replaces the GPU with made-up times\n"
-         "(for testing the tool itself; the output says so).  --export FILE then writes the database's best\n"
-         "config per shape on this GPU as a tuning table (weft help export-table; tune/h200.tsv is one).\n"
-         "Without a GPU it compiles and stops (exit 77).\n");
+         "ratio to the best and to the family's baseline, writes DIR/tune-<family>.csv (-o DIR, default .),\n"
+         "and stores the results in the tuning database (--db; default $WEFT_TUNE_DB, else\n"
+         "$XDG_CACHE_HOME/weft/tune.db or ~/.cache/weft/tune.db), where `weft run --tuned` finds them.\n"
+         "--budget stops cleanly when the time is up; Ctrl-C too, keeping what was measured.  --plot\n"
+         "also writes DIR/tune-<family>.png (gnuplot): time against each swept key, per shape.\n"
+         "--fake-timing replaces the GPU with made-up times (for testing the tool itself; the output says\n"
+         "so).  --export FILE then writes the database's best config per shape on this GPU as a tuning\n"
+         "table (weft help export-table; tune/h200.tsv is one).\n"
+         "--no-run compiles and stops there (exit 0, or 1 if a compile failed): nothing is run, written\n"
+         "or stored, so -o, --plot, --db and --export go unused.  Without a GPU it compiles and stops\n"
+         "(exit 77).\n");
 }
 
 typedef struct job {
