@@ -381,7 +381,7 @@ int autotable_parse(const char *file, const char *text, size_t len, autotable **
   if (!bad && !have_cols) bad = "it has no column line (family, dtype, ranks, shape, time_us, config)";
   if (!bad && (!t->gpu || !*t->gpu)) bad = "it has no \"# gpu:\" line";
   if (bad) {
-    util_buf_printf(w, "%s: the tuning table is ignored: %s (the format: autotable.h, README \"auto\")\n", file, bad);
+    util_buf_printf(w, "%s: the tuning table is ignored: %s (the format: runtime/core/autotable.h)\n", file, bad);
     autotable_free(t);
     return -1;
   }
