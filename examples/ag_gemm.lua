@@ -8,7 +8,7 @@
 -- with fallback = "emulate" has the owner push its shard to every rank (the fastest measured).
 --   weft run examples/ag_gemm.lua                       (one rank)
 --   mpirun -np 4 weft run examples/ag_gemm.lua          (four ranks, one GPU each or MPS)
---   --set variant=gather_then_gemm | gemm
+--   --set variant=gather_then_gemm                      (the plain GEMM is family = "gemm": examples/gemm.lua)
 --   --set variant=naive_remote | threadload_gather | multimem_gather (with fallback=emulate),
 --         with --set tile=auto (the seed's scalar kernels take scalar tiles)
 return {
