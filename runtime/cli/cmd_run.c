@@ -297,7 +297,9 @@ int cmd_run(int argc, char **argv) {
   if (st && auto_mode && st == WEFT_ERR_CONFIG) {
     /* fields set to "auto" make the config ungenerated as given: the family's size names are
      * enough to read the shapes, which must then be given */
-    snprintf(gen_err, sizeof gen_err, "%s", weft_ctx_error(ctx));
+    int w = snprintf(gen_err, sizeof gen_err, "%s", weft_ctx_error(ctx));
+    if (w < 0) gen_err[0] = 0;
+    else if ((size_t)w >= sizeof gen_err) memcpy(gen_err + sizeof gen_err - 4, "...", 4);   /* cut: say so */
     int ns = 0;
     st = auto_prepare(ctx, o.c.config, o.c.sets, o.c.n_sets, stub_family, sizeof stub_family, stub_sizes,
                       WEFT_MAX_SIZES, &ns);
@@ -313,7 +315,7 @@ int cmd_run(int argc, char **argv) {
     sizes_list(&stub.run, names, sizeof names, " N ", "--");
     sizes_list(&stub.run, xs, sizeof xs, "x", "");
     cli_err("weft run: --auto: give the shapes (%s N, or --shape %s): %s does not generate as given, so family %s "
-            "has no shapes of its own to run (%.300s)\n", names, xs, o.c.config, stub.family, gen_err);
+            "has no shapes of its own to run (%s)\n", names, xs, o.c.config, stub.family, gen_err);
     goto agree;
   }
   if (auto_mode) {
