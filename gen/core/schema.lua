@@ -107,9 +107,12 @@ local function check_field(f, v, errs)
   error("schema: field " .. f.name .. " has unknown kind " .. tostring(f.kind))
 end
 
--- validate(cfg, fields, file) -> normalised config | nil, message
+-- validate(cfg, fields, file[, keys]) -> normalised config | nil, message
 -- Unknown keys, wrong types and values out of range are all reported, not just the first.
-function M.validate(cfg, fields, file)
+-- keys: the family's key fields (F.key: they change the result, so auto never chooses them).
+function M.validate(cfg, fields, file, keys)
+  local is_key = {}
+  for _, k in ipairs(keys or {}) do is_key[k] = true end
   local errs = M.errors(file)
   local byname, names = {}, {}
   for _, f in ipairs(fields) do byname[f.name] = f; names[#names + 1] = f.name end
@@ -131,7 +134,11 @@ function M.validate(cfg, fields, file)
     else
       local n = #errs.items
       out[f.name] = check_field(f, v, errs)
-      if v == "auto" and #errs.items > n then   -- (not a value of the field: what "auto" needs)
+      if v == "auto" and #errs.items > n and is_key[f.name] then   -- (auto keeps a key field: its default)
+        errs.items[#errs.items] = errs.items[#errs.items] .. string.format(' ("auto" chooses no %s: it changes the '
+          .. "result, so it is the config's to set; left out, it is %s)", f.name, f.default == nil and "required"
+          or show(f.default))
+      elseif v == "auto" and #errs.items > n then   -- (not a value of the field: what "auto" needs)
         errs.items[#errs.items] = errs.items[#errs.items] .. ' (or "auto", chosen for a shape: with --auto --shape S, '
           .. "weft suggest, or the auto API)"
       end

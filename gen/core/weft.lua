@@ -149,7 +149,7 @@ function M.check(cfg, file)
     return nil, string.format("%s: family = %s: must be one of %s", file, schema.show(cfg.family),
       schema.list(M.families()))
   end
-  local ncfg, err = schema.validate(cfg, fam.fields, file)
+  local ncfg, err = schema.validate(cfg, fam.fields, file, fam.key)
   if not ncfg then return nil, err end
   local errs = schema.errors(file)
   fam.check(ncfg, errs)

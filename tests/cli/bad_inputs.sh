@@ -167,6 +167,8 @@ expect 2 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env 
 expect 2 "--iters 0x10: expected a whole number (decimal) in 1..1000000" "$W" run rr.lua --iters 0x10
 # "auto" where the command chooses nothing: the message says what does
 expect 2 'threads = "auto": must be an integer in {64, 128, 256, 512, 1024} (or "auto", chosen for a shape: with --auto --shape S' "$W" gen rr.lua --set threads=auto -o g10
+# ... and on a key field (it changes the result: auto never chooses it) it says that and the default
+expect 2 'dtype = "auto": must be one of "f32", "f16", "bf16" ("auto" chooses no dtype: it changes the result, so it is the config'"'"'s to set; left out, it is "f32")' "$W" gen rr.lua --set dtype=auto -o g10
 # the README's example of auto: answered from the shipped table, its detail one readable line (the
 # table's command line made it 2.5 KB)
 out=$(env -u WEFT_AUTO_TABLE "$W" suggest "$SRC/examples/auto/row_softmax.lua" 4096x50257 2>&1)
