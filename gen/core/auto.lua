@@ -32,6 +32,7 @@ local M = {}
 
 M.NEAR = 4                 -- a near row has every size within this factor
 M.MAX_CANDIDATES = 16      -- the most rule candidates a caller may ask for
+M.TRIED_CONFIGS = 4096     -- distinct table configs choose() remembers the check of (a bound on its memory)
 local LOG2_NEAR = math.log(M.NEAR, 2)
 
 local copy = config.deep_copy
@@ -338,8 +339,10 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
   -- A row's config made the user's: r, or nil, whether its own config does not check, and why.
   -- Rows repeat configs (a table has one row per shape, a few configs among them), and the answer
   -- depends only on the config (and on whether it is refitted): each is worked out once, so that
-  -- many rows of a config that does not check cost one check, not one each.
-  local tried_configs = {}
+  -- many rows of a config that does not check cost one check, not one each.  At most
+  -- TRIED_CONFIGS are kept (a table of as many distinct configs as rows gains nothing from it, and
+  -- would hold every key and message until the choice is made).
+  local tried_configs, n_tried = {}, 0
   local function try_row(row, refit)
     local key = { refit and "refit" or "" }   -- (each part with its length: no two configs share a key)
     local function part(v) v = tostring(v); key[#key + 1] = #v .. ":" .. v end
@@ -363,7 +366,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     else
       t.bad, t.why = true, why
     end
-    tried_configs[key] = t
+    if n_tried < M.TRIED_CONFIGS then tried_configs[key], n_tried = t, n_tried + 1 end
     return t.r, t.bad, t.why
   end
 

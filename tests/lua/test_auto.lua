@@ -237,6 +237,27 @@ T.test("a large table: many rows of one config that does not check cost one chec
   T.contains(r.unused, "is not used: tune/h200.tsv: max_cols = 0: mode = \"onchip\" needs the longest row", "why")
 end)
 
+T.test("a table of many distinct configs: the checks remembered are bounded, the choice the same", function()
+  local config = require("gen.core.config")
+  local real, loads, keep = config.load, 0, auto.TRIED_CONFIGS
+  config.load = function(...) loads = loads + 1; return real(...) end
+  auto.TRIED_CONFIGS = 2
+  local known = {}
+  for i = 1, 10 do   -- ten distinct configs that do not check, nearer than the good row, each tried twice
+    for _, c in ipairs({ 50257 - i, 50257 - 20 - i }) do
+      known[#known + 1] = row("table", string.format("cols=%d rows=8192", c), 1, { "cluster=3", "threads=" .. (32 * i) })
+    end
+  end
+  known[#known + 1] = row("table", "cols=40000 rows=8192", 100, SETS_A, { line = 99 })
+  local ok, r, err = pcall(choose, F16, "rows=8192 cols=50257", known)
+  config.load, auto.TRIED_CONFIGS = real, keep
+  T.ok(ok and r, tostring(r) .. " " .. tostring(err))
+  T.eq(r.source, "table-nearest", "the good row, behind 20 bad ones")
+  T.contains(r.detail, "at cols=40000 rows=8192", "its shape")
+  -- two configs remembered: their second rows cost nothing; the other eight configs are checked at each row
+  T.ok(loads >= 18 and loads <= 22, "config.load ran " .. loads .. " times for 20 rows of 10 configs, 2 remembered")
+end)
+
 T.test("candidates for first-use tuning: distinct kernels, the choice first", function()
   local r = choose(F16, "rows=4096 cols=50257", nil, { candidates = 5 })
   T.eq(#r.choices, 6, "choice + 5")
