@@ -273,6 +273,11 @@ int cmd_run(int argc, char **argv) {
     cli_err("weft run: -o %s: run writes no files (weft build CONFIG -o DIR writes the kernel's)\n", o.c.out_dir);
     goto agree;
   }
+  if (!o.check && !o.timing) {   /* (both off: every shape dropped, and exit 0 having run nothing) */
+    cli_err("weft run: --no-check and --no-time: nothing would run (weft build CONFIG -o DIR compiles without "
+            "running)\n");
+    goto agree;
+  }
   if (db_path && !tuned && !auto_mode) {   /* (only those two read the tuning database: it would go unheeded) */
     cli_err("weft run: --db %s: only --tuned and --auto read the tuning database; without them weft run uses CONFIG "
             "as given\n", db_path);
