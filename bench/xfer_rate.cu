@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "weft/cluster.cuh"
+#include "weft/gemm_streamk.cuh"   // (bar_sync, st_f4, ld_cg_f4, the bulk groups: the GEMM's own)
 
 using namespace weft;
 
@@ -49,32 +50,21 @@ constexpr int NT = 128;
 constexpr int SMEM = 200 * 1024;   // one CTA per SM, as the GEMM's rings make it
 constexpr size_t WS_BYTES = 64u << 20;   // l2's slots
 
-__device__ __forceinline__ void bar_sync_nt() { asm volatile("bar.sync 1, %0;" ::"r"(NT) : "memory"); }
+__device__ __forceinline__ void bar_sync_nt() { bar_sync(1, NT); }
 __device__ __forceinline__ u64 clock_now() {
   u64 c;
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
   return c;
 }
-__device__ __forceinline__ void st_f4(float *p, float4 v) {
-  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
-}
-__device__ __forceinline__ float4 ld_cg_f4(const float *p) {
-  float4 v;
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ void sts_f4(u32 addr, float4 v) {
   asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
+// (the copy engine from this CTA's shared memory into a peer's: the GEMM has no such copy)
 __device__ __forceinline__ void bulk_to_peer(u32 dst, u32 src, u32 bytes, u32 peer_bar) {
   asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                "r"(src), "r"(bytes), "r"(peer_bar)
                : "memory");
 }
-__device__ __forceinline__ void bulk_commit_wait_read() {
-  asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
-}
-__device__ __forceinline__ void fence_proxy_async_cta() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // What CTA `rank` of cluster c holds in quad j, lane e, for tile t of launch seq: small integers
 // (exact sums), different in every launch and tile (a read of a slot's previous contents fails the
@@ -165,10 +155,10 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
         const int q = (slot * SL::QMAX + j - SL::lo(r)) * NT;
         const float4 v = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
         if constexpr (MODE == FLAT) st_shared_cluster_v4(map_shared_rank(red0, (u32)r) + 16u * (u32)q, v.x, v.y, v.z, v.w);
-        if constexpr (MODE == L2) st_f4(ws + ((size_t)(c * S + r) * (S - 1) * SL::QMAX * NT + q) * 4 + ct * 4, v);
+        if constexpr (MODE == L2) st_f4(ws + ((size_t)(c * S + r) * (S - 1) * SL::QMAX * NT + q) * 4 + ct * 4, v.x, v.y, v.z, v.w);
         if constexpr (MODE == BULK) sts_f4(stage0 + 16u * (u32)((r * SL::QMAX + j - SL::lo(r)) * NT), v);
       }
-      if constexpr (MODE == BULK) fence_proxy_async_cta();
+      if constexpr (MODE == BULK) fence_proxy_async_shared();
       bar_sync_nt();
       if (ct == 0) {
         for (int r = 0; r < S; ++r) {
@@ -182,7 +172,7 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
             mbar_release_cluster(&bar[0], (u32)r);
           }
         }
-        if constexpr (MODE == BULK) bulk_commit_wait_read();   // the staging may be rewritten next tile
+        if constexpr (MODE == BULK) { bulk_commit(); bulk_wait_read(); }   // the staging may be rewritten next tile
       }
       if constexpr (MODE == BULK) mbar_wait<false>(&bar[0], (u32)t & 1);
       else mbar_wait<true>(&bar[0], (u32)t & 1);
