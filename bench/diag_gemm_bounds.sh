@@ -9,8 +9,8 @@
 #   depth2: two groups of WGMMAs in flight instead of one (each k-block's stage released two
 #           k-blocks later): whether a consumer's k-block waits on the WGMMAs' latency (small
 #           swapped tiles: m64 n40 k16 x 4 a k-block).  It computes: checked like real.
-#   nored:  split-K without its reduction: every CTA of a cluster skips the hand-over and rank 0
-#           stores its own partial (the cost of the tree in weft/gemm_splitk.cuh).  Unchecked.
+#   nored:  split-K without its sum: every CTA of a cluster skips the hand-over and rank 0
+#           stores its own partial whole (the cost of weft/gemm_splitk.cuh's sums).  Unchecked.
 #   rowcol: in a 2-d multicast cluster (CM x CN), a consumer warp releases its stage to the CTAs
 #           that write into it (its cluster row, which sends A, and its column, which sends B:
 #           CM + CN - 1) instead of to all CM x CN; a producer then waits for those alone.
@@ -77,10 +77,12 @@ def rowcol(s):
            "        }")
     return s.replace(old, new)
 def nored(s):
-    # the kernel (weft/gemm_kernel.cuh): rank 0 keeps its partial, the others store nothing
-    old = "if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS)) continue;"
-    assert s.count(old) == 1, "nored: the split-K hand-over changed"
-    return s.replace(old, "(void)left; if (crank != 0) continue;")
+    # the kernel (weft/gemm_kernel.cuh): a split tile's rank 0 stores its own partial whole, the
+    # others store nothing (no tree, no flat sum)
+    a = s.index("if constexpr (SPLITK > 1) {")
+    b = s.index("if constexpr (Cfg::STREAM_K) {", a)
+    assert "sk.template combine" in s[a:b] and "sk.template scatter" in s[a:b], "nored: the split-K hand-over changed"
+    return s[:a] + "if constexpr (SPLITK > 1) {\n        if (w.split && crank != 0) continue;\n      }\n      " + s[b:]
 for kind in kinds:
     if kind == "nored": patch("gemm_kernel.cuh", nored)
     elif kind == "rowcol": patch("gemm_kernel.cuh", rowcol)

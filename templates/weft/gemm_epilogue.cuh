@@ -18,12 +18,12 @@
 namespace weft {
 
 // The m64nBNk16 accumulator fragment of a consumer warpgroup's MR x 64 rows: f(r, col, lo, hi)
-// for each pair of adjacent columns this thread holds (lo, hi: acc[mi][4j + 2h] and the next, as
+// for each pair of adjacent columns this thread holds in the 8-column blocks [jlo, jhi) (lo, hi: acc[mi][4j + 2h] and the next, as
 // references), at row r of the warpgroup's rows (r < rows_valid) and column col (< n: the pair's
 // first column; C's n is a multiple of 8, so there a pair is in or out whole).  Unrolled: every
 // index is a constant.
 template <int BN, int MR, class Acc, class F>
-__device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long col0, long n, F f) {
+__device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long col0, long n, int jlo, int jhi, F f) {
   const int t = threadIdx.x % 128;
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
 #pragma unroll
@@ -34,6 +34,7 @@ __device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long co
       if (r >= rows_valid) continue;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
+        if (j < jlo || j >= jhi) continue;
         const long col = col0 + 8 * j + c_in;
         if (col >= n) continue;
         f(r, col, acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
@@ -46,7 +47,7 @@ __device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long co
 // columns < n only.
 template <class T, int BN, int MR>
 __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
-  for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, [&](long r, long col, float lo, float hi) {
+  for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, 0, BN / 8, [&](long r, long col, float lo, float hi) {
     *(u32 *)(c + (row0 + r) * n + col) = pack2<T>(lo, hi);
   });
 }
@@ -56,8 +57,9 @@ __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_va
 // (M may be odd: a pair's second row may lie past it).  Decode's C is a few rows: a warp's 8
 // lanes of one row write 16 contiguous bytes.
 template <class T, int ACC_N, int MR>
-__device__ __forceinline__ void store_tile_swapped(T *c, long m, long n, long m0, long n0, const float (&acc)[MR][ACC_N / 2]) {
-  for_acc_pairs<ACC_N, MR>(acc, n - n0, m0, m, [&](long r, long row, float lo, float hi) {
+__device__ __forceinline__ void store_tile_swapped(T *c, long m, long n, long m0, long n0, const float (&acc)[MR][ACC_N / 2],
+                                                   int jlo = 0, int jhi = ACC_N / 8) {
+  for_acc_pairs<ACC_N, MR>(acc, n - n0, m0, m, jlo, jhi, [&](long r, long row, float lo, float hi) {
     c[row * n + n0 + r] = from_f32<T>(lo);
     if (row + 1 < m) c[(row + 1) * n + n0 + r] = from_f32<T>(hi);
   });

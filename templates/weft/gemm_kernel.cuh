@@ -43,7 +43,8 @@
 // cluster synchronises once the barriers exist (before any CTA writes into another) and again
 // before exit (no CTA leaves while a partner may still arrive on its barriers).
 //
-// SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed tree (weft/gemm_splitk.cuh).
+// SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed order (weft/gemm_splitk.cuh: a
+// tree to rank 0; swap_ab, flat, each CTA its slice).
 //
 // STREAM_K (family gemm): after the full waves, the k-blocks of the tiles left over shared out
 // evenly over the CTAs, partial tiles handed over through a global workspace
@@ -244,7 +245,14 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
           // rank 0 stores; the rows left are of C (of the tile: a thin one's), swapped of B (a warp's 16
           // past them send nothing)
           const long left = (SWAP ? n : ms) - r0;
-          if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS)) continue;
+          if constexpr (SWAP) {   // every CTA sums and stores its slice of the tile's columns of acc (C's rows)
+            sk.template scatter<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS);
+            store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc, SplitK<Cfg>::template lo<ACC_N / 8>(crank),
+                                                          SplitK<Cfg>::template lo<ACC_N / 8>(crank + 1));
+            continue;
+          } else if (!sk.template combine<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS)) {
+            continue;
+          }
         }
       }
       if constexpr (Cfg::STREAM_K) {

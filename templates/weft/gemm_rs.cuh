@@ -59,7 +59,7 @@ __device__ __forceinline__ void st_global_f32x2(float *p, float x, float y) {
 
 template <int BN, int MR>
 __device__ __forceinline__ void store_tile_f32(float *dst, long n, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
-  for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, [&](long r, long col, float lo, float hi) { st_global_f32x2(dst + r * n + col, lo, hi); });
+  for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, 0, BN / 8, [&](long r, long col, float lo, float hi) { st_global_f32x2(dst + r * n + col, lo, hi); });
 }
 
 // Vector i (8 outputs) of the rank-order fold of P f32 partials, partial p at slot(p) (any
@@ -310,7 +310,7 @@ template <class Cfg> struct RsTiles : RsPartials<Cfg> {
   template <int BN, int MR>
   __device__ __forceinline__ static void fold_into(float (&acc)[MR][BN / 2], const float *s, long len, long n, long rows_valid,
                                                    long col0, int rank, int P) {
-    for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, [&](long r, long col, float &a0, float &a1) {
+    for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, 0, BN / 8, [&](long r, long col, float &a0, float &a1) {
       const float *row = s + r * n;
       // (the loads in the chain: the unrolled columns keep enough of them in flight, and a
       // vector of every rank's pair per column spilled at 8 ranks)

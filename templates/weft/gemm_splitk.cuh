@@ -1,26 +1,42 @@
 // weft/gemm_splitk.cuh: split-K over a cluster of SPLITK = S CTAs (2..8), reduced through
-// distributed shared memory in a fixed tree, so that the sum's order -- and its bits -- never
+// distributed shared memory in a fixed order, so that the sum's order -- and its bits -- never
 // depend on timing.  All S CTAs of a cluster compute the same tile, CTA r over the k-blocks
-// [r KB / S, (r + 1) KB / S).  Then, for l = 1, 2, 4, ...: a CTA whose rank has bit l clear
-// receives the partial of rank + l (if it exists) and adds it to its own; a CTA whose lowest set
-// bit is l sends its sum (its own and its subtree's) to rank - l and is done.  Rank 0 ends with
-// ((p0 + p1) + (p2 + p3)) + ... and stores the tile.  log2(S) steps, each moving one partial
-// tile per receiving CTA, all pairs of a step at once.  (With SPLIT_TAIL only the last, partial
-// wave's tiles are split: weft/gemm_sched.cuh's GemmWalk.)
+// [r KB / S, (r + 1) KB / S).  (With SPLIT_TAIL only the last, partial wave's tiles are split:
+// weft/gemm_sched.cuh's GemmWalk.)  Two ways to sum them:
 //
-// One receive buffer per CTA (red: the f32 tile) and two mbarriers (SMEM_RED_BAR):
+// combine (the tree): for l = 1, 2, 4, ...: a CTA whose rank has bit l clear receives the
+// partial of rank + l (if it exists) and adds it to its own; a CTA whose lowest set bit is l
+// sends its sum (its own and its subtree's) to rank - l and is done.  Rank 0 ends with
+// ((p0 + p1) + (p2 + p3)) + ... and stores the tile.  log2(S) steps, each waiting on the one
+// before.  One receive buffer per CTA (red: the f32 tile) and two mbarriers (SMEM_RED_BAR):
 //   full  this CTA's buffer holds a partial: completes once per reception (one arrival, the
 //         sender's, release at cluster scope after a named barrier over its consumers, so it
 //         carries every consumer's stores)
 //   go    this CTA may send: completes once per tile (one arrival, its receiver's, once the
 //         receiver has read every earlier partial of the tile out of its buffer)
 // A sender waits for go before writing, so a buffer is never rewritten while it is read, and
-// the two barriers never run more than one phase ahead of their waiters.  Each CTA keeps its
-// own ring; no stage is shared.
+// the two barriers never run more than one phase ahead of their waiters.
 //
-// A consumer warp whose 16 rows of a 64-row group all lie past the matrix's last row neither
-// sends nor reads them (decode: M = 16 moves a quarter of the tile).  Both sides decide from the
-// same tile and row count, so they agree.
+// scatter (flat; swap_ab's tiles, whose C is stored straight from registers): the accumulators'
+// J = ACC_N / 8 column blocks (C's rows) fall into S slices, CTA r's the blocks [r J / S,
+// (r + 1) J / S).  Every CTA writes each peer's slice of its partial into that peer's slot for it
+// (red: S - 1 slots of the largest slice), all at once; then each sums its own slice in rank
+// order, p0 + p1 + ... + p(S-1), and stores those rows of C.  One step for any S, and the
+// stores are spread over the cluster.  The barriers count S - 1 arrivals:
+//   full  completes once per tile: every peer's slice has been written here (each peer's one
+//         arrival, release at cluster scope after its consumers' named barrier)
+//   go    completes once per tile: every peer has read this CTA's slices of it (each peer's one
+//         arrival, after its consumers' named barrier); this CTA waits for tile i - 1's before
+//         it writes tile i's (its first tile's slots are free)
+// full's phase i cannot complete before this CTA reads tile i - 1 (a peer writes tile i only
+// after this CTA's go for tile i - 1), and go's phase i cannot begin before this CTA writes tile
+// i: neither runs more than one phase ahead of its waiter.  The arrivals of go after a CTA's last
+// tile are never waited for; the kernel's closing cluster barrier keeps every CTA's shared memory
+// until they have landed.  Each CTA keeps its own ring; no stage is shared.
+//
+// A consumer warp whose 16 rows of a 64-row group all lie past the matrix's last row (swapped:
+// B's) neither sends nor reads them (decode: M = 16 moves a quarter of the tile).  Both sides
+// decide from the same tile and row count, so they agree.
 #pragma once
 #include "weft/bulk.cuh"
 #include "weft/cluster.cuh"
@@ -41,9 +57,17 @@ template <class Cfg> struct SplitK {
   // one thread, beside the ring's barriers
   __device__ __forceinline__ void init() {
     if constexpr (S > 1) {
-      mbar_init(&bar[0], 1);
-      mbar_init(&bar[1], 1);
+      constexpr u32 ARRIVALS = Cfg::SWAP ? S - 1 : 1;   // scatter: one from each peer; the tree: one
+      mbar_init(&bar[0], ARRIVALS);
+      mbar_init(&bar[1], ARRIVALS);
     }
+  }
+  // scatter's slices: CTA r's column blocks of the accumulators are [lo(r), lo(r + 1))
+  template <int J> static constexpr __device__ int lo(int r) { return r * J / S; }
+  template <int J> static constexpr __device__ int owner(int j) {
+    int r = 0;
+    while (r + 1 < S && lo<J>(r + 1) <= j) ++r;
+    return r;
   }
   // The reduction of the CTA's i-th split tile (its k-blocks: split_range).  The NT consumer threads of each CTA call it with their
   // accumulators; rows_left: rows of the matrix from this consumer's first row on.  Returns true
@@ -87,6 +111,68 @@ template <class Cfg> struct SplitK {
     bar_sync(BAR_SPLITK, NT);
     if (ct == 0) mbar_release_cluster(&bar[0], (u32)(crank - l));
     return false;
+  }
+
+  // The flat sum of the CTA's i-th split tile (swap_ab).  The NT consumer threads of each CTA call
+  // it with their accumulators; rows_left: B's rows from this consumer's first on.  Afterwards
+  // the column blocks [lo(crank), lo(crank + 1)) of acc hold the sum, which this CTA stores.
+  // red: sender q's slot in CTA r is q (q < r) or q - 1; block j of its slice, of 64-row group
+  // mi, of thread ct at ((slot * MR + mi) * QMAX + j - lo(r)) * NT + ct quads.
+  template <int MR, int ACC_N, int NT>
+  __device__ __forceinline__ void scatter(float (&acc)[MR][ACC_N / 2], int crank, int i, long rows_left) {
+    constexpr int J = ACC_N / 8, QMAX = (J + S - 1) / S;
+    static_assert(Cfg::SMEM_RED + (S - 1) * MR * QMAX * NT * 16 <= Cfg::SMEM_EPI, "the slots fit (gen/core/gemm.lua layout)");
+    const int ct = threadIdx.x - 128;   // (consumers start at warpgroup 1)
+    const int w16 = (ct % 128) / 32 * 16;
+    const u32 red0 = smem_addr(red) + 16u * (u32)ct;
+    if (i > 0) mbar_wait<true>(&bar[1], (u32)(i - 1) & 1);   // every peer has read my slices of tile i - 1
+    u32 dst[S];   // red0 in each CTA
+#pragma unroll
+    for (int r = 0; r < S; ++r) dst[r] = map_shared_rank(red0, (u32)r);
+#pragma unroll
+    for (int mi = 0; mi < MR; ++mi) {
+      if (mi * 64 + w16 >= rows_left) continue;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int r = owner<J>(j);
+        if (r == crank) continue;
+        const int slot = crank < r ? crank : crank - 1;
+        st_shared_cluster_v4(dst[r] + 16u * (u32)(((slot * MR + mi) * QMAX + j - lo<J>(r)) * NT), acc[mi][4 * j],
+                             acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+      }
+    }
+    // every consumer's stores, then one release to each peer (cumulative over what the barrier ordered)
+    bar_sync(BAR_SPLITK, NT);
+    if (ct == 0) {
+#pragma unroll
+      for (int r = 0; r < S; ++r)
+        if (r != crank) mbar_release_cluster(&bar[0], (u32)r);
+    }
+    mbar_wait<true>(&bar[0], (u32)i & 1);   // every peer's part of my slice is here
+#pragma unroll
+    for (int mi = 0; mi < MR; ++mi) {
+      if (mi * 64 + w16 >= rows_left) continue;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        if (owner<J>(j) != crank) continue;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int q = 0; q < S; ++q) {   // rank order: p0 + p1 + ... (the first term exactly, not 0 + p0)
+          float4 v;
+          if (q == crank) v = make_float4(acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+          else v = lds_f4(red0 + 16u * (u32)((((q < crank ? q : q - 1) * MR + mi) * QMAX + j - lo<J>(crank)) * NT));
+          if (q == 0) sum = v;
+          else { sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w; }
+        }
+        acc[mi][4 * j] = sum.x; acc[mi][4 * j + 1] = sum.y; acc[mi][4 * j + 2] = sum.z; acc[mi][4 * j + 3] = sum.w;
+      }
+    }
+    bar_sync(BAR_SPLITK, NT);   // every consumer has read its slots
+    if (ct == 0) {
+#pragma unroll
+      for (int r = 0; r < S; ++r)
+        if (r != crank) mbar_release_cluster(&bar[1], (u32)r);   // its go for tile i + 1: my slots for it are free
+    }
   }
 };
 
