@@ -322,7 +322,8 @@ local function align(x, a) return (x + a - 1) // a * a end
 --               thin tile's stage at least 64 rows (its WGMMA reads 64 rows from A's start);
 --               load: the bytes TMA writes into a stage (full[s]'s expect_tx), A's box and B's
 --   full, empty STAGES mbarriers each, after the stages
---   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned)
+--   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned; a
+--               swapped tile's flat sum keeps its slots in it, weft/gemm_splitk.cuh)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
 --               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
@@ -336,15 +337,6 @@ M.RS_LD = 72                   -- 64 + 8 floats: a half-warp's 8-byte stores (ro
 function M.bulk_slices(cfg)
   return cfg.family == "gemm_rs" and (cfg.reduce == "atomic" or cfg.comm == "tma") and cfg.ranks ~= 1
 end
--- split-K's receive buffer (weft/gemm_splitk.cuh): the tree's, the f32 partial tile; swapped
--- (the flat sum), S - 1 slots of the largest slice of the tile's tile.m / 8 column blocks, and
--- never less than the partial tile (the rings the rule ranks stay those it was fitted with)
-function M.red_bytes(cfg)
-  local t, S = cfg.tile, cfg.split_k
-  local tile = mma_rows(cfg) * t.n * 4
-  if M.swapped(cfg) then return math.max(tile, (S - 1) * ((t.m // 8 + S - 1) // S) * t.n * 32) end
-  return tile
-end
 function M.layout(cfg)
   local t, esize = cfg.tile, common.ESIZE[cfg.dtype]
   local L = { b = t.m * 128, stage = math.max(t.m + t.n, mma_rows(cfg)) * 128, load = (t.m + t.n) * 128 }
@@ -352,7 +344,7 @@ function M.layout(cfg)
   L.empty = L.full + 8 * cfg.stages
   L.red_bar = L.empty + 8 * cfg.stages
   L.red = L.red_bar + 16
-  local used = cfg.split_k > 1 and L.red + M.red_bytes(cfg) or L.red_bar
+  local used = cfg.split_k > 1 and L.red + mma_rows(cfg) * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
   -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64
@@ -465,7 +457,7 @@ end
 function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
-    and string.format(" (split_k = %d also holds %d bytes of f32 partial sums)", cfg.split_k, M.red_bytes(cfg))
+    and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, mma_rows(cfg), t.n)
     or "")
     .. (cfg.epilogue == "tma"
       and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two, per consumer warpgroup)" or "")

@@ -242,10 +242,10 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       if constexpr (SPLITK > 1) {
         if (w.split) {
           if (w.kb0 == w.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)
-          // rank 0 stores; the rows left are of C (of the tile: a thin one's), swapped of B (a warp's 16
-          // past them send nothing)
+          // the rows left are of C (of the tile: a thin one's), swapped of B (a warp's 16 past them
+          // send nothing); the tree's rank 0 stores the tile
           const long left = (SWAP ? n : ms) - r0;
-          if constexpr (SWAP) {   // every CTA sums and stores its slice of the tile's columns of acc (C's rows)
+          if constexpr (SplitK<Cfg>::FLAT) {   // every CTA sums and stores its slice of acc's columns (C's rows)
             sk.template scatter<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS);
             store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc, SplitK<Cfg>::template lo<ACC_N / 8>(crank),
                                                           SplitK<Cfg>::template lo<ACC_N / 8>(crank + 1));

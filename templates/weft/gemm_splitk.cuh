@@ -17,7 +17,8 @@
 // A sender waits for go before writing, so a buffer is never rewritten while it is read, and
 // the two barriers never run more than one phase ahead of their waiters.
 //
-// scatter (flat; swap_ab's tiles, whose C is stored straight from registers): the accumulators'
+// scatter (flat; swap_ab's tiles, whose C is stored straight from registers, where the slots
+// below fit in the tree's buffer: FLAT): the accumulators'
 // J = ACC_N / 8 column blocks (C's rows) fall into S slices, CTA r's the blocks [r J / S,
 // (r + 1) J / S).  Every CTA writes each peer's slice of its partial into that peer's slot for it
 // (red: S - 1 slots of the largest slice), all at once; then each sums its own slice in rank
@@ -47,9 +48,14 @@ namespace weft {
 
 template <class Cfg> struct SplitK {
   static constexpr int S = Cfg::SPLITK;
+  // scatter where its S - 1 slots fit in the tree's buffer, the f32 partial tile (the layout's
+  // red; gen/core/gemm.lua): J column blocks in S slices, (S - 1) ceil(J / S) <= J -- every S up
+  // to 6 for J >= 5, and 8 from J = 21 (168 rows)
+  static constexpr int J = Cfg::ACC_N / 8, QMAX = (J + S - 1) / S;
+  static constexpr bool FLAT = Cfg::SWAP && S > 1 && (S - 1) * QMAX <= J;
   u64 *bar;       // [0] full, [1] go
-  float *red;     // CONSUMERS * 128 threads x (MR * BN / 2) floats
-  u32 got = 0;    // receptions so far (full's phase)
+  float *red;     // CONSUMERS * 128 threads x (MR * BN / 2) floats (the tree's partial tile; scatter's slots in it)
+  u32 got = 0;    // the tree's receptions so far (full's phase)
   __device__ __forceinline__ explicit SplitK(char *base) {
     bar = (u64 *)(base + Cfg::SMEM_RED_BAR);
     red = (float *)(base + Cfg::SMEM_RED);
@@ -57,7 +63,7 @@ template <class Cfg> struct SplitK {
   // one thread, beside the ring's barriers
   __device__ __forceinline__ void init() {
     if constexpr (S > 1) {
-      constexpr u32 ARRIVALS = Cfg::SWAP ? S - 1 : 1;   // scatter: one from each peer; the tree: one
+      constexpr u32 ARRIVALS = FLAT ? S - 1 : 1;   // scatter: one from each peer; the tree: one
       mbar_init(&bar[0], ARRIVALS);
       mbar_init(&bar[1], ARRIVALS);
     }
@@ -120,8 +126,7 @@ template <class Cfg> struct SplitK {
   // mi, of thread ct at ((slot * MR + mi) * QMAX + j - lo(r)) * NT + ct quads.
   template <int MR, int ACC_N, int NT>
   __device__ __forceinline__ void scatter(float (&acc)[MR][ACC_N / 2], int crank, int i, long rows_left) {
-    constexpr int J = ACC_N / 8, QMAX = (J + S - 1) / S;
-    static_assert(Cfg::SMEM_RED + (S - 1) * MR * QMAX * NT * 16 <= Cfg::SMEM_EPI, "the slots fit (gen/core/gemm.lua layout)");
+    static_assert(FLAT && ACC_N == Cfg::ACC_N, "the flat sum's slots fit in the partial tile's buffer");
     const int ct = threadIdx.x - 128;   // (consumers start at warpgroup 1)
     const int w16 = (ct % 128) / 32 * 16;
     const u32 red0 = smem_addr(red) + 16u * (u32)ct;
