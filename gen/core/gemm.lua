@@ -432,6 +432,12 @@ function M.streamk_slot(cfg)
 end
 
 -- Threads per CTA: the producer's warpgroup and the consumers'.
+-- Whether a split config's partials meet in the flat sum (weft/gemm_splitk.cuh SplitK::FLAT: a
+-- swapped tile whose S - 1 slices fit in the partial tile's buffer) rather than the tree.
+function M.flat_sum(cfg)
+  local S, J = cfg.split_k, cfg.tile.m // 8
+  return M.swapped(cfg) and S > 1 and (S - 1) * ((J + S - 1) // S) <= J
+end
 function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 
 -- A swapped tile shared along N whose rows do not split into whole 8-row groups (72 over 4): each
@@ -631,7 +637,11 @@ function M.estimate(cfg, shape, sms, shards)
   local steps = 0
   while (1 << steps) < cfg.split_k do steps = steps + 1 end
   local live = M.swapped(cfg) and 1 or math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m   -- (swapped: B's rows)
-  local unit = kb * t_kb + (pingpong and 0 or epi) + steps * elems * live / P.RED_ELEMS_PER_US
+  local red = steps * elems * live / P.RED_ELEMS_PER_US
+  -- the flat sum's one step (weft/gemm_splitk.cuh scatter): RED_FLAT_US, once measured; until then
+  -- (nil) the tree's steps, as the rule was fitted (bench/flat_probe.sh times both)
+  if P.RED_FLAT_US and M.flat_sum(cfg) then red = P.RED_FLAT_US end
+  local unit = kb * t_kb + (pingpong and 0 or epi) + red
   local time = rounds * unit + (pingpong and epi or 0)
   local how = string.format("%d round(s) of %d k-blocks", rounds, kb)
   if cfg.split_k_tail then   -- whole tiles on every CTA for the full waves, then the tail split (gemm_sched.cuh)

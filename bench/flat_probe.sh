@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench/flat_probe.sh: split-K's flat sum for swapped tiles (this tree) against the tree sum (main's
+# gen/ and templates/, copied beside it), on the GPU machine.  Make the copy on the host first, and
+# carry it (it is not ignored):
+#   rm -rf proto_tree && mkdir proto_tree && git archive main gen templates | tar -x -C proto_tree
+# then, with build/ built here:  OUT=$OUT bash bench/flat_probe.sh
+#   1. the GPU tests of both sums (swapped splits, the tree's own, the unswapped direct store);
+#   2. the same configs timed under both sums, checked at 1000^3 and against cuBLAS, cuBLASLt in the
+#      same process (130 x 1536 x 64: one k-block, the fixed cost; the eighteenth session measured
+#      the tree's 136 x 64 split 4 at 7.42 us there, the unsplit tile at 3.57, cuBLASLt at 2.39);
+#   3. the rule's pick with the flat sum in its model (a copy with M.MODEL.RED_FLAT_US, default 1.5 us)
+#      against main's rule.
+set -u
+TREE=${TREE_SRC:-proto_tree}
+[ -f "$TREE/templates/weft/gemm_splitk.cuh" ] || { echo "flat_probe.sh: $TREE: no copy of main's sources (see the header)" >&2; exit 1; }
+O=${OUT:-/tmp/out}; mkdir -p "$O"
+. bench/env.sh
+JOBS=6 OUT=$O bash bench/device_tests.sh -R "gpu\.gemm\.(swap_ab_.*split|split_k$|n80_col_split_k2|split_k4_decode_col)" > "$O/tests.txt" 2>&1
+grep -E "tests passed|tests failed|\*\*\*|Failed|Not Run" "$O/tests.txt" | head -12
+S="--set b_layout=col --set swap_ab=true --set epilogue=direct --set consumers=1 --set tile.n=64 --set group=16"
+TS="--time-shape 130x1536x8960 --time-shape 130x1536x64 --time-shape 100x2048x7168"
+for c in "tile.m=136 stages=7 split_k=4" "tile.m=72 stages=12 split_k=2" "tile.m=104 stages=9 split_k=3" "tile.m=136 stages=7 split_k=5"; do
+  a=""; for kv in $c; do a="$a --set $kv"; done
+  for v in flat tree; do
+    src=.; [ $v = tree ] && src=$TREE
+    # shellcheck disable=SC2086
+    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_flat_$v timeout 100 build/weft run examples/gemm.lua $S $a \
+      --shape 1000x1000x1000 --shapes-only $TS --iters 30 > "$O/t.log" 2>&1
+    cat "$O/t.log" >> "$O/time_$v.log"
+    echo "== $v $c: $(grep -c PASS "$O/t.log") pass $(grep -c FAIL "$O/t.log") fail; $(grep -m1 "^launch" "$O/t.log")"
+    awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/t.log"
+    grep -iE "error" "$O/t.log" | head -2 | cut -c1-200
+  done
+done
+echo "== the rule's picks (new: the flat sum in the model, RED_FLAT_US=${RED_FLAT_US:-1.5}; old: main's), WEFT_AUTO_TABLE=none"
+NEW=/tmp/weft_flat_model; rm -rf "$NEW" && mkdir -p "$NEW" && cp -r gen templates "$NEW"/
+sed -i "s|^  RED_ELEMS_PER_US = 1200,.*|&\n  RED_FLAT_US = ${RED_FLAT_US:-1.5},|" "$NEW/gen/core/gemm.lua"
+grep -q "^  RED_FLAT_US = " "$NEW/gen/core/gemm.lua" || { echo "flat_probe.sh: RED_FLAT_US not set in the copy" >&2; exit 1; }
+SH=${SHAPES:-130x1536x8960 100x2048x7168 200x3072x12288 96x2560x2560 224x1536x8960 160x3072x12288 72x4096x11008 200x2048x7168 128x4096x14336 256x4096x14336 64x14336x4096 16x4096x14336}
+printf 'return { family = "gemm", dtype = "bf16", b_layout = "col" }\n' > /tmp/weft_flat_g.lua
+for s in $SH; do
+  for v in new old; do
+    src=$NEW; [ $v = old ] && src=$TREE
+    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_flat_r$v WEFT_AUTO_TABLE=none timeout 60 build/weft run /tmp/weft_flat_g.lua --auto \
+      --shapes-only --time-shape "$s" --iters 50 > "$O/r.log" 2>&1
+    cat "$O/r.log" >> "$O/rule_$v.log"
+    k=$(grep -m1 -oE "weft_gemm_[a-z0-9_]+" "$O/r.log" | sed 's/weft_gemm_bf16_bcol_//; s/_cooperative//; s/_l2p[0-9]*_stk0//')
+    awk -v v=$v -v k="$k" -v f="$(grep -c FAIL "$O/r.log")" '$1=="ag_gemm"{printf "%s %sx%sx%s weft %s cublas %s ratio %s fail %s %s\n", v, $5, $6, $7, $11, $15, $19, f, k}' "$O/r.log"
+  done
+done
