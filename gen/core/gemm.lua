@@ -386,6 +386,7 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k),
     "  static constexpr bool SPLIT_TAIL = " .. b(cfg.split_k_tail == true) .. ";",
     "  static constexpr bool STREAM_K = " .. b(cfg.stream_k == true) .. ";",
+    "  static constexpr bool FLAT_L2 = " .. b(M.flat_l2(cfg)) .. ";   // the flat sum through the workspace",
     string.format("  static constexpr long STREAMK_SLOT = %d;   // bytes per CTA in the workspace", M.streamk_slot(cfg)),
     string.format("  static constexpr int STREAMK_FLAGS = %d, STREAMK_HEADER = %d;", M.STREAMK_MAX_CTAS,
       M.STREAMK_HEADER),
@@ -419,7 +420,9 @@ function M.grid(cfg, sharded)
              { per = 1, times = 1 }, { per = 1, times = 1 } }
   end
   return { { arg = "m", per = t.m * cl.m, by = { arg = "n", per = t.n * cl.n }, times = cl.m * cl.n * cfg.split_k,
-             cap = "coresident", shards = sharded and "ranks" or nil }, { per = 1, times = 1 }, { per = 1, times = 1 } }
+             cap = "coresident", shards = sharded and "ranks" or nil,
+             max = M.flat_l2(cfg) and M.STREAMK_MAX_CTAS // cfg.split_k or nil },   -- (a workspace's blocks)
+           { per = 1, times = 1 }, { per = 1, times = 1 } }
 end
 
 -- Stream-K's workspace (weft/gemm_streamk.cuh): per CTA, its f32 accumulators (consumers x 128
@@ -438,6 +441,12 @@ function M.flat_sum(cfg)
   local S, J = cfg.split_k, cfg.tile.m // 8
   return M.swapped(cfg) and S > 1 and (S - 1) * ((J + S - 1) // S) <= J
 end
+-- Where the flat sum's slices travel: false, into the peers' shared memory (distributed shared
+-- memory); true, through L2 (a workspace the runtime keeps per stream, stream-K's layout: each
+-- CTA's slots where stream-K keeps its partial).  bench/xfer_rate.sh times both ways alone and
+-- bench/flat_probe.sh in the GEMM (a copy with this set to true); the faster becomes the default.
+M.FLAT_VIA_L2 = false
+function M.flat_l2(cfg) return M.FLAT_VIA_L2 and M.flat_sum(cfg) end
 function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 
 -- A swapped tile shared along N whose rows do not split into whole 8-row groups (72 over 4): each

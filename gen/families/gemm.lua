@@ -43,11 +43,12 @@ function F.derive(cfg)
   local layout = gemm.layout(cfg)
   local threads = gemm.threads(cfg)
   local csize = cfg.cluster.m * cfg.cluster.n * cfg.split_k
+  local uses_ws = cfg.stream_k or gemm.flat_l2(cfg)   -- stream-K's partials, or the flat sum's slices
   local big = common.INT_MAX
   return {
     values = { threads = threads,
                body = string.format("weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, %s, %s%s);",
-                 epi_tma and "&tc" or "nullptr", epi_tma and tail > 0 and "&tct" or "nullptr", cfg.stream_k and ", ws" or ""),
+                 epi_tma and "&tc" or "nullptr", epi_tma and tail > 0 and "&tct" or "nullptr", uses_ws and ", ws" or ""),
                wgmma = gemm.wgmma_struct(gemm.wgmma_n(cfg), dt, cfg.b_layout == "row"),
                cfg = gemm.cfg_struct("GemmCfg", cfg, layout) },
     block = { threads, 1, 1 },
@@ -59,8 +60,9 @@ function F.derive(cfg)
     smem_hint = gemm.smem_hint(cfg),
     args = args,
     tmaps = tmaps,
-    -- stream-K: the runtime's workspace for the launch's stream (weft/gemm_streamk.cuh's layout)
-    workspace = cfg.stream_k and { header = gemm.STREAMK_HEADER, flags = gemm.STREAMK_MAX_CTAS,
+    -- stream-K, the flat sum through L2: the runtime's workspace for the launch's stream
+    -- (weft/gemm_streamk.cuh's layout)
+    workspace = uses_ws and { header = gemm.STREAMK_HEADER, flags = gemm.STREAMK_MAX_CTAS,
                                    per_cta = gemm.streamk_slot(cfg) } or nil,
     grid = gemm.grid(cfg),
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },

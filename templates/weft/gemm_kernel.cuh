@@ -146,6 +146,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   // (bench/RESULTS.md, seventh session).
   const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
   SplitK<Cfg> sk(ring.base);
+  sk.use_workspace(ws, (long)blockIdx.x - crank);
   if (threadIdx.x == 0) {
     ring.init(STAGE_WARPS * SHARE);   // one arrival per reading warp of each CTA
     sk.init();

@@ -35,6 +35,13 @@
 // tile are never waited for; the kernel's closing cluster barrier keeps every CTA's shared memory
 // until they have landed.  Each CTA keeps its own ring; no stage is shared.
 //
+// VIA_L2 (gen/core/gemm.lua's FLAT_VIA_L2): the same slots, in the same layout, in the runtime's
+// workspace (CTA r's where stream-K keeps CTA r's partial) instead of the peers' shared memory;
+// st.global to write, ld.global.cg to read (from L2: a line an earlier tile left in this SM's L1
+// must not answer), the same barriers.  Their release and acquire at cluster scope order global
+// memory as they do shared (a scope covers every state space), so the hand-over is unchanged.
+// bench/xfer_rate.sh measures which way moves a slice faster.
+//
 // A consumer warp whose 16 rows of a 64-row group all lie past the matrix's last row (swapped:
 // B's) neither sends nor reads them (decode: M = 16 moves a quarter of the tile).  Both sides
 // decide from the same tile and row count, so they agree.
@@ -42,6 +49,7 @@
 #include "weft/bulk.cuh"
 #include "weft/cluster.cuh"
 #include "weft/gemm.cuh"
+#include "weft/gemm_streamk.cuh"
 #include "weft/types.cuh"
 
 namespace weft {
@@ -53,9 +61,14 @@ template <class Cfg> struct SplitK {
   // to 6 for J >= 5, and 8 from J = 21 (168 rows)
   static constexpr int J = Cfg::ACC_N / 8, QMAX = (J + S - 1) / S;
   static constexpr bool FLAT = Cfg::SWAP && S > 1 && (S - 1) * QMAX <= J;
+  // the flat sum's slots in the runtime's workspace (L2) rather than the peers' shared memory
+  // (gen/core/gemm.lua's FLAT_VIA_L2): CTA r's slots where stream-K keeps CTA r's partial
+  static constexpr bool VIA_L2 = FLAT && Cfg::FLAT_L2;
+  static_assert(!Cfg::FLAT_L2 || VIA_L2, "the flat sum through L2 is a flat sum");
   u64 *bar;       // [0] full, [1] go
   float *red;     // CONSUMERS * 128 threads x (MR * BN / 2) floats (the tree's partial tile; scatter's slots in it)
   u32 got = 0;    // the tree's receptions so far (full's phase)
+  float *l2 = nullptr;   // VIA_L2: the workspace's slots of this cluster's CTA 0 (use_workspace)
   __device__ __forceinline__ explicit SplitK(char *base) {
     bar = (u64 *)(base + Cfg::SMEM_RED_BAR);
     red = (float *)(base + Cfg::SMEM_RED);
@@ -67,6 +80,12 @@ template <class Cfg> struct SplitK {
       mbar_init(&bar[0], ARRIVALS);
       mbar_init(&bar[1], ARRIVALS);
     }
+  }
+  // VIA_L2: ws is the runtime's workspace; CTA r of the cluster is block cta0 + r of the grid (a
+  // split cluster is S consecutive blocks along x)
+  __device__ __forceinline__ void use_workspace(void *ws, long cta0) {
+    if constexpr (VIA_L2)
+      l2 = (float *)((char *)ws + Cfg::STREAMK_HEADER + (long)Cfg::STREAMK_FLAGS * 4) + cta0 * (Cfg::STREAMK_SLOT / 4);
   }
   // scatter's slices: CTA r's column blocks of the accumulators are [lo(r), lo(r + 1))
   template <int J> static constexpr __device__ int lo(int r) { return r * J / S; }
@@ -131,9 +150,11 @@ template <class Cfg> struct SplitK {
     const int w16 = (ct % 128) / 32 * 16;
     const u32 red0 = smem_addr(red) + 16u * (u32)ct;
     if (i > 0) mbar_wait<true>(&bar[1], (u32)(i - 1) & 1);   // every peer has read my slices of tile i - 1
-    u32 dst[S];   // red0 in each CTA
+    u32 dst[S] = {};   // red0 in each CTA (distributed shared memory's slots)
+    if constexpr (!VIA_L2) {
 #pragma unroll
-    for (int r = 0; r < S; ++r) dst[r] = map_shared_rank(red0, (u32)r);
+      for (int r = 0; r < S; ++r) dst[r] = map_shared_rank(red0, (u32)r);
+    }
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi) {
       if (mi * 64 + w16 >= rows_left) continue;
@@ -142,8 +163,13 @@ template <class Cfg> struct SplitK {
         const int r = owner<J>(j);
         if (r == crank) continue;
         const int slot = crank < r ? crank : crank - 1;
-        st_shared_cluster_v4(dst[r] + 16u * (u32)(((slot * MR + mi) * QMAX + j - lo<J>(r)) * NT), acc[mi][4 * j],
-                             acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+        const int at = ((slot * MR + mi) * QMAX + j - lo<J>(r)) * NT;   // the quad's index in CTA r's slots
+        if constexpr (VIA_L2)
+          st_f4(l2 + (long)r * (Cfg::STREAMK_SLOT / 4) + 4 * (at + ct), acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2],
+                acc[mi][4 * j + 3]);
+        else
+          st_shared_cluster_v4(dst[r] + 16u * (u32)at, acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2],
+                               acc[mi][4 * j + 3]);
       }
     }
     // every consumer's stores, then one release to each peer (cumulative over what the barrier ordered)
@@ -165,7 +191,11 @@ template <class Cfg> struct SplitK {
         for (int q = 0; q < S; ++q) {   // rank order: p0 + p1 + ... (the first term exactly, not 0 + p0)
           float4 v;
           if (q == crank) v = make_float4(acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
-          else v = lds_f4(red0 + 16u * (u32)((((q < crank ? q : q - 1) * MR + mi) * QMAX + j - lo<J>(crank)) * NT));
+          else {
+            const int at = (((q < crank ? q : q - 1) * MR + mi) * QMAX + j - lo<J>(crank)) * NT;
+            if constexpr (VIA_L2) v = ld_cg_f4(l2 + (long)crank * (Cfg::STREAMK_SLOT / 4) + 4 * (at + ct));   // (L2: not a stale L1 line)
+            else v = lds_f4(red0 + 16u * (u32)at);
+          }
           if (q == 0) sum = v;
           else { sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w; }
         }
