@@ -146,6 +146,8 @@ template <class Cfg> struct SplitK {
   template <int MR, int ACC_N, int NT>
   __device__ __forceinline__ void scatter(float (&acc)[MR][ACC_N / 2], int crank, int i, long rows_left) {
     static_assert(FLAT && ACC_N == Cfg::ACC_N, "the flat sum's slots fit in the partial tile's buffer");
+    static_assert(!VIA_L2 || (long)(S - 1) * MR * QMAX * NT * 16 <= Cfg::STREAMK_SLOT,
+                  "the flat sum's slots fit in a CTA's slot of the workspace (gen/core/gemm.lua streamk_slot)");
     const int ct = threadIdx.x - 128;   // (consumers start at warpgroup 1)
     const int w16 = (ct % 128) / 32 * 16;
     const u32 red0 = smem_addr(red) + 16u * (u32)ct;
