@@ -14,7 +14,8 @@
 #      in the same process (130 x 1536 x 64: one k-block, the fixed cost; the eighteenth session
 #      measured the tree's 136 x 64 split 4 at 7.42 us there, the unsplit tile at 3.57, cuBLASLt at
 #      2.39);
-#   3. the rule's pick with the flat sum in its model (a copy with M.MODEL.RED_FLAT_US, default 1.5 us)
+#   3. no sum at all (diag_gemm_bounds.sh's nored): what no transport can beat;
+#   4. the rule's pick with the flat sum in its model (a copy with M.MODEL.RED_FLAT_US, default 1.5 us)
 #      against main's rule.
 set -u
 TREE=${TREE_SRC:-proto_tree}
@@ -46,6 +47,11 @@ for c in "tile.m=136 stages=7 split_k=4" "tile.m=72 stages=12 split_k=2" "tile.m
     grep -iE "error" "$O/t.log" | head -2 | cut -c1-200
   done
 done
+echo "== no sum at all (diag_gemm_bounds.sh nored: each CTA stores its own partial, unchecked): the floor any sum can reach"
+OUT=$O/nored DIAG_KINDS="nored" DIAG_SHAPES="--time-shape 130x1536x8960 --time-shape 130x1536x64 --time-shape 100x2048x7168" \
+  timeout 200 bash bench/diag_gemm_bounds.sh "${S//--set /} tile.m=136 stages=7 split_k=4" "${S//--set /} tile.m=104 stages=9 split_k=3" \
+  > "$O/nored.log" 2>&1
+awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/nored.log"
 echo "== the rule's picks (new: the flat sum in the model, RED_FLAT_US=${RED_FLAT_US:-1.5}; old: main's), WEFT_AUTO_TABLE=none"
 NEW=/tmp/weft_flat_model; rm -rf "$NEW" && mkdir -p "$NEW" && cp -r gen templates "$NEW"/
 sed -i "s|^  RED_ELEMS_PER_US = 1200,.*|&\n  RED_FLAT_US = ${RED_FLAT_US:-1.5},|" "$NEW/gen/core/gemm.lua"
