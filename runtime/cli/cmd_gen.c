@@ -98,11 +98,15 @@ static int stage_open(stage *g, const char *cmd, const char *out) {
   g->out = out;
   if (stat(out, &st) == 0) {
     if (!S_ISDIR(st.st_mode)) { not_a_folder(cmd, out, ""); return -1; }
-  } else if (errno == ENOENT && lstat(out, &st) == 0) {   /* a dangling link */
-    not_a_folder(cmd, out, "");
-    return -1;
   } else if (errno == ENOENT) {
-    g->fresh = 1;
+    /* nothing, or a dangling link -- or, between the two calls, another weft gen's new DIR */
+    if (lstat(out, &st) != 0) {
+      if (errno != ENOENT) { cli_err("%s: -o %s: %s\n", cmd, out, strerror(errno)); return -1; }
+      g->fresh = 1;
+    } else if (!S_ISDIR(st.st_mode)) {
+      not_a_folder(cmd, out, "");
+      return -1;
+    }
   } else {
     cli_err("%s: -o %s: %s\n", cmd, out, strerror(errno));
     return -1;
