@@ -45,6 +45,19 @@ using namespace weft;
   } while (0)
 
 enum Mode { NONE, TREE, FLAT, L2, BULK, N_MODES };
+
+// How ct 0 hands over to peers: XFER_ONE_FENCE=0, an arrive.release.cluster per peer (each a
+// fence); 1, one fence.acq_rel.cluster, then a relaxed arrive per peer (built as xfer_rate_fence1).
+#ifndef XFER_ONE_FENCE
+#define XFER_ONE_FENCE 0
+#endif
+__device__ __forceinline__ void handover_begin() {
+  if (XFER_ONE_FENCE) fence_release_cluster();
+}
+__device__ __forceinline__ void handover(u64 *bar, u32 cta) {
+  if (XFER_ONE_FENCE) mbar_arrive_relaxed_cluster(bar, cta);
+  else mbar_release_cluster(bar, cta);
+}
 static const char *const mode_names[] = {"none", "tree", "flat", "l2", "bulk"};
 constexpr int NT = 128;
 constexpr int SMEM = 200 * 1024;   // one CTA per SM, as the GEMM's rings make it
@@ -123,7 +136,7 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
       int l = 1;
       for (; l < S && (rank & l) == 0; l <<= 1) {
         if (rank + l >= S) continue;
-        if (ct == 0) mbar_release_cluster(&bar[1], (u32)(rank + l));
+        if (ct == 0) { handover_begin(); handover(&bar[1], (u32)(rank + l)); }
         mbar_wait<true>(&bar[0], got & 1);
         ++got;
 #pragma unroll
@@ -139,7 +152,7 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
 #pragma unroll
         for (int j = 0; j < J; ++j) st_shared_cluster_v4(dst + 16u * (u32)(j * NT), acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
         bar_sync_nt();
-        if (ct == 0) mbar_release_cluster(&bar[0], (u32)(rank - l));
+        if (ct == 0) { handover_begin(); handover(&bar[0], (u32)(rank - l)); }
       }
     } else {
       if (t > 0) mbar_wait<true>(&bar[1], (u32)(t - 1) & 1);   // every peer has read my slices of tile t - 1
@@ -161,6 +174,7 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
       if constexpr (MODE == BULK) fence_proxy_async_shared();
       bar_sync_nt();
       if (ct == 0) {
+        if constexpr (MODE != BULK) handover_begin();
         for (int r = 0; r < S; ++r) {
           if (r == rank) continue;
           if constexpr (MODE == BULK) {
@@ -169,7 +183,7 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
                          smem_addr(stage) + (u32)(r * SL::QMAX * NT * 16), slot_bytes,
                          map_shared_rank(smem_addr(&bar[0]), (u32)r));
           } else {
-            mbar_release_cluster(&bar[0], (u32)r);
+            handover(&bar[0], (u32)r);
           }
         }
         if constexpr (MODE == BULK) { bulk_commit(); bulk_wait_read(); }   // the staging may be rewritten next tile
@@ -193,9 +207,11 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
         acc[j][0] = sum.x; acc[j][1] = sum.y; acc[j][2] = sum.z; acc[j][3] = sum.w;
       }
       bar_sync_nt();
-      if (ct == 0)
+      if (ct == 0) {
+        handover_begin();
         for (int r = 0; r < S; ++r)
-          if (r != rank) mbar_release_cluster(&bar[1], (u32)r);
+          if (r != rank) handover(&bar[1], (u32)r);
+      }
     }
 #pragma unroll
     for (int j = 0; j < J; ++j)   // the sums are done before the clock is read, not moved past it

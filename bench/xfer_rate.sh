@@ -15,6 +15,7 @@ if [ "${1:-}" = "--build" ]; then
   mkdir -p "$(dirname "$BIN")"
   flags=(-arch=sm_90a -O3 -std=c++17 -I templates)
   "$NVCC" "${flags[@]}" -o "$BIN" bench/xfer_rate.cu
+  "$NVCC" "${flags[@]}" -DXFER_ONE_FENCE=1 -o "${BIN}_fence1" bench/xfer_rate.cu   # one fence per hand-over
   if [ -n "${XFER_PTX:-}" ]; then "$NVCC" "${flags[@]}" -ptx -o "$XFER_PTX" bench/xfer_rate.cu; fi
   echo "built: $BIN"
   exit 0

@@ -63,6 +63,15 @@ __device__ __forceinline__ void mbar_release_cluster(u64 *bar, u32 cta) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta))
                : "memory");
 }
+// A hand-over to several CTAs at once: fence_release_cluster once (cumulative, as the release
+// of mbar_release_cluster is), then mbar_arrive_relaxed_cluster on each peer's barrier.  Each
+// release.cluster arrive pays the fence itself (~750 cycles on H100, bench/xfer_rate.cu's none);
+// this pays it once per hand-over, not once per peer.
+__device__ __forceinline__ void fence_release_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
+__device__ __forceinline__ void mbar_arrive_relaxed_cluster(u64 *bar, u32 cta) {
+  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta))
+               : "memory");
+}
 __device__ __forceinline__ void mbar_arrive_remote(u64 *bar, u32 cta) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(map_shared_rank(smem_addr(bar), cta)) : "memory");
 }

@@ -174,12 +174,14 @@ template <class Cfg> struct SplitK {
                                acc[mi][4 * j + 3]);
       }
     }
-    // every consumer's stores, then one release to each peer (cumulative over what the barrier ordered)
+    // every consumer's stores, then one release fence (cumulative over what the barrier ordered)
+    // and an arrive on each peer
     bar_sync(BAR_SPLITK, NT);
     if (ct == 0) {
+      fence_release_cluster();
 #pragma unroll
       for (int r = 0; r < S; ++r)
-        if (r != crank) mbar_release_cluster(&bar[0], (u32)r);
+        if (r != crank) mbar_arrive_relaxed_cluster(&bar[0], (u32)r);
     }
     mbar_wait<true>(&bar[0], (u32)i & 1);   // every peer's part of my slice is here
 #pragma unroll
@@ -206,9 +208,10 @@ template <class Cfg> struct SplitK {
     }
     bar_sync(BAR_SPLITK, NT);   // every consumer has read its slots
     if (ct == 0) {
+      fence_release_cluster();
 #pragma unroll
       for (int r = 0; r < S; ++r)
-        if (r != crank) mbar_release_cluster(&bar[1], (u32)r);   // its go for tile i + 1: my slots for it are free
+        if (r != crank) mbar_arrive_relaxed_cluster(&bar[1], (u32)r);   // its go for tile i + 1: my slots for it are free
     }
   }
 };

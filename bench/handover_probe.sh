@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench/handover_probe.sh: split-K's hand-over with one release fence per hand-over (this tree)
+# against an arrive.release.cluster per peer (proto_old: a copy of the sources before), on the GPU
+# machine.  Make the copy and xfer_rate's two builds on the host, carry build/bench:
+#   rm -rf proto_old && mkdir proto_old && git archive <old> gen templates | tar -x -C proto_old
+#   bash bench/xfer_rate.sh --build
+# then, with build/ built here:  OUT=$OUT bash bench/handover_probe.sh
+set -u
+OLD=${OLD_SRC:-proto_old}
+[ -f "$OLD/templates/weft/gemm_splitk.cuh" ] || { echo "handover_probe.sh: $OLD: no copy of the old sources" >&2; exit 1; }
+O=${OUT:-/tmp/out}; mkdir -p "$O"
+. bench/env.sh
+echo "== the sums alone: a release per peer (xfer_rate) and one fence per hand-over (xfer_rate_fence1)"
+for b in xfer_rate xfer_rate_fence1; do
+  XFER_BIN=build/bench/$b OUT=$O/$b bash bench/xfer_rate.sh 30 > /dev/null 2>&1; echo "-- $b rc $?"
+  grep -E "^xfer (none|tree|flat|l2)" "$O/$b/xfer_rate.txt" | awk '{printf "%s S %s ctas %s R %s exchange_us %s kernel_us %s %s\n", $2, $4, $10, $14, $18, $24, $26}'
+done
+echo "== GPU tests of the sums (this tree)"
+JOBS=8 OUT=$O/tests bash bench/device_tests.sh -R "gpu\.gemm\.(swap_ab_.*split|split_k$|n80_col_split_k2|split_k4_decode_col)" \
+  --timeout 90 > "$O/tests.txt" 2>&1
+grep -E "tests passed|tests failed|\*\*\*|Failed|Not Run" "$O/tests.txt" | head -12
+S="--set b_layout=col --set swap_ab=true --set epilogue=direct --set consumers=1 --set tile.n=64 --set group=16"
+TS="--time-shape 130x1536x8960 --time-shape 130x1536x64 --time-shape 100x2048x7168 --time-shape 64x4096x14336"
+for c in "tile.m=136 stages=7 split_k=4" "tile.m=104 stages=9 split_k=3" "tile.m=136 stages=7 split_k=5" "tile.m=72 stages=12 split_k=2" \
+         "tile.m=136 stages=7 split_k=4 cluster.n=2" "tile.m=136 stages=7 split_k=2 cluster.n=2" "tile.m=72 stages=12 split_k=8"; do
+  a=""; for kv in $c; do a="$a --set $kv"; done
+  for v in new old; do
+    src=.; [ $v = old ] && src=$OLD
+    # shellcheck disable=SC2086
+    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_ho_$v timeout 100 build/weft run examples/gemm.lua $S $a \
+      --shape 1000x1000x1000 --shapes-only $TS --iters 30 > "$O/t.log" 2>&1
+    cat "$O/t.log" >> "$O/time_$v.log"
+    echo "== $v $c: $(grep -c PASS "$O/t.log") pass $(grep -c FAIL "$O/t.log") fail"
+    awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/t.log"
+    grep -iE "error" "$O/t.log" | head -2 | cut -c1-200
+  done
+done
