@@ -48,8 +48,13 @@ enum Mode { NONE, TREE, FLAT, L2, BULK, N_MODES };
 
 // How ct 0 hands over to peers: XFER_ONE_FENCE=0, an arrive.release.cluster per peer (each a
 // fence); 1, one fence.acq_rel.cluster, then a relaxed arrive per peer (built as xfer_rate_fence1).
+// XFER_GO_PLAIN=1 (xfer_rate_go): the flat ways' go ("my slots are read") with the default arrive
+// (release at CTA scope, as a pipeline's consumer release is), no fence at cluster scope.
 #ifndef XFER_ONE_FENCE
 #define XFER_ONE_FENCE 0
+#endif
+#ifndef XFER_GO_PLAIN
+#define XFER_GO_PLAIN 0
 #endif
 __device__ __forceinline__ void handover_begin() {
   if (XFER_ONE_FENCE) fence_release_cluster();
@@ -208,9 +213,12 @@ __global__ void __launch_bounds__(NT) exchange(int R, int seq, float *ws, unsign
       }
       bar_sync_nt();
       if (ct == 0) {
-        handover_begin();
-        for (int r = 0; r < S; ++r)
-          if (r != rank) handover(&bar[1], (u32)r);
+        if (!XFER_GO_PLAIN) handover_begin();
+        for (int r = 0; r < S; ++r) {
+          if (r == rank) continue;
+          if (XFER_GO_PLAIN) mbar_arrive_remote(&bar[1], (u32)r);
+          else handover(&bar[1], (u32)r);
+        }
       }
     }
 #pragma unroll

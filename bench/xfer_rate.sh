@@ -16,6 +16,7 @@ if [ "${1:-}" = "--build" ]; then
   flags=(-arch=sm_90a -O3 -std=c++17 -I templates)
   "$NVCC" "${flags[@]}" -o "$BIN" bench/xfer_rate.cu
   "$NVCC" "${flags[@]}" -DXFER_ONE_FENCE=1 -o "${BIN}_fence1" bench/xfer_rate.cu   # one fence per hand-over
+  "$NVCC" "${flags[@]}" -DXFER_ONE_FENCE=1 -DXFER_GO_PLAIN=1 -o "${BIN}_go" bench/xfer_rate.cu   # ... and a plain go
   if [ -n "${XFER_PTX:-}" ]; then "$NVCC" "${flags[@]}" -ptx -o "$XFER_PTX" bench/xfer_rate.cu; fi
   echo "built: $BIN"
   exit 0
