@@ -28,8 +28,8 @@ TS="--time-shape 130x1536x8960 --time-shape 130x1536x64 --time-shape 100x2048x71
 for c in "tile.m=136 stages=7 split_k=4" "tile.m=104 stages=9 split_k=3" "tile.m=136 stages=7 split_k=5" "tile.m=72 stages=12 split_k=2" \
          "tile.m=136 stages=7 split_k=4 cluster.n=2" "tile.m=136 stages=7 split_k=2 cluster.n=2" "tile.m=72 stages=12 split_k=8"; do
   a=""; for kv in $c; do a="$a --set $kv"; done
-  for v in new old go; do
-    src=.; [ $v = old ] && src=$OLD; [ $v = go ] && src=$GO
+  for v in new f1 old go; do
+    src=.; [ $v = old ] && src=$OLD; [ $v = go ] && src=$GO; [ $v = f1 ] && src=proto_f1
     # shellcheck disable=SC2086
     WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_ho_$v timeout 100 build/weft run examples/gemm.lua $S $a \
       --shape 1000x1000x1000 --shapes-only $TS --iters 30 > "$O/t.log" 2>&1

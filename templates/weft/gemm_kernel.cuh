@@ -247,7 +247,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
           // send nothing); the tree's rank 0 stores the tile
           const long left = (SWAP ? n : ms) - r0;
           if constexpr (SplitK<Cfg>::FLAT) {   // every CTA sums and stores its slice of acc's columns (C's rows)
-            sk.template scatter<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, left < WG_ROWS ? left : WG_ROWS);
+            sk.template scatter<MR, ACC_N, CONSUMERS * 128>(acc, crank, splits++, i + step >= mine, left < WG_ROWS ? left : WG_ROWS);
             store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc, SplitK<Cfg>::template lo<ACC_N / 8>(crank),
                                                           SplitK<Cfg>::template lo<ACC_N / 8>(crank + 1));
             continue;

@@ -144,7 +144,7 @@ template <class Cfg> struct SplitK {
   // red: sender q's slot in CTA r is q (q < r) or q - 1; block j of its slice, of 64-row group
   // mi, of thread ct at ((slot * MR + mi) * QMAX + j - lo(r)) * NT + ct quads.
   template <int MR, int ACC_N, int NT>
-  __device__ __forceinline__ void scatter(float (&acc)[MR][ACC_N / 2], int crank, int i, long rows_left) {
+  __device__ __forceinline__ void scatter(float (&acc)[MR][ACC_N / 2], int crank, int i, bool last, long rows_left) {
     static_assert(FLAT && ACC_N == Cfg::ACC_N, "the flat sum's slots fit in the partial tile's buffer");
     static_assert(!VIA_L2 || (long)(S - 1) * MR * QMAX * NT * 16 <= Cfg::STREAMK_SLOT,
                   "the flat sum's slots fit in a CTA's slot of the workspace (gen/core/gemm.lua streamk_slot)");
@@ -206,6 +206,7 @@ template <class Cfg> struct SplitK {
         acc[mi][4 * j] = sum.x; acc[mi][4 * j + 1] = sum.y; acc[mi][4 * j + 2] = sum.z; acc[mi][4 * j + 3] = sum.w;
       }
     }
+    if (last) return;   // (no tile i + 1 in any CTA of the tile: no go to give)
     bar_sync(BAR_SPLITK, NT);   // every consumer has read its slots
     if (ct == 0) {
       fence_release_cluster();
