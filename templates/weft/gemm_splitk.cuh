@@ -25,15 +25,19 @@
 // order, p0 + p1 + ... + p(S-1), and stores those rows of C.  One step for any S, and the
 // stores are spread over the cluster.  The barriers count S - 1 arrivals:
 //   full  completes once per tile: every peer's slice has been written here (each peer's one
-//         arrival, release at cluster scope after its consumers' named barrier)
+//         arrival, after its consumers' named barrier)
 //   go    completes once per tile: every peer has read this CTA's slices of it (each peer's one
 //         arrival, after its consumers' named barrier); this CTA waits for tile i - 1's before
 //         it writes tile i's (its first tile's slots are free)
+// Thread 0 hands each over with one fence.acq_rel.cluster, then a relaxed arrive on every peer:
+// an arrive.release.cluster is a fence of its own (~750 cycles on H100: bench/xfer_rate.cu), and
+// one per peer made the hand-over grow with S.
 // full's phase i cannot complete before this CTA reads tile i - 1 (a peer writes tile i only
 // after this CTA's go for tile i - 1), and go's phase i cannot begin before this CTA writes tile
-// i: neither runs more than one phase ahead of its waiter.  The arrivals of go after a CTA's last
-// tile are never waited for; the kernel's closing cluster barrier keeps every CTA's shared memory
-// until they have landed.  Each CTA keeps its own ring; no stage is shared.
+// i: neither runs more than one phase ahead of its waiter.  After its last split tile a CTA gives
+// no go (no CTA of the tile has another: they walk the same tiles); the kernel's closing cluster
+// barrier keeps every CTA's shared memory until the full arrivals have landed.  Each CTA keeps
+// its own ring; no stage is shared.
 //
 // VIA_L2 (gen/core/gemm.lua's FLAT_VIA_L2): the same slots, in the same layout, in the runtime's
 // workspace (CTA r's where stream-K keeps CTA r's partial) instead of the peers' shared memory;
@@ -139,7 +143,8 @@ template <class Cfg> struct SplitK {
   }
 
   // The flat sum of the CTA's i-th split tile (swap_ab).  The NT consumer threads of each CTA call
-  // it with their accumulators; rows_left: B's rows from this consumer's first on.  Afterwards
+  // it with their accumulators; last: the CTA has no later split tile; rows_left: B's rows from
+  // this consumer's first on.  Afterwards
   // the column blocks [lo(crank), lo(crank + 1)) of acc hold the sum, which this CTA stores.
   // red: sender q's slot in CTA r is q (q < r) or q - 1; block j of its slice, of 64-row group
   // mi, of thread ct at ((slot * MR + mi) * QMAX + j - lo(r)) * NT + ct quads.
