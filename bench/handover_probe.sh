@@ -6,9 +6,9 @@
 #   bash bench/xfer_rate.sh --build
 # then, with build/ built here:  OUT=$OUT bash bench/handover_probe.sh
 set -u
-OLD=${OLD_SRC:-proto_old}
+OLD=$(realpath "${OLD_SRC:-proto_old}")   # (absolute: device_tests.sh runs ctest from build/)
 [ -f "$OLD/templates/weft/gemm_splitk.cuh" ] || { echo "handover_probe.sh: $OLD: no copy of the old sources" >&2; exit 1; }
-GO=${GO_SRC:-proto_go}   # this tree with the flat sum's go as a plain remote arrive (no fence)
+GO=$(realpath "${GO_SRC:-proto_go}")   # this tree with the flat sum's go as a plain remote arrive (no fence)
 [ -f "$GO/templates/weft/gemm_splitk.cuh" ] || { echo "handover_probe.sh: $GO: no copy of the go variant" >&2; exit 1; }
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 . bench/env.sh
@@ -29,7 +29,7 @@ for c in "tile.m=136 stages=7 split_k=4" "tile.m=104 stages=9 split_k=3" "tile.m
          "tile.m=72 stages=12 split_k=8"; do
   a=""; for kv in $c; do a="$a --set $kv"; done
   for v in new f1 old go; do
-    src=.; [ $v = old ] && src=$OLD; [ $v = go ] && src=$GO; [ $v = f1 ] && src=proto_f1
+    src=.; [ $v = old ] && src=$OLD; [ $v = go ] && src=$GO; [ $v = f1 ] && src=$(realpath proto_f1)
     # shellcheck disable=SC2086
     WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_ho_$v timeout 100 build/weft run examples/gemm.lua $S $a \
       --shape 1000x1000x1000 --shapes-only $TS --iters 30 > "$O/t.log" 2>&1
