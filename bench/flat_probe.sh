@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # bench/flat_probe.sh: split-K's flat sum for swapped tiles (this tree: its slices through the
 # peers' shared memory; and "l2", a copy with gen/core/gemm.lua's FLAT_VIA_L2 = true: through the
-# runtime's workspace) against the tree sum (main's gen/ and templates/, copied beside it), on the
-# GPU machine.  Make the copy and the transport probe on the host first, and carry both (proto_tree
-# is not ignored; build/bench is):
-#   rm -rf proto_tree && mkdir proto_tree && git archive main gen templates | tar -x -C proto_tree
+# runtime's workspace) against the tree sum (the sources before the flat sum, 73ec5b8, copied
+# beside it), on the GPU machine; run in the twentieth session (bench/RESULTS.md).  Make the copy
+# and the transport probe on the host first, and carry both (proto_tree is not ignored; build/bench is):
+#   rm -rf proto_tree && mkdir proto_tree && git archive 73ec5b8 gen templates | tar -x -C proto_tree
 #   bash bench/xfer_rate.sh --build
 # then, with build/ built here:  OUT=$OUT bash bench/flat_probe.sh
 #   0. bench/xfer_rate.sh: each transport alone (tree, flat, l2, bulk) at the GEMM's sizes;
