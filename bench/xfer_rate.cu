@@ -47,8 +47,8 @@ using namespace weft;
 enum Mode { NONE, TREE, FLAT, L2, BULK, N_MODES };
 
 // How ct 0 hands over to peers: XFER_ONE_FENCE=0, an arrive.release.cluster per peer (each a
-// fence; the GEMM's way until the twentieth session); 1, one fence.acq_rel.cluster, then a relaxed
-// arrive per peer (built as xfer_rate_fence1; the GEMM's way since, weft/gemm_splitk.cuh scatter).
+// fence); 1, one fence.acq_rel.cluster, then a relaxed arrive per peer (built as xfer_rate_fence1:
+// what weft/gemm_splitk.cuh's scatter does).
 // XFER_GO_PLAIN=1 (xfer_rate_go): the flat ways' go ("my slots are read") with the default arrive
 // (release at CTA scope, as a pipeline's consumer release is), no fence at cluster scope.
 #ifndef XFER_ONE_FENCE
