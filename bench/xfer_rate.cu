@@ -50,7 +50,9 @@ enum Mode { NONE, TREE, FLAT, L2, BULK, N_MODES };
 // fence); 1, one fence.acq_rel.cluster, then a relaxed arrive per peer (built as xfer_rate_fence1:
 // what weft/gemm_splitk.cuh's scatter does).
 // XFER_GO_PLAIN=1 (xfer_rate_go): the flat ways' go ("my slots are read") with the default arrive
-// (release at CTA scope, as a pipeline's consumer release is), no fence at cluster scope.
+// (release at CTA scope), no fence at cluster scope: a timing probe only -- a .cta release does not
+// synchronize with the peer's .cluster acquire (its scope leaves the peer out: PTX ISA, memory
+// consistency model), so the GEMM must not hand over this way.
 #ifndef XFER_ONE_FENCE
 #define XFER_ONE_FENCE 0
 #endif
