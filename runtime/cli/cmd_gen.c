@@ -103,8 +103,8 @@ static int stage_open(stage *g, const char *cmd, const char *out) {
     if (lstat(out, &st) != 0) {
       if (errno != ENOENT) { cli_err("%s: -o %s: %s\n", cmd, out, strerror(errno)); return -1; }
       g->fresh = 1;
-    } else if (!S_ISDIR(st.st_mode)) {
-      not_a_folder(cmd, out, "");
+    } else if (!S_ISDIR(st.st_mode) && !(S_ISLNK(st.st_mode) && stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+      not_a_folder(cmd, out, "");   /* (a link whose folder appeared meanwhile is that folder) */
       return -1;
     }
   } else {
