@@ -53,11 +53,13 @@ local function load_raw(text, file, overrides)
   if type(fam.sizes) ~= "table" then
     error("gen/families/" .. fam.name .. ".lua: declares no F.sizes (a bug in the family module)", 0)
   end
-  local raw = {}
+  local raw, autos = {}, {}
   for k, v in pairs(cfg) do
-    if v ~= "auto" then raw[k] = v end   -- "auto": open, as if absent
+    if v ~= "auto" then raw[k] = v   -- "auto": open, as if absent
+    else autos[#autos + 1] = k end
   end
-  return raw, fam
+  table.sort(autos, function(a, b) return tostring(a) < tostring(b) end)
+  return raw, fam, autos
 end
 
 local function field_default(fam, name)
@@ -273,7 +275,7 @@ local SOURCES = { database = true, table = true }
 -- choose(text, file, overrides, shape, dev, known, opts) -> result | nil, message (see the header,
 -- and runtime/core/auto.c for the result's use).
 function M.choose(text, file, overrides, shape_s, dev, known, opts)
-  local raw, fam = load_raw(text, file, overrides)
+  local raw, fam, autos = load_raw(text, file, overrides)
   if not raw then return nil, fam end
   local shape, err = M.parse_shape(shape_s, fam.sizes, file)
   if not shape then return nil, err end
@@ -294,6 +296,15 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
       if f2 then keys = key_fields(fam, ncfg, d); break end
     end
     keys = keys or key_fields(fam)
+  end
+  -- a key field set to "auto": refused, as weft gen refuses it (auto never chooses what changes
+  -- the result; read as left out, it silently became the default)
+  for _, k in ipairs(autos) do
+    if keys[k] then
+      local def = field_default(fam, k)
+      return nil, string.format('%s: %s = "auto": "auto" chooses no %s: it changes the result, so it is the ' ..
+        "config's to set (left out, it is %s)", file, tostring(k), tostring(k), def == nil and "required" or schema.show(def))
+    end
   end
 
   local tried, last_err, limit_err = {}, nil, nil

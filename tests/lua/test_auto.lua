@@ -343,6 +343,22 @@ T.test("prepare: the family, dtype and sizes the host fetches rows for", functio
   T.contains(err, "cfg.lua: family = 1", err)
 end)
 
+T.test("a key field set to \"auto\" is refused by name, as weft gen refuses it (it was the default, silently)", function()
+  for _, c in ipairs({
+    { 'return { family = "gemm", dtype = "auto", b_layout = "col" }', "m=128 n=4096 k=4096", "dtype", '"bf16"' },
+    { 'return { family = "row_softmax", dtype = "auto" }', "rows=4096 cols=4096", "dtype", '"f32"' },
+    { 'return { family = "row_reduce", dtype = "f32", op = "auto" }', "rows=4096 cols=4096", "op", nil },
+  }) do
+    local r, err = choose(c[1], c[2])
+    T.eq(r, nil, c[1])
+    T.contains(err or "", 'cfg.lua: ' .. c[3] .. ' = "auto": "auto" chooses no ' .. c[3], c[1])
+    if c[4] then T.contains(err or "", "left out, it is " .. c[4], c[1]) end
+  end
+  -- an open field set to "auto" is still chosen
+  local r, err = choose('return { family = "gemm", dtype = "bf16", b_layout = "col", tile = "auto" }', "m=128 n=4096 k=4096")
+  T.ok(r, err)
+end)
+
 T.test("every family declares its sizes, and its run spec uses them", function()
   for _, name in ipairs(weft.families()) do
     local fam = weft.family_module(name)
