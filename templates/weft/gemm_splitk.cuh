@@ -144,8 +144,8 @@ template <class Cfg> struct SplitK {
 
   // The flat sum of the CTA's i-th split tile (swap_ab).  The NT consumer threads of each CTA call
   // it with their accumulators; last: the CTA has no later split tile; rows_left: B's rows from
-  // this consumer's first on.  Afterwards
-  // the column blocks [lo(crank), lo(crank + 1)) of acc hold the sum, which this CTA stores.
+  // this consumer's first on.  Afterwards the column blocks [lo(crank), lo(crank + 1)) of acc hold
+  // the sum, which this CTA stores.
   // red: sender q's slot in CTA r is q (q < r) or q - 1; block j of its slice, of 64-row group
   // mi, of thread ct at ((slot * MR + mi) * QMAX + j - lo(r)) * NT + ct quads.
   template <int MR, int ACC_N, int NT>
