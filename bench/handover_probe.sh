@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# bench/handover_probe.sh: split-K's hand-over with one release fence per hand-over (this tree)
-# against an arrive.release.cluster per peer (proto_old: a copy of the sources before), on the GPU
-# machine.  Make the copy and xfer_rate's two builds on the host, carry build/bench:
-#   rm -rf proto_old && mkdir proto_old && git archive <old> gen templates | tar -x -C proto_old
-#   bash bench/xfer_rate.sh --build
-# then, with build/ built here:  OUT=$OUT bash bench/handover_probe.sh
+# bench/handover_probe.sh: split-K's hand-over with one release fence per hand-over and no go
+# after the last split tile (this tree) against three copies of gen/ and templates/, on the GPU
+# machine (run in the twentieth session: bench/RESULTS.md).  The copies, made on the host:
+#   proto_old  an arrive.release.cluster per peer:  git archive 1ef3727 gen templates | tar -x -C proto_old
+#   proto_f1   the fence, the last go kept:          git archive a1c8e6e gen templates | tar -x -C proto_f1
+#   proto_go   this tree with the go loop's fence dropped and mbar_arrive_remote for its arrives
+#              (a timing probe only: not a valid hand-over, see bench/xfer_rate.cu)
+# and xfer_rate's three builds (bash bench/xfer_rate.sh --build; carry build/bench); then, with
+# build/ built here:  OUT=$OUT bash bench/handover_probe.sh
 set -u
 OLD=$(realpath "${OLD_SRC:-proto_old}")   # (absolute: device_tests.sh runs ctest from build/)
 [ -f "$OLD/templates/weft/gemm_splitk.cuh" ] || { echo "handover_probe.sh: $OLD: no copy of the old sources" >&2; exit 1; }
