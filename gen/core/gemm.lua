@@ -525,6 +525,8 @@ M.MODEL = {
   EPI_ELEMS_PER_US = 16384,  -- per consumer warpgroup, TMA epilogue
   DIRECT = 1.4,              -- direct epilogue, relative
   RED_ELEMS_PER_US = 1200,   -- split-K's hand-over and its cost beyond (fitted, sixth session)
+  RED_FLAT_US = false,       -- the flat sum's one hand-over (swapped splits), us; false: priced as the
+                             -- tree (as the rule was fitted) until rows measured with it refit it
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   LAUNCH_US = 1.5,
@@ -648,7 +650,7 @@ function M.estimate(cfg, shape, sms, shards)
   local live = M.swapped(cfg) and 1 or math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m   -- (swapped: B's rows)
   local red = steps * elems * live / P.RED_ELEMS_PER_US
   -- the flat sum's one step (weft/gemm_splitk.cuh scatter): RED_FLAT_US, once measured; until then
-  -- (nil) the tree's steps, as the rule was fitted (bench/flat_probe.sh times both)
+  -- (false) the tree's steps, as the rule was fitted
   if P.RED_FLAT_US and M.flat_sum(cfg) then red = P.RED_FLAT_US end
   local unit = kb * t_kb + (pingpong and 0 or epi) + red
   local time = rounds * unit + (pingpong and epi or 0)
