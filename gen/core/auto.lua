@@ -301,9 +301,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
   -- the result; read as left out, it silently became the default)
   for _, k in ipairs(autos) do
     if keys[k] then
-      local def = field_default(fam, k)
-      return nil, string.format('%s: %s = "auto": "auto" chooses no %s: it changes the result, so it is the ' ..
-        "config's to set (left out, it is %s)", file, tostring(k), tostring(k), def == nil and "required" or schema.show(def))
+      return nil, string.format('%s: %s = "auto": %s', file, tostring(k), schema.auto_key_why(tostring(k), field_default(fam, k)))
     end
   end
 

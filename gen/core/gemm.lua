@@ -434,7 +434,6 @@ function M.streamk_slot(cfg)
   return groups * 64 * M.wgmma_n(cfg) * 4
 end
 
--- Threads per CTA: the producer's warpgroup and the consumers'.
 -- Whether a split config's partials meet in the flat sum (weft/gemm_splitk.cuh SplitK::FLAT: a
 -- swapped tile whose S - 1 slices fit in the partial tile's buffer) rather than the tree.
 function M.flat_sum(cfg)
@@ -443,10 +442,12 @@ function M.flat_sum(cfg)
 end
 -- Where the flat sum's slices travel: false, into the peers' shared memory (distributed shared
 -- memory); true, through L2 (a workspace the runtime keeps per stream, stream-K's layout: each
--- CTA's slots where stream-K keeps its partial).  bench/xfer_rate.sh times both ways alone and
--- bench/flat_probe.sh in the GEMM (a copy with this set to true); the faster becomes the default.
+-- CTA's slots where stream-K keeps its partial).  Through L2 was no faster than the tree, through
+-- shared memory faster from S = 3 (bench/flat_probe.sh; bench/RESULTS.md): off.
 M.FLAT_VIA_L2 = false
 function M.flat_l2(cfg) return M.FLAT_VIA_L2 and M.flat_sum(cfg) end
+
+-- Threads per CTA: the producer's warpgroup and the consumers'.
 function M.threads(cfg) return 128 * (1 + cfg.consumers) end
 
 -- A swapped tile shared along N whose rows do not split into whole 8-row groups (72 over 4): each

@@ -107,6 +107,12 @@ local function check_field(f, v, errs)
   error("schema: field " .. f.name .. " has unknown kind " .. tostring(f.kind))
 end
 
+-- Why a key field (it changes the result) cannot be "auto": weft gen's message and auto's.
+function M.auto_key_why(name, default)
+  return string.format("\"auto\" chooses no %s: it changes the result, so it is the config's to set; left out, it is %s",
+    name, default == nil and "required" or show(default))
+end
+
 -- validate(cfg, fields, file[, keys]) -> normalised config | nil, message
 -- Unknown keys, wrong types and values out of range are all reported, not just the first.
 -- keys: the family's key fields (F.key: they change the result, so auto never chooses them).
@@ -135,9 +141,7 @@ function M.validate(cfg, fields, file, keys)
       local n = #errs.items
       out[f.name] = check_field(f, v, errs)
       if v == "auto" and #errs.items > n and is_key[f.name] then   -- (auto keeps a key field: its default)
-        errs.items[#errs.items] = errs.items[#errs.items] .. string.format(' ("auto" chooses no %s: it changes the '
-          .. "result, so it is the config's to set; left out, it is %s)", f.name, f.default == nil and "required"
-          or show(f.default))
+        errs.items[#errs.items] = errs.items[#errs.items] .. " (" .. M.auto_key_why(f.name, f.default) .. ")"
       elseif v == "auto" and #errs.items > n then   -- (not a value of the field: what "auto" needs)
         errs.items[#errs.items] = errs.items[#errs.items] .. ' (or "auto", chosen for a shape: with --auto --shape S, '
           .. "weft suggest, or the auto API)"

@@ -18,9 +18,8 @@
 // the two barriers never run more than one phase ahead of their waiters.
 //
 // scatter (flat; swap_ab's tiles, whose C is stored straight from registers, where the slots
-// below fit in the tree's buffer: FLAT): the accumulators'
-// J = ACC_N / 8 column blocks (C's rows) fall into S slices, CTA r's the blocks [r J / S,
-// (r + 1) J / S).  Every CTA writes each peer's slice of its partial into that peer's slot for it
+// below fit in the tree's buffer: FLAT): the accumulators' J = ACC_N / 8 column blocks (C's rows)
+// fall into S slices, CTA r's the blocks [r J / S, (r + 1) J / S).  Every CTA writes each peer's slice of its partial into that peer's slot for it
 // (red: S - 1 slots of the largest slice), all at once; then each sums its own slice in rank
 // order, p0 + p1 + ... + p(S-1), and stores those rows of C.  One step for any S, and the
 // stores are spread over the cluster.  The barriers count S - 1 arrivals:
