@@ -297,8 +297,12 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     end
     keys = keys or key_fields(fam)
   end
-  -- a key field set to "auto": refused, as weft gen refuses it (auto never chooses what changes
-  -- the result; read as left out, it silently became the default)
+  -- a key set to "auto" that the family does not have, or a key field (auto never chooses what
+  -- changes the result): refused, as weft gen refuses them (read as left out, they went unheeded)
+  local errs, unknown = schema.errors(file), { family = fam.name }
+  for _, k in ipairs(autos) do unknown[k] = "auto" end
+  schema.unknown_keys(unknown, fam.fields, errs)
+  if not errs.ok() then return nil, errs.text() end
   for _, k in ipairs(autos) do
     if keys[k] then
       return nil, string.format('%s: %s = "auto": %s', file, tostring(k), schema.auto_key_why(tostring(k), field_default(fam, k)))

@@ -113,6 +113,21 @@ function M.auto_key_why(name, default)
     name, default == nil and "required" or show(default))
 end
 
+-- Adds to errs each key of cfg that is not family nor one of fields, with the known keys (the key
+-- as written: a caller searching the message for it finds it).
+function M.unknown_keys(cfg, fields, errs)
+  local byname, names = {}, {}
+  for _, f in ipairs(fields) do byname[f.name] = true; names[#names + 1] = f.name end
+  local unknown = {}
+  for k in pairs(cfg) do
+    if k ~= "family" and not byname[k] then unknown[#unknown + 1] = k end
+  end
+  table.sort(unknown, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(unknown) do
+    errs.add(tostring(k), cfg[k], "unknown key for family " .. show(cfg.family) .. "; known keys: " .. table.concat(names, ", "))
+  end
+end
+
 -- validate(cfg, fields, file[, keys]) -> normalised config | nil, message
 -- Unknown keys, wrong types and values out of range are all reported, not just the first.
 -- keys: the family's key fields (F.key: they change the result, so auto never chooses them).
@@ -120,17 +135,7 @@ function M.validate(cfg, fields, file, keys)
   local is_key = {}
   for _, k in ipairs(keys or {}) do is_key[k] = true end
   local errs = M.errors(file)
-  local byname, names = {}, {}
-  for _, f in ipairs(fields) do byname[f.name] = f; names[#names + 1] = f.name end
-  local unknown = {}
-  for k in pairs(cfg) do
-    if k ~= "family" and not byname[k] then unknown[#unknown + 1] = k end
-  end
-  table.sort(unknown, function(a, b) return tostring(a) < tostring(b) end)
-  for _, k in ipairs(unknown) do
-    errs.add(tostring(k), cfg[k], "unknown key for family " .. show(cfg.family) ..
-      "; known keys: " .. table.concat(names, ", "))
-  end
+  M.unknown_keys(cfg, fields, errs)
   local out = { family = cfg.family }
   for _, f in ipairs(fields) do
     local v = cfg[f.name]

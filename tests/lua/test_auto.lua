@@ -354,6 +354,11 @@ T.test("a key field set to \"auto\" is refused by name, as weft gen refuses it (
     T.contains(err or "", 'cfg.lua: ' .. c[3] .. ' = "auto": "auto" chooses no ' .. c[3], c[1])
     if c[4] then T.contains(err or "", "left out, it is " .. c[4], c[1]) end
   end
+  -- a key the family does not have, set to "auto", is refused too (it went unheeded), named as
+  -- weft gen names it
+  local r0, err0 = choose('return { family = "row_reduce", dtype = "f32", ["we\\"ird key"] = "auto" }', "rows=64 cols=64")
+  T.eq(r0, nil, "unknown key")
+  T.contains(err0 or "", 'cfg.lua: we"ird key = "auto": unknown key for family "row_reduce"', err0)
   -- an open field set to "auto" is still chosen
   local r, err = choose('return { family = "gemm", dtype = "bf16", b_layout = "col", tile = "auto" }', "m=128 n=4096 k=4096")
   T.ok(r, err)
