@@ -54,7 +54,7 @@ OUT=$O/nored DIAG_KINDS="nored" DIAG_SHAPES="--time-shape 130x1536x8960 --time-s
 awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/nored.log"
 echo "== the rule's picks (new: the flat sum in the model, RED_FLAT_US=${RED_FLAT_US:-1.5}; old: main's), WEFT_AUTO_TABLE=none"
 NEW=/tmp/weft_flat_model; rm -rf "$NEW" && mkdir -p "$NEW" && cp -r gen templates "$NEW"/
-sed -i "s|^  RED_FLAT_US = false,|  RED_FLAT_US = ${RED_FLAT_US:-1.5},|" "$NEW/gen/core/gemm.lua"
+sed -i "s|^  RED_FLAT_US = [^,]*,|  RED_FLAT_US = ${RED_FLAT_US:-1.5},|" "$NEW/gen/core/gemm.lua"
 grep -q "^  RED_FLAT_US = [0-9]" "$NEW/gen/core/gemm.lua" || { echo "flat_probe.sh: RED_FLAT_US not set in the copy" >&2; exit 1; }
 SH=${SHAPES:-130x1536x8960 100x2048x7168 200x3072x12288 96x2560x2560 224x1536x8960 160x3072x12288 72x4096x11008 200x2048x7168 128x4096x14336 256x4096x14336 64x14336x4096 16x4096x14336}
 printf 'return { family = "gemm", dtype = "bf16", b_layout = "col" }\n' > /tmp/weft_flat_g.lua
