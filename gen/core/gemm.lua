@@ -526,9 +526,10 @@ M.MODEL = {
   EPI_ELEMS_PER_US = 16384,  -- per consumer warpgroup, TMA epilogue
   DIRECT = 1.4,              -- direct epilogue, relative
   RED_ELEMS_PER_US = 1200,   -- split-K's hand-over and its cost beyond (fitted, sixth session)
-  RED_FLAT_US = 3,           -- the flat sum's one hand-over (swapped splits, one consumer, one round), us;
-                             -- false: priced as the tree.  Fitted on the twenty-first session's rows
-                             -- (both rules' candidates, bench/data/gemm_llm_s21.tsv): regret 1.0139 -> 1.0103
+  RED_FLAT_US = 3,           -- the flat sum's one hand-over, us (swapped splits of S >= 3, one consumer,
+                             -- one round: M.estimate); false: priced as the tree.  Fitted on the
+                             -- twenty-first session's rows (both rules' candidates,
+                             -- bench/data/gemm_llm_s21.tsv): regret 1.0139 -> 1.0110, 2-4 alike
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   LAUNCH_US = 1.5,
@@ -652,10 +653,11 @@ function M.estimate(cfg, shape, sms, shards)
   local live = M.swapped(cfg) and 1 or math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m   -- (swapped: B's rows)
   local red = steps * elems * live / P.RED_ELEMS_PER_US
   -- the flat sum's one step (weft/gemm_splitk.cuh scatter), RED_FLAT_US, where it was measured
-  -- faster than the tree: one consumer and one round of tiles.  Elsewhere the tree's price keeps
-  -- the rule away from the flat splits that ran slow: two consumers (200 x 128 split 4 at
-  -- 200 x 3072 x 12288 41.0 us, 104 x 64 unsplit 35.9) and several rounds (152 x 64 split 4 in 3
-  -- rounds at 150 x 5120 x 13824 61.7 us, unsplit in one 51.8; bench/RESULTS.md, twenty-first session)
+  -- faster than the tree: S >= 3 (at S = 2 both are one step, and they tied), one consumer, one
+  -- round of tiles.  Elsewhere the tree's price keeps the rule away from the flat splits that ran
+  -- slow: two consumers (200 x 128 split 4 at 200 x 3072 x 12288 41.0 us, 104 x 64 unsplit 35.9)
+  -- and several rounds (152 x 64 split 4 in 3 rounds at 150 x 5120 x 13824 61.7 us, unsplit in one
+  -- 51.8; bench/RESULTS.md, twentieth and twenty-first sessions)
   if P.RED_FLAT_US and M.flat_sum(cfg) and cfg.split_k >= 3 and cfg.consumers == 1 and rounds == 1 then red = P.RED_FLAT_US end
   local unit = kb * t_kb + (pingpong and 0 or epi) + red
   local time = rounds * unit + (pingpong and epi or 0)
