@@ -13,6 +13,9 @@ MPIRUN="mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_S
 nccl_lib_default() {   # torch's NCCL if torch is installed, else the system's (a function: importing torch is slow)
   python3 -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so*') + glob.glob(d + '/torch/lib/libnccl.so*') + ['libnccl.so.2'])[0])" 2>/dev/null || echo libnccl.so.2
 }
+# The sixteen GEMM shapes off the published set that every GEMM session times (bench/gemm_session.sh
+# offset, bench/gemm_rule_rows.sh)
+GEMM_OFFSET_SHAPES=3x11008x4096,48x4096x11008,200x5120x5120,777x14336x4096,3000x11008x4096,1x5120x13824,33x13824x5120,96x2560x2560,512x12288x4096,7x8192x1024,130x1536x8960,1500x8960x1536,24x7168x2048,640x2048x7168,5000x5000x5000,2304x2304x2304
 set_args() {   # set_args "k=v k2=v2" -> "--set k=v --set k2=v2" (a config as the bench scripts list them)
   local kv out=""
   for kv in $1; do out="$out --set $kv"; done

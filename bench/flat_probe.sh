@@ -35,7 +35,7 @@ echo "== tests, flat through L2:"; grep -E "tests passed|tests failed|\*\*\*|Fai
 S="--set b_layout=col --set swap_ab=true --set epilogue=direct --set consumers=1 --set tile.n=64 --set group=16"
 TS="--time-shape 130x1536x8960 --time-shape 130x1536x64 --time-shape 100x2048x7168"
 for c in "tile.m=136 stages=7 split_k=4" "tile.m=72 stages=12 split_k=2" "tile.m=104 stages=9 split_k=3" "tile.m=136 stages=7 split_k=5"; do
-  a=""; for kv in $c; do a="$a --set $kv"; done
+  a=$(set_args "$c")
   for v in flat l2 tree; do
     src=.; [ $v = tree ] && src=$TREE; [ $v = l2 ] && src=$L2
     # shellcheck disable=SC2086
@@ -56,15 +56,5 @@ echo "== the rule's picks (new: the flat sum in the model, RED_FLAT_US=${RED_FLA
 NEW=/tmp/weft_flat_model; rm -rf "$NEW" && mkdir -p "$NEW" && cp -r gen templates "$NEW"/
 sed -i "s|^  RED_FLAT_US = [^,]*,|  RED_FLAT_US = ${RED_FLAT_US:-1.5},|" "$NEW/gen/core/gemm.lua"
 grep -q "^  RED_FLAT_US = [0-9]" "$NEW/gen/core/gemm.lua" || { echo "flat_probe.sh: RED_FLAT_US not set in the copy" >&2; exit 1; }
-SH=${SHAPES:-130x1536x8960 100x2048x7168 200x3072x12288 96x2560x2560 224x1536x8960 160x3072x12288 72x4096x11008 200x2048x7168 128x4096x14336 256x4096x14336 64x14336x4096 16x4096x14336}
-printf 'return { family = "gemm", dtype = "bf16", b_layout = "col" }\n' > /tmp/weft_flat_g.lua
-for s in $SH; do
-  for v in new old; do
-    src=$NEW; [ $v = old ] && src=$TREE
-    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_flat_r$v WEFT_AUTO_TABLE=none timeout 60 build/weft run /tmp/weft_flat_g.lua --auto \
-      --shapes-only --time-shape "$s" --iters 50 > "$O/r.log" 2>&1
-    cat "$O/r.log" >> "$O/rule_$v.log"
-    k=$(grep -m1 -oE "weft_gemm_[a-z0-9_]+" "$O/r.log" | sed 's/weft_gemm_bf16_bcol_//; s/_cooperative//; s/_l2p[0-9]*_stk0//')
-    awk -v v=$v -v k="$k" -v f="$(grep -c FAIL "$O/r.log")" '$1=="ag_gemm"{printf "%s %sx%sx%s weft %s cublas %s ratio %s fail %s %s\n", v, $5, $6, $7, $11, $15, $19, f, k}' "$O/r.log"
-  done
-done
+OLD_SRC=$TREE NEW_SRC=$NEW ITERS=50 OUT=$O SHAPES="${SHAPES:-130x1536x8960 100x2048x7168 200x3072x12288 96x2560x2560 224x1536x8960 160x3072x12288 72x4096x11008 200x2048x7168 128x4096x14336 256x4096x14336 64x14336x4096 16x4096x14336}" \
+  bash bench/rule_probe.sh

@@ -38,8 +38,9 @@ for ph in $phases; do
         --record-db "$out/llm.db" > "$out/$ph.txt" 2>&1
       echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200 ;;
     offset)   # shapes off the published set, auto reading the shipped table (as a user gets it)
+      . "$here/env.sh"
       OUT=$out/offset GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --auto-table shipped --candidates \
-        "${CANDIDATES:-10}" --record-db "$out/llm.db" --shapes "${OFFSET_SHAPES:-3x11008x4096,48x4096x11008,200x5120x5120,777x14336x4096,3000x11008x4096,1x5120x13824,33x13824x5120,96x2560x2560,512x12288x4096,7x8192x1024,130x1536x8960,1500x8960x1536,24x7168x2048,640x2048x7168,5000x5000x5000,2304x2304x2304}" \
+        "${CANDIDATES:-10}" --record-db "$out/llm.db" --shapes "${OFFSET_SHAPES:-$GEMM_OFFSET_SHAPES}" \
         > "$out/offset.txt" 2>&1
       echo "== offset: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/offset.txt" | cut -c1-300 ;;
     ag)   # the fused all-gather + GEMM at P = 1 against the GEMM, same schedule, same process each

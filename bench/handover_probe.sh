@@ -30,7 +30,7 @@ S="--set b_layout=col --set swap_ab=true --set epilogue=direct --set consumers=1
 TS="--time-shape 130x1536x8960 --time-shape 130x1536x64 --time-shape 100x2048x7168 --time-shape 64x4096x14336"
 for c in "tile.m=136 stages=7 split_k=4" "tile.m=104 stages=9 split_k=3" "tile.m=136 stages=7 split_k=5" "tile.m=72 stages=12 split_k=2" \
          "tile.m=72 stages=12 split_k=8"; do
-  a=""; for kv in $c; do a="$a --set $kv"; done
+  a=$(set_args "$c")
   for v in new f1 old go; do
     src=.; [ $v = old ] && src=$OLD; [ $v = go ] && src=$GO; [ $v = f1 ] && src=$(realpath proto_f1)
     # shellcheck disable=SC2086

@@ -658,7 +658,9 @@ function M.estimate(cfg, shape, sms, shards)
   -- slow: two consumers (200 x 128 split 4 at 200 x 3072 x 12288 41.0 us, 104 x 64 unsplit 35.9)
   -- and several rounds (152 x 64 split 4 in 3 rounds at 150 x 5120 x 13824 61.7 us, unsplit in one
   -- 51.8; bench/RESULTS.md, twentieth and twenty-first sessions)
-  if P.RED_FLAT_US and M.flat_sum(cfg) and cfg.split_k >= 3 and cfg.consumers == 1 and rounds == 1 then red = P.RED_FLAT_US end
+  if P.RED_FLAT_US and M.flat_sum(cfg) and cfg.split_k >= 3 and cfg.consumers == 1 and rounds == 1 then
+    red = P.RED_FLAT_US
+  end
   local unit = kb * t_kb + (pingpong and 0 or epi) + red
   local time = rounds * unit + (pingpong and epi or 0)
   local how = string.format("%d round(s) of %d k-blocks", rounds, kb)
