@@ -488,6 +488,16 @@ static const entry matrix[] = {
    {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16",
     "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "multicast::cluster", "_param_9"},
    {"st.global.u32", "_param_10"}},
+  /* 256 x 160 over two consumers (column-major B): 160 f32 accumulators per thread, held in the
+   * registers the loading warpgroup gives up (setmaxnreg), with no spill (checked below); A
+   * multicast along N; C's last 32 columns through the second map */
+  {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.m=256", "tile.n=160", "consumers=2", "stages=3", "cluster.n=2"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16", "setmaxnreg.inc.sync.aligned.u32 232",
+    "setmaxnreg.dec.sync.aligned.u32 40", "multicast::cluster", "_param_9"},
+   {"st.global.u32", "_param_10"}},
+  {"gemm.lua", {"epilogue=direct", "b_layout=col", "tile.m=256", "tile.n=160", "consumers=2", "stages=4", "dtype=f16"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16", "setmaxnreg.inc.sync.aligned.u32 232"},
+   {"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"}},
   /* swap_ab (decode): B's rows are the WGMMA's 64-row side and A's 8 rows its n (m64n8k16), C
    * stored transposed from the accumulators one 16-bit element at a time (no TMA store) */
   {"gemm.lua", {"epilogue=direct", "b_layout=col", "swap_ab=true", "tile.m=8", "tile.n=64", "consumers=1", "stages=16"},

@@ -1307,7 +1307,15 @@ T.test("gemm, ag_gemm: the shared-memory and accumulator limits are exact", func
   T.contains(e, 'gemm.lua: tile = "128x192x64": ')
   T.contains(e, "128 x 192 over 1 consumer warpgroup(s) is 192 f32 accumulators per thread; at most 128 fit")
   _, e = gm('tile = { m = 256, n = 192, k = 64 }, consumers = 2')
-  T.contains(e, "256 x 192 over 2 consumer warpgroup(s) is 192 f32 accumulators per thread")
+  T.contains(e, "256 x 192 over 2 consumer warpgroup(s) is 192 f32 accumulators per thread; at most 160 fit "
+    .. "(use a smaller tile: m x n <= 40960)")
+  -- two cooperative consumers of family gemm hold 160 (the loading warpgroup's registers shifted
+  -- to them); pingpong's whole tile per warpgroup and one consumer stay at 128
+  T.ok(gm('b_layout = "col", tile = { m = 256, n = 160, k = 64 }, consumers = 2, stages = 3'))
+  _, e = gm('b_layout = "col", tile = { m = 256, n = 176, k = 64 }, consumers = 2, stages = 3')
+  T.contains(e, "256 x 176 over 2 consumer warpgroup(s) is 176 f32 accumulators per thread; at most 160 fit")
+  _, e = gm('b_layout = "col", tile = { m = 128, n = 160, k = 64 }, consumers = 1')
+  T.contains(e, "128 x 160 over 1 consumer warpgroup(s) is 160 f32 accumulators per thread; at most 128 fit")
 end)
 
 T.test("gemm: swap_ab renders A's rows as the WGMMA's n and B's as its 64-row groups", function()
