@@ -625,6 +625,15 @@ function M.waves(cfg, shape, sms, shards)
   return units, clusters, cdiv(units, clusters)
 end
 
+-- Whether A's rows (K long) and B's (K long column-major, N long row-major) start off the
+-- 128-byte lines at a shape: each 128-byte row of a box then spans two lines (M.estimate).
+function M.unaligned(cfg, shape)
+  local es = common.ESIZE[cfg.dtype] or 2
+  local a = (shape.k * es) % 128 ~= 0
+  local b = ((cfg.b_layout == "col" and shape.k or shape.n) * es) % 128 ~= 0
+  return a or b, a, b
+end
+
 -- est(cfg, shape, sms, shards) -> microseconds, a line that says why, and the time without the
 -- copy-rate floor (where the floor binds, decode, it still says which schedule has the most
 -- CTAs streaming).  cfg: resolved (tile,
@@ -648,8 +657,9 @@ function M.estimate(cfg, shape, sms, shards)
   -- column-major: 128 x 224 with cluster.m = 2 425 us, without 586).  Aligned, multicast changes
   -- little.  (Measured with K unaligned and B column-major only.)
   local es = common.ESIZE[cfg.dtype]
-  local ua = (shape.k * es) % 128 ~= 0 and 1 / cl.n or 1
-  local ub = ((cfg.b_layout == "col" and shape.k or shape.n) * es) % 128 ~= 0 and 1 / cl.m or 1
+  local _, off_a, off_b = M.unaligned(cfg, shape)
+  local ua = off_a and 1 / cl.n or 1
+  local ub = off_b and 1 / cl.m or 1
   local load = (t.m * ua + t.n * ub) * 128 / 1024 * P.US_PER_KB
   local core = math.max(compute, smem)
   local t_kb = math.sqrt(core * core + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
@@ -734,9 +744,13 @@ end
 --     with four (two buffers) than with three (whole);
 --   - from four stages up the whole buffers win: 128 x 176 with four (whole) 7 % faster than five;
 --   - 128 x 256 with three (whole) beat four by 1-5 % over several rounds of tiles, and lost by
---     1-4 % in a single round (whose one epilogue costs little).
--- `rounds`: the rounds of tiles the shape gives the config (nil: several).
-function M.fit_stages(cfg, cap, rounds)
+--     1-4 % in a single round (whose one epilogue costs little);
+--   - but where K leaves the rows off the 128-byte lines (L2 binds the loads: M.estimate), 128 x
+--     256 with four ran 2-8 % faster than with three at all five such shapes timed, 2-49 rounds
+--     (16384 x 4096 x 3000: 604 us against 655; bench/RESULTS.md, twenty-second session).
+-- `rounds`: the rounds of tiles the shape gives the config (nil: several); `unaligned`: A's or
+-- B's rows are off the 128-byte lines at the shape.
+function M.fit_stages(cfg, cap, rounds, unaligned)
   local deepest, whole
   for s = cap, 2, -1 do
     cfg.stages = s
@@ -748,7 +762,7 @@ function M.fit_stages(cfg, cap, rounds)
   end
   local s = deepest
   if whole and whole >= 4 then s = whole
-  elseif whole == 3 and deepest == 4 and M.wgmma_n(cfg) >= 256 and (rounds or 2) > 1 then s = 3 end
+  elseif whole == 3 and deepest == 4 and M.wgmma_n(cfg) >= 256 and (rounds or 2) > 1 and not unaligned then s = 3 end
   if s then cfg.stages = s end
   return s
 end
@@ -795,10 +809,20 @@ end
 -- (not multiples of 64: ENUM_TILES has those) whose rounds cost least, rounds x width (ties: the
 -- wider).  cuBLASLt does the same (its kernel names: 176 x 128 at 1024 x 14336 x 4096, 112 x 128
 -- at 256 x 14336 x 4096, 96 x 64 at 128 x 6144 x 4096; bench/RESULTS.md).
-function M.fitted_tiles(shape, sms)
+-- And 256-row tiles over two consumers, 80..160 wide (M.ACC_REGS_SHIFTED), where M >= M.TALL_M
+-- and K leaves the rows of A and B off the 128-byte lines (`unaligned`): there L2 binds the loads
+-- (M.estimate), and the taller tile, with A multicast along N, reads less per output.  5000^3
+-- ran 256 x 160 (cluster 1 x 2) at 404 us on an H100, 128 x 224 (the rule's pick) at 465-468,
+-- cuBLASLt 377 (256 x 152 tiles); at aligned K the same tiles ran 1.0-1.25x slower than the
+-- 128-row ones over the set's 24 shapes at M = 1024 and 4096 (bench/RESULTS.md, twenty-second
+-- session), where the model would have picked them at 8.
+M.TALL_M = 1024
+function M.fitted_tiles(shape, sms, unaligned)
   local out = {}
-  for _, bm in ipairs({ { 128, 2 }, { 64, 1 } }) do
-    for _, bn in ipairs(cheapest_widths(shape, sms, bm[1], 80, 240, true, 2)) do
+  local kinds = { { 128, 2, 240 }, { 64, 1, 240 } }
+  if unaligned and shape.m >= M.TALL_M then kinds[#kinds + 1] = { 256, 2, M.ACC_REGS_SHIFTED } end
+  for _, bm in ipairs(kinds) do
+    for _, bn in ipairs(cheapest_widths(shape, sms, bm[1], 80, bm[3], true, 2)) do
       out[#out + 1] = { bm[1], bn, bm[2], "cooperative" }
     end
   end
@@ -865,7 +889,9 @@ local function score_all(shape, fixed, sms, opts)
   local tiles = ENUM_TILES
   if opts.family == "gemm" and fixed.b_layout == "col" and open("tile") then
     tiles = { table.unpack(ENUM_TILES) }
-    for _, tl in ipairs(M.fitted_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
+    -- (A's and B's rows are K long: off the 128-byte lines, L2 binds their loads; M.estimate)
+    local es = common.ESIZE[open("dtype") and "bf16" or fixed.dtype] or 2
+    for _, tl in ipairs(M.fitted_tiles(shape, sms, (shape.k * es) % 128 ~= 0)) do tiles[#tiles + 1] = tl end
     for _, tl in ipairs(M.thin_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
     if open("swap_ab") or fixed.swap_ab == true then
       local cm = type(fixed.cluster) == "table" and math.type(fixed.cluster.m) == "integer" and fixed.cluster.m or nil
@@ -903,7 +929,7 @@ local function score_all(shape, fixed, sms, opts)
           -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured)
           and (r.mma ~= "pingpong" or r.tile.m == 128 or not open("mma"))
         if ok and open("stages") then
-          ok = M.fit_stages(r, max_stages(r), select(3, M.waves(r, shape, sms, opts.shards))) ~= nil
+          ok = M.fit_stages(r, max_stages(r), select(3, M.waves(r, shape, sms, opts.shards)), M.unaligned(r, shape)) ~= nil
           c.stages = r.stages
         end
         if ok and math.type(r.stages) == "integer" then

@@ -308,6 +308,32 @@ T.test("gemm: widths fitted to the waves, for column-major B only", function()
   T.ok(widths({ family = "gemm", b_layout = "col" })[176], "B col: a 176-wide candidate")
   for n in pairs(widths({ family = "gemm", b_layout = "row" })) do T.eq(n % 64, 0, "B row: 64-column multiples only") end
   for n in pairs(widths({ family = "gemm" })) do T.eq(n % 64, 0, "B row by default") end
+  -- 256-row tiles (80..160 wide) only where K leaves the rows off the 128-byte lines and M is tall
+  for _, tl in ipairs(f) do T.ok(tl[1] ~= 256, "K = 4096: no 256-row fitted tile") end
+  local tall = {}
+  for _, tl in ipairs(gemm.fitted_tiles({ m = 5000, n = 5000, k = 5000 }, 132, true)) do
+    if tl[1] == 256 then tall[#tall + 1] = tl[2]; T.eq(tl[3], 2); T.ok(tl[2] <= 160 and tl[2] % 64 ~= 0, "width " .. tl[2]) end
+  end
+  T.eq(#tall, 2, "5000^3, K unaligned: two 256-row widths")
+  T.eq(#gemm.fitted_tiles({ m = 512, n = 5000, k = 5000 }, 132, true), 4, "M = 512: no 256-row tile")
+  -- 5000^3: 256 x 160 with A multicast along N first (404 us against 128 x 224's 465 on an H100)
+  local first = F.auto({ m = 5000, n = 5000, k = 5000 }, { family = "gemm", b_layout = "col" }, H200)[1]
+  T.eq(string.format("%dx%d cl%dx%d", first.tile.m, first.tile.n, first.cluster.m, first.cluster.n), "256x160 cl1x2")
+  first = F.auto({ m = 4096, n = 14336, k = 4096 }, { family = "gemm", b_layout = "col" }, H200)[1]
+  T.ok(first.tile.m ~= 256, "4096 x 14336 x 4096 (aligned): not 256 rows tall")
+end)
+
+T.test("gemm: where K leaves the rows off the 128-byte lines, 128 x 256 keeps the deeper ring", function()
+  -- several rounds: three stages (whole C buffers) where the rows are aligned, four where they
+  -- are not (16384 x 4096 x 3000 ran 604 us with four, 655 with three)
+  local F = weft.family_module("gemm")
+  local function first(k) return F.auto({ m = 16384, n = 4096, k = k }, { family = "gemm", b_layout = "col" }, H200)[1] end
+  local a, u = first(4096), first(3000)
+  T.eq(string.format("%dx%d s%d", a.tile.m, a.tile.n, a.stages), "128x256 s3")
+  T.eq(string.format("%dx%d s%d", u.tile.m, u.tile.n, u.stages), "128x256 s4")
+  T.eq(gemm.unaligned({ dtype = "bf16", b_layout = "col" }, { m = 16, n = 16, k = 3000 }), true)
+  T.eq(gemm.unaligned({ dtype = "bf16", b_layout = "col" }, { m = 16, n = 3000, k = 4096 }), false)
+  T.eq(gemm.unaligned({ dtype = "bf16", b_layout = "row" }, { m = 16, n = 3000, k = 4096 }), true, "B row-major: N")
 end)
 
 T.test("gemm: swapped tiles for M <= 256 with column-major B, beside the best unswapped ones", function()
