@@ -15,7 +15,8 @@ M.ACC_REGS = 128   -- f32 accumulators per consumer thread before the 232-regist
 -- more registers for their comm warps (ag_gemm and gemm_rs: 216).
 M.ACC_REGS_SHIFTED = 160
 function M.acc_regs(cfg)
-  return (cfg.family == "gemm" and cfg.mma == "cooperative" and cfg.consumers == 2 and not M.swapped(cfg))
+  return (cfg.family == "gemm" and cfg.mma == "cooperative" and cfg.consumers == 2 and not M.swapped(cfg)
+          and not cfg.stream_k)   -- (stream-K's hand-over spilled 16 bytes at 256 x 160)
     and M.ACC_REGS_SHIFTED or M.ACC_REGS
 end
 M.DEFAULT_TILE = { m = 128, n = 256, k = 64 }
@@ -290,7 +291,8 @@ function M.check(cfg, errs)
         .. "at most %d fit (%s)", t.m, t.n, owners, regs, cap,
         cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile"
-          or string.format("use a smaller tile: m x n <= %d", cap * 256))))
+          or string.format("use a smaller tile: m x n <= %d%s", cap * 256,
+            cfg.stream_k and cfg.family == "gemm" and ", or stream_k = false (which holds 160)" or ""))))
     end
   end
 end

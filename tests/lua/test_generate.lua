@@ -1314,6 +1314,9 @@ T.test("gemm, ag_gemm: the shared-memory and accumulator limits are exact", func
   T.ok(gm('b_layout = "col", tile = { m = 256, n = 160, k = 64 }, consumers = 2, stages = 3'))
   _, e = gm('b_layout = "col", tile = { m = 256, n = 176, k = 64 }, consumers = 2, stages = 3')
   T.contains(e, "256 x 176 over 2 consumer warpgroup(s) is 176 f32 accumulators per thread; at most 160 fit")
+  _, e = gm('b_layout = "col", tile = { m = 256, n = 160, k = 64 }, consumers = 2, stages = 3, stream_k = true')
+  T.contains(e, "160 f32 accumulators per thread; at most 128 fit (use a smaller tile: m x n <= 32768, or "
+    .. "stream_k = false (which holds 160))")
   _, e = gm('b_layout = "col", tile = { m = 128, n = 160, k = 64 }, consumers = 1')
   T.contains(e, "128 x 160 over 1 consumer warpgroup(s) is 160 f32 accumulators per thread; at most 128 fit")
 end)
