@@ -748,8 +748,9 @@ end
 --   - 128 x 256 with three (whole) beat four by 1-5 % over several rounds of tiles, and lost by
 --     1-4 % in a single round (whose one epilogue costs little);
 --   - but where K leaves the rows off the 128-byte lines (L2 binds the loads: M.estimate), 128 x
---     256 with four ran 2-8 % faster than with three at all five such shapes timed, 2-49 rounds
---     (16384 x 4096 x 3000: 604 us against 655; bench/RESULTS.md, twenty-second session).
+--     256 with four ran 2-8 % faster than with three at all five such shapes timed on an H200,
+--     2-49 rounds (16384 x 4096 x 3000: 604 us against 655); on an H100 1.00x in geomean, that
+--     shape 6 % the other way (bench/RESULTS.md, twenty-second session: one run each, a weak signal).
 -- `rounds`: the rounds of tiles the shape gives the config (nil: several); `unaligned`: A's or
 -- B's rows are off the 128-byte lines at the shape.
 function M.fit_stages(cfg, cap, rounds, unaligned)
@@ -815,7 +816,7 @@ end
 -- and K leaves the rows of A and B off the 128-byte lines (`unaligned`): there L2 binds the loads
 -- (M.estimate), and the taller tile, with A multicast along N, reads less per output.  5000^3
 -- ran 256 x 160 (cluster 1 x 2) at 404 us on an H100, 128 x 224 (the rule's pick) at 465-468,
--- cuBLASLt 377 (256 x 152 tiles); at aligned K the same tiles ran 1.0-1.25x slower than the
+-- cuBLASLt 377 (256 x 152 tiles); at aligned K the same tiles ran 1.0-1.6x slower than the
 -- 128-row ones over the set's 24 shapes at M = 1024 and 4096 (bench/RESULTS.md, twenty-second
 -- session), where the model would have picked them at 8.
 M.TALL_M = 1024
@@ -891,9 +892,8 @@ local function score_all(shape, fixed, sms, opts)
   local tiles = ENUM_TILES
   if opts.family == "gemm" and fixed.b_layout == "col" and open("tile") then
     tiles = { table.unpack(ENUM_TILES) }
-    -- (A's and B's rows are K long: off the 128-byte lines, L2 binds their loads; M.estimate)
-    local es = common.ESIZE[open("dtype") and "bf16" or fixed.dtype] or 2
-    for _, tl in ipairs(M.fitted_tiles(shape, sms, (shape.k * es) % 128 ~= 0)) do tiles[#tiles + 1] = tl end
+    local unaligned = M.unaligned({ dtype = open("dtype") and "bf16" or fixed.dtype, b_layout = "col" }, shape)
+    for _, tl in ipairs(M.fitted_tiles(shape, sms, unaligned)) do tiles[#tiles + 1] = tl end
     for _, tl in ipairs(M.thin_tiles(shape, sms)) do tiles[#tiles + 1] = tl end
     if open("swap_ab") or fixed.swap_ab == true then
       local cm = type(fixed.cluster) == "table" and math.type(fixed.cluster.m) == "integer" and fixed.cluster.m or nil
