@@ -319,6 +319,10 @@ T.test("gemm: widths fitted to the waves, for column-major B only", function()
   -- 5000^3: 256 x 160 with A multicast along N first (404 us against 128 x 224's 465 on an H100)
   local first = F.auto({ m = 5000, n = 5000, k = 5000 }, { family = "gemm", b_layout = "col" }, H200)[1]
   T.eq(string.format("%dx%d cl%dx%d", first.tile.m, first.tile.n, first.cluster.m, first.cluster.n), "256x160 cl1x2")
+  -- 3000 x 5000 x 5000: the model ties it with 128 x 240; the 256-row tile is listed first (245.8
+  -- us against 265.2)
+  first = F.auto({ m = 3000, n = 5000, k = 5000 }, { family = "gemm", b_layout = "col" }, H200)[1]
+  T.eq(string.format("%dx%d cl%dx%d", first.tile.m, first.tile.n, first.cluster.m, first.cluster.n), "256x160 cl1x2")
   first = F.auto({ m = 4096, n = 14336, k = 4096 }, { family = "gemm", b_layout = "col" }, H200)[1]
   T.ok(first.tile.m ~= 256, "4096 x 14336 x 4096 (aligned): not 256 rows tall")
 end)
