@@ -11,8 +11,9 @@ M.WGMMA_N = { 64, 128, 192, 256 }
 M.ACC_REGS = 128   -- f32 accumulators per consumer thread before the 232-register budget breaks
 -- Two cooperative consumers of family gemm get 232 registers each from the loading warpgroup's
 -- share (weft/gemm_kernel.cuh SHIFT_REGS): 160 accumulators (256 x 160) compile without a spill
--- (tests/host/compile_matrix.c), as cuBLASLt's 256 x 152 tiles hold 152.  The other families keep
--- more registers for their comm warps (ag_gemm and gemm_rs: 216).
+-- (tests/host/compile_matrix.c), as cuBLASLt's 256 x 152 tiles hold 152.  The fused families stay
+-- at 128: their comm warps keep more of the registers (ag_gemm's and gemm_rs's consumers get 216),
+-- and none was measured with more.
 M.ACC_REGS_SHIFTED = 160
 function M.acc_regs(cfg)
   return (cfg.family == "gemm" and cfg.mma == "cooperative" and cfg.consumers == 2 and not M.swapped(cfg)
@@ -292,7 +293,8 @@ function M.check(cfg, errs)
         cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile"
           or string.format("use a smaller tile: m x n <= %d%s", cap * 256,
-            cfg.stream_k and cfg.family == "gemm" and ", or stream_k = false (which holds 160)" or ""))))
+            cfg.stream_k and cfg.family == "gemm"
+              and string.format(", or stream_k = false (which holds %d)", M.ACC_REGS_SHIFTED) or ""))))
     end
   end
 end
@@ -748,9 +750,9 @@ end
 --   - 128 x 256 with three (whole) beat four by 1-5 % over several rounds of tiles, and lost by
 --     1-4 % in a single round (whose one epilogue costs little);
 --   - but where K leaves the rows off the 128-byte lines (L2 binds the loads: M.estimate), 128 x
---     256 with four ran 2-8 % faster than with three at all five such shapes timed on an H200,
---     2-49 rounds (16384 x 4096 x 3000: 604 us against 655); on an H100 1.00x in geomean, that
---     shape 6 % the other way (bench/RESULTS.md, twenty-second session: one run each, a weak signal).
+--     256 with four ran 2-8 % faster than with three at the four such shapes of 2-16 rounds timed
+--     on an H200 (16384 x 4096 x 3000: 604 us against 655); on an H100 1.4 % slower in geomean,
+--     that shape 6 % (bench/RESULTS.md, twenty-second session: one run each, a weak signal).
 -- `rounds`: the rounds of tiles the shape gives the config (nil: several); `unaligned`: A's or
 -- B's rows are off the 128-byte lines at the shape.
 function M.fit_stages(cfg, cap, rounds, unaligned)
