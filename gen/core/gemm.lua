@@ -157,6 +157,9 @@ end
 -- cluster of two along M; C's last chunk is narrower than 64 columns, weft/gemm_epilogue.cuh), so
 -- a tile width can fit the tile count to the GPU's waves (176: 82 column blocks of 14336).
 function M.any_n(cfg) return cfg.family == "gemm" and cfg.b_layout == "col" end
+-- ... and any N at all (not only multiples of 8): C stored by the direct epilogue, whose rows
+-- need no 16-byte strides (TMA's: row-major B's rows and the TMA epilogue's are N long)
+function M.any_count_n(cfg) return M.any_n(cfg) and cfg.epilogue == "direct" end
 function M.n_ok(cfg)
   local n = cfg.tile.n
   if M.any_n(cfg) then return math.type(n) == "integer" and n >= 16 and n <= 256 and n % 16 == 0 end
@@ -405,6 +408,8 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr int STREAMK_FLAGS = %d, STREAMK_HEADER = %d;", M.STREAMK_MAX_CTAS,
       M.STREAMK_HEADER),
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
+    -- N any count, odd included (gen/families/gemm.lua's limits): the direct epilogue's stores
+    "  static constexpr bool ANY_N = " .. b(M.any_count_n(cfg)) .. ";",
     string.format("  static constexpr int GROUP = %d;", cfg.group),
     "  static constexpr bool PDL = " .. b(cfg.pdl == true) .. ";",
     string.format("  static constexpr unsigned SMEM_B = %d, SMEM_STAGE = %d, SMEM_FULL = %d, SMEM_EMPTY = %d;", L.b, L.stage,
@@ -784,7 +789,8 @@ end
 -- family (its name), shards (ag_gemm's ranks), extra (fields every candidate carries: ag_gemm's
 -- comm), has_pdl, max (candidates returned, default 8).  Every candidate is validated here with
 -- the user's fixed fields (gen/core/weft.lua check), so the list ends in one that takes every
--- shape the kernel takes (the GEMM's limits do not depend on its knobs).
+-- shape the kernel takes (the GEMM's limits depend on no knob but the epilogue: with N off the
+-- multiples of 8 every candidate stores C directly).
 -- The split tail of tiles tl = { m, n } over sp[3] CTAs (gemm_sched.cuh's GemmWalk): its whole
 -- waves and the tiles it splits after them.
 function M.tail_split(shape, tl, sp, sms, shards)
@@ -910,6 +916,8 @@ local function score_all(shape, fixed, sms, opts)
     tiles = { table.unpack(ENUM_TILES) }
     tiles[#tiles + 1] = { 64, 128, 1, "cooperative", true }
   end
+  -- (N off 8's multiples: C's rows are off TMA's 16-byte strides, only the direct stores take it)
+  local epilogues = shape.n % 8 == 0 and { "tma", "direct" } or { "direct" }
   for i, tl in ipairs(tiles) do
     for j, sp in ipairs(ENUM_SPLIT) do
       -- (the split tail only where the family has it, and only where it has both whole waves and
@@ -921,7 +929,7 @@ local function score_all(shape, fixed, sms, opts)
       -- than without at M = 72-300, bench/RESULTS.md, twelfth and fifteenth sessions; a user may
       -- still set one)
       if tl[5] and sp[1] * sp[2] > 1 then goto next_split end
-      for e, epi in ipairs({ "tma", "direct" }) do
+      for e, epi in ipairs(epilogues) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
                     cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,
                     split_k_tail = opts.has_tail and sp[4] or nil, swap_ab = tl[5] }
@@ -1090,7 +1098,7 @@ function M.candidates(shape, fixed, dev, opts)
   end
   -- last: examples/gemm.lua's config around the fixed fields, or the best that validates
   local last = { tile = { m = 128, n = 256, k = 64 }, stages = 3, consumers = 2, mma = "cooperative",
-                 cluster = { m = 1, n = 1 }, split_k = 1, epilogue = "tma", group = 16 }
+                 cluster = { m = 1, n = 1 }, split_k = 1, epilogue = shape.n % 8 == 0 and "tma" or "direct", group = 16 }
   if not try(last, "examples/gemm.lua's config: takes every shape") then
     for _, s in ipairs(scored) do
       if #out > 0 then break end

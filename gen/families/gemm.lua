@@ -65,8 +65,15 @@ function F.derive(cfg)
     workspace = uses_ws and { header = gemm.STREAMK_HEADER, flags = gemm.STREAMK_MAX_CTAS,
                                    per_cta = gemm.streamk_slot(cfg) } or nil,
     grid = gemm.grid(cfg),
+    -- K: the rows of A (and of column-major B) are K long, and TMA loads rows of 16-byte
+    -- multiples.  N: the same for row-major B's rows and for C's through the TMA epilogue; with
+    -- column-major B and direct stores N is only a count of rows and columns (any N: a vocabulary
+    -- of 50257, a head of one output)
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
-               { arg = "n", min = 8, max = big, multiple = 8 } },
+               gemm.any_count_n(cfg) and { arg = "n", min = 1, max = big }
+                 or { arg = "n", min = 8, max = big, multiple = 8,
+                      hint = cfg.b_layout == "col" and 'epilogue = "direct" takes any n'
+                        or 'b_layout = "col" (B as N x K) with epilogue = "direct" takes any n' } },
   }
 end
 

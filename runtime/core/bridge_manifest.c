@@ -250,6 +250,7 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
     lim[i].min = field_int(L, g, "min", 0);
     lim[i].max = field_int(L, g, "max", 0);
     lim[i].multiple = field_int(L, g, "multiple", 0);
+    lim[i].hint = field_str(L, g, "hint", m);
     lua_pop(L, 1);
   }
   m->limits = lim;

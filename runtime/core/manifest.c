@@ -249,13 +249,14 @@ int weft_manifest_check_size(const weft_manifest *m, const char *name, long long
     const weft_limit *l = &m->limits[i];
     if (strcmp(l->arg, name)) continue;
     if (v < l->min || v > l->max) {
-      snprintf(why, len, "%s: %s = %lld: this kernel takes %s in %ld..%ld%s", m->name, name, v, name, l->min, l->max,
-               l->max < 2147483647L / 2 ? " (set by its config: raise it there, or use another mode)" : "");
+      snprintf(why, len, "%s: %s = %lld: this kernel takes %s in %ld..%ld%s%s%s%s", m->name, name, v, name, l->min, l->max,
+               l->max < 2147483647L / 2 ? " (set by its config: raise it there, or use another mode)" : "",
+               l->hint ? " (or " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
       return -1;
     }
     if (l->multiple > 1 && v % l->multiple) {
-      snprintf(why, len, "%s: %s = %lld: this kernel takes %s a multiple of %ld (pad it to %lld)", m->name, name, v,
-               name, l->multiple, (v / l->multiple + 1) * l->multiple);
+      snprintf(why, len, "%s: %s = %lld: this kernel takes %s a multiple of %ld (pad it to %lld%s%s)", m->name, name, v,
+               name, l->multiple, (v / l->multiple + 1) * l->multiple, l->hint ? "; or " : "", l->hint ? l->hint : "");
       return -1;
     }
   }

@@ -120,6 +120,7 @@ typedef struct weft_limit {
   const char *arg; /* a size argument */
   long min, max;   /* allowed range, inclusive */
   long multiple;   /* the value must be a multiple of this (0: any) */
+  const char *hint; /* which other config takes a value outside, or NULL */
 } weft_limit;
 
 /* A TMA tensor map (CUtensorMap) the runtime encodes at every launch from the argument

@@ -481,6 +481,38 @@ T.test("gemm: pingpong only with 128-row tiles unless the user fixes it (the onl
     "a fixed pingpong stays")
 end)
 
+T.test("gemm: column-major B takes any N (the direct stores); row-major B and the TMA epilogue are refused with the way out", function()
+  local F = weft.family_module("gemm")
+  for _, shape in ipairs({ { m = 1, n = 50257, k = 4096 }, { m = 128, n = 50257, k = 4096 }, { m = 4096, n = 50257, k = 4096 },
+                           { m = 2048, n = 1, k = 4096 }, { m = 16, n = 3, k = 4096 }, { m = 1000, n = 1001, k = 1000 },
+                           { m = 5000, n = 5001, k = 5000 } }) do
+    local what = string.format("%dx%dx%d col", shape.m, shape.n, shape.k)
+    local first, list = all_take(F, shape, { family = "gemm", b_layout = "col" }, H200, what, true)
+    T.eq(first.epilogue, "direct", what .. ": the choice stores C directly")
+    for i, c in ipairs(list) do T.eq(c.epilogue, "direct", what .. ": candidate " .. i .. " stores C directly") end
+  end
+  -- (N a multiple of 8 keeps the TMA epilogue among the candidates: 4096 x 4096 x 4096 chooses it)
+  T.eq(gemm_choice(4096, 4096, 4096, "col").epilogue, "tma", "4096^3: the TMA epilogue")
+  local _, d = merged({ family = "gemm", b_layout = "row" }, {})
+  local why = weft.outside_limits(d.limits, "n", 50257)
+  T.contains(why or "", "a multiple of 8", "row-major B: n a multiple of 8")
+  T.contains(why or "", 'b_layout = "col"', "row-major B: the message names the layout that takes any n")
+  if has_auto then
+    local r, msg = auto.choose('return { family = "gemm", b_layout = "col", epilogue = "tma" }', "cfg.lua", {},
+      "m=128 n=50257 k=4096", H200, {}, {})
+    T.eq(r, nil, "a fixed TMA epilogue refuses n = 50257")
+    T.contains(msg, 'epilogue = "direct" takes any n', "the limit's way out")
+    T.contains(msg, 'the config fixes epilogue = "tma"', "the fixed field named")
+    r, msg = auto.choose('return { family = "gemm", b_layout = "col", epilogue = "tma" }', "cfg.lua", {},
+      "m=128 n=4096 k=4100", H200, {}, {})
+    T.eq(r, nil, "k = 4100 refused")
+    T.contains(msg, "k = 4100", "names k")
+    T.ok(not msg:find("the config fixes", 1, true), "no field the config fixes lets k = 4100 in: " .. msg)
+    r = auto.choose('return { family = "gemm", b_layout = "col" }', "cfg.lua", {}, "m=128 n=50257 k=4096", H200, {}, {})
+    T.ok(r, "column-major B, n = 50257: chosen")
+  end
+end)
+
 T.test("gemm: n = 4 is outside every candidate's limits, and the message names the size and the limit", function()
   local F = weft.family_module("gemm")
   local shape = { m = 16, n = 4, k = 4096 }

@@ -147,6 +147,10 @@ local function check_ag_gemm(m, cfg, where)
   T.eq(lim.k and lim.k.multiple, 8, where .. " k multiple")
   if gather then
     T.eq(lim.n, nil, where .. " gather has no n")
+  elseif cfg.family == "gemm" and cfg.b_layout == "col" and cfg.epilogue == "direct" then
+    -- (column-major B and direct stores: N is only a count, any N)
+    T.eq(lim.n and lim.n.min, 1, where .. " n min (direct stores, column-major B)")
+    T.eq(lim.n and lim.n.multiple, nil, where .. " n multiple (direct stores, column-major B)")
   else
     T.eq(lim.n and lim.n.min, 8, where .. " n min")
     T.eq(lim.n and lim.n.multiple, 8, where .. " n multiple")

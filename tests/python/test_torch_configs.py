@@ -89,11 +89,22 @@ def test_gemm_choices_compile_and_take_their_shapes(ctx, b_layout):
         assert kern.manifest.params["b_layout"] == b_layout
 
 
+def test_gemm_any_n_with_column_major_b(ctx):
+    """weft.torch.linear's weight is [N, K]: any N (a vocabulary's 50257, one output), C stored
+    without TMA; the choice compiles and its kernel takes the shape."""
+    for m, n, k in [(1, 50257, 4096), (128, 50257, 4096), (2048, 1, 4096), (17, 1001, 1000)]:
+        cfg, shape = C.gemm("linear", "bf16", "col", m, n, k, a="x", b="weight")
+        a, kern = chosen(ctx, cfg, shape)
+        assert kern.manifest.params["epilogue"] == "direct"
+
+
 def test_gemm_refuses_what_its_family_refuses():
     with pytest.raises(C.SizeError, match="K = 100"):
         C.gemm("matmul", "bf16", "row", 4, 16, 100)
-    with pytest.raises(C.SizeError, match="N = 4 "):
-        C.gemm("linear", "f16", "col", 4, 4, 16, a="x", b="weight")
+    with pytest.raises(C.SizeError, match=r"N = 4 \(b's last dim\).*pass B as \[N, K\]"):
+        C.gemm("matmul", "f16", "row", 4, 4, 16)
+    with pytest.raises(C.SizeError, match="N = 0: at least 1 column"):
+        C.gemm("linear", "f16", "col", 4, 0, 16, a="x", b="weight")
     with pytest.raises(TypeError, match="weft's GEMM takes float16 and bfloat16"):
         C.gemm("matmul", "f32", "row", 4, 16, 16)
 

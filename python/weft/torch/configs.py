@@ -44,16 +44,20 @@ def row_reduce(dtype, op, rows, cols):
 
 def gemm(op, dtype, b_layout, m, n, k, a="a", b="b"):
     """C[m, n] = A[m, k] . B (B k x n for b_layout "row", n x k for "col").  The family takes any
-    m >= 1 and n, k >= 8 in multiples of 8 (its TMA rows are 16-byte aligned); these are checked
-    here so the message names the tensor."""
+    m >= 1, k >= 8 in multiples of 8 (its TMA rows are 16-byte aligned), and n >= 8 in multiples of
+    8 with B row-major; column-major B (a weight as nn.Linear holds it) takes any n >= 1, through
+    the direct stores where n is not a multiple of 8.  These are checked here so the message names
+    the tensor."""
     if dtype not in GEMM_DTYPES:
         raise TypeError("weft.torch.%s: %s has dtype %s; weft's GEMM takes float16 and bfloat16" % (op, a, dtype))
     if k < 8 or k % 8:
         raise SizeError("weft.torch.%s: K = %d (%s's last dim): weft's GEMM takes K >= 8 in multiples of 8 (rows of "
                         "16-byte aligned TMA loads): pad K with zeros" % (op, k, a))
-    if n < 8 or n % 8:
-        raise SizeError("weft.torch.%s: N = %d (%s's %s dim): weft's GEMM takes N >= 8 in multiples of 8: pad N"
-                        % (op, n, b, "last" if b_layout == "row" else "first"))
+    if b_layout == "row" and (n < 8 or n % 8):
+        raise SizeError("weft.torch.%s: N = %d (%s's last dim): weft's GEMM takes N >= 8 in multiples of 8 with B "
+                        "[K, N] (its rows are TMA loads); pad N, or pass B as [N, K] (weft.torch.linear)" % (op, n, b))
+    if n < 1:
+        raise SizeError("weft.torch.%s: N = %d: at least 1 column of the result" % (op, n))
     if m < 1:
         raise SizeError("weft.torch.%s: M = %d: at least 1 row of %s" % (op, m, a))
     return {"family": "gemm", "dtype": dtype, "b_layout": b_layout}, {"m": m, "n": n, "k": k}

@@ -328,7 +328,8 @@ def matmul(a, b):
 
 
 def linear(x, weight):
-    """x [..., K] . weight^T for weight [N, K] (torch.nn.functional.linear without bias)."""
+    """x [..., K] . weight^T for weight [N, K] (torch.nn.functional.linear without bias).  K is a
+    multiple of 8; N any (50257, 1: off the multiples of 8, C is stored without TMA)."""
     if torch.compiler.is_compiling():
         return torch.ops.weft.linear(x, weight)
     return _gemm_impl("linear", x, weight, "col", "x", "weight")

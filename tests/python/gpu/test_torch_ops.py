@@ -228,7 +228,9 @@ def test_matmul_folds_leading_dims():
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("xshape,n", [((16, 4096), 14336), ((5, 3, 72), 200), ((1000, 1000), 1024), ((1, 64), 8),
-                                      ((72,), 16), ((8192, 1024), 1024)], ids=str)
+                                      ((72,), 16), ((8192, 1024), 1024),
+                                      # any N (the weight is [N, K]): a vocabulary, one output, odd N
+                                      ((2, 4096), 50257), ((300, 1024), 1), ((17, 1000), 1001), ((4, 512), 3)], ids=str)
 def test_linear(dtype, xshape, n):
     dt = DTYPES[dtype]
     x, w = rand(xshape, dt), rand((n, xshape[-1]), dt)
