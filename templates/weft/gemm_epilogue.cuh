@@ -44,9 +44,20 @@ __device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long co
 }
 
 // The accumulators of rows [r0, r0 + 64*MR) of a tile to C (ldc = n), rows < rows_valid and
-// columns < n only.
-template <class T, int BN, int MR>
+// columns < n only.  A column pair is one 32-bit store where n is even.  ANY_N (family gemm with
+// column-major B and these stores: N may be odd, gen/families/gemm.lua's limits): an odd n leaves
+// every other row's pairs off 4-byte lines, so there one element at a time, the pair's second
+// only where it lies inside C.
+template <class T, int BN, int MR, bool ANY_N = false>
 __device__ __forceinline__ void store_tile(T *c, long n, long row0, long rows_valid, long col0, const float (&acc)[MR][BN / 2]) {
+  if (ANY_N && (n & 1)) {
+    for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, 0, BN / 8, [&](long r, long col, float lo, float hi) {
+      T *p = c + (row0 + r) * n + col;
+      p[0] = from_f32<T>(lo);
+      if (col + 1 < n) p[1] = from_f32<T>(hi);
+    });
+    return;
+  }
   for_acc_pairs<BN, MR>(acc, rows_valid, col0, n, 0, BN / 8, [&](long r, long col, float lo, float hi) {
     *(u32 *)(c + (row0 + r) * n + col) = pack2<T>(lo, hi);
   });
@@ -155,7 +166,7 @@ __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc
       store_tile_tma<typename Cfg::T, Cfg::BN, MR, ROWS, SHARD, Cfg::EPI_BUFS>(
           *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, BAR_EPILOGUE_WG0 + cw, (int)r0, s, bn * Cfg::BN, acc);
   } else {
-    store_tile<typename Cfg::T, Cfg::BN, MR>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS, (long)bn * Cfg::BN, acc);
+    store_tile<typename Cfg::T, Cfg::BN, MR, Cfg::ANY_N>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS, (long)bn * Cfg::BN, acc);
   }
 }
 
