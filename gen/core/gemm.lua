@@ -114,6 +114,10 @@ function M.fields(pre)
         .. "k-block through a workspace the runtime keeps per stream, added in a fixed order (the same bits every "
         .. "run). Measured slower than the rule's schedules at every shape timed (bench/RESULTS.md, fourteenth "
         .. "session; with swapped tiles of 40-104 rows at M = 72-256, seventeenth), so the rule does not pick it" },
+    any_n = { name = "any_n", kind = "bool", default = false, tag = "an",
+      doc = pre .. "family gemm, b_layout = \"col\", epilogue = \"direct\": N any count (a vocabulary's 50257, one "
+        .. "output), C stored one element at a time where N is odd (its rows are off 4-byte lines); false: N a "
+        .. "multiple of 8 and 32-bit stores only. The rule sets it where N is not a multiple of 8" },
     epilogue = { name = "epilogue", kind = "enum", values = { "direct", "tma" }, default = "direct", tag = "ep",
       doc = pre .. "direct (accumulators straight to global memory, bounds-checked) or tma (C staged in shared "
         .. "memory, swizzled, and stored by TMA, which clips at the edges)" },
@@ -157,9 +161,16 @@ end
 -- cluster of two along M; C's last chunk is narrower than 64 columns, weft/gemm_epilogue.cuh), so
 -- a tile width can fit the tile count to the GPU's waves (176: 82 column blocks of 14336).
 function M.any_n(cfg) return cfg.family == "gemm" and cfg.b_layout == "col" end
--- ... and any N at all (not only multiples of 8): C stored by the direct epilogue, whose rows
--- need no 16-byte strides (TMA's: row-major B's rows and the TMA epilogue's are N long)
-function M.any_count_n(cfg) return M.any_n(cfg) and cfg.epilogue == "direct" end
+-- ... and any N at all (not only multiples of 8): any_n, with C stored by the direct epilogue,
+-- whose rows need no 16-byte strides (TMA's: row-major B's rows and the TMA epilogue's are N long)
+function M.any_count_n(cfg) return cfg.any_n == true end
+-- What takes an N off 8's multiples, for a config that does not (its limit's hint)
+function M.any_n_hint(cfg)
+  if cfg.family ~= "gemm" then return nil end
+  if cfg.b_layout ~= "col" then return 'b_layout = "col" (B as N x K), epilogue = "direct" and any_n = true take any n' end
+  if cfg.epilogue ~= "direct" then return 'epilogue = "direct" with any_n = true takes any n' end
+  return "any_n = true takes any n"
+end
 function M.n_ok(cfg)
   local n = cfg.tile.n
   if M.any_n(cfg) then return math.type(n) == "integer" and n >= 16 and n <= 256 and n % 16 == 0 end
@@ -257,6 +268,10 @@ function M.check(cfg, errs)
       errs.add("stream_k", cfg.stream_k, "stream-K's CTAs take k-blocks of their own, not a shared tile: cluster = "
         .. "{ m = 1, n = 1 }")
     end
+  end
+  if cfg.any_n and not (cfg.b_layout == "col" and cfg.epilogue == "direct") then
+    errs.add("any_n", cfg.any_n, 'any N is stored by the direct epilogue from column-major B: b_layout = "col" and '
+      .. 'epilogue = "direct" (it is ' .. string.format('b_layout = "%s", epilogue = "%s")', cfg.b_layout, cfg.epilogue))
   end
   if M.swapped(cfg) then return check_swapped(cfg, errs) end
   if M.thin(cfg) then return check_thin(cfg, errs) end
@@ -916,8 +931,10 @@ local function score_all(shape, fixed, sms, opts)
     tiles = { table.unpack(ENUM_TILES) }
     tiles[#tiles + 1] = { 64, 128, 1, "cooperative", true }
   end
-  -- (N off 8's multiples: C's rows are off TMA's 16-byte strides, only the direct stores take it)
-  local epilogues = shape.n % 8 == 0 and { "tma", "direct" } or { "direct" }
+  -- (N off 8's multiples: C's rows are off TMA's 16-byte strides, only the direct stores take it,
+  -- with any_n; elsewhere any_n stays off, so those kernels keep their 32-bit stores alone)
+  local odd_n = shape.n % 8 ~= 0 and opts.family == "gemm" and fixed.b_layout == "col"
+  local epilogues = odd_n and { "direct" } or { "tma", "direct" }
   for i, tl in ipairs(tiles) do
     for j, sp in ipairs(ENUM_SPLIT) do
       -- (the split tail only where the family has it, and only where it has both whole waves and
@@ -932,7 +949,7 @@ local function score_all(shape, fixed, sms, opts)
       for e, epi in ipairs(epilogues) do
         local c = { tile = { m = tl[1], n = tl[2], k = 64 }, consumers = tl[3], mma = tl[4],
                     cluster = { m = sp[1], n = sp[2] }, split_k = sp[3], epilogue = epi, group = 16,
-                    split_k_tail = opts.has_tail and sp[4] or nil, swap_ab = tl[5] }
+                    split_k_tail = opts.has_tail and sp[4] or nil, swap_ab = tl[5], any_n = odd_n or nil }
         -- the config as it will be: fixed fields over the candidate's
         local r = { dtype = open("dtype") and "bf16" or fixed.dtype, stages = 4, family = opts.family }
         for k, v in pairs(c) do r[k] = copy(v) end
@@ -1098,7 +1115,8 @@ function M.candidates(shape, fixed, dev, opts)
   end
   -- last: examples/gemm.lua's config around the fixed fields, or the best that validates
   local last = { tile = { m = 128, n = 256, k = 64 }, stages = 3, consumers = 2, mma = "cooperative",
-                 cluster = { m = 1, n = 1 }, split_k = 1, epilogue = shape.n % 8 == 0 and "tma" or "direct", group = 16 }
+                 cluster = { m = 1, n = 1 }, split_k = 1, epilogue = shape.n % 8 == 0 and "tma" or "direct", group = 16,
+                 any_n = (shape.n % 8 ~= 0 and opts.family == "gemm" and fixed.b_layout == "col") or nil }
   if not try(last, "examples/gemm.lua's config: takes every shape") then
     for _, s in ipairs(scored) do
       if #out > 0 then break end

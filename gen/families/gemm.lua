@@ -22,7 +22,7 @@ F.fields = {
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
       .. "sets up its shared memory, then waits for it before touching global memory)" },
-  G.swap_ab, G.l2_promotion, G.stream_k,
+  G.swap_ab, G.l2_promotion, G.stream_k, G.any_n,
 }
 
 F.check = gemm.check_auto_tile
@@ -67,13 +67,11 @@ function F.derive(cfg)
     grid = gemm.grid(cfg),
     -- K: the rows of A (and of column-major B) are K long, and TMA loads rows of 16-byte
     -- multiples.  N: the same for row-major B's rows and for C's through the TMA epilogue; with
-    -- column-major B and direct stores N is only a count of rows and columns (any N: a vocabulary
-    -- of 50257, a head of one output)
+    -- any_n (column-major B, direct stores) N is only a count of rows and columns (a vocabulary
+    -- of 50257, a head of one output); the hint names what takes it
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8 },
                gemm.any_count_n(cfg) and { arg = "n", min = 1, max = big }
-                 or { arg = "n", min = 8, max = big, multiple = 8,
-                      hint = cfg.b_layout == "col" and 'epilogue = "direct" takes any n'
-                        or 'b_layout = "col" (B as N x K) with epilogue = "direct" takes any n' } },
+                 or { arg = "n", min = 8, max = big, multiple = 8, hint = gemm.any_n_hint(cfg) } },
   }
 end
 

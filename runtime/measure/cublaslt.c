@@ -149,6 +149,20 @@ void blt_describe(const blt *L, const blt_plan *p, char *buf, size_t len) {
   if (at < len) snprintf(buf + at, len - at, "%swaves %.2f", at ? ", " : "", p->heur.waves);
 }
 
+static int algo_attr(const blt *L, const blt_plan *p, int a, uint32_t *v) {
+  size_t need = 0, got = 0;
+  *v = 0;
+  return L->algo_get && p->ready && !L->algo_get(p->heur.algo, a, NULL, 0, &need) && need > 0 && need <= sizeof *v &&
+         !L->algo_get(p->heur.algo, a, v, need, &got);
+}
+
+int blt_reduces_in_output_type(const blt *L, const blt_plan *p) {
+  enum { SPLITK = 2, REDUCTION = 3, INPLACE = 1, OUTPUT_TYPE = 4 };   /* cublasLt.h's ids and schemes */
+  uint32_t split, scheme;
+  return algo_attr(L, p, SPLITK, &split) && split > 1 && algo_attr(L, p, REDUCTION, &scheme) &&
+         (scheme & (INPLACE | OUTPUT_TYPE)) != 0;
+}
+
 int blt_run(blt *L, blt_plan *p, CUdeviceptr c, CUdeviceptr a, CUdeviceptr b, CUstream s, char *why, size_t len) {
   const float one = 1.0f, zero = 0.0f;
   int st = L->matmul(L->h, p->desc, &one, (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a, p->lb, &zero,

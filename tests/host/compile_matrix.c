@@ -359,9 +359,10 @@ static const entry matrix[] = {
    * element) */
   {"gemm.lua", {"tile.n=192", "stages=5", "group=4", "epilogue=direct"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16",
    "st.global.u32"}, {"st.global.u16"}},
-  /* column-major B with direct stores takes any N: an odd N stores one element at a time (its
-   * rows' pairs are off 4-byte lines), an even one in 32-bit pairs; no TMA store */
-  {"gemm.lua", {"b_layout=col", "epilogue=direct", "tile.n=192", "stages=4"},
+  /* any_n (column-major B, direct stores) takes any N: an odd N stores one element at a time (its
+   * rows' pairs are off 4-byte lines), an even one in 32-bit pairs; no TMA store.  Without it (the
+   * thin tile below) the same stores have no single-element path */
+  {"gemm.lua", {"b_layout=col", "epilogue=direct", "any_n=true", "tile.n=192", "stages=4"},
    {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", "st.global.u32", "st.global.u16"},
    {"cp.async.bulk.tensor.2d.global.shared::cta"}},
   {"gemm.lua", {"tile.m=256", "tile.n=64", "consumers=1", "dtype=f16", "b_layout=col"},
@@ -549,11 +550,11 @@ static const entry matrix[] = {
   /* thin tiles (decode, unswapped, tile.m < 64): A's box is tile.m rows, so full[s] expects
    * (tile.m + tile.n) x 128 bytes, while the m64 WGMMA reads 64 rows from the stage's start (a
    * stage of at least 64 rows): 16 x 80 stores C from the accumulators (32-bit pairs, not
-   * swapped; single elements only for an odd N); 8 x 32 with split-K and the TMA epilogue expects 5120 bytes in an 8192-byte stage;
+   * swapped); 8 x 32 with split-K and the TMA epilogue expects 5120 bytes in an 8192-byte stage;
    * 24 x 128 over row-major B with the split tail */
   {"gemm.lua", {"epilogue=direct", "b_layout=col", "tile.m=16", "tile.n=80", "consumers=1", "stages=16", "dtype=f16"},
    {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16", "STAGE_BYTESE = 12288;", "st.global.u32"},
-   {"multicast::cluster", "setmaxnreg", "st.shared::cluster"}},
+   {"multicast::cluster", "setmaxnreg", "st.global.u16", "st.shared::cluster"}},
   {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.m=8", "tile.n=32", "consumers=1", "stages=16", "split_k=2"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16", "STAGE_BYTESE = 5120;", "SMEM_STAGEE = 8192;",
     "st.shared::cluster.v4.f32", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "_param_9"},

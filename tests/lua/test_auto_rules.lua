@@ -489,10 +489,20 @@ T.test("gemm: column-major B takes any N (the direct stores); row-major B and th
     local what = string.format("%dx%dx%d col", shape.m, shape.n, shape.k)
     local first, list = all_take(F, shape, { family = "gemm", b_layout = "col" }, H200, what, true)
     T.eq(first.epilogue, "direct", what .. ": the choice stores C directly")
-    for i, c in ipairs(list) do T.eq(c.epilogue, "direct", what .. ": candidate " .. i .. " stores C directly") end
+    for i, c in ipairs(list) do
+      T.eq(c.epilogue, "direct", what .. ": candidate " .. i .. " stores C directly")
+      T.eq(c.any_n, true, what .. ": candidate " .. i .. " takes any N")
+    end
   end
-  -- (N a multiple of 8 keeps the TMA epilogue among the candidates: 4096 x 4096 x 4096 chooses it)
-  T.eq(gemm_choice(4096, 4096, 4096, "col").epilogue, "tma", "4096^3: the TMA epilogue")
+  -- (N a multiple of 8 keeps the TMA epilogue among the candidates, and any_n off: the kernels of
+  -- every other shape are the ones measured before it)
+  local c = gemm_choice(4096, 4096, 4096, "col")
+  T.eq(c.epilogue, "tma", "4096^3: the TMA epilogue")
+  T.eq(c.any_n, false, "4096^3: any_n off")
+  for _, c2 in ipairs(select(2, all_take(weft.family_module("gemm"), { m = 128, n = 4096, k = 4096 },
+      { family = "gemm", b_layout = "col" }, H200, "128x4096x4096", true))) do
+    T.ok(not c2.any_n, "128x4096x4096: no candidate with any_n")
+  end
   local _, d = merged({ family = "gemm", b_layout = "row" }, {})
   local why = weft.outside_limits(d.limits, "n", 50257)
   T.contains(why or "", "a multiple of 8", "row-major B: n a multiple of 8")
@@ -501,7 +511,7 @@ T.test("gemm: column-major B takes any N (the direct stores); row-major B and th
     local r, msg = auto.choose('return { family = "gemm", b_layout = "col", epilogue = "tma" }', "cfg.lua", {},
       "m=128 n=50257 k=4096", H200, {}, {})
     T.eq(r, nil, "a fixed TMA epilogue refuses n = 50257")
-    T.contains(msg, 'epilogue = "direct" takes any n', "the limit's way out")
+    T.contains(msg, 'epilogue = "direct" with any_n = true takes any n', "the limit's way out")
     T.contains(msg, 'the config fixes epilogue = "tma"', "the fixed field named")
     r, msg = auto.choose('return { family = "gemm", b_layout = "col", epilogue = "tma" }', "cfg.lua", {},
       "m=128 n=4096 k=4100", H200, {}, {})

@@ -147,10 +147,10 @@ local function check_ag_gemm(m, cfg, where)
   T.eq(lim.k and lim.k.multiple, 8, where .. " k multiple")
   if gather then
     T.eq(lim.n, nil, where .. " gather has no n")
-  elseif cfg.family == "gemm" and cfg.b_layout == "col" and cfg.epilogue == "direct" then
-    -- (column-major B and direct stores: N is only a count, any N)
-    T.eq(lim.n and lim.n.min, 1, where .. " n min (direct stores, column-major B)")
-    T.eq(lim.n and lim.n.multiple, nil, where .. " n multiple (direct stores, column-major B)")
+  elseif cfg.any_n then
+    -- (any_n: column-major B and direct stores, N only a count)
+    T.eq(lim.n and lim.n.min, 1, where .. " n min (any_n)")
+    T.eq(lim.n and lim.n.multiple, nil, where .. " n multiple (any_n)")
   else
     T.eq(lim.n and lim.n.min, 8, where .. " n min")
     T.eq(lim.n and lim.n.multiple, 8, where .. " n multiple")
@@ -893,6 +893,7 @@ local function fixup(cfg, field)
     if field == "swap_ab" and cfg.swap_ab then   -- B column-major, C stored straight, a decode tile
       cfg.b_layout, cfg.epilogue, cfg.tile = "col", "direct", { m = 16, n = 128, k = 64 }
     end
+    if field == "any_n" and cfg.any_n then cfg.b_layout, cfg.epilogue = "col", "direct" end   -- what stores any N
   end
   if cfg.family == "rmsnorm" then
     -- a row split across a cluster takes its CTAs whole; a CTA per SM that min_blocks asks for
@@ -1176,7 +1177,7 @@ T.test("gemm, ag_gemm: the tile is flattened to tile.m, tile.n, tile.k in params
   T.eq(param(m, "tile.m"), "128"); T.eq(param(m, "tile.n"), "256"); T.eq(param(m, "tile.k"), "64")
   T.eq(param(m, "tile"), nil, "no tile key"); T.eq(param(m, "tile.tag"), nil, "the name tag is not a param")
   T.eq(param(m, "family"), "gemm"); T.eq(param(m, "variant"), nil); T.eq(param(m, "comm"), nil)
-  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0_l2p256_stk0",
+  T.eq(assert(gm("")).name, "weft_gemm_bf16_brow_128x256x64_s4_c2_cooperative_cl1x1_sk1_skt0_epdirect_g16_pdl0_sw0_l2p256_stk0_an0",
     "auto tile")
   T.contains(m.json, '"key": "tile.m",\n      "value": "128"')
   m = assert(ag('variant = "naive_remote"'))
@@ -1452,13 +1453,13 @@ end)
 T.test("gemm: --set reaches into the tile", function()
   local text = assert(weft_read("examples/gemm.lua"))
   local m = assert(gen(text, "examples/gemm.lua", { "tile.m=64", "tile.n=128", "consumers=1" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256_stk0")
+  T.eq(m.name, "weft_gemm_bf16_brow_64x128x64_s3_c1_cooperative_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256_stk0_an0")
   T.eq(param(m, "tile.m"), "64")
   T.deq(m.tmaps[1].box, { 64, 64 })
   m = assert(gen(text, "examples/gemm.lua", { "tile=auto", "family=ag_gemm" }))
   T.eq(m.name, AG_PREFIX .. "fused_threadload_fbnone_wgmma_brow_128x256x64_s3_c2_cooperative_cl1x1_sk1_eptma_g16_ring")
   m = assert(gen(text, "examples/gemm.lua", { "tile.n=128", "mma=pingpong" }))
-  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256_stk0")
+  T.eq(m.name, "weft_gemm_bf16_brow_128x128x64_s3_c2_pingpong_cl1x1_sk1_skt0_eptma_g16_pdl0_sw0_l2p256_stk0_an0")
   m = assert(gen(text, "examples/gemm.lua", { "split_k=2", "split_k_tail=true", "tile.n=128", "stages=4" }))
   T.contains(m.name, "_sk2_skt1_")
   T.contains(m.source, "static constexpr bool SPLIT_TAIL = true;")

@@ -95,7 +95,7 @@ def test_gemm_any_n_with_column_major_b(ctx):
     for m, n, k in [(1, 50257, 4096), (128, 50257, 4096), (2048, 1, 4096), (17, 1001, 1000)]:
         cfg, shape = C.gemm("linear", "bf16", "col", m, n, k, a="x", b="weight")
         a, kern = chosen(ctx, cfg, shape)
-        assert kern.manifest.params["epilogue"] == "direct"
+        assert kern.manifest.params["epilogue"] == "direct" and kern.manifest.params["any_n"] == "true"
 
 
 def test_gemm_refuses_what_its_family_refuses():

@@ -337,16 +337,27 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
     if (!ranks_all(ok)) goto out;
   }
   /* the baseline must be right too, or its timings mean nothing */
+  int blt_loose = 0;   /* ... but for cuBLASLt's own reduced-precision split-K, noted */
   if (r->have_blt) {
     ok = cu_ok(D->cuMemsetD8Async(r->cb, 0xff, c_bytes, r->s), "cuMemsetD8Async") && !ag_launch_op(r, OP_CUBLAS) &&
          !ag_finish(r) && cu_ok(D->cuMemcpyDtoH(again, r->cb, c_bytes), "cuMemcpyDtoH");
     if (ok) {
       hr_report v;
       if (ref_gemm_compare(r->dt, again, N, rows, nrows, want, scale, &v)) {
+        char algo[200];
         hr_report_format_worst(&v, line, sizeof line);
-        fprintf(stderr, "check: rank %d: %s: the cuBLAS baseline FAILS the reference (%s): a bug in this runner\n",
-                RANK, name, line);
-        ok = 0;
+        blt_describe(&r->L, &r->plan, algo, sizeof algo);
+        if (blt_reduces_in_output_type(&r->L, &r->plan)) {
+          /* cuBLASLt's own choice (torch's default allows it too): its timing stands, as chosen */
+          blt_loose = 1;
+          if (RANK == 0 && !r->o->quiet)
+            printf("check: %s: note: cuBLAS's result is outside the f32-sum tolerance (%s): its algorithm (%s) adds "
+                   "split-K parts in %s\n", name, line, algo, hr_dtype_name(r->dt));
+        } else {
+          fprintf(stderr, "check: rank %d: %s: the cuBLAS baseline FAILS the reference (%s; its algorithm: %s): a bug "
+                  "in this runner\n", RANK, name, line, algo);
+          ok = 0;
+        }
       }
     }
     if (!ranks_all(ok)) goto out;
@@ -354,7 +365,8 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
   if (RANK == 0 && !r->o->quiet)
     printf("check: %s: PASS (%s, 20 back-to-back launches bit-identical, bit-identical on %d rank%s%s)\n", name,
            all_rows ? "every element" : "sampled rows", SIZE, SIZE == 1 ? "" : "s",
-           r->have_blt ? ", cuBLAS within the same tolerance" : "");
+           !r->have_blt ? "" : blt_loose ? ", cuBLAS's bf16/f16 split-K sum outside it (noted above)"
+                                         : ", cuBLAS within the same tolerance");
 out:
   free(rows); free(want); free(scale); free(first); free(again);
   ag_shape_free(r);
