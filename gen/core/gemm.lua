@@ -815,13 +815,14 @@ function M.tail_split(shape, tl, sp, sms, shards)
 end
 
 -- The `count` widths of bm-row tiles (multiples of 16 from `lo` to `hi`, with `skip64` not the
--- multiples of 64) whose rounds cost least, rounds x width (ties: the wider).
-local function cheapest_widths(shape, sms, bm, lo, hi, skip64, count)
+-- multiples of 64) whose rounds cost least, rounds x width (ties: the wider); `per_kb(bn)`, where
+-- given, prices a k-block of the tile instead of its width.
+local function cheapest_widths(shape, sms, bm, lo, hi, skip64, count, per_kb)
   local widths = {}
   for bn = lo, hi, 16 do
     if not (skip64 and bn % 64 == 0) then
       local units = cdiv(shape.m, bm) * cdiv(shape.n, bn)
-      widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * bn }
+      widths[#widths + 1] = { bn = bn, cost = cdiv(units, math.min(units, sms)) * (per_kb and per_kb(bn) or bn) }
     end
   end
   table.sort(widths, function(a, b) if a.cost ~= b.cost then return a.cost < b.cost end return a.bn > b.bn end)
@@ -849,9 +850,14 @@ function M.fitted_tiles(shape, sms, unaligned)
   -- (first: where the model ties them with a 128-row tile, the 256-row one ran faster at all three
   -- shapes timed, 5000^3, 6000 x 6000 x 3000 and 3000 x 5000 x 5000: 245.8 us against 128 x 240's
   -- 265.2 on an H100, 242.4 against 250.0 on an H200)
-  if unaligned and shape.m >= M.TALL_M then table.insert(kinds, 1, { 256, 2, M.ACC_REGS_SHIFTED }) end
+  if unaligned and shape.m >= M.TALL_M then table.insert(kinds, 1, { 256, 2, M.ACC_REGS_SHIFTED, true }) end
   for _, bm in ipairs(kinds) do
-    for _, bn in ipairs(cheapest_widths(shape, sms, bm[1], 80, bm[3], true, 2)) do
+    -- (256 rows: a k-block priced by its shared memory, M.estimate's term -- four 64-row groups each
+    -- read all of B's n rows, so a narrow one costs more per column: 16384 x 4096 x 3000 ran 256 x
+    -- 160 at 645 us, 256 x 128 at 731, 256 x 112 at 802, where rounds x width had ranked 112 and
+    -- 128 first; bench/RESULTS.md, twenty-third session)
+    local per_kb = bm[4] and function(bn) return 4 * (64 + bn) + bm[1] + bn end or nil
+    for _, bn in ipairs(cheapest_widths(shape, sms, bm[1], 80, bm[3], true, 2, per_kb)) do
       out[#out + 1] = { bm[1], bn, bm[2], "cooperative" }
     end
   end
