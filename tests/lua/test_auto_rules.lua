@@ -325,6 +325,19 @@ T.test("gemm: widths fitted to the waves, for column-major B only", function()
   T.eq(string.format("%dx%d cl%dx%d", first.tile.m, first.tile.n, first.cluster.m, first.cluster.n), "256x160 cl1x2")
   first = F.auto({ m = 4096, n = 14336, k = 4096 }, { family = "gemm", b_layout = "col" }, H200)[1]
   T.ok(first.tile.m ~= 256, "4096 x 14336 x 4096 (aligned): not 256 rows tall")
+  -- the 256-row widths by their shared memory, not their width: 16384 x 4096 x 3000 offers 256 x
+  -- 160 (645 us on an H100; 256 x 112, which rounds x width ranked first, 802)
+  local w = {}
+  for _, tl in ipairs(gemm.fitted_tiles({ m = 16384, n = 4096, k = 3000 }, 132, true)) do
+    if tl[1] == 256 then w[#w + 1] = tl[2] end
+  end
+  table.sort(w)
+  T.eq(table.concat(w, " "), "144 160", "16384 x 4096 x 3000: 256-row widths")
+  local names = {}
+  for _, c in ipairs(F.auto({ m = 16384, n = 4096, k = 3000 }, { family = "gemm", b_layout = "col" }, H200)) do
+    names[#names + 1] = string.format("%dx%d", c.tile.m, c.tile.n)
+  end
+  T.contains(table.concat(names, " "), "256x160", "16384 x 4096 x 3000: 256 x 160 among the candidates")
 end)
 
 T.test("gemm: where K leaves the rows off the 128-byte lines, 128 x 256 keeps the deeper ring", function()
