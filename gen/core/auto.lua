@@ -224,8 +224,8 @@ local function attempt(fam, raw, keys, values, shape, file)
   if not fam2 then return nil, ncfg end
   for _, n in ipairs(fam.sizes) do
     local why, l = weft.outside_limits(d.limits, n, shape[n])
-    -- (is_limit: "knob" where another config takes the size, the limit's hint says which)
-    if why then return nil, string.format("%s: shape %s = %d: %s", file, n, shape[n], why), l.hint and "knob" or true end
+    -- (is_limit: "intrinsic" where no config of the family takes the size)
+    if why then return nil, string.format("%s: shape %s = %d: %s", file, n, shape[n], why), l.intrinsic and "intrinsic" or true end
   end
   for _, part in ipairs(fam.parts and fam.parts(ncfg) or {}) do
     local pf, pc, pd = weft.check(part, file)
@@ -310,7 +310,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     end
   end
 
-  local tried, last_err, limit_err, knob_limit = {}, nil, nil, false
+  local tried, last_err, limit_err, intrinsic = {}, nil, nil, false
   local choices, names = {}, {}
   local function add(r)
     if names[r.name] then return false end
@@ -420,8 +420,7 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     else
       tried[#tried + 1] = why
       if is_limit then
-        limit_err = limit_err or why
-        knob_limit = knob_limit or is_limit == "knob"
+        if not limit_err then limit_err, intrinsic = why, is_limit == "intrinsic" end
       else
         last_err = why
       end
@@ -435,8 +434,8 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     local hint = #fixed > 0 and string.format(" (the config fixes %s: leave a field out, or set it to \"auto\", for weft to choose it)",
       table.concat(fixed, ", ")) or ""
     -- a size over a limit says the most: the rule's choice itself failed there (the fixed fields
-    -- matter only where another config takes the size: K off 8's multiples no GEMM takes)
-    if limit_err then return nil, limit_err .. (knob_limit and hint or "") end
+    -- are named unless no config takes the size: K off 8's multiples, for a GEMM)
+    if limit_err then return nil, limit_err .. (intrinsic and "" or hint) end
     return nil, string.format("%s: no config of family %s takes shape %s with the fields this config fixes%s:\n%s",
       file, fam.name, M.shape_text(shape, fam.sizes), hint, last_err or limit_err or "(the rule has no candidates)")
   end

@@ -160,7 +160,7 @@ end
 -- column-major B takes any multiple of 16 up to 256 (B's box is n rows tall, half each with a
 -- cluster of two along M; C's last chunk is narrower than 64 columns, weft/gemm_epilogue.cuh), so
 -- a tile width can fit the tile count to the GPU's waves (176: 82 column blocks of 14336).
-function M.any_n(cfg) return cfg.family == "gemm" and cfg.b_layout == "col" end
+function M.any_width(cfg) return cfg.family == "gemm" and cfg.b_layout == "col" end
 -- ... and any N at all (not only multiples of 8): any_n, with C stored by the direct epilogue,
 -- whose rows need no 16-byte strides (TMA's: row-major B's rows and the TMA epilogue's are N long)
 function M.any_count_n(cfg) return cfg.any_n == true end
@@ -173,7 +173,7 @@ function M.any_n_hint(cfg)
 end
 function M.n_ok(cfg)
   local n = cfg.tile.n
-  if M.any_n(cfg) then return math.type(n) == "integer" and n >= 16 and n <= 256 and n % 16 == 0 end
+  if M.any_width(cfg) then return math.type(n) == "integer" and n >= 16 and n <= 256 and n % 16 == 0 end
   return has(M.WGMMA_N, n)
 end
 
@@ -232,7 +232,7 @@ local function check_thin(cfg, errs)
       .. "m = 8, 16, 24, ..., 56; or 64, 128, 256")
   end
   if not M.n_ok(cfg) then
-    errs.add("tile.n", t.n, M.any_n(cfg) and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256"
+    errs.add("tile.n", t.n, M.any_width(cfg) and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256"
       or "with b_layout = \"row\", n in {64, 128, 192, 256} (B arrives in 64-column boxes)")
   end
   if cfg.mma ~= "cooperative" then
@@ -281,7 +281,7 @@ function M.check(cfg, errs)
         .. '"col", swap_ab = true takes m = 8, 16, ..., 256' or ""))
   end
   if not M.n_ok(cfg) then
-    errs.add("tile.n", t.n, M.any_n(cfg)
+    errs.add("tile.n", t.n, M.any_width(cfg)
       and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256 (a multiple of 16: m64nNk16 with half "
         .. "of B's box per CTA of a cluster in whole 8-row groups)"
       or "wgmma tiles take n in {64, 128, 192, 256} (the m64nNk16 shape; B arrives in 64-column boxes)"
@@ -804,8 +804,8 @@ end
 -- family (its name), shards (ag_gemm's ranks), extra (fields every candidate carries: ag_gemm's
 -- comm), has_pdl, max (candidates returned, default 8).  Every candidate is validated here with
 -- the user's fixed fields (gen/core/weft.lua check), so the list ends in one that takes every
--- shape the kernel takes (the GEMM's limits depend on no knob but the epilogue: with N off the
--- multiples of 8 every candidate stores C directly).
+-- shape the kernel takes (the GEMM's limits depend on no knob but any_n, with column-major B and
+-- the direct stores: the rule sets it for an N off 8's multiples, and the fallback too).
 -- The split tail of tiles tl = { m, n } over sp[3] CTAs (gemm_sched.cuh's GemmWalk): its whole
 -- waves and the tiles it splits after them.
 function M.tail_split(shape, tl, sp, sms, shards)

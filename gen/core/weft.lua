@@ -74,7 +74,7 @@ M.METRICS = { "bytes", "flops", "latency", "busbw" }
 
 -- The generator's one test of a size against a kernel's limits (the runtime's twin is
 -- weft_manifest_check_size): nil if allowed, else what is allowed and the limit (its `hint`,
--- where the family gives one: which other config takes the size).
+-- where the family gives one: which other config takes the size; `intrinsic`: none does).
 function M.outside_limits(limits, name, v)
   for _, l in ipairs(limits or {}) do
     if l.arg == name and (v < l.min or v > l.max or (l.multiple and l.multiple > 1 and v % l.multiple ~= 0)) then

@@ -156,11 +156,12 @@ static int algo_attr(const blt *L, const blt_plan *p, int a, uint32_t *v) {
          !L->algo_get(p->heur.algo, a, v, need, &got);
 }
 
-int blt_reduces_in_output_type(const blt *L, const blt_plan *p) {
+int blt_output_type_split(const blt *L, const blt_plan *p) {
   enum { SPLITK = 2, REDUCTION = 3, INPLACE = 1, OUTPUT_TYPE = 4 };   /* cublasLt.h's ids and schemes */
   uint32_t split, scheme;
-  return algo_attr(L, p, SPLITK, &split) && split > 1 && algo_attr(L, p, REDUCTION, &scheme) &&
-         (scheme & (INPLACE | OUTPUT_TYPE)) != 0;
+  int yes = algo_attr(L, p, SPLITK, &split) && split > 1 && split < 1024 && algo_attr(L, p, REDUCTION, &scheme) &&
+            (scheme & (INPLACE | OUTPUT_TYPE)) != 0;
+  return yes ? (int)split : 0;
 }
 
 int blt_run(blt *L, blt_plan *p, CUdeviceptr c, CUdeviceptr a, CUdeviceptr b, CUstream s, char *why, size_t len) {

@@ -58,10 +58,10 @@ int blt_plan_make(blt *L, blt_plan *p, hr_dtype dt, int bcol, long long M, long 
 void blt_plan_free(blt *L, blt_plan *p);
 /* What the heuristic chose, as cublasLt.h numbers it; empty if the library cannot say. */
 void blt_describe(const blt *L, const blt_plan *p, char *buf, size_t len);
-/* 1 if the chosen algorithm splits K and adds the parts in the output type (cuBLASLt's reduction
- * schemes "inplace" and "output type": bf16 / f16 partial sums, less precise than one f32 sum),
- * 0 if not or the library cannot say */
-int blt_reduces_in_output_type(const blt *L, const blt_plan *p);
+/* S > 1 if the chosen algorithm splits K into S parts and adds them in the output type (cuBLASLt's
+ * reduction schemes "inplace" and "output type": bf16 / f16 partial sums, less precise than one
+ * f32 sum); 0 if not, or if the library cannot say */
+int blt_output_type_split(const blt *L, const blt_plan *p);
 /* C = A.B on stream s.  0, or -1 and why. */
 int blt_run(blt *L, blt_plan *p, CUdeviceptr c, CUdeviceptr a, CUdeviceptr b, CUstream s, char *why, size_t len);
 

@@ -20,8 +20,8 @@ namespace weft {
 // The m64nBNk16 accumulator fragment of a consumer warpgroup's MR x 64 rows: f(r, col, lo, hi)
 // for each pair of adjacent columns this thread holds in the 8-column blocks [jlo, jhi) (lo, hi:
 // acc[mi][4j + 2h] and the next, as references), at row r of the warpgroup's rows (r <
-// rows_valid) and column col (< n: the pair's first column; C's n is a multiple of 8, so there a
-// pair is in or out whole).  Unrolled: every index is a constant.
+// rows_valid) and column col (< n: the pair's first column; where n is odd -- any_n -- the pair's
+// second may lie past it, and the caller checks).  Unrolled: every index is a constant.
 template <int BN, int MR, class Acc, class F>
 __device__ __forceinline__ void for_acc_pairs(Acc &acc, long rows_valid, long col0, long n, int jlo, int jhi, F f) {
   const int t = threadIdx.x % 128;

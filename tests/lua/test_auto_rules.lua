@@ -533,6 +533,10 @@ T.test("gemm: column-major B takes any N (the direct stores); row-major B and th
     T.ok(not msg:find("the config fixes", 1, true), "no field the config fixes lets k = 4100 in: " .. msg)
     r = auto.choose('return { family = "gemm", b_layout = "col" }', "cfg.lua", {}, "m=128 n=50257 k=4096", H200, {}, {})
     T.ok(r, "column-major B, n = 50257: chosen")
+    -- (another family's limit that a fixed field sets keeps naming that field)
+    r, msg = auto.choose('return { family = "allreduce", algo = "one_shot_ll" }', "cfg.lua", {}, "n=4000000", H200, {}, {})
+    T.eq(r, nil, "one_shot_ll refuses 4000000 elements")
+    T.contains(msg or "", 'the config fixes algo = "one_shot_ll"', "the fixed field named: " .. tostring(msg))
   end
 end)
 
