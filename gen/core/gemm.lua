@@ -161,9 +161,10 @@ end
 -- cluster of two along M; C's last chunk is narrower than 64 columns, weft/gemm_epilogue.cuh), so
 -- a tile width can fit the tile count to the GPU's waves (176: 82 column blocks of 14336).
 function M.any_width(cfg) return cfg.family == "gemm" and cfg.b_layout == "col" end
--- ... and any N at all (not only multiples of 8): any_n, with C stored by the direct epilogue,
--- whose rows need no 16-byte strides (TMA's: row-major B's rows and the TMA epilogue's are N long)
-function M.any_count_n(cfg) return cfg.any_n == true end
+-- Whether the rule sets any_n at a shape: N off 8's multiples, column-major B (any_n: C stored by
+-- the direct epilogue, whose rows need no 16-byte strides; row-major B's rows and the TMA
+-- epilogue's are N long)
+function M.odd_n(shape, fixed, family) return shape.n % 8 ~= 0 and family == "gemm" and fixed.b_layout == "col" end
 -- What takes an N off 8's multiples, for a config that does not (its limit's hint)
 function M.any_n_hint(cfg)
   if cfg.family ~= "gemm" then return nil end
@@ -424,7 +425,7 @@ function M.cfg_struct(name, cfg, L, extra)
       M.STREAMK_HEADER),
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
     -- N any count, odd included (gen/families/gemm.lua's limits): the direct epilogue's stores
-    "  static constexpr bool ANY_N = " .. b(M.any_count_n(cfg)) .. ";",
+    "  static constexpr bool ANY_N = " .. b(cfg.any_n == true) .. ";",
     string.format("  static constexpr int GROUP = %d;", cfg.group),
     "  static constexpr bool PDL = " .. b(cfg.pdl == true) .. ";",
     string.format("  static constexpr unsigned SMEM_B = %d, SMEM_STAGE = %d, SMEM_FULL = %d, SMEM_EMPTY = %d;", L.b, L.stage,
@@ -939,7 +940,7 @@ local function score_all(shape, fixed, sms, opts)
   end
   -- (N off 8's multiples: C's rows are off TMA's 16-byte strides, only the direct stores take it,
   -- with any_n; elsewhere any_n stays off, so those kernels keep their 32-bit stores alone)
-  local odd_n = shape.n % 8 ~= 0 and opts.family == "gemm" and fixed.b_layout == "col"
+  local odd_n = M.odd_n(shape, fixed, opts.family)
   local epilogues = odd_n and { "direct" } or { "tma", "direct" }
   for i, tl in ipairs(tiles) do
     for j, sp in ipairs(ENUM_SPLIT) do
@@ -1122,7 +1123,7 @@ function M.candidates(shape, fixed, dev, opts)
   -- last: examples/gemm.lua's config around the fixed fields, or the best that validates
   local last = { tile = { m = 128, n = 256, k = 64 }, stages = 3, consumers = 2, mma = "cooperative",
                  cluster = { m = 1, n = 1 }, split_k = 1, epilogue = shape.n % 8 == 0 and "tma" or "direct", group = 16,
-                 any_n = (shape.n % 8 ~= 0 and opts.family == "gemm" and fixed.b_layout == "col") or nil }
+                 any_n = M.odd_n(shape, fixed, opts.family) or nil }
   if not try(last, "examples/gemm.lua's config: takes every shape") then
     for _, s in ipairs(scored) do
       if #out > 0 then break end

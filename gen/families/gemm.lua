@@ -70,7 +70,7 @@ function F.derive(cfg)
     -- any_n (column-major B, direct stores) N is only a count of rows and columns (a vocabulary
     -- of 50257, a head of one output); the hint names what takes it
     limits = { { arg = "m", min = 1, max = big }, { arg = "k", min = 8, max = big, multiple = 8, intrinsic = true },
-               gemm.any_count_n(cfg) and { arg = "n", min = 1, max = big }
+               cfg.any_n == true and { arg = "n", min = 1, max = big }
                  or { arg = "n", min = 8, max = big, multiple = 8, hint = gemm.any_n_hint(cfg) } },
   }
 end

@@ -80,20 +80,11 @@ static int within_split_rounding(hr_dtype dt, const void *got, long long N, cons
   return 1;
 }
 
-/* 1 if every size argument is within the kernel's limits; else why not */
+/* 1 if every size argument is within the kernel's limits; else why not (the library's one test,
+ * weft_manifest_check_size, and its words) */
 static int within_limits(const weft_manifest *m, const named *v, int nv, char *why, size_t len) {
-  for (int i = 0; i < m->n_limits; i++)
-    for (int j = 0; j < nv; j++)
-      if (!v[j].ptr && !strcmp(v[j].name, m->limits[i].arg)) {
-        const weft_limit *l = &m->limits[i];
-        if (v[j].v < l->min || v[j].v > l->max || (l->multiple > 0 && v[j].v % l->multiple)) {
-          char mul[48] = "";
-          if (l->multiple > 0) snprintf(mul, sizeof mul, ", a multiple of %ld", l->multiple);
-          snprintf(why, len, "%s = %lld is outside the kernel's limits [%ld, %ld]%s%s%s%s", v[j].name, v[j].v, l->min,
-                   l->max, mul, l->hint ? " (" : "", l->hint ? l->hint : "", l->hint ? ")" : "");
-          return 0;
-        }
-      }
+  for (int j = 0; j < nv; j++)
+    if (!v[j].ptr && weft_manifest_check_size(m, v[j].name, v[j].v, why, len)) return 0;
   return 1;
 }
 
