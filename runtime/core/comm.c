@@ -227,6 +227,10 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
     void *host = NULL;
     CU(c->d->cuMemAlloc(&c->state, sizeof(comm_state)), "cuMemAlloc");
     CU(c->d->cuMemsetD8(c->state, 0, sizeof(comm_state)), "cuMemsetD8");
+    /* (the memset runs on the legacy stream, asynchronously to this thread, and a caller's
+     * non-blocking stream -- torch's -- does not wait for that stream: the first launch could read
+     * the epoch before it is zero) */
+    CU(c->d->cuCtxSynchronize(), "cuCtxSynchronize");
     CU(c->d->cuMemHostAlloc(&host, sizeof(err_record), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
        "cuMemHostAlloc");
     c->rec = host;

@@ -244,7 +244,11 @@ static int check_pdl_chain(agg *r, const void *x_host) {
     fprintf(stderr, "weft run: rank %d: out of host memory for the pdl chain's reference\n", RANK);
     goto out;
   }
-  if (dev_alloc(&y, x_bytes) || dev_alloc(&b2, b2_bytes) || !cu_ok(D->cuMemcpyHtoD(b2, hb2, b2_bytes), "cuMemcpyHtoD"))
+  /* (a copy from pageable memory may return before its DMA lands, and r->s does not wait for the
+   * legacy stream: without the synchronize, the first pair once read B2 as zeros -- a C2 of zeros,
+   * finite and wrong, at 25 x 1000 x 1000) */
+  if (dev_alloc(&y, x_bytes) || dev_alloc(&b2, b2_bytes) || !cu_ok(D->cuMemcpyHtoD(b2, hb2, b2_bytes), "cuMemcpyHtoD") ||
+      !cu_ok(D->cuCtxSynchronize(), "uploading the pdl chain's B2"))
     goto out;
   second[0].p = y; second[2].p = b2;
   if (bind(r->m, &args, second, 6)) goto out;
