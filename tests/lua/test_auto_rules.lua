@@ -99,6 +99,31 @@ T.test("gemm: every candidate validates and takes every shape of the set (bf16 a
 end)
 
 -- The model against bench/RESULTS.md's GEMM tables: each choice is the config measured best there.
+-- Shapes no table was tuned for: a fixed sample (an LCG, so every run checks the same ones) of
+-- M in 1..70000, N in 1..130000 (any with B column-major, multiples of 8 row-major) and K in
+-- multiples of 8 up to 65536, log-uniform, bf16 and f16.  (The same sample's choices compiled
+-- with NVRTC without a spill: bench/RESULTS.md, twenty-fourth session.)
+T.test("gemm: every candidate validates and takes 200 shapes nobody tuned; any_n exactly where N is off 8's multiples", function()
+  local F = weft.family_module("gemm")
+  local x = 24
+  local function uniform()   -- [0, 1)
+    x = (x * 1103515245 + 12345) % 2147483648
+    return x / 2147483648
+  end
+  local function logu(hi) return math.max(1, math.floor(math.exp(uniform() * math.log(hi)))) end
+  for i = 1, 200 do
+    local dt = uniform() < 0.5 and "bf16" or "f16"
+    local bl = uniform() < 0.7 and "col" or "row"
+    local m, n, k = logu(70000), logu(130000), 8 * logu(8192)
+    if bl == "row" then n = math.max(8, n // 8 * 8) end
+    local what = string.format("sample %d: %dx%dx%d %s B %s", i, m, n, k, dt, bl)
+    local _, list = all_take(F, { m = m, n = n, k = k }, { family = "gemm", dtype = dt, b_layout = bl }, H200, what, true)
+    for j, c in ipairs(list) do
+      T.eq(c.any_n == true, n % 8 ~= 0, what .. ": candidate " .. j .. "'s any_n")
+    end
+  end
+end)
+
 T.test("gemm: the choices agree with the measured best configs", function()
   local choice = gemm_choice
   for _, s in ipairs({ { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 8192, 1024, 1024 } }) do
