@@ -230,7 +230,7 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
     /* (the memset runs on the legacy stream, asynchronously to this thread, and a caller's
      * non-blocking stream -- torch's -- does not wait for that stream: the first launch could read
      * the epoch before it is zero) */
-    CU(c->d->cuCtxSynchronize(), "cuCtxSynchronize");
+    CU(c->d->cuCtxSynchronize(), "zeroing the communicator's epoch counter");
     CU(c->d->cuMemHostAlloc(&host, sizeof(err_record), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
        "cuMemHostAlloc");
     c->rec = host;
