@@ -108,6 +108,18 @@ int ref_gemm_compare(hr_dtype dt, const void *got, long long N, const long long 
   return bad;
 }
 
+int ref_gemm_compare_split(hr_dtype dt, const void *got, long long N, const long long *rows, long long nrows,
+                           const double *want, const double *scale, int split, hr_report *r) {
+  size_t n = (size_t)nrows * (size_t)N;
+  double *atol = hr_xmalloc((n ? n : 1) * sizeof *atol), u = ref_gemm_unit_roundoff(dt);
+  for (size_t i = 0; i < n; i++) atol[i] = (split + 1) * u * scale[i];
+  hr_tol tol = {atol, n, 0, 0};
+  hr_report_init(r, (size_t)N);
+  int bad = hr_compare_rows(r, dt, got, rows, (size_t)nrows, want, &tol);
+  free(atol);
+  return bad;
+}
+
 int ref_gemm_cross_check(hr_dtype dt, const void *a, const void *b, int bcol, long long M, long long N, long long K,
                          const void *x, const void *y, hr_report *r) {
   double *rowabs = malloc((size_t)(M > 0 ? M : 1) * sizeof *rowabs), *colmax = calloc((size_t)(N > 0 ? N : 1), sizeof *colmax);

@@ -26,6 +26,12 @@ int ref_gemm(hr_dtype dt, const void *a, const void *b, int bcol, long long N, l
 int ref_gemm_compare(hr_dtype dt, const void *got, long long N, const long long *rows, long long nrows,
                      const double *want, const double *scale, hr_report *r);
 
+/* The same rows against a looser bound: an S-way split-K whose parts (and their running sum) are
+ * rounded to dt, as cuBLASLt's "inplace" and "output type" reductions do: |got - want| <= (S + 1)
+ * u scale.  NaN and the poison fail.  r is initialised here.  1 if some element is bad. */
+int ref_gemm_compare_split(hr_dtype dt, const void *got, long long N, const long long *rows, long long nrows,
+                           const double *want, const double *scale, int split, hr_report *r);
+
 /* Two computed C's (x: weft's, y: cuBLAS's), every element: each is within 2u|C| + 2^-16
  * sum|a||b| of the truth, so they differ by at most 4u max(|x|,|y|) + 2^-15 sum_k|a_ik| max_k|b_kj|
  * (a bound on sum|a||b| that needs no GEMM on the host) + 2^-23.  r is initialised here; 1 if

@@ -151,10 +151,26 @@ static void test_cross_check(void **state) {
   assert_int_equal(r.unwritten, 1);
 }
 
+/* cuBLASLt's output-type split-K: (S + 1) u scale around the f64 sum, u bf16's 2^-8 here; the
+ * poison and NaN fail whatever the bound */
+static void test_compare_split(void **state) {
+  (void)state;
+  long long row = 0;
+  double want = 1.0, scale = 64.0;                   /* S = 2: tol = 3 * 2^-8 * 64 = 0.75 */
+  uint16_t inside = hr_f32_to_bf16(1.5f), outside = hr_f32_to_bf16(2.0f), poison = 0xffff;
+  hr_report r;
+  assert_int_equal(ref_gemm_compare(HR_BF16, &inside, 1, &row, 1, &want, &scale, &r), 1);   /* the f32-sum bound fails */
+  assert_int_equal(ref_gemm_compare_split(HR_BF16, &inside, 1, &row, 1, &want, &scale, 2, &r), 0);
+  assert_int_equal(ref_gemm_compare_split(HR_BF16, &outside, 1, &row, 1, &want, &scale, 2, &r), 1);
+  assert_int_equal(ref_gemm_compare_split(HR_BF16, &outside, 1, &row, 1, &want, &scale, 4, &r), 0);   /* 1.25 */
+  assert_int_equal(ref_gemm_compare_split(HR_BF16, &poison, 1, &row, 1, &want, &scale, 8, &r), 1);
+  assert_int_equal(r.unwritten, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_product), cmocka_unit_test(test_compare_catches),
-      cmocka_unit_test(test_tolerance_edges), cmocka_unit_test(test_pick_rows), cmocka_unit_test(test_cross_check),
+      cmocka_unit_test(test_tolerance_edges), cmocka_unit_test(test_compare_split), cmocka_unit_test(test_pick_rows), cmocka_unit_test(test_cross_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,20 +66,6 @@ static int bind(const weft_manifest *m, bound *b, const named *v, int nv) {
   return 0;
 }
 
-/* cuBLASLt's split-K in the output type rounds each of its S parts (and their running sum) to
- * bf16 / f16: every compared element within (S + 1) u scale of the f64 sum (u: the type's unit
- * roundoff, scale: the sum of |a b| over K); NaN or the poison fails */
-static int within_split_rounding(hr_dtype dt, const void *got, long long N, const long long *rows, long long nrows,
-                                 const double *want, const double *scale, int split) {
-  const double u = dt == HR_F16 ? 0x1p-11 : 0x1p-8;
-  for (long long t = 0; t < nrows; t++)
-    for (long long j = 0; j < N; j++) {
-      const size_t w = (size_t)(t * N + j);
-      if (!(fabs(hr_load(dt, got, (size_t)(rows[t] * N + j)) - want[w]) <= (split + 1) * u * scale[w])) return 0;
-    }
-  return 1;
-}
-
 /* 1 if every size argument is within the kernel's limits; else why not (the library's one test,
  * weft_manifest_check_size, and its words) */
 static int within_limits(const weft_manifest *m, const named *v, int nv, char *why, size_t len) {
@@ -358,7 +344,8 @@ static int check_shape(agg *r, long long M, long long N, long long K) {
         hr_report_format_worst(&v, line, sizeof line);
         blt_describe(&r->L, &r->plan, algo, sizeof algo);
         const int split = blt_output_type_split(&r->L, &r->plan);
-        if (split && !v.nans && !v.unwritten && within_split_rounding(r->dt, again, N, rows, nrows, want, scale, split)) {
+        hr_report loose;
+        if (split && !v.nans && !v.unwritten && !ref_gemm_compare_split(r->dt, again, N, rows, nrows, want, scale, split, &loose)) {
           /* cuBLASLt's own choice (torch's default allows it too): its timing stands, as chosen */
           blt_loose = 1;
           if (RANK == 0 && !r->o->quiet)
