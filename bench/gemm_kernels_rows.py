@@ -12,11 +12,11 @@ import re
 import sys
 
 NAME = re.compile(r"weft_gemm_(bf16|f16)_b(row|col)_(\d+)x(\d+)x(\d+)_s(\d+)_c(\d+)_(cooperative|pingpong)"
-                  r"_cl(\d+)x(\d+)_sk(\d+)_skt([01])_ep(tma|direct)_g(\d+)_pdl([01])_sw([01])_l2p(\d+)(?:_stk([01]))?")
+                  r"_cl(\d+)x(\d+)_sk(\d+)_skt([01])_ep(tma|direct)_g(\d+)_pdl([01])_sw([01])_l2p(\d+)(?:_stk([01]))?(?:_an([01]))?")
 SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)( |$)")
 FIELDS = ("dtype", "b_layout", "tile.m", "tile.n", "tile.k", "stages", "consumers", "mma", "cluster.m", "cluster.n",
-          "split_k", "split_k_tail", "epilogue", "group", "pdl", "swap_ab", "l2_promotion", "stream_k")
-BOOLS = ("split_k_tail", "pdl", "swap_ab", "stream_k")
+          "split_k", "split_k_tail", "epilogue", "group", "pdl", "swap_ab", "l2_promotion", "stream_k", "any_n")
+BOOLS = ("split_k_tail", "pdl", "swap_ab", "stream_k", "any_n")
 
 
 def rows(path, lines):
@@ -42,8 +42,9 @@ def rows(path, lines):
         cfg = dict(zip(FIELDS, name.groups()))
         for b in BOOLS:
             cfg[b] = "true" if cfg[b] == "1" else "false"
-        if cfg["stream_k"] == "false":   # (a field since the fourteenth session: rows without it mean false)
-            del cfg["stream_k"]
+        for opt in ("stream_k", "any_n"):   # (fields since the 14th and 23rd sessions: absent means false)
+            if cfg[opt] == "false":
+                del cfg[opt]
         dtype = cfg.pop("dtype")
         m, n, k = shape.group(1), shape.group(2), shape.group(3)
         out.append("%s\tk=%s m=%s n=%s\t%s\t%s" % (dtype, k, m, n, " ".join("%s=%s" % kv for kv in sorted(cfg.items())), us))

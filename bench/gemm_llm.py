@@ -22,7 +22,9 @@ Correctness before timing, for every op timed: A and B uniform in [-1, 1), C poi
 one launch: no NaN left in C, and a row sample (every row for M <= 256, else 256 random rows and
 the last one) against a float64 reference within 2^-7 (bf16; 2^-10 f16) x (|ref| + sqrt(K) / 8);
 then a second launch on a poisoned C must give bit-identical C (split-K must be deterministic).
-A weft kernel that fails is FAIL and never counted; a baseline that fails is reported.
+A weft kernel that fails is FAIL and never counted; a baseline that fails is reported, with its
+largest error in units of u * sum|a b| (output-precision split-K, which cuBLAS picks at some shapes
+when torch allows reduced-precision reduction, stays within pieces + 1 of them).
 Floor (M <= 256): (bytes of A + B + C) / the device copy rate measured at the start (a 1 GiB
 torch copy, bytes read + written over the time).
 Ratios: cuBLASLt time / the other's time (> 1: faster than cuBLASLt).
@@ -292,9 +294,12 @@ class Bench:
         if bool(bad.any()):
             i = int(bad.flatten().nonzero()[0])
             row, col = divmod(i, s["n"])
-            return "%d of %d sampled outputs off (first: row %d col %d got %r want %r, tol %.3g)" % (
+            why = "%d of %d sampled outputs off (first: row %d col %d got %r want %r, tol %.3g)" % (
                 int(bad.sum()), bad.numel(), int(idx[row]), col, float(got.flatten()[i]), float(ref.flatten()[i]),
                 float(tol.flatten()[i]))
+            if op.blas is not None:
+                why += "; " + self.rounding_units(s, st, idx, got, ref)
+            return why
         first = c.clone()
         c.fill_(float("nan"))
         op.fn(st, self.stream())
@@ -303,6 +308,17 @@ class Bench:
             diff = int((first.view(torch.int16) != c.view(torch.int16)).sum())
             return "NOT DETERMINISTIC: %d of %d outputs differ bitwise between two launches" % (diff, c.numel())
         return None
+
+    def rounding_units(self, s, st, idx, got, ref):
+        """The largest error in units of u * sum_k |a_ik b_kj|: a sum whose partial sums were rounded
+        to the output type (cuBLAS's split-K with reduced-precision reduction, which torch allows for
+        bf16 and f16 by default) is off by at most (pieces + 1) of them; a wrong answer is off by far more."""
+        bd = st["b"].double().abs()
+        mag = st["a"][idx].double().abs() @ (bd.t() if s["b_layout"] == "col" else bd)
+        del bd
+        u = 2.0 ** -8 if s["dtype"] == "bf16" else 2.0 ** -11
+        units = float(((got - ref).abs() / (u * mag + 1e-300)).max())
+        return "largest error %.3g u*sum|ab| (an output-precision split-K's rounding stays within pieces + 1)" % units
 
     def _launch(self, op, sets, n, start=0):
         s = self.stream()

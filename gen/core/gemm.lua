@@ -907,14 +907,25 @@ function M.swap_tiles(shape, cm)
   return out
 end
 
--- Thin tiles for a small M (family gemm with column-major B; M < 64): A's rows rounded up to 8,
--- one consumer, the widths whose rounds cost least (rounds x width, ties: the wider), as
--- fitted_tiles does: any multiple of 16 from 32 (N = 10240: 80 wide, 128 tiles; 16 wide would tie
--- in five rounds of tiles each with its own epilogue).
+-- Thin tiles (family gemm with column-major B): for a small M (< 64), A's rows rounded up to 8;
+-- for M from 64 up, M cut into 2 or 3 row blocks where each is under 64 rows (M = 96: two of 48;
+-- M = 128: three of 48), as cuBLASLt cuts M = 96 (64 x 48 tiles, 4 x 2) -- one consumer, the
+-- widths whose rounds cost least (rounds x width, ties: the wider), as fitted_tiles does: any
+-- multiple of 16 from 32 (N = 10240: 80 wide, 128 tiles; 16 wide would tie in five rounds of
+-- tiles each with its own epilogue).  The row blocks: on an H100, 48 x 48 ran 96 x 2560 x 2560 at
+-- 8.9 us and 80 x 2560 x 2560 at 9.5 where the rule's 96 x 64 (80 x 64) swapped split 2 took
+-- 10.8; over two runs of 36 and 40 shapes at M = 64-256 (N, K 1024-12288) the rule's first pick
+-- came to 1.034 and 1.025 of the best measured, 1.061 and 1.034 without them (all five H100
+-- files 1.0429 -> 1.0341); the set's picks do not move (bench/RESULTS.md, twenty-fifth session).
+M.THIN_BLOCKS = 2
 function M.thin_tiles(shape, sms)
-  if shape.m >= M.SWAP_BELOW then return {} end
-  local bm, out = cdiv(shape.m, 8) * 8, {}
-  for _, bn in ipairs(cheapest_widths(shape, sms, bm, 32, 256, false, 3)) do out[#out + 1] = { bm, bn, 1, "cooperative" } end
+  local out = {}
+  for r = shape.m < M.SWAP_BELOW and 1 or 2, shape.m < M.SWAP_BELOW and 1 or M.THIN_BLOCKS do
+    local bm = cdiv(cdiv(shape.m, r), 8) * 8
+    if bm < 64 then
+      for _, bn in ipairs(cheapest_widths(shape, sms, bm, 32, 256, false, 3)) do out[#out + 1] = { bm, bn, 1, "cooperative" } end
+    end
+  end
   return out
 end
 

@@ -164,10 +164,26 @@ T.test("gemm: the choices agree with the measured best configs", function()
     string.format("split tile as tall as M at 128 x 4096 x 14336 (tile %s, split_k %d, %d stages)", d.tile.tag, d.split_k, d.stages))
   -- "fills" counts a unit by the rows it holds: M = 72 in 64-row tiles is not two full row blocks,
   -- so 72 x 4096 x 4096 splits a swapped whole-M tile (14.9 us) rather than running 64 x 64 (23.5)
-  for _, s in ipairs({ { 72, 4096, 4096 }, { 96, 4096, 4096 }, { 160, 4096, 14336 } }) do
+  for _, s in ipairs({ { 72, 4096, 4096 }, { 160, 4096, 14336 } }) do
     local e = choice(s[1], s[2], s[3], "col")
     T.ok(e.swap_ab == true and e.split_k > 1 and e.tile.m >= s[1],
       string.format("a swapped whole-M split tile at %s (tile %s, split_k %d)", table.concat(s, "x"), e.tile.tag, e.split_k))
+  end
+  -- ... but M = 64-120 at a mid N x K goes in two thin row blocks under 64 rows: 96 x 4096 x 4096
+  -- ran 48 x 64 at 15.8 us, 96 x 64 swapped 16.6 unsplit and 17.0 split 2; 96 x 2560 x 2560 48 x 48
+  -- at 8.9, the swapped split 10.8 (an H100, bench/RESULTS.md, twenty-fifth session).  From M =
+  -- 121 a half is 64 rows: no thin tile (three thin blocks at 130 x 5120 x 13824 would read B three
+  -- times, as 64 x 160's three row blocks did there at 63.7-65.0 us, against the swapped 46.3-49.3).
+  for _, s in ipairs({ { 96, 4096, 4096, "48x64x64" }, { 96, 2560, 2560, "48x48x64" }, { 80, 2560, 2560, "40x48x64" } }) do
+    local e = choice(s[1], s[2], s[3], "col")
+    T.eq(e.tile.tag .. " split " .. e.split_k .. " swap " .. tostring(e.swap_ab), s[4] .. " split 1 swap false",
+      string.format("two thin row blocks at %dx%dx%d", s[1], s[2], s[3]))
+  end
+  for _, m in ipairs({ 121, 128, 160, 200 }) do
+    for _, nk in ipairs({ { 2560, 2560 }, { 5120, 13824 } }) do
+      local e = choice(m, nk[1], nk[2], "col")
+      T.ok(e.swap_ab or e.tile.m >= 64, string.format("no thin tile at %dx%dx%d (tile %s)", m, nk[1], nk[2], e.tile.tag))
+    end
   end
   -- ... and M cut in two row blocks of a swapped tile over 64 of B's rows, as cuBLASLt cuts it: 200 x
   -- 2048 x 7168 ran 104 x 64 split 2 at 18.9 us, 224 x 2048 x 7168 112 x 64 split 2 at 18.2, where
