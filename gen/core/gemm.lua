@@ -908,15 +908,18 @@ function M.swap_tiles(shape, cm)
 end
 
 -- Thin tiles (family gemm with column-major B): for a small M (< 64), A's rows rounded up to 8;
--- for M from 64 up, M cut into 2 or 3 row blocks where each is under 64 rows (M = 96: two of 48;
--- M = 128: three of 48), as cuBLASLt cuts M = 96 (64 x 48 tiles, 4 x 2) -- one consumer, the
+-- for M = 64-120, M cut into two row blocks of under 64 rows (M = 96: two of 48; THIN_BLOCKS),
+-- as cuBLASLt cuts M = 96 (64 x 48 tiles, 4 x 2) -- one consumer, the
 -- widths whose rounds cost least (rounds x width, ties: the wider), as fitted_tiles does: any
 -- multiple of 16 from 32 (N = 10240: 80 wide, 128 tiles; 16 wide would tie in five rounds of
 -- tiles each with its own epilogue).  The row blocks: on an H100, 48 x 48 ran 96 x 2560 x 2560 at
 -- 8.9 us and 80 x 2560 x 2560 at 9.5 where the rule's 96 x 64 (80 x 64) swapped split 2 took
--- 10.8; over two runs of 36 and 40 shapes at M = 64-256 (N, K 1024-12288) the rule's first pick
--- came to 1.034 and 1.025 of the best measured, 1.061 and 1.034 without them (all five H100
--- files 1.0429 -> 1.0341); the set's picks do not move (bench/RESULTS.md, twenty-fifth session).
+-- 10.8.  The rule's first pick against the best measured, without them -> with them: 1.061 ->
+-- 1.038 and 1.034 -> 1.025 over the 36 + 40 shapes at M = 64-256 (N, K 1024-12288) they were fitted
+-- on, 1.085 -> 1.051, 1.045 -> 1.031 and 1.047 -> 1.035 over 40, 44 and 16 held-out groups (M =
+-- 66-120 in bf16 and f16; the shapes off the set).  A third row block (M = 128-184) moved picks
+-- the runs had not timed and fitted no better; the set's picks do not move (an H100,
+-- bench/RESULTS.md, twenty-fifth session).
 M.THIN_BLOCKS = 2
 function M.thin_tiles(shape, sms)
   local out = {}
