@@ -922,8 +922,9 @@ end
 -- bench/RESULTS.md, twenty-fifth session).
 M.THIN_BLOCKS = 2
 function M.thin_tiles(shape, sms)
-  local out = {}
-  for r = shape.m < M.SWAP_BELOW and 1 or 2, shape.m < M.SWAP_BELOW and 1 or M.THIN_BLOCKS do
+  local out, first, last = {}, 1, 1   -- the row blocks M is cut into: one below M = 64
+  if shape.m >= M.SWAP_BELOW then first, last = 2, M.THIN_BLOCKS end
+  for r = first, last do
     local bm = cdiv(cdiv(shape.m, r), 8) * 8
     if bm < 64 then
       for _, bn in ipairs(cheapest_widths(shape, sms, bm, 32, 256, false, 3)) do out[#out + 1] = { bm, bn, 1, "cooperative" } end
