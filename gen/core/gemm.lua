@@ -616,6 +616,14 @@ M.MODEL = {
   MULTICAST_N = 176,
   MULTICAST_K = 8192,
   MULTICAST_ROUNDS = 5,
+  -- An unsplit thin tile's k-block where M is cut into row blocks (M > 64, thin_tiles): the
+  -- estimate above priced 40 x 48 at 72 x 3072 x 8192 at 29.1 us and it ran 21.3, where the rule
+  -- took the swapped split (24.2 priced, 23.5 run).  At 0.8: first-pick regret over 19 fresh
+  -- groups at M = 68-108 (shapes where it moves the pick) 1.0407 -> 1.0236, over every H100 row
+  -- 1.0360 -> 1.0307; the set's picks do not move.  Split thin tiles keep the price: with them
+  -- the factor moved picks at N = 1536 to thin split 2, which ran 1.09-1.17x the best (an H100,
+  -- bench/RESULTS.md, twenty-fifth session).
+  THIN_KB = 0.8,
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -688,6 +696,7 @@ function M.estimate(cfg, shape, sms, shards)
   local load = (t.m * ua + t.n * ub) * 128 / 1024 * P.US_PER_KB
   local core = math.max(compute, smem)
   local t_kb = math.sqrt(core * core + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
+  if M.thin(cfg) and rows > M.SWAP_BELOW and cfg.split_k == 1 then t_kb = t_kb * P.THIN_KB end   -- (THIN_KB)
   local pingpong = cfg.mma == "pingpong"
   local elems = t.m * t.n
   local epi = elems / (P.EPI_ELEMS_PER_US * (pingpong and 1 or cfg.consumers)) *
