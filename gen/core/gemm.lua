@@ -624,6 +624,12 @@ M.MODEL = {
   -- the factor moved picks at N = 1536 to thin split 2, which ran 1.09-1.17x the best (an H100,
   -- bench/RESULTS.md, twenty-fifth session).
   THIN_KB = 0.8,
+  -- pdl for unsplit thin tiles in row blocks (M > 64) only below this estimate: over 30 such pdl
+  -- pairs at estimates of 13-21 us pdl on ran 0.95-1.10x off, most of them slower; below 13
+  -- 0.92-0.99x.  Set at 14, then run on 19 fresh shapes whose pdl it turns off (M = 70-98, N x K
+  -- 2816-6144 x 3072-6144): every pdl-on twin there ran 1.005-1.14x slower, first-pick regret
+  -- 1.0660 -> 1.0092 (an H100, bench/RESULTS.md, twenty-fifth session).
+  PDL_THIN_US = 14,
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -1011,7 +1017,8 @@ local function score_all(shape, fixed, sms, opts)
             if opts.has_pdl and open("pdl") then
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
-              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or M.MODEL.PDL_US)
+              local row_blocks = M.thin(r) and cdiv(shape.m, opts.shards or 1) > M.SWAP_BELOW and r.split_k == 1
+              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or row_blocks and M.MODEL.PDL_THIN_US or M.MODEL.PDL_US)
                 and (est < M.MODEL.PDL_US or rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
             end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }
