@@ -51,7 +51,8 @@ import gemm_llm_shapes as S  # noqa: E402
 MB = 1 << 20
 L2_BYTES = 60 * MB
 ROTATE_BYTES = 192 * MB        # measure.c's measure_rotation_sets: 3 x L2 per rotation, <= 16 sets
-TOL = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10}
+U = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}   # unit roundoff
+TOL = {dt: 2 * u for dt, u in U.items()}
 # the estimate (device seconds): a kernel takes max(flops / PEAK, bytes / BW) + LAT
 EST = {"peak_flops": 700e12, "bw": 4.0e12, "lat_us": 4.0, "op_s": 0.02, "shape_s": 0.4, "start_s": 12.0,
        "compile_s": 1.5, "names_s": 0.15}
@@ -316,8 +317,7 @@ class Bench:
         bd = st["b"].double().abs()
         mag = st["a"][idx].double().abs() @ (bd.t() if s["b_layout"] == "col" else bd)
         del bd
-        u = 2.0 ** -8 if s["dtype"] == "bf16" else 2.0 ** -11
-        units = float(((got - ref).abs() / (u * mag + 1e-300)).max())
+        units = float(((got - ref).abs() / (U[s["dtype"]] * mag + 1e-300)).max())
         return "largest error %.3g u*sum|ab| (an output-precision split-K's rounding stays within pieces + 1)" % units
 
     def _launch(self, op, sets, n, start=0):

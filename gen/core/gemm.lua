@@ -186,6 +186,9 @@ function M.swapped(cfg) return cfg.swap_ab == true end
 -- that are never stored.  Against swap_ab, its width is any multiple of 16 (a tile count fitted
 -- to the SMs: 16 x 80 is 128 tiles of N = 10240) and C leaves by either epilogue.
 function M.thin(cfg) return cfg.family == "gemm" and not M.swapped(cfg) and cfg.tile.m < 64 end
+-- A thin tile holding one of several row blocks of M's `rows`, unsplit: the tile the model's
+-- THIN_KB and PDL_THIN_US are about.
+function M.thin_row_blocks(cfg, rows) return M.thin(cfg) and rows > M.SWAP_BELOW and cfg.split_k == 1 end
 -- Rows of the tile the WGMMAs compute (a thin tile's 64; swapped: its n, A's rows).
 local function mma_rows(cfg) return M.thin(cfg) and 64 or cfg.tile.m end
 -- The WGMMA's n, the accumulators' columns: the tile's width, or swapped, its rows.
@@ -702,7 +705,7 @@ function M.estimate(cfg, shape, sms, shards)
   local load = (t.m * ua + t.n * ub) * 128 / 1024 * P.US_PER_KB
   local core = math.max(compute, smem)
   local t_kb = math.sqrt(core * core + load * load) * (cfg.stages < 3 and P.SHALLOW or 1)
-  if M.thin(cfg) and rows > M.SWAP_BELOW and cfg.split_k == 1 then t_kb = t_kb * P.THIN_KB end   -- (THIN_KB)
+  if M.thin_row_blocks(cfg, rows) then t_kb = t_kb * P.THIN_KB end
   local pingpong = cfg.mma == "pingpong"
   local elems = t.m * t.n
   local epi = elems / (P.EPI_ELEMS_PER_US * (pingpong and 1 or cfg.consumers)) *
@@ -1017,8 +1020,8 @@ local function score_all(shape, fixed, sms, opts)
             if opts.has_pdl and open("pdl") then
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
-              local row_blocks = M.thin(r) and cdiv(shape.m, opts.shards or 1) > M.SWAP_BELOW and r.split_k == 1
-              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or row_blocks and M.MODEL.PDL_THIN_US or M.MODEL.PDL_US)
+              local thin_blocks = M.thin_row_blocks(r, cdiv(shape.m, opts.shards or 1))
+              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or thin_blocks and M.MODEL.PDL_THIN_US or M.MODEL.PDL_US)
                 and (est < M.MODEL.PDL_US or rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
             end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }
