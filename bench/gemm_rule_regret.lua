@@ -2,7 +2,7 @@
 -- over a set of measured candidates -- the number the rule is fitted against (bench/RESULTS.md,
 -- "the rule refitted").  Host only; run inside weft's Lua environment:
 --
---   build/tests/weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST [NAME=VALUE ...]]
+--   build/tests/weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [ROWS.tsv ...] [WORST [NAME=VALUE ...]]
 --
 -- NAME=VALUE sets a constant of the rule's model (gen/core/gemm.lua M.MODEL, e.g. SMEM_US_PER_KB=0.005) for
 -- this run: a refit is a loop over values, each scored by the same geomean.
@@ -16,23 +16,34 @@
 -- over the groups whose pick was measured, the count of those that were not, and the WORST groups
 -- (default 10); then the same geomean for the first config in the rule's whole order
 -- (gen/core/gemm.lua ranked) that the group measured, which counts every group (a change that
--- moves picks to configs never measured shows there).  Exit 0; 1 if no group could be read.
+-- moves picks to configs never measured shows there).  Several files: each file's groups are its
+-- own (one run, one machine: the same shape in two files is two groups), a line per file, then
+-- the geomeans over every group of every file -- so a file weighs by its groups.  Exit 0; 1 if a
+-- file could not be read or held no group.
 local gemm = require("gen.core.gemm")
 
-local path, worst_n = arg[1], tonumber(arg[2] or "10")
-if not path or not worst_n then
-  io.stderr:write("usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [WORST [NAME=VALUE ...]]\n"
-    .. (path and string.format("gemm_rule_regret: WORST %q: not a number (the count of worst groups to print)\n", arg[2]) or ""))
+local USAGE = "usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [ROWS.tsv ...] [WORST [NAME=VALUE ...]]\n"
+local paths, worst_n, a = {}, 10, 1
+while arg[a] and not tonumber(arg[a]) and not arg[a]:match("^%u[%u_]*=") do
+  paths[#paths + 1] = arg[a]
+  a = a + 1
+end
+if tonumber(arg[a]) then
+  worst_n = tonumber(arg[a])
+  a = a + 1
+end
+if #paths == 0 then
+  io.stderr:write(USAGE)
   os.exit(2)
 end
-for i = 3, #arg do
+for i = a, #arg do
   local k, v = arg[i]:match("^(%u[%u_]*)=(.+)$")
   if not (k and tonumber(v) and gemm.MODEL[k] ~= nil) then
     local names = {}
     for name in pairs(gemm.MODEL) do names[#names + 1] = name end
     table.sort(names)
-    io.stderr:write(string.format("gemm_rule_regret: %q: not NAME=NUMBER with NAME one of the model's constants: %s\n",
-      arg[i], table.concat(names, ", ")))
+    io.stderr:write(string.format("gemm_rule_regret: %q: not NAME=NUMBER with NAME one of the model's constants: %s\n%s",
+      arg[i], table.concat(names, ", "), USAGE))
     os.exit(2)
   end
   gemm.MODEL[k] = tonumber(v)
@@ -74,45 +85,42 @@ local function parse(cfgs, dtype, base)
   return c
 end
 
-local groups, order, lineno = {}, {}, 0
-local f, err = io.open(path, "r")
-if not f then
-  io.stderr:write("gemm_rule_regret: " .. tostring(err) .. "\n")
-  os.exit(1)
-end
-for line in f:lines() do
-  lineno = lineno + 1
-  local dt, shp, cfgs, t, base = line:match("^(%S+)\t([^\t]+)\t([^\t]*)\t([^\t%s]+)\t?([^\t]*)$")
-  local shape = {}
-  for k, v in (shp or ""):gmatch("(%a)=(%d+)") do shape[k] = tonumber(v) end
-  local c = cfgs and parse(cfgs, dt, base ~= "" and base or nil)
-  local name = c and name_of(c)
-  if not (dt and tonumber(t) and shape.m and shape.n and shape.k and name) then
-    io.stderr:write(string.format("gemm_rule_regret: %s:%d: not dtype, shape, config, time_us: %q\n",
-      path, lineno, line:sub(1, 120)))
-  else
-    local bl = c.b_layout or "row"
-    local id = dt .. " " .. shp .. " " .. bl
-    if not groups[id] then
-      groups[id] = { shape = shape, dtype = dt, b_layout = bl, times = {}, best = math.huge }
-      order[#order + 1] = id
+-- A file's groups, in the order first seen; nil and a message if it cannot be read or holds none.
+local function read_groups(path)
+  local groups, order, lineno = {}, {}, 0
+  local f, err = io.open(path, "r")
+  if not f then return nil, tostring(err) end   -- (io.open's message names the path)
+  for line in f:lines() do
+    lineno = lineno + 1
+    local dt, shp, cfgs, t, base = line:match("^(%S+)\t([^\t]+)\t([^\t]*)\t([^\t%s]+)\t?([^\t]*)$")
+    local shape = {}
+    for k, v in (shp or ""):gmatch("(%a)=(%d+)") do shape[k] = tonumber(v) end
+    local c = cfgs and parse(cfgs, dt, base ~= "" and base or nil)
+    local name = c and name_of(c)
+    if not (dt and tonumber(t) and shape.m and shape.n and shape.k and name) then
+      io.stderr:write(string.format("gemm_rule_regret: %s:%d: not dtype, shape, config, time_us: %q\n",
+        path, lineno, line:sub(1, 120)))
+    else
+      local bl = c.b_layout or "row"
+      local id = dt .. " " .. shp .. " " .. bl
+      if not groups[id] then
+        groups[id] = { id = id, shape = shape, dtype = dt, b_layout = bl, times = {}, best = math.huge }
+        order[#order + 1] = groups[id]
+      end
+      local gr = groups[id]
+      local t_us = tonumber(t)
+      gr.times[name] = math.min(gr.times[name] or math.huge, t_us)
+      gr.best = math.min(gr.best, t_us)
     end
-    local gr = groups[id]
-    local t_us = tonumber(t)
-    gr.times[name] = math.min(gr.times[name] or math.huge, t_us)
-    gr.best = math.min(gr.best, t_us)
   end
-end
-f:close()
-if #order == 0 then
-  io.stderr:write("gemm_rule_regret: " .. path .. ": no rows\n")
-  os.exit(1)
+  f:close()
+  if #order == 0 then return nil, path .. ": no rows" end
+  return order
 end
 
-local lsum, n, missing, rows = 0, 0, 0, {}
-local msum, mn = 0, 0
-for _, id in ipairs(order) do
-  local gr = groups[id]
+-- One group scored: pick / best (nil where the pick was not measured), the pick's name, and the
+-- first config in the rule's whole order that the group measured, over best.
+local function score(gr)
   local list = gemm.candidates(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, { sms = 132 },
     { family = "gemm", has_pdl = true, has_tail = true, max = 10 })
   local pick
@@ -122,6 +130,7 @@ for _, id in ipairs(order) do
     pick = name_of(c)
   end
   -- the rule's order among the measured configs: its first entry that was measured
+  local first
   local ranked = gemm.ranked(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, 132,
     { family = "gemm", has_pdl = true, has_tail = true })
   for _, s in ipairs(ranked) do
@@ -129,31 +138,63 @@ for _, id in ipairs(order) do
     for k, v in pairs(s.c) do c[k] = v end
     local nm = name_of(c)
     if nm and gr.times[nm] then
-      msum, mn = msum + math.log(gr.times[nm] / gr.best), mn + 1
+      first = gr.times[nm] / gr.best
       break
     end
   end
   local t = pick and gr.times[pick]
-  if t then
-    lsum, n = lsum + math.log(t / gr.best), n + 1
-    rows[#rows + 1] = { id = id, r = t / gr.best, pick = pick }
+  return t and t / gr.best, pick, first
+end
+
+-- Sums of logs: pick / best over the groups whose pick was measured (n of them, missing not), and
+-- the first measured in the rule's order (mn groups).
+local function tally() return { lsum = 0, n = 0, missing = 0, msum = 0, mn = 0 } end
+local function add(t, r, first)
+  if r then t.lsum, t.n = t.lsum + math.log(r), t.n + 1 else t.missing = t.missing + 1 end
+  if first then t.msum, t.mn = t.msum + math.log(first), t.mn + 1 end
+end
+
+local function report(t, prefix)
+  if t.n == 0 then
+    print(string.format("%sfirst pick / best measured: no group's first pick was measured; %d first pick(s) not measured",
+      prefix, t.missing))
   else
-    missing = missing + 1
-    rows[#rows + 1] = { id = id, r = math.huge, pick = tostring(pick) .. " (not measured)" }
+    print(string.format("%sfirst pick / best measured: geomean %.4f over %d group(s); %d first pick(s) not measured",
+      prefix, math.exp(t.lsum / t.n), t.n, t.missing))
+  end
+  if t.mn > 0 then
+    print(string.format("%sfirst measured in the rule's order / best measured: geomean %.4f over %d group(s)",
+      prefix, math.exp(t.msum / t.mn), t.mn))
   end
 end
-table.sort(rows, function(a, b) return a.r > b.r end)
+
+local all, per_file, rows, failed = tally(), {}, {}, false
+for _, path in ipairs(paths) do
+  local order, why = read_groups(path)
+  if not order then
+    io.stderr:write("gemm_rule_regret: " .. why .. "\n")
+    failed = true
+  else
+    local t = tally()
+    for _, gr in ipairs(order) do
+      local r, pick, first = score(gr)
+      add(t, r, first)
+      add(all, r, first)
+      local id = #paths > 1 and path:match("[^/]*$") .. "  " .. gr.id or gr.id
+      rows[#rows + 1] = r and { id = id, r = r, pick = pick }
+        or { id = id, r = math.huge, pick = tostring(pick) .. " (not measured)" }
+    end
+    per_file[#per_file + 1] = { path = path, t = t }
+  end
+end
+if failed then os.exit(1) end
+table.sort(rows, function(x, y) return x.r > y.r end)
 for i = 1, math.min(worst_n, #rows) do
   local w = rows[i]
   print(string.format("%s  %s  %s", w.r == math.huge and "   -" or string.format("%.3f", w.r), w.id, w.pick))
 end
-if n == 0 then
-  print(string.format("first pick / best measured: no group's first pick was measured; %d first pick(s) not measured", missing))
-else
-  print(string.format("first pick / best measured: geomean %.4f over %d group(s); %d first pick(s) not measured",
-    math.exp(lsum / n), n, missing))
+if #paths > 1 then
+  for _, pf in ipairs(per_file) do report(pf.t, pf.path .. ": ") end
+  print(string.format("every group of the %d files:", #paths))
 end
-if mn > 0 then
-  print(string.format("first measured in the rule's order / best measured: geomean %.4f over %d group(s)",
-    math.exp(msum / mn), mn))
-end
+report(all, "")
