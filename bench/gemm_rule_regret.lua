@@ -18,8 +18,11 @@
 -- (gen/core/gemm.lua ranked) that the group measured, which counts every group (a change that
 -- moves picks to configs never measured shows there).  Several files: each file's groups are its
 -- own (one run, one machine: the same shape in two files is two groups), a line per file, then
--- the geomeans over every group of every file -- so a file weighs by its groups.  Exit 0; 1 if a
--- file could not be read or held no group.
+-- the geomeans over every group of every file -- so a file weighs by its groups.  The device a
+-- file was measured on (its DRAM rate, which the rule reads as dev.mem_gbs) comes from
+-- machines.txt in the file's folder (bench/data/machines.txt); a file it does not list, or a
+-- folder without one, is scored as the rule's default device (an H200).  Exit 0; 1 if a file or a
+-- machines.txt could not be read, or a file held no group.
 local gemm = require("gen.core.gemm")
 
 local USAGE = "usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [ROWS.tsv ...] [WORST [NAME=VALUE ...]]\n"
@@ -118,10 +121,38 @@ local function read_groups(path)
   return order
 end
 
--- One group scored: pick / best (nil where the pick was not measured), the pick's name, and the
--- first config in the rule's whole order that the group measured, over best.
-local function score(gr)
-  local list = gemm.candidates(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, { sms = 132 },
+-- machines.txt of a folder: { [file name] = { gpu =, mem_gbs = } }, {} where there is none; nil
+-- and a message for a line that is not "file TAB gpu TAB GB/s".
+local manifests = {}
+local function machines(dir)
+  if manifests[dir] then return manifests[dir] end
+  local path = dir .. "machines.txt"
+  local f = io.open(path, "r")
+  local m = {}
+  if f then
+    local n = 0
+    for line in f:lines() do
+      n = n + 1
+      if not line:match("^#") and line:match("%S") then
+        local file, gpu, gbs = line:match("^([^\t]+)\t([^\t]+)\t(%d+)$")
+        if not file or tonumber(gbs) < 1 then
+          f:close()
+          return nil, string.format("%s:%d: not file TAB gpu TAB DRAM GB/s (a whole number): %q", path, n, line:sub(1, 120))
+        end
+        m[file] = { gpu = gpu, mem_gbs = tonumber(gbs) }
+      end
+    end
+    f:close()
+  end
+  manifests[dir] = m
+  return m
+end
+
+-- One group scored on a device (dev: sms, mem_gbs): pick / best (nil where the pick was not
+-- measured), the pick's name, and the first config in the rule's whole order that the group
+-- measured, over best.
+local function score(gr, dev)
+  local list = gemm.candidates(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, dev,
     { family = "gemm", has_pdl = true, has_tail = true, max = 10 })
   local pick
   if list[1] then
@@ -131,8 +162,8 @@ local function score(gr)
   end
   -- the rule's order among the measured configs: its first entry that was measured
   local first
-  local ranked = gemm.ranked(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, 132,
-    { family = "gemm", has_pdl = true, has_tail = true })
+  local ranked = gemm.ranked(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, dev.sms,
+    { family = "gemm", has_pdl = true, has_tail = true, dram = gemm.dram_scale(dev) })
   for _, s in ipairs(ranked) do
     local c = { family = "gemm", dtype = gr.dtype, b_layout = gr.b_layout }
     for k, v in pairs(s.c) do c[k] = v end
@@ -170,14 +201,19 @@ end
 
 local all, per_file, rows, failed = tally(), {}, {}, false
 for _, path in ipairs(paths) do
+  local dir, name = path:match("^(.-)([^/]*)$")
+  local m, merr = machines(dir)
   local order, why = read_groups(path)
-  if not order then
-    io.stderr:write("gemm_rule_regret: " .. why .. "\n")
+  if not (order and m) then
+    io.stderr:write("gemm_rule_regret: " .. (why or merr) .. "\n")
     failed = true
   else
+    local dev = { sms = 132, mem_gbs = m[name] and m[name].mem_gbs }
+    print(string.format("%s: %s", path, m[name] and string.format("%s, DRAM %d GB/s (%smachines.txt)", m[name].gpu,
+      m[name].mem_gbs, dir) or "the rule's default device (an H200): not in a machines.txt beside it"))
     local t = tally()
     for _, gr in ipairs(order) do
-      local r, pick, first = score(gr)
+      local r, pick, first = score(gr, dev)
       add(t, r, first)
       add(all, r, first)
       local id = #paths > 1 and path:match("[^/]*$") .. "  " .. gr.id or gr.id

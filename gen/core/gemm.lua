@@ -552,6 +552,9 @@ end
 --            distributed shared memory (only the rows M has), not overlapped: ~4.7 us for 128 x
 --            128 (1024^3 at S = 2: 10.5 us measured).
 --   floor    A, B and C once at the copy rate (decode reads B once: the weight stream).
+--   DRAM     the device's DRAM rate (dev.mem_gbs: memory clock x bus width, runtime/core/auto.c)
+--            over the H200's, on which the constants were fitted, scales the copy floor and the
+--            split's price (M.dram_scale).
 -- The grid counts units, so a small M with a wide N still fills the GPU; where the tiles are
 -- few (N = 4096 at M <= 128: 32 units of 64 x 128) split_k multiplies the CTAs that stream B.
 -- The model ranks candidates; bench/gemm_llm.py is the sweep that checks it.
@@ -570,6 +573,15 @@ M.MODEL = {
                              -- bench/data/gemm_llm_s21.tsv): regret 1.0139 -> 1.0110, 2-4 alike
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
+  -- The H200's DRAM rate (4.8 TB/s), the machine the constants were fitted on.  A device's rate
+  -- over it scales the copy floor and RED_ELEMS_PER_US: where DRAM is slower, the split's extra
+  -- CTAs have less to gain before DRAM binds, and the split's price stands.  An H100 (3.35 TB/s:
+  -- 1200 -> 838 elems/us) over its 351 measured groups, first measured in the rule's order / best
+  -- measured, 1.0252 -> 1.0220 (first pick 1.0231 -> 1.0200; the 17 groups whose pick moved all
+  -- ran faster or tied, 64 x 6144 x 4096 1.113 -> 1.000); the H200's picks do not move (the set's
+  -- do not from 1150 to 1300).  The same 800 for every device was refuted by the H200's rows
+  -- (bench/RESULTS.md, twenty-fifth and twenty-sixth sessions).
+  DRAM_GBS = 4800,
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
@@ -638,6 +650,15 @@ M.MODEL = {
 local function cdiv(a, b) return (a + b - 1) // b end
 M.cdiv = cdiv
 
+-- The device's DRAM rate over the H200's (MODEL.DRAM_GBS), from dev.mem_gbs; 1 where the device
+-- does not say (no GPU here: the shipped table's H200).  Held to 0.4-1.25: beyond, nothing was
+-- measured (an H100 is 0.70).
+function M.dram_scale(dev)
+  local g = type(dev) == "table" and dev.mem_gbs
+  if math.type(g) ~= "integer" and math.type(g) ~= "float" or g ~= g or g <= 0 then return 1 end
+  return math.min(1.25, math.max(0.4, g / M.MODEL.DRAM_GBS))
+end
+
 -- The split tail over `clusters` clusters of S CTAs (gemm_sched.cuh's GemmWalk, the same rule):
 -- the whole waves of `units` tiles, then the tiles it splits; a leftover of more tiles than
 -- clusters stays whole (one more wave, nothing split).
@@ -676,14 +697,15 @@ function M.unaligned(cfg, shape)
   return a or b, a, b
 end
 
--- est(cfg, shape, sms, shards) -> microseconds, a line that says why, and the time without the
--- copy-rate floor (where the floor binds, decode, it still says which schedule has the most
+-- est(cfg, shape, sms, shards, dram) -> microseconds, a line that says why, and the time without
+-- the copy-rate floor (where the floor binds, decode, it still says which schedule has the most
 -- CTAs streaming).  cfg: resolved (tile,
 -- cluster tables; consumers, mma, split_k, epilogue, stages, dtype); shards: ag_gemm's ranks
--- (C in shards of m / ranks rows, each tiled on its own).
-function M.estimate(cfg, shape, sms, shards)
+-- (C in shards of m / ranks rows, each tiled on its own); dram: M.dram_scale's (nil: 1).
+function M.estimate(cfg, shape, sms, shards, dram)
   local P, t, cl = M.MODEL, cfg.tile, cfg.cluster
   shards = shards or 1
+  dram = dram or 1
   local cs = cl.m * cl.n * cfg.split_k
   local rows = math.max(1, cdiv(shape.m, shards))
   local units, clusters, rounds = M.waves(cfg, shape, sms, shards)
@@ -714,7 +736,7 @@ function M.estimate(cfg, shape, sms, shards)
   local steps = 0
   while (1 << steps) < cfg.split_k do steps = steps + 1 end
   local live = M.swapped(cfg) and 1 or math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m   -- (swapped: B's rows)
-  local red = steps * elems * live / P.RED_ELEMS_PER_US
+  local red = steps * elems * live / (P.RED_ELEMS_PER_US * dram)
   -- the flat sum's one step (weft/gemm_splitk.cuh scatter), RED_FLAT_US, where it was measured
   -- faster than the tree: S >= 3 (at S = 2 both are one step, and they tied), one consumer, one
   -- round of tiles.  Elsewhere the tree's price keeps the rule away from the flat splits that ran
@@ -748,7 +770,7 @@ function M.estimate(cfg, shape, sms, shards)
   end
   local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * es
   local raw = time + P.LAUNCH_US
-  time = math.max(time, bytes / (P.COPY_GBS * 1e3)) + P.LAUNCH_US
+  time = math.max(time, bytes / (P.COPY_GBS * dram * 1e3)) + P.LAUNCH_US
   local why = string.format("%d units of %dx%d%s on %d cluster(s) of %d CTA(s): %s, ~%.1f us "
     .. "(gen/core/gemm.lua's model)", units, t.m, t.n, cl.m * cl.n > 1 and string.format(" (cluster %dx%d)", cl.m, cl.n)
     or "", clusters, cs, how, time)
@@ -821,7 +843,8 @@ end
 -- candidates(shape, fixed, dev, opts) -> the F.auto list of a GEMM family.  fixed: the user's
 -- raw config (fixed fields win: a fixed tile stays and the rest is chosen around it); opts:
 -- family (its name), shards (ag_gemm's ranks), extra (fields every candidate carries: ag_gemm's
--- comm), has_pdl, max (candidates returned, default 8).  Every candidate is validated here with
+-- comm), has_pdl, max (candidates returned, default 8); dev: sms and mem_gbs (M.dram_scale) where
+-- the device says them, else an H200's.  Every candidate is validated here with
 -- the user's fixed fields (gen/core/weft.lua check), so the list ends in one that takes every
 -- shape the kernel takes (the GEMM's limits depend on no knob but any_n, with column-major B and
 -- the direct stores: the rule sets it for an N off 8's multiples, and the fallback too).
@@ -1008,7 +1031,7 @@ local function score_all(shape, fixed, sms, opts)
           local errs = errs_sink()
           M.check(r, errs)
           if errs.ok() then
-            local est, why, raw = M.estimate(r, shape, sms, opts.shards)
+            local est, why, raw = M.estimate(r, shape, sms, opts.shards, opts.dram)
             -- pdl: a launch's set-up under the previous kernel's tail, ~0.5 us (7-8 % at 1024^3);
             -- 0.4-2 % slower at 4096^3 (fourth session), so only where the launch is a tenth.
             -- A split-K cluster's launch costs more: pdl on was 3-9 % faster up to ~45 us (64 x
@@ -1035,6 +1058,7 @@ local function score_all(shape, fixed, sms, opts)
 end
 
 -- Every enumerated schedule, best first: { c = the candidate's fields, r = it resolved, est, why }.
+-- opts as candidates' (above), and dram: M.dram_scale of the device (nil: 1, an H200).
 function M.ranked(shape, fixed, sms, opts)
   local scored = score_all(shape, fixed, sms, opts)
   -- M.MODEL.SPLIT_FULL (M >= 64, counted per shard as the tiles are): split-K ranks after the
@@ -1081,7 +1105,9 @@ function M.candidates(shape, fixed, dev, opts)
   local sms = dev and dev.sms or 132
   local want = opts.max or 8
   local open = function(k) return fixed[k] == nil or fixed[k] == "auto" end
-  local scored = M.ranked(shape, fixed, sms, opts)
+  local ranked_opts = copy(opts)
+  ranked_opts.dram = M.dram_scale(dev)
+  local scored = M.ranked(shape, fixed, sms, ranked_opts)
 
   local out, names = {}, {}
   local function try(c, why)

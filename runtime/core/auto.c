@@ -141,11 +141,12 @@ static int l_call(lua_State *L) {
     return 2;
   }
   lua_pushstring(L, in->shape);
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   lua_pushstring(L, in->dev->gpu); lua_setfield(L, -2, "gpu");
   lua_pushinteger(L, in->dev->sms); lua_setfield(L, -2, "sms");
   lua_pushinteger(L, in->dev->sm); lua_setfield(L, -2, "sm");
   lua_pushinteger(L, in->ranks); lua_setfield(L, -2, "ranks");
+  if (in->dev->mem_gbs > 0) { lua_pushinteger(L, in->dev->mem_gbs); lua_setfield(L, -2, "mem_gbs"); }
   lua_createtable(L, in->n_known, 0);
   for (int i = 0; i < in->n_known; i++) {
     const known_row *k = &in->known[i];
@@ -363,9 +364,17 @@ static int gather(weft_ctx *c, const auto_device *dev, int ranks, const char *fa
 
 /* ---- choose ------------------------------------------------------------------------------ */
 
+/* Peak DRAM GB/s from the memory clock (kHz) and the bus width (bits), two transfers a clock; 0 when
+ * the driver does not say or the product is out of reach (the rule then takes an H200's). */
+int auto_mem_gbs(long long clock_khz, long long bus_bits) {
+  if (clock_khz <= 0 || bus_bits <= 0 || clock_khz > 100000000LL || bus_bits > 100000LL) return 0;
+  long long gbs = (clock_khz * bus_bits * 2 / 8 + 500000) / 1000000;   /* (to the nearest) */
+  return gbs > 0 && gbs <= 1000000 ? (int)gbs : 0;
+}
+
 static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t len, char *nv, size_t nvlen,
                                util_buf *notes) {
-  int sm = 0, driver = 0, sms = 0;
+  int sm = 0, driver = 0, sms = 0, clock_khz = 0, bus_bits = 0;
   weft_status st = api_device_info(c, gpu, len, &sm, &driver);
   const drv_table *drv;
   CUdevice dev;
@@ -376,11 +385,20 @@ static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t le
     const char *why = st == WEFT_ERR_NO_DRIVER ? "no NVIDIA driver" : st == WEFT_ERR_NO_DEVICE ? "no usable GPU"
                       : st ? weft_status_name(st) : "the driver gave no SM count";
     util_buf_printf(notes, "; no GPU here (%s): the database is skipped and the device is taken to be the shipped "
-                    "table's (%s, sm_%d, %d SMs)", why, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS);
-    *d = (auto_device){0, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS, 0, nv};
+                    "table's (%s, sm_%d, %d SMs, DRAM %d GB/s)", why, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM,
+                    AUTO_DEFAULT_SMS, AUTO_DEFAULT_MEM_GBS);
+    *d = (auto_device){0, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS, 0, nv, AUTO_DEFAULT_MEM_GBS};
     return WEFT_OK;
   }
-  *d = (auto_device){1, gpu, sm, sms, driver, nv};
+  if (drv->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev) != CUDA_SUCCESS ||
+      drv->cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev) != CUDA_SUCCESS)
+    clock_khz = bus_bits = 0;
+  int mem_gbs = auto_mem_gbs(clock_khz, bus_bits);
+  if (mem_gbs)
+    util_buf_printf(notes, "; DRAM %d GB/s (memory clock x bus width)", mem_gbs);
+  else
+    util_buf_printf(notes, "; the driver gave no DRAM rate: the rule takes the H200's %d GB/s", AUTO_DEFAULT_MEM_GBS);
+  *d = (auto_device){1, gpu, sm, sms, driver, nv, mem_gbs};
   return WEFT_OK;
 }
 

@@ -10,11 +10,17 @@ typedef struct auto_device {
   const char *gpu;     /* "NVIDIA H200" */
   int sm, sms, driver;
   const char *nvrtc;   /* "13.0" */
+  int mem_gbs;         /* DRAM GB/s (memory clock x bus width); 0: not known, the rule takes an H200's */
 } auto_device;
 
 #define AUTO_DEFAULT_GPU "NVIDIA H200"
 #define AUTO_DEFAULT_SM 90
 #define AUTO_DEFAULT_SMS 132
+#define AUTO_DEFAULT_MEM_GBS 4800
+
+/* Peak DRAM GB/s from the driver's memory clock (kHz) and bus width (bits): an H100's 2619000 and
+ * 5120 give 3352; 0 for values out of range. */
+int auto_mem_gbs(long long clock_khz, long long bus_bits);
 
 /* weft_auto_choose_string with the device given (dev NULL: this machine's, as the API does). */
 weft_status auto_choose_with_device(weft_ctx *ctx, const char *chunkname, const char *text,

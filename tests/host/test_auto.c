@@ -20,7 +20,7 @@
 #include "weft.h"
 
 static const char *const CFG = "return { family = \"row_softmax\", dtype = \"f32\" }";
-static const auto_device H200 = {1, "NVIDIA H200", 90, 132, 13000, "13.0"};
+static const auto_device H200 = {1, "NVIDIA H200", 90, 132, 13000, "13.0", 0};   /* DRAM rate not given */
 
 typedef struct fixture {
   char dir[1024], db[1200];
@@ -71,7 +71,7 @@ static weft_auto *choose(const fixture *f, const char *const *ov, int n_ov, cons
 static void test_rule_without_anything(void **state) {
   fixture *f = *state;
   const char *ov[] = {"mode=stream"};
-  auto_device none = {0, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS, 0, "13.0"};
+  auto_device none = {0, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS, 0, "13.0", AUTO_DEFAULT_MEM_GBS};
   put(f, 13000, "cols=8192 rows=1024", "cluster=1\nmax_cols=8192\nmode=onchip\nthreads=256", 10.0);
   weft_auto *a = choose(f, ov, 1, "1024x8192", &none);   /* no GPU: the database is not read */
   assert_string_equal(weft_auto_source(a), "rule");
@@ -152,6 +152,35 @@ static void test_table_other_gpu(void **state) {
   weft_auto_free(a);
 }
 
+/* The device's DRAM rate reaches the GEMM rule: at 64 x 6144 x 4096 an H200 (the rate not given:
+ * the rule's own) takes 64 x 96 split 2; an H100's 3.35 TB/s the unsplit 64 x 64, which ran
+ * 1.11x faster there (bench/data/gemm_llm_s25.tsv). */
+static void test_dram_rate(void **state) {
+  fixture *f = *state;
+  assert_int_equal(auto_mem_gbs(2619000, 5120), 3352);   /* an H100 SXM's HBM3 */
+  assert_int_equal(auto_mem_gbs(3201000, 6144), 4917);
+  assert_int_equal(auto_mem_gbs(0, 5120), 0);
+  assert_int_equal(auto_mem_gbs(2619000, 0), 0);
+  assert_int_equal(auto_mem_gbs(-1, 5120), 0);
+  assert_int_equal(auto_mem_gbs(1000000000LL, 5120), 0);
+  static const char *const GEMM = "return { family = \"gemm\", dtype = \"bf16\", b_layout = \"col\" }";
+  auto_device h100 = H200;
+  h100.gpu = "NVIDIA H100 80GB HBM3";
+  h100.mem_gbs = 3352;
+  const auto_device *devs[] = {&H200, &h100};
+  const char *want[][2] = {{"_64x96x64_", "_sk2_"}, {"_64x64x64_", "_sk1_"}};
+  for (int i = 0; i < 2; i++) {
+    weft_auto *a = NULL;
+    weft_status st = auto_choose_with_device(f->ctx, "gemm.lua", GEMM, NULL, 0, "64x6144x4096", 1, 0, NULL, devs[i], &a);
+    if (st) fail_msg("choose: %s: %s", weft_status_name(st), weft_ctx_error(f->ctx));
+    assert_string_equal(weft_auto_source(a), "rule");
+    const char *name = weft_auto_name(a, 0);
+    if (!strstr(name, want[i][0]) || !strstr(name, want[i][1]))
+      fail_msg("%s: %s, not %s %s", devs[i]->gpu, name, want[i][0], want[i][1]);
+    weft_auto_free(a);
+  }
+}
+
 static void test_bad_input(void **state) {
   fixture *f = *state;
   weft_auto *a = NULL;
@@ -202,6 +231,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_database_other_driver_and_far, setup, teardown),
     cmocka_unit_test_setup_teardown(test_garbage_database, setup, teardown),
     cmocka_unit_test_setup_teardown(test_table_other_gpu, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_dram_rate, setup, teardown),
     cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
     cmocka_unit_test_setup_teardown(test_compile_and_record, setup, teardown),
   };

@@ -489,6 +489,42 @@ T.test("gemm: thin tiles for M < 64 fit their width to the SMs (N = 10240: 16 x 
   T.deq(widths, { 32, 48, 64 }, "N = 4096: 32 wide (128 tiles), no narrower")
 end)
 
+T.test("gemm: the device's DRAM rate scales the copy floor and the split's price; an H200's picks stay", function()
+  T.eq(gemm.dram_scale(nil), 1)
+  T.eq(gemm.dram_scale({}), 1)
+  for _, bad in ipairs({ "4800", 0, -3, 0 / 0, true }) do T.eq(gemm.dram_scale({ mem_gbs = bad }), 1, tostring(bad)) end
+  T.ok(math.abs(gemm.dram_scale({ mem_gbs = 3352 }) - 3352 / 4800) < 1e-12, "an H100: 0.698")
+  T.eq(gemm.dram_scale({ mem_gbs = 100 }), 0.4)
+  T.eq(gemm.dram_scale({ mem_gbs = 1e9 }), 1.25)
+  local function first(m, n, k, dev)
+    local l = gemm.candidates({ m = m, n = n, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
+      { family = "gemm", has_pdl = true, has_tail = true })
+    local c = l[1]
+    return string.format("%dx%d split %d%s", c.tile.m, c.tile.n, c.split_k, c.swap_ab and " swapped" or ""), c
+  end
+  -- at 3.35 TB/s the split's extra CTAs gain nothing: 64 x 6144 x 4096 ran 64 x 64 unsplit at 21.4
+  -- us and the split at 23.8; 120 x 2560 x 2560 unsplit 1.11-1.13x faster (an H100,
+  -- bench/data/gemm_llm_s25.tsv, gemm_midm_s25d.tsv)
+  local H100 = { sms = 132, mem_gbs = 3352 }
+  T.eq(first(64, 6144, 4096, H200), "64x96 split 2")
+  T.eq(first(64, 6144, 4096, H100), "64x64 split 1")
+  T.eq(select(2, first(120, 2560, 2560, H200)).split_k, 2)
+  T.eq(select(2, first(120, 2560, 2560, H100)).split_k, 1)
+  -- the estimate's floor at the device's copy rate: 64 x 8192 x 8192 moves 136 MB (A, B, C): 46.5 us at
+  -- 0.698 x 4200 GB/s, and the launch
+  T.ok(select(2, first(64, 8192, 8192, H100)).why:find("~48.0 us", 1, true), select(2, first(64, 8192, 8192, H100)).why)
+  -- an H200's rate as its driver gives it (memory clock x bus width: ~4.9 TB/s) moves none of the
+  -- set's picks from the rule's own (4.8)
+  for _, layers in pairs(LAYERS) do
+    for _, nk in ipairs(layers) do
+      for _, m in ipairs(MS) do
+        T.eq(first(m, nk[1], nk[2], { sms = 132, mem_gbs = 4917 }), first(m, nk[1], nk[2], H200),
+          string.format("%d x %d x %d", m, nk[1], nk[2]))
+      end
+    end
+  end
+end)
+
 T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
   local F = weft.family_module("gemm")
   local cases = {
