@@ -580,7 +580,10 @@ M.MODEL = {
   -- measured, 1.0252 -> 1.0220 (first pick 1.0231 -> 1.0200; the 17 groups whose pick moved all
   -- ran faster or tied, 64 x 6144 x 4096 1.113 -> 1.000); the H200's picks do not move (the set's
   -- do not from 1150 to 1300).  The same 800 for every device was refuted by the H200's rows
-  -- (bench/RESULTS.md, twenty-fifth and twenty-sixth sessions).
+  -- (bench/RESULTS.md, twenty-fifth and twenty-sixth sessions).  A proxy: the two machines share
+  -- SMs, clocks and L2, and differ in DRAM.  The flat sum's one hand-over (RED_FLAT_US) keeps its
+  -- price: its swapped splits ran on the H100 as priced (224 x 1536 x 8960 split 4 1.03-1.11x the
+  -- best, the tree's split 2 1.09-1.18x); scaled too, 1.0200 -> 1.0210.
   DRAM_GBS = 4800,
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
