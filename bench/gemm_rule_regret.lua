@@ -10,7 +10,7 @@
 -- tuning database's results hold them (bench/gemm_rule_regret.sh dumps one: the shape "k=.. m=..
 -- n=..", the config "key=value" fields separated by blanks, a string quoted or not; base, where
 -- given, the Lua text of the config the fields override, as weft tune stores it).  Rows of one dtype, shape and b_layout form a
--- group; the rule (gen/core/gemm.lua candidates, an H200's 132 SMs) ranks that group's shape, and
+-- group; the rule (gen/core/gemm.lua candidates, for the file's device: below) ranks that group's shape, and
 -- its first pick is looked up among the group's rows by kernel name (the generator validates each
 -- row's config; one that does not validate is named by its line and left out).  Prints the geometric mean of pick / best
 -- over the groups whose pick was measured, the count of those that were not, and the WORST groups
@@ -19,7 +19,7 @@
 -- moves picks to configs never measured shows there).  Several files: each file's groups are its
 -- own (one run, one machine: the same shape in two files is two groups), a line per file, then
 -- the geomeans over every group of every file -- so a file weighs by its groups.  The device a
--- file was measured on (its DRAM rate, which the rule reads as dev.mem_gbs) comes from
+-- file was measured on (its SM count and DRAM rate, the rule's dev.sms and dev.mem_gbs) comes from
 -- machines.txt in the file's folder (bench/data/machines.txt); a file it does not list, or a
 -- folder without one, is scored as the rule's default device (an H200).  Exit 0; 1 if a file or a
 -- machines.txt could not be read, or a file held no group.
@@ -121,8 +121,8 @@ local function read_groups(path)
   return order
 end
 
--- machines.txt of a folder: { [file name] = { gpu =, mem_gbs = } }, {} where there is none; nil
--- and a message for a line that is not "file TAB gpu TAB GB/s".
+-- machines.txt of a folder: { [file name] = { gpu =, sms =, mem_gbs = } }, {} where there is none;
+-- nil and a message for a line that is not "file TAB gpu TAB SMs TAB GB/s".
 local manifests = {}
 local function machines(dir)
   if manifests[dir] then return manifests[dir] end
@@ -134,12 +134,13 @@ local function machines(dir)
     for line in f:lines() do
       n = n + 1
       if not line:match("^#") and line:match("%S") then
-        local file, gpu, gbs = line:match("^([^\t]+)\t([^\t]+)\t(%d+)$")
-        if not file or tonumber(gbs) < 1 then
+        local file, gpu, sms, gbs = line:match("^([^\t]+)\t([^\t]+)\t(%d+)\t(%d+)$")
+        if not file or tonumber(sms) < 1 or tonumber(sms) > 1024 or tonumber(gbs) < 1 then
           f:close()
-          return nil, string.format("%s:%d: not file TAB gpu TAB DRAM GB/s (a whole number): %q", path, n, line:sub(1, 120))
+          return nil, string.format("%s:%d: not file TAB gpu TAB SMs (1-1024) TAB DRAM GB/s (whole numbers): %q",
+            path, n, line:sub(1, 120))
         end
-        m[file] = { gpu = gpu, mem_gbs = tonumber(gbs) }
+        m[file] = { gpu = gpu, sms = tonumber(sms), mem_gbs = tonumber(gbs) }
       end
     end
     f:close()
@@ -208,9 +209,9 @@ for _, path in ipairs(paths) do
     io.stderr:write("gemm_rule_regret: " .. (why or merr) .. "\n")
     failed = true
   else
-    local dev = { sms = 132, mem_gbs = m[name] and m[name].mem_gbs }
-    print(string.format("%s: %s", path, m[name] and string.format("%s, DRAM %d GB/s (%smachines.txt)", m[name].gpu,
-      m[name].mem_gbs, dir) or "the rule's default device (an H200): not in a machines.txt beside it"))
+    local dev = { sms = m[name] and m[name].sms or 132, mem_gbs = m[name] and m[name].mem_gbs }
+    print(string.format("%s: %s", path, m[name] and string.format("%s, %d SMs, DRAM %d GB/s (%smachines.txt)",
+      m[name].gpu, m[name].sms, m[name].mem_gbs, dir) or "the rule's default device (an H200): not in a machines.txt beside it"))
     local t = tally()
     for _, gr in ipairs(order) do
       local r, pick, first = score(gr, dev)

@@ -554,7 +554,7 @@ end
 --   floor    A, B and C once at the copy rate (decode reads B once: the weight stream).
 --   DRAM     the device's DRAM rate (dev.mem_gbs: memory clock x bus width, runtime/core/auto.c)
 --            over the H200's, on which the constants were fitted, scales the copy floor and the
---            split's price (M.dram_scale).
+--            price of split-K's tree hand-over (M.dram_scale; the flat sum's is not scaled).
 -- The grid counts units, so a small M with a wide N still fills the GPU; where the tiles are
 -- few (N = 4096 at M <= 128: 32 units of 64 x 128) split_k multiplies the CTAs that stream B.
 -- The model ranks candidates; bench/gemm_llm.py is the sweep that checks it.
@@ -574,8 +574,10 @@ M.MODEL = {
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   -- The H200's DRAM rate (4.8 TB/s), the machine the constants were fitted on.  A device's rate
-  -- over it scales the copy floor and RED_ELEMS_PER_US: where DRAM is slower, the split's extra
-  -- CTAs have less to gain before DRAM binds, and the split's price stands.  An H100 (3.35 TB/s:
+  -- over it (M.dram_scale) scales the copy floor and RED_ELEMS_PER_US: where DRAM is slower, the
+  -- split's extra CTAs have less to gain before DRAM binds, so the tree's hand-over is priced
+  -- higher; and the higher floor also turns pdl off sooner (the estimate against PDL_US: at 16-64
+  -- x 5120 x 13824 and 48-64 x 8192 x 3584 on an H100, never measured there).  An H100 (3.35 TB/s:
   -- 1200 -> 838 elems/us) over its 351 measured groups, first measured in the rule's order / best
   -- measured, 1.0252 -> 1.0220 (first pick 1.0231 -> 1.0200; the 17 groups whose pick moved all
   -- ran faster or tied, 64 x 6144 x 4096 1.113 -> 1.000); the H200's picks do not move (the set's
@@ -654,12 +656,15 @@ local function cdiv(a, b) return (a + b - 1) // b end
 M.cdiv = cdiv
 
 -- The device's DRAM rate over the H200's (MODEL.DRAM_GBS), from dev.mem_gbs; 1 where the device
--- does not say (no GPU here: the shipped table's H200).  Held to 0.4-1.25: beyond, nothing was
--- measured (an H100 is 0.70).
+-- does not say (no GPU here: the shipped table's H200).  Only two rates were measured, an H100's
+-- (0.70) and an H200's (1.0; its driver is expected to say ~4.9 TB/s, 1.02): the scale is held
+-- between them, so an H100 PCIe's 2.0 TB/s is taken as the SXM's 3.35 and a faster DRAM as the
+-- H200's, not extrapolated.
+M.DRAM_SCALE_MIN, M.DRAM_SCALE_MAX = 0.69, 1.03
 function M.dram_scale(dev)
   local g = type(dev) == "table" and dev.mem_gbs
   if math.type(g) ~= "integer" and math.type(g) ~= "float" or g ~= g or g <= 0 then return 1 end
-  return math.min(1.25, math.max(0.4, g / M.MODEL.DRAM_GBS))
+  return math.min(M.DRAM_SCALE_MAX, math.max(M.DRAM_SCALE_MIN, g / M.MODEL.DRAM_GBS))
 end
 
 -- The split tail over `clusters` clusters of S CTAs (gemm_sched.cuh's GemmWalk, the same rule):

@@ -395,9 +395,9 @@ static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t le
     clock_khz = bus_bits = 0;
   int mem_gbs = auto_mem_gbs(clock_khz, bus_bits);
   if (mem_gbs)
-    util_buf_printf(notes, "; DRAM %d GB/s (memory clock x bus width)", mem_gbs);
+    util_buf_printf(notes, "; DRAM %d GB/s (memory clock x bus width, for the GEMM rule)", mem_gbs);
   else
-    util_buf_printf(notes, "; the driver gave no DRAM rate: the rule takes the H200's %d GB/s", AUTO_DEFAULT_MEM_GBS);
+    util_buf_printf(notes, "; the driver gave no DRAM rate: the GEMM rule takes the H200's %d GB/s", AUTO_DEFAULT_MEM_GBS);
   *d = (auto_device){1, gpu, sm, sms, driver, nv, mem_gbs};
   return WEFT_OK;
 }

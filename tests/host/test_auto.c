@@ -171,7 +171,7 @@ static void test_dram_rate(void **state) {
   const char *want[][2] = {{"_64x96x64_", "_sk2_"}, {"_64x64x64_", "_sk1_"}};
   for (int i = 0; i < 2; i++) {
     weft_auto *a = NULL;
-    weft_status st = auto_choose_with_device(f->ctx, "gemm.lua", GEMM, NULL, 0, "64x6144x4096", 1, 0, NULL, devs[i], &a);
+    weft_status st = auto_choose_with_device(f->ctx, "gemm.lua", GEMM, NULL, 0, "64x6144x4096", 1, 0, f->db, devs[i], &a);
     if (st) fail_msg("choose: %s: %s", weft_status_name(st), weft_ctx_error(f->ctx));
     assert_string_equal(weft_auto_source(a), "rule");
     const char *name = weft_auto_name(a, 0);
