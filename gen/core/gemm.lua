@@ -576,8 +576,8 @@ M.MODEL = {
   -- The H200's DRAM rate (4.8 TB/s), the machine the constants were fitted on.  A device's rate
   -- over it (M.dram_scale) scales the copy floor and RED_ELEMS_PER_US: where DRAM is slower, the
   -- split's extra CTAs have less to gain before DRAM binds, so the tree's hand-over is priced
-  -- higher; and the higher floor also turns pdl off sooner (the estimate against PDL_US: at 16-64
-  -- x 5120 x 13824 and 48-64 x 8192 x 3584 on an H100, never measured there).  An H100 (3.35 TB/s:
+  -- higher; and the higher floor also turns pdl off sooner (the estimate against PDL_US: at 48-64
+  -- x 8192 x 3584 and 48-64 x 9216 x 3072 on an H100, never measured there).  An H100 (3.35 TB/s:
   -- 1200 -> 838 elems/us) over its 351 measured groups, first measured in the rule's order / best
   -- measured, 1.0252 -> 1.0220 (first pick 1.0231 -> 1.0200; the 17 groups whose pick moved all
   -- ran faster or tied, 64 x 6144 x 4096 1.113 -> 1.000); the H200's picks do not move (the set's
