@@ -21,11 +21,13 @@
 -- the geomeans over every group of every file -- so a file weighs by its groups.  The device a
 -- file was measured on (its SM count and DRAM rate, the rule's dev.sms and dev.mem_gbs) comes from
 -- machines.txt in the file's folder (bench/data/machines.txt); a file it does not list, or a
--- folder without one, is scored as the rule's default device (an H200).  Exit 0; 1 if a file or a
--- machines.txt could not be read, or a file held no group.
+-- folder without one, is scored as the rule's default device (an H200).  Files of more than one
+-- device also get a pooled line per device.  NAME=V1,V2,... (one NAME at a time) scans that
+-- constant: a pooled line per device for each value, and no list of groups -- a refit in one run.
+-- Exit 0; 1 if a file or a machines.txt could not be read, or a file held no group.
 local gemm = require("gen.core.gemm")
 
-local USAGE = "usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [ROWS.tsv ...] [WORST [NAME=VALUE ...]]\n"
+local USAGE = "usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [ROWS.tsv ...] [WORST [NAME=VALUE[,VALUE...] ...]]\n"
 local paths, worst_n, a = {}, 10, 1
 while arg[a] and not tonumber(arg[a]) and not arg[a]:match("^%u[%u_]*=") do
   paths[#paths + 1] = arg[a]
@@ -39,17 +41,22 @@ if #paths == 0 then
   io.stderr:write(USAGE)
   os.exit(2)
 end
+local scan   -- { name =, values = { ... } } for NAME=V1,V2,...
 for i = a, #arg do
   local k, v = arg[i]:match("^(%u[%u_]*)=(.+)$")
-  if not (k and tonumber(v) and gemm.MODEL[k] ~= nil) then
+  local values = {}
+  for x in (v or ""):gmatch("[^,]+") do values[#values + 1] = tonumber(x) or false end
+  local ok = k and gemm.MODEL[k] ~= nil and #values > 0 and not (v or ""):match(",,") and not (v or ""):match(",$")
+  for _, x in ipairs(values) do ok = ok and x end
+  if not ok or (#values > 1 and scan) then
     local names = {}
     for name in pairs(gemm.MODEL) do names[#names + 1] = name end
     table.sort(names)
-    io.stderr:write(string.format("gemm_rule_regret: %q: not NAME=NUMBER with NAME one of the model's constants: %s\n%s",
-      arg[i], table.concat(names, ", "), USAGE))
+    io.stderr:write(string.format("gemm_rule_regret: %q: not NAME=NUMBER[,NUMBER...] with NAME one of the model's "
+      .. "constants%s: %s\n%s", arg[i], scan and " (one NAME scanned at a time)" or "", table.concat(names, ", "), USAGE))
     os.exit(2)
   end
-  gemm.MODEL[k] = tonumber(v)
+  if #values > 1 then scan = { name = k, values = values } else gemm.MODEL[k] = values[1] end
 end
 
 local weft = require("gen.core.weft")
@@ -200,7 +207,8 @@ local function report(t, prefix)
   end
 end
 
-local all, per_file, rows, failed = tally(), {}, {}, false
+-- Every file's groups and its device, read once.
+local files, failed = {}, false
 for _, path in ipairs(paths) do
   local dir, name = path:match("^(.-)([^/]*)$")
   local m, merr = machines(dir)
@@ -209,29 +217,59 @@ for _, path in ipairs(paths) do
     io.stderr:write("gemm_rule_regret: " .. (why or merr) .. "\n")
     failed = true
   else
-    local dev = { sms = m[name] and m[name].sms or 132, mem_gbs = m[name] and m[name].mem_gbs }
-    print(string.format("%s: %s", path, m[name] and string.format("%s, %d SMs, DRAM %d GB/s (%smachines.txt)",
-      m[name].gpu, m[name].sms, m[name].mem_gbs, dir) or "the rule's default device (an H200): not in a machines.txt beside it"))
-    local t = tally()
-    for _, gr in ipairs(order) do
-      local r, pick, first = score(gr, dev)
-      add(t, r, first)
-      add(all, r, first)
-      local id = #paths > 1 and path:match("[^/]*$") .. "  " .. gr.id or gr.id
-      rows[#rows + 1] = r and { id = id, r = r, pick = pick }
-        or { id = id, r = math.huge, pick = tostring(pick) .. " (not measured)" }
-    end
-    per_file[#per_file + 1] = { path = path, t = t }
+    local mc = m[name]
+    files[#files + 1] = { path = path, order = order, gpu = mc and mc.gpu or "the rule's default device (an H200)",
+      dev = { sms = mc and mc.sms or 132, mem_gbs = mc and mc.mem_gbs },
+      says = mc and string.format("%s, %d SMs, DRAM %d GB/s (%smachines.txt)", mc.gpu, mc.sms, mc.mem_gbs, dir)
+        or "the rule's default device (an H200): not in a machines.txt beside it" }
   end
 end
 if failed then os.exit(1) end
+
+-- Scores every file under the model as it is: per file, per device and over all, and the groups.
+local function score_all()
+  local all, per_gpu, gpus, rows = tally(), {}, {}, {}
+  for _, f in ipairs(files) do
+    f.t = tally()
+    if not per_gpu[f.gpu] then per_gpu[f.gpu] = tally(); gpus[#gpus + 1] = f.gpu end
+    for _, gr in ipairs(f.order) do
+      local r, pick, first = score(gr, f.dev)
+      add(f.t, r, first)
+      add(per_gpu[f.gpu], r, first)
+      add(all, r, first)
+      local id = #paths > 1 and f.path:match("[^/]*$") .. "  " .. gr.id or gr.id
+      rows[#rows + 1] = r and { id = id, r = r, pick = pick }
+        or { id = id, r = math.huge, pick = tostring(pick) .. " (not measured)" }
+    end
+  end
+  return all, per_gpu, gpus, rows
+end
+
+for _, f in ipairs(files) do print(string.format("%s: %s", f.path, f.says)) end
+if scan then
+  for _, v in ipairs(scan.values) do
+    gemm.MODEL[scan.name] = v
+    local all, per_gpu, gpus = score_all()
+    local prefix = string.format("%s=%s: ", scan.name, tostring(v))
+    if #gpus > 1 then for _, g in ipairs(gpus) do report(per_gpu[g], prefix .. g .. ": ") end end
+    report(all, prefix)
+  end
+  os.exit(0)
+end
+local all, per_gpu, gpus, rows = score_all()
 table.sort(rows, function(x, y) return x.r > y.r end)
 for i = 1, math.min(worst_n, #rows) do
   local w = rows[i]
   print(string.format("%s  %s  %s", w.r == math.huge and "   -" or string.format("%.3f", w.r), w.id, w.pick))
 end
 if #paths > 1 then
-  for _, pf in ipairs(per_file) do report(pf.t, pf.path .. ": ") end
+  for _, f in ipairs(files) do report(f.t, f.path .. ": ") end
+  if #gpus > 1 then
+    for _, g in ipairs(gpus) do
+      print(string.format("every group on %s:", g))
+      report(per_gpu[g], "")
+    end
+  end
   print(string.format("every group of the %d files:", #paths))
 end
 report(all, "")
