@@ -339,7 +339,7 @@ static int gather(weft_ctx *c, const auto_device *dev, int ranks, const char *fa
   }
   util_buf_free(&w);
   if (!k->table) return 0;
-  if (dev->have_gpu && strcmp(k->table->gpu, dev->gpu)) {
+  if ((dev->have_gpu || strcmp(dev->gpu, AUTO_DEFAULT_GPU)) && strcmp(k->table->gpu, dev->gpu)) {
     util_buf_printf(notes, "; the shipped table is for %s, not this %s", k->table->gpu, dev->gpu);
     return 0;
   }
@@ -372,9 +372,19 @@ int auto_mem_gbs(long long clock_khz, long long bus_bits) {
   return gbs > 0 && gbs <= 1000000 ? (int)gbs : 0;
 }
 
+/* This machine's GPU, or without one the device the choice is for: the shipped table's H200, or the
+ * SM count and DRAM rate that WEFT_AUTO_SMS and WEFT_AUTO_DRAM_GBS give (generating offline for
+ * another GPU: the GEMM rule reads both).  With a GPU here they are not used, and the notes say so.
+ * WEFT_ERR_INVALID (err set) for a value out of range. */
 static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t len, char *nv, size_t nvlen,
-                               util_buf *notes) {
+                               util_buf *notes, char *err, size_t errlen) {
   int sm = 0, driver = 0, sms = 0, clock_khz = 0, bus_bits = 0;
+  long want_sms, want_gbs;
+  if (util_env_long("WEFT_AUTO_SMS", 1, 1024, 0, "SMs", "the SM count auto chooses for without a GPU", &want_sms,
+                    err, errlen) ||
+      util_env_long("WEFT_AUTO_DRAM_GBS", 1, 100000, 0, "GB/s", "the DRAM rate auto chooses for without a GPU",
+                    &want_gbs, err, errlen))
+    return WEFT_ERR_INVALID;
   weft_status st = api_device_info(c, gpu, len, &sm, &driver);
   const drv_table *drv;
   CUdevice dev;
@@ -384,10 +394,22 @@ static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t le
   if (st || sms < 1) {
     const char *why = st == WEFT_ERR_NO_DRIVER ? "no NVIDIA driver" : st == WEFT_ERR_NO_DEVICE ? "no usable GPU"
                       : st ? weft_status_name(st) : "the driver gave no SM count";
-    util_buf_printf(notes, "; no GPU here (%s): the database is skipped and the device is taken to be the shipped "
-                    "table's (%s, sm_%d, %d SMs, DRAM %d GB/s)", why, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM,
-                    AUTO_DEFAULT_SMS, AUTO_DEFAULT_MEM_GBS);
-    *d = (auto_device){0, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS, 0, nv, AUTO_DEFAULT_MEM_GBS};
+    *d = (auto_device){0, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, want_sms ? (int)want_sms : AUTO_DEFAULT_SMS, 0, nv,
+                       want_gbs ? (int)want_gbs : AUTO_DEFAULT_MEM_GBS};
+    if (want_sms || want_gbs) {
+      /* (another device: the H200's shipped table is not its, so gather skips it) */
+      int n = snprintf(gpu, len, "GPU of %d SMs and DRAM %d GB/s (WEFT_AUTO_SMS, WEFT_AUTO_DRAM_GBS)", d->sms,
+                       d->mem_gbs);
+      if (n < 0 || (size_t)n >= len) {
+        util_set_err(err, errlen, "weft: the device description does not fit in %zu bytes", len);
+        return WEFT_ERR_INVALID;
+      }
+      d->gpu = gpu;
+      util_buf_printf(notes, "; no GPU here (%s): the database is skipped and the choice is for a %s", why, gpu);
+    } else
+      util_buf_printf(notes, "; no GPU here (%s): the database is skipped and the device is taken to be the shipped "
+                      "table's (%s, sm_%d, %d SMs, DRAM %d GB/s; WEFT_AUTO_SMS and WEFT_AUTO_DRAM_GBS choose for "
+                      "another)", why, AUTO_DEFAULT_GPU, AUTO_DEFAULT_SM, AUTO_DEFAULT_SMS, AUTO_DEFAULT_MEM_GBS);
     return WEFT_OK;
   }
   if (drv->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev) != CUDA_SUCCESS ||
@@ -398,6 +420,8 @@ static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t le
     util_buf_printf(notes, "; DRAM %d GB/s (memory clock x bus width, for the GEMM rule)", mem_gbs);
   else
     util_buf_printf(notes, "; the driver gave no DRAM rate: the GEMM rule takes the H200's %d GB/s", AUTO_DEFAULT_MEM_GBS);
+  if (want_sms || want_gbs)
+    util_buf_printf(notes, "; WEFT_AUTO_SMS / WEFT_AUTO_DRAM_GBS are for choosing without a GPU: this one's own are used");
   *d = (auto_device){1, gpu, sm, sms, driver, nv, mem_gbs};
   return WEFT_OK;
 }
@@ -452,7 +476,8 @@ weft_status auto_choose_with_device(weft_ctx *c, const char *chunk, const char *
   auto_device here;
   char gpu[256], nv[32];
   if (!dev) {
-    this_device(c, &here, gpu, sizeof gpu, nv, sizeof nv, &notes);
+    if ((st = this_device(c, &here, gpu, sizeof gpu, nv, sizeof nv, &notes, err, API_ERRLEN))) goto done;
+    st = WEFT_ERR_NOMEM;
     dev = &here;
   } else if (!dev->have_gpu) {
     util_buf_printf(&notes, "; no GPU given: the database is skipped");
