@@ -339,8 +339,15 @@ static int gather(weft_ctx *c, const auto_device *dev, int ranks, const char *fa
   }
   util_buf_free(&w);
   if (!k->table) return 0;
-  if ((dev->have_gpu || strcmp(dev->gpu, AUTO_DEFAULT_GPU)) && strcmp(k->table->gpu, dev->gpu)) {
-    util_buf_printf(notes, "; the shipped table is for %s, not this %s", k->table->gpu, dev->gpu);
+  /* A table measured on another GPU says nothing here.  Without a GPU: the default device takes any
+   * table; a device WEFT_AUTO_SMS / WEFT_AUTO_DRAM_GBS describe has no name to match, so the
+   * built-in (H200) table is skipped and a table the user names (WEFT_AUTO_TABLE) is taken as
+   * theirs for it. */
+  const char *named = getenv("WEFT_AUTO_TABLE");
+  int described = !dev->have_gpu && strcmp(dev->gpu, AUTO_DEFAULT_GPU);
+  if (dev->have_gpu ? strcmp(k->table->gpu, dev->gpu) != 0 : described && !(named && *named)) {
+    util_buf_printf(notes, "; the tuning table %s is for %s, not this %s", k->table->file, k->table->gpu,
+                    described ? "GPU (WEFT_AUTO_TABLE=FILE names one for it)" : dev->gpu);
     return 0;
   }
   if (!(k->table_base = util_strprintf("return { family = \"%s\", dtype = \"%s\" }", family, dtype))) return -1;
