@@ -185,6 +185,16 @@ char *util_fmt(char *buf, size_t len, const char *fmt, ...) {
   return buf;
 }
 
+/* An environment value as a message quotes it: its first 80 bytes, a control byte as '?' (a newline
+ * in the value does not split the message), "..." after a longer one. */
+static const char *env_shown(const char *v, char *buf, size_t len) {
+  size_t n = 0;
+  for (; v[n] && n < 80 && n + 4 < len; n++) buf[n] = (unsigned char)v[n] < 0x20 || v[n] == 0x7f ? '?' : v[n];
+  if (v[n] && n + 3 < len) { memcpy(buf + n, "...", 3); n += 3; }
+  buf[n] = 0;
+  return buf;
+}
+
 int util_env_bool(const char *name, const char *what, int *on, char *err, size_t errlen) {
   static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"", "0", "false", "no", "off"};
   const char *v = getenv(name);
@@ -194,8 +204,9 @@ int util_env_bool(const char *name, const char *what, int *on, char *err, size_t
     if (!strcasecmp(v, yes[i])) { *on = 1; return 0; }
   for (size_t i = 0; i < sizeof no / sizeof *no; i++)
     if (!strcasecmp(v, no[i])) return 0;
-  util_set_err(err, errlen, "%s = \"%.80s%s\": must be 1, true, yes or on (%s), or 0, false, no, off or unset", name, v,
-               strlen(v) > 80 ? "..." : "", what);
+  char shown[88];
+  util_set_err(err, errlen, "%s = \"%s\": must be 1, true, yes or on (%s), or 0, false, no, off or unset", name,
+               env_shown(v, shown, sizeof shown), what);
   return -1;
 }
 
@@ -210,8 +221,9 @@ int util_env_long(const char *name, long lo, long hi, long dflt, const char *uni
   if (errno || *end || end == v || !isdigit((unsigned char)v[v[0] == '-' || v[0] == '+']) || n < lo || n > hi) {
     char unset[48] = "";
     if (dflt >= lo && dflt <= hi) snprintf(unset, sizeof unset, "; unset: %ld", dflt);
-    util_set_err(err, errlen, "%s = \"%.80s%s\": must be a whole number%s%s in %ld..%ld (%s%s)", name, v,
-                 strlen(v) > 80 ? "..." : "", unit ? " of " : "", unit ? unit : "", lo, hi, what, unset);
+    char shown[88];
+    util_set_err(err, errlen, "%s = \"%s\": must be a whole number%s%s in %ld..%ld (%s%s)", name,
+                 env_shown(v, shown, sizeof shown), unit ? " of " : "", unit ? unit : "", lo, hi, what, unset);
     return -1;
   }
   *out = n;

@@ -140,6 +140,11 @@ static void test_held_lock_gives_up(void **state) {
   setenv("WEFT_CACHE_LOCK_SECONDS", "soon", 1);
   assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), CACHE_FAIL_ENV);
   assert_non_null(strstr(err, "WEFT_CACHE_LOCK_SECONDS = \"soon\": must be a whole number of seconds"));
+  /* a control byte in the value is quoted as '?': the message stays one line */
+  setenv("WEFT_CACHE_LOCK_SECONDS", "5\n\x1b[2J", 1);
+  assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), CACHE_FAIL_ENV);
+  assert_non_null(strstr(err, "WEFT_CACHE_LOCK_SECONDS = \"5??[2J\": must be a whole number of seconds"));
+  assert_null(strchr(err, '\n'));
   close(fd);
   unsetenv("WEFT_CACHE_LOCK_SECONDS");
   assert_int_equal(cache_get(f->c, key, "held", build_small, NULL, &e, &r, err, sizeof err), 0);
