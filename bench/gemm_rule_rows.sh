@@ -7,12 +7,11 @@
 #   NEW_SRC  a copy of gen/ and templates/ (e.g. `cp -r gen templates proto_x/`, then edit
 #            proto_x/gen/core/gemm.lua's M.MODEL); unset: this tree only
 #   PHASES   "off bf16" (default): off, the 22 shapes off the set below (OFF_SHAPES); bf16, f16:
-#            the published set in that dtype; dram, drampdl: the held-out check of the rule's DRAM
-#            scale (gen/core/gemm.lua dram_scale) on an H100 -- the 14 shapes where it moves the
-#            tile or the split (the old pick is among the first 8 candidates), and the 4 where it
-#            moves only pdl, with the old pdl-on twins as extra schedules; both also write the
-#            device's DRAM rate as weft reads it ($OUT/dram.txt).  Then, on the host:
-#            MEM_GBS=<that rate> bash bench/gemm_rule_regret.sh llm.db, and without MEM_GBS.
+#            the published set in that dtype; dram: the held-out check of the rule's DRAM scale
+#            (gen/core/gemm.lua dram_scale) on an H100 -- the 13 shapes where it moves the pick
+#            (the old pick is among the first 8 candidates), and the device's DRAM rate as weft
+#            reads it ($OUT/dram.txt).  Then, on the host: MEM_GBS=<that rate> bash
+#            bench/gemm_rule_regret.sh llm.db, and without MEM_GBS.
 #   B_OFF, B_SET  GEMM_BUDGET of each run (60 and 160 s: a run of the set took ~105-120 s)
 #   DRY=1    bench/gemm_llm.sh --dry-run (the candidates and the time estimate, no GPU)
 # Each run's logs go to $OUT/<phase><tree>/ and <phase><tree>.txt; at the end they are packed into
@@ -25,12 +24,7 @@ mkdir -p "$O"
 OFF=${OFF_SHAPES:-$GEMM_OFFSET_SHAPES,100x2048x7168,200x3072x12288,160x3072x12288,224x1536x8960,150x5120x13824,200x2048x7168}
 # (bench/RESULTS.md, twenty-sixth session: where an H100's DRAM rate moves the rule's pick, none of
 # them measured on an H100 before)
-DRAM=128x2048x2048,48x2048x5632,128x2048x5632,144x2048x5632,48x3072x9216,144x3072x9216,48x4096x4096,176x4096x12288,48x6144x6144,48x8192x8192,64x8192x8192,64x7168x7168,48x2560x8192,144x2560x8192
-DRAM_PDL=48x8192x3584,64x8192x3584,48x9216x3072,64x9216x3072
-ONE="consumers=1,mma=cooperative,cluster.m=1,cluster.n=1,split_k=1,group=16,pdl=true"
-DRAM_PDL_EXTRA=(--extra "tile.m=48,tile.n=64,stages=16,swap_ab=true,epilogue=direct,$ONE"
-                --extra "tile.m=64,tile.n=64,stages=8,epilogue=tma,$ONE"
-                --extra "tile.m=64,tile.n=80,stages=8,epilogue=tma,$ONE")
+DRAM=128x2048x2048,48x2048x5632,128x2048x5632,144x2048x5632,144x3072x9216,48x4096x4096,176x4096x12288,48x6144x6144,48x8192x8192,64x8192x8192,64x7168x7168,48x2560x8192,144x2560x8192
 trees="main"
 if [ -n "${NEW_SRC:-}" ]; then
   new=$(realpath "$NEW_SRC") || exit 1
@@ -40,7 +34,7 @@ fi
 dry=(); [ "${DRY:-0}" = 1 ] && dry=(--dry-run)
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > "$O/gpu.txt"
 case " ${PHASES:-off bf16} " in
-  *" dram"*) WEFT_AUTO_TABLE=none build/weft suggest tests/configs/auto_gemm.lua 64x6144x4096 > "$O/dram.txt" 2>&1
+  *" dram "*) WEFT_AUTO_TABLE=none build/weft suggest tests/configs/auto_gemm.lua 64x6144x4096 > "$O/dram.txt" 2>&1
              grep -o "DRAM [0-9]* GB/s[^;]*\|kernel: .*" "$O/dram.txt" ;;
 esac
 runs=()
@@ -49,8 +43,7 @@ for ph in ${PHASES:-off bf16}; do
     off) args=(--shapes "$OFF"); budget=${B_OFF:-60} ;;
     bf16|f16) args=(--dtype "$ph"); budget=${B_SET:-160} ;;
     dram) args=(--dtype bf16 --shapes "$DRAM"); budget=${B_OFF:-60} ;;
-    drampdl) args=(--dtype bf16 --shapes "$DRAM_PDL" "${DRAM_PDL_EXTRA[@]}"); budget=${B_OFF:-60} ;;
-    *) echo "gemm_rule_rows.sh: PHASES: '$ph': one of off, bf16, f16, dram, drampdl" >&2; exit 2 ;;
+    *) echo "gemm_rule_rows.sh: PHASES: '$ph': one of off, bf16, f16, dram" >&2; exit 2 ;;
   esac
   for tree in $trees; do
     src=$PWD; [ "$tree" = new ] && src=$new

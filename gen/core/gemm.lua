@@ -553,8 +553,8 @@ end
 --            128 (1024^3 at S = 2: 10.5 us measured).
 --   floor    A, B and C once at the copy rate (decode reads B once: the weight stream).
 --   DRAM     the device's DRAM rate (dev.mem_gbs: memory clock x bus width, runtime/core/auto.c)
---            over the H200's, on which the constants were fitted, scales the copy floor and the
---            price of split-K's tree hand-over (M.dram_scale; the flat sum's is not scaled).
+--            over the H200's, on which the constants were fitted, scales the price of split-K's
+--            tree hand-over (M.dram_scale; not the flat sum's, not the copy floor).
 -- The grid counts units, so a small M with a wide N still fills the GPU; where the tiles are
 -- few (N = 4096 at M <= 128: 32 units of 64 x 128) split_k multiplies the CTAs that stream B.
 -- The model ranks candidates; bench/gemm_llm.py is the sweep that checks it.
@@ -574,18 +574,19 @@ M.MODEL = {
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   -- The H200's DRAM rate (4.8 TB/s), the machine the constants were fitted on.  A device's rate
-  -- over it (M.dram_scale) scales the copy floor and RED_ELEMS_PER_US: where DRAM is slower, the
-  -- split's extra CTAs have less to gain before DRAM binds, so the tree's hand-over is priced
-  -- higher; and the higher floor also turns pdl off sooner (the estimate against PDL_US: at 48-64
-  -- x 8192 x 3584 and 48-64 x 9216 x 3072 on an H100, never measured there).  An H100 (3.35 TB/s:
-  -- 1200 -> 838 elems/us) over its 351 measured groups, first measured in the rule's order / best
-  -- measured, 1.0252 -> 1.0220 (first pick 1.0231 -> 1.0200; the 17 groups whose pick moved all
+  -- over it (M.dram_scale) scales RED_ELEMS_PER_US: where DRAM is slower, the split's extra CTAs
+  -- have less to gain before DRAM binds, so the tree's hand-over is priced higher.  An H100 (3.35
+  -- TB/s: 1200 -> 838 elems/us) over its 351 measured groups, first measured in the rule's order /
+  -- best measured, 1.0252 -> 1.0221 (first pick 1.0231 -> 1.0200; the 17 groups whose pick moved all
   -- ran faster or tied, 64 x 6144 x 4096 1.113 -> 1.000); the H200's picks do not move (the set's
   -- do not from 1150 to 1300).  The same 800 for every device was refuted by the H200's rows
   -- (bench/RESULTS.md, twenty-fifth and twenty-sixth sessions).  A proxy: the two machines share
   -- SMs, clocks and L2, and differ in DRAM.  The flat sum's one hand-over (RED_FLAT_US) keeps its
   -- price: its swapped splits ran on the H100 as priced (224 x 1536 x 8960 split 4 1.03-1.11x the
-  -- best, the tree's split 2 1.09-1.18x); scaled too, 1.0200 -> 1.0210.
+  -- best, the tree's split 2 1.09-1.18x); scaled too, 1.0200 -> 1.0210.  Nor does the copy floor:
+  -- scaled, it moved no measured pick (1.0220), but it lifted estimates past PDL_US and turned pdl
+  -- off at 48-64 x 8192 x 3584 and x 9216 x 3072, where the H100's pdl pairs ran on 0.95x off in
+  -- geomean (115 pairs, 0.89-0.98 even at 40-80 us; twenty-fifth session).
   DRAM_GBS = 4800,
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
@@ -778,7 +779,7 @@ function M.estimate(cfg, shape, sms, shards, dram)
   end
   local bytes = (shape.m * shape.k + shape.n * shape.k + shape.m * shape.n) * es
   local raw = time + P.LAUNCH_US
-  time = math.max(time, bytes / (P.COPY_GBS * dram * 1e3)) + P.LAUNCH_US
+  time = math.max(time, bytes / (P.COPY_GBS * 1e3)) + P.LAUNCH_US
   local why = string.format("%d units of %dx%d%s on %d cluster(s) of %d CTA(s): %s, ~%.1f us "
     .. "(gen/core/gemm.lua's model)", units, t.m, t.n, cl.m * cl.n > 1 and string.format(" (cluster %dx%d)", cl.m, cl.n)
     or "", clusters, cs, how, time)
