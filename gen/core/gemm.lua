@@ -583,10 +583,11 @@ M.MODEL = {
   -- (bench/RESULTS.md, twenty-fifth and twenty-sixth sessions).  A proxy: the two machines share
   -- SMs, clocks and L2, and differ in DRAM.  The flat sum's one hand-over (RED_FLAT_US) keeps its
   -- price: its swapped splits ran on the H100 as priced (224 x 1536 x 8960 split 4 1.03-1.11x the
-  -- best, the tree's split 2 1.09-1.18x); scaled too, 1.0200 -> 1.0210.  Nor does the copy floor:
-  -- scaled, it moved no measured pick (1.0220), but it lifted estimates past PDL_US and turned pdl
-  -- off at 48-64 x 8192 x 3584 and x 9216 x 3072, where the H100's pdl pairs ran on 0.95x off in
-  -- geomean (115 pairs, 0.89-0.98 even at 40-80 us; twenty-fifth session).
+  -- best, the tree's split 2 1.09-1.18x); scaled too, 1.0200 -> 1.0210.  The copy floor keeps the
+  -- H200's rate too: scaled, it moved no measured pick (1.0220), but it lifted estimates past
+  -- PDL_US and turned pdl off at 48-64 x 8192 x 3584 and x 9216 x 3072, where the H100's pdl
+  -- pairs ran on 0.95x off in geomean (115 pairs, 0.89-0.98 even at 40-80 us; twenty-fifth
+  -- session).
   DRAM_GBS = 4800,
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
