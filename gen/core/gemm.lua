@@ -547,7 +547,8 @@ end
 --   epilogue per tile, its consumer warpgroups storing tile.m x tile.n: ~1 us for 128 x 256 by
 --            TMA over two warpgroups (the 8192x1024x1024 fit); the direct stores cost more (the TMA
 --            epilogue was 3-14 % faster per shape, third session); pingpong hides all but the last
---            under the other warpgroup's WGMMAs.
+--            under the other warpgroup's WGMMAs, and where each CTA holds one tile its one busy
+--            warpgroup runs the main loop alone (PINGPONG_ALONE).
 --   split_k  each CTA 1/S of K, plus log2(S) hand-overs of the f32 partial tile through
 --            distributed shared memory (only the rows M has), not overlapped: ~4.7 us for 128 x
 --            128 (1024^3 at S = 2: 10.5 us measured).
@@ -652,6 +653,16 @@ M.MODEL = {
   -- 2816-6144 x 3072-6144): every pdl-on twin there ran 1.005-1.14x slower, first-pick regret
   -- 1.0660 -> 1.0092 (an H100, bench/RESULTS.md, twenty-fifth session).
   PDL_THIN_US = 14,
+  -- Pingpong where each CTA holds one tile (one round): its consumers take a CTA's tiles in turn,
+  -- so one warpgroup runs the whole main loop and the epilogue it would hide has nothing to hide
+  -- behind.  The estimate times 1 + PINGPONG_ALONE.  At 256 x 8192 x 28672..29568 (128 tiles of
+  -- 128 x 128), cooperative 128 x 128 ran 2.5-6.4 % faster than pingpong in all 7 H100 groups,
+  -- and faster in 24 of 29 H200 bf16 groups; in H200 f16 groups it was slower in 14 of 28
+  -- (geomean 1.015).  Over every file's groups, first pick / best measured, the H100's 1.0189 ->
+  -- 1.0181, the H200's 1.0122 either way (0.02-0.04 alike).  Held out, the 10 shapes of a
+  -- 168-shape grid (M = 240-512) where it moves the pick, bf16 and f16 on an H100: the new pick was
+  -- the best measured in all 20 groups, 1.0399 -> 1.0000 (bench/RESULTS.md, twenty-seventh session).
+  PINGPONG_ALONE = 0.03,
 }
 
 local function cdiv(a, b) return (a + b - 1) // b end
@@ -758,6 +769,9 @@ function M.estimate(cfg, shape, sms, shards, dram)
   end
   local unit = kb * t_kb + (pingpong and 0 or epi) + red
   local time = rounds * unit + (pingpong and epi or 0)
+  -- pingpong's consumers take a CTA's tiles in turn: with one tile per CTA, one warpgroup runs
+  -- the whole main loop (M.MODEL.PINGPONG_ALONE)
+  if pingpong and rounds == 1 then time = time * (1 + P.PINGPONG_ALONE) end
   local how = string.format("%d round(s) of %d k-blocks", rounds, kb)
   if cfg.split_k_tail then   -- whole tiles on every CTA for the full waves, then the tail split (gemm_sched.cuh)
     local full, left = tail_waves(units, clusters, cfg.split_k)

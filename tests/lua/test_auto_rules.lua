@@ -531,6 +531,33 @@ T.test("gemm: the device's DRAM rate scales the split's hand-over, not the copy 
   end
 end)
 
+T.test("gemm: pingpong with one tile per CTA is priced as one warpgroup's main loop (PINGPONG_ALONE)", function()
+  -- 256 x 8192 x 28672: 128 tiles of 128 x 128, one round; cooperative ran 2.5-6.4 % faster on the
+  -- H100 and in 24 of 29 H200 bf16 groups; 20 of 20 fresh H100 groups (bench/data/gemm_pingpong_s27.tsv)
+  local H100 = { sms = 132, mem_gbs = 3352 }
+  for _, dev in ipairs({ H200, H100 }) do
+    for _, k in ipairs({ 28672, 29568, 14336 }) do
+      local c = gemm.candidates({ m = 256, n = 8192, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
+        { family = "gemm", has_pdl = true, has_tail = true })[1]
+      T.eq(string.format("%dx%d %s split %d", c.tile.m, c.tile.n, c.mma, c.split_k), "128x128 cooperative split 1",
+        string.format("256 x 8192 x %d, %s", k, dev.mem_gbs and "an H100" or "an H200"))
+    end
+  end
+  -- the factor applies to one round of pingpong only: two rounds (1024 x 4096: 256 tiles) are unmoved
+  local pp = { family = "gemm", dtype = "bf16", b_layout = "col", tile = { m = 128, n = 128, k = 64 }, consumers = 2,
+    mma = "pingpong", cluster = { m = 1, n = 1 }, split_k = 1, epilogue = "tma", stages = 5, group = 16 }
+  local function est(shape, alone)
+    local keep = gemm.MODEL.PINGPONG_ALONE
+    gemm.MODEL.PINGPONG_ALONE = alone
+    local _, _, raw = gemm.estimate(pp, shape, 132)
+    gemm.MODEL.PINGPONG_ALONE = keep
+    return raw - gemm.MODEL.LAUNCH_US
+  end
+  local one, two = { m = 256, n = 8192, k = 28672 }, { m = 1024, n = 4096, k = 4096 }
+  T.ok(math.abs(est(one, 0.03) / est(one, 0) - 1.03) < 1e-9, "one round: x 1.03")
+  T.eq(est(two, 0.03), est(two, 0), "two rounds: unmoved")
+end)
+
 T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
   local F = weft.family_module("gemm")
   local cases = {
