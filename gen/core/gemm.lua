@@ -555,7 +555,7 @@ end
 --   floor    A, B and C once at the copy rate (decode reads B once: the weight stream).
 --   DRAM     the device's DRAM rate (dev.mem_gbs: memory clock x bus width, runtime/core/auto.c)
 --            over the H200's, on which the constants were fitted, scales the price of split-K's
---            tree hand-over (M.dram_scale; not the flat sum's, not the copy floor).
+--            hand-overs, the tree's and the flat sum's (M.dram_scale; not the copy floor).
 -- The grid counts units, so a small M with a wide N still fills the GPU; where the tiles are
 -- few (N = 4096 at M <= 128: 32 units of 64 x 128) split_k multiplies the CTAs that stream B.
 -- The model ranks candidates; bench/gemm_llm.py is the sweep that checks it.
@@ -575,21 +575,26 @@ M.MODEL = {
   SHALLOW = 1.3,             -- stages = 2: a k-block's load is not hidden behind the previous one
   COPY_GBS = 4200,           -- the H200's device copy rate (bench/RESULTS.md copy baselines)
   -- The H200's DRAM rate (4.8 TB/s), the machine the constants were fitted on.  A device's rate
-  -- over it (M.dram_scale) scales RED_ELEMS_PER_US: where DRAM is slower, the split's extra CTAs
-  -- have less to gain before DRAM binds, so the tree's hand-over is priced higher.  An H100 (3.35
-  -- TB/s: 1200 -> 838 elems/us) over its 351 measured groups, first measured in the rule's order /
-  -- best measured, 1.0252 -> 1.0221 (first pick 1.0231 -> 1.0200; the 17 groups whose pick moved all
-  -- ran faster or tied, 64 x 6144 x 4096 1.113 -> 1.000); the H200's picks do not move (the set's
-  -- do not from 1150 to 1300).  The same 800 for every device was refuted by the H200's rows
-  -- (bench/RESULTS.md, twenty-fifth and twenty-sixth sessions).  A proxy: the two machines share
-  -- SMs, clocks and L2, and differ in DRAM.  The flat sum's one hand-over (RED_FLAT_US) keeps its
-  -- price: its swapped splits ran on the H100 as priced (224 x 1536 x 8960 split 4 1.03-1.11x the
-  -- best, the tree's split 2 1.09-1.18x); scaled too, 1.0200 -> 1.0210.  The copy floor keeps the
-  -- H200's rate too: scaled, it moved no measured pick (1.0220), but it lifted estimates past
-  -- PDL_US and turned pdl off at 48-64 x 8192 x 3584 and x 9216 x 3072, where the H100's pdl
-  -- pairs ran on 0.95x off in geomean (115 pairs, 0.89-0.98 even at 40-80 us; twenty-fifth
-  -- session).
+  -- over it, d (M.dram_scale), prices split-K's hand-overs: where DRAM is slower, the split's
+  -- extra CTAs have less to gain before DRAM binds.  The tree's RED_ELEMS_PER_US is multiplied by
+  -- d ^ DRAM_RED_POWER, the flat sum's RED_FLAT_US divided by d ^ DRAM_FLAT_POWER; at d = 1
+  -- nothing moves, so the H200's picks stay.  On an H100 (3.35 TB/s, d = 0.70): the tree's 1200 ->
+  -- 700 elems/us, the flat sum's 3 -> 4.3 us.  History (bench/RESULTS.md, twenty-sixth and
+  -- twenty-seventh sessions):
+  --   - the tree scaled by d alone (838): the H100's 351 groups 1.0231 -> 1.0200 first pick; held
+  --     out, the 13 shapes where it moved the pick 1.0527 -> 1.0336, but it lost at M = 48,
+  --     where the dearer tree handed the pick to flat splits of 4-6 that ran 1.08-1.20x the best;
+  --   - the powers 1.5 and 1 were fitted on the H100's 16 files (748 groups, first pick 1.0174
+  --     -> 1.0148); held out on 20 fresh shapes of M = 32-160 where they move the pick, 1.0978
+  --     -> 1.0270, 19 of 20 groups faster (the loss: 96 x 2048 x 8192, 1.107);
+  --   - the same 800 for every device was refuted by the H200's rows.
+  -- A proxy: the two machines share SMs, clocks and L2, and differ in DRAM.  The copy floor keeps
+  -- the H200's rate: scaled, it moved no measured pick, but it lifted estimates past PDL_US and
+  -- turned pdl off at 48-64 x 8192 x 3584 and x 9216 x 3072, where the H100's pdl pairs ran on
+  -- 0.95x off in geomean (115 pairs, 0.89-0.98 even at 40-80 us; twenty-fifth session).
   DRAM_GBS = 4800,
+  DRAM_RED_POWER = 1.5,
+  DRAM_FLAT_POWER = 1,
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
@@ -757,7 +762,7 @@ function M.estimate(cfg, shape, sms, shards, dram)
   local steps = 0
   while (1 << steps) < cfg.split_k do steps = steps + 1 end
   local live = M.swapped(cfg) and 1 or math.min(t.m, cdiv(math.min(rows, t.m), 16) * 16) / t.m   -- (swapped: B's rows)
-  local red = steps * elems * live / (P.RED_ELEMS_PER_US * dram)
+  local red = steps * elems * live / (P.RED_ELEMS_PER_US * dram ^ P.DRAM_RED_POWER)
   -- the flat sum's one step (weft/gemm_splitk.cuh scatter), RED_FLAT_US, where it was measured
   -- faster than the tree: S >= 3 (at S = 2 both are one step, and they tied), one consumer, one
   -- round of tiles.  Elsewhere the tree's price keeps the rule away from the flat splits that ran
@@ -765,7 +770,7 @@ function M.estimate(cfg, shape, sms, shards, dram)
   -- and several rounds (152 x 64 split 4 in 3 rounds at 150 x 5120 x 13824 61.7 us, unsplit in one
   -- 51.8; bench/RESULTS.md, twentieth and twenty-first sessions)
   if P.RED_FLAT_US and M.flat_sum(cfg) and cfg.split_k >= 3 and cfg.consumers == 1 and rounds == 1 then
-    red = P.RED_FLAT_US
+    red = P.RED_FLAT_US / dram ^ P.DRAM_FLAT_POWER
   end
   local unit = kb * t_kb + (pingpong and 0 or epi) + red
   local time = rounds * unit + (pingpong and epi or 0)

@@ -511,6 +511,19 @@ T.test("gemm: the device's DRAM rate scales the split's hand-over, not the copy 
   T.eq(first(64, 6144, 4096, H100), "64x64 split 1")
   T.eq(select(2, first(120, 2560, 2560, H200)).split_k, 2)
   T.eq(select(2, first(120, 2560, 2560, H100)).split_k, 1)
+  -- the tree's price at d ^ 1.5 and the flat sum's at 1 / d (DRAM_RED_POWER, DRAM_FLAT_POWER):
+  -- 64 x 4096 x 4096 ran unsplit 32 x 64 at 15.4-16.0 us and the split 16.4-17.1 (the set's H100
+  -- miss, bench/data/gemm_llm_s27*.tsv); held out, 160 x 2048 x 2048 unsplit 64 x 64 1.11x the
+  -- best where the split of 3 ran 1.24x, and 48 x 5120 x 4096 stays off the flat split of 4
+  -- (1.15x; bench/data/gemm_red2_s27.tsv); at M = 48 the dearer tree alone moved picks to flat
+  -- splits of 4-6 that ran 1.08-1.20x the best (gemm_red_s27.tsv)
+  T.eq(first(64, 4096, 4096, H200), "64x64 split 2")
+  T.eq(first(64, 4096, 4096, H100), "32x64 split 1")
+  T.eq(first(160, 2048, 2048, H100), "64x64 split 1")
+  T.eq(first(48, 5120, 4096, H100), "48x48 split 1")
+  for _, s in ipairs({ { 48, 2048, 4096 }, { 48, 3072, 4096 }, { 48, 4096, 12288 } }) do
+    T.ok(select(2, first(s[1], s[2], s[3], H100)).split_k <= 2, string.format("%d x %d x %d: no flat split", s[1], s[2], s[3]))
+  end
   -- the copy floor stays the H200's (scaled, it turned pdl off where the H100 ran pdl on faster):
   -- 1 x 8192 x 8192 moves 134 MB (A, B, C), 32.0 us at 4200 GB/s, and the launch
   T.ok(select(2, first(1, 8192, 8192, H100)).why:find("~33.5 us", 1, true), select(2, first(1, 8192, 8192, H100)).why)
