@@ -598,6 +598,17 @@ M.MODEL = {
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
+  -- pdl for unsplit tiles in clusters of two and more below this estimate: a cluster's launch
+  -- costs more, as split-K's does.  Over the rows' pdl pairs of 2 x 1 clusters estimated under
+  -- 160 us, pdl on ran faster in 71 of 81 H100 pairs and 23 of 27 H200 pairs (0.91-0.99x by
+  -- estimate band); from 160 us, slower (1.03x, 7 of 40 faster on each).  Held out, 20 fresh
+  -- shapes (M = 256-2048, estimates 25-96 us) where it turns pdl on, an H100: first pick / best
+  -- 1.0393 -> 1.0083, 18 of 20 groups faster.  But one machine's pairs do not always carry: of
+  -- four H100 runs of the set, two ran the moved picks faster and two slower (1024 x 4096 x 4096
+  -- 3-6 % faster with pdl in three, 4 % slower in the fourth); pooled over every H100 row, 1.0143
+  -- -> 1.0131 (bench/RESULTS.md, twenty-seventh session).  Unlike the fifteenth session's pdl for
+  -- every whole round up to 90 us (refuted at 64-row tiles without a cluster).
+  PDL_CLUSTER_US = 100,
   PDL_FILL = 0.7,            -- and only where the grid holds at least this share of the SMs
   -- split-K where an unsplit schedule already fills the GPU in one round (M >= 64): its estimate
   -- times SPLIT_FULL.  The model counts a split tile's k-blocks as a wide tile's, but at M = 64-256
@@ -1073,7 +1084,9 @@ local function score_all(shape, fixed, sms, opts)
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
               local thin_blocks = M.thin_row_blocks(r, cdiv(shape.m, opts.shards or 1))
-              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or thin_blocks and M.MODEL.PDL_THIN_US or M.MODEL.PDL_US)
+              local clustered = r.cluster.m * r.cluster.n > 1
+              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or clustered and M.MODEL.PDL_CLUSTER_US
+                             or thin_blocks and M.MODEL.PDL_THIN_US or M.MODEL.PDL_US)
                 and (est < M.MODEL.PDL_US or rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
             end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }

@@ -571,6 +571,27 @@ T.test("gemm: pingpong with one tile per CTA is priced as one warpgroup's main l
   T.eq(est(two, 0.03), est(two, 0), "two rounds: unmoved")
 end)
 
+T.test("gemm: pdl for tiles in clusters below PDL_CLUSTER_US, as for split-K", function()
+  local function first(m, n, k, dev)
+    return gemm.candidates({ m = m, n = n, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
+      { family = "gemm", has_pdl = true, has_tail = true })[1]
+  end
+  -- 1024 x 4096 x 4096: 128 x 256 in 2 x 1 clusters, one round, ~63 us; held out at 20 fresh shapes
+  -- of such tiles (25-96 us), pdl on was faster at 18 (bench/data/gemm_pdl_s27.tsv)
+  for _, dev in ipairs({ H200, { sms = 132, mem_gbs = 3352 } }) do
+    local c = first(1024, 4096, 4096, dev)
+    T.eq(c.cluster.m * c.cluster.n, 2, "1024 x 4096 x 4096: a cluster of two")
+    T.eq(c.pdl, true, "1024 x 4096 x 4096: pdl on")
+  end
+  -- above it (4096^3, ~200 us) the pairs ran pdl on 1.03x slower: off
+  local big = first(4096, 4096, 4096, H200)
+  T.eq(big.pdl, false, "4096^3: pdl off")
+  -- tiles without a cluster keep PDL_US: 128 x 8192 x 8192's 64 x 128 (~40 us) ran 45.0 us with
+  -- pdl and 36-37 without (fifteenth session)
+  local one = first(128, 8192, 8192, H200)
+  T.ok(one.cluster.m * one.cluster.n == 1 and one.pdl == false, "128 x 8192 x 8192: no cluster, pdl off")
+end)
+
 T.test("gemm: fixed fields stay fixed, and the rest is chosen around them", function()
   local F = weft.family_module("gemm")
   local cases = {
