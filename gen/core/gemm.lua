@@ -584,7 +584,7 @@ M.MODEL = {
   --   - the tree scaled by d alone (838): the H100's 351 groups 1.0231 -> 1.0200 first pick; held
   --     out, the 13 shapes where it moved the pick 1.0527 -> 1.0336, but it lost at M = 48,
   --     where the dearer tree handed the pick to flat splits of 4-6 that ran 1.08-1.20x the best;
-  --   - the powers 1.5 and 1 were fitted on the H100's 16 files (748 groups, first pick 1.0174
+  --   - the powers 1.5 and 1 were fitted on the H100's 17 files (748 groups, first pick 1.0174
   --     -> 1.0148); held out on 20 fresh shapes of M = 32-160 where they move the pick, 1.0978
   --     -> 1.0270, 19 of 20 groups faster (the loss: 96 x 2048 x 8192, 1.107);
   --   - the same 800 for every device was refuted by the H200's rows.
@@ -598,15 +598,15 @@ M.MODEL = {
   LAUNCH_US = 1.5,
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
-  -- pdl for unsplit tiles in clusters of two and more below this estimate: a cluster's launch
+  -- pdl for unsplit tiles in 2 x 1 clusters below this estimate: a cluster's launch
   -- costs more, as split-K's does.  Over the rows' pdl pairs of 2 x 1 clusters estimated under
   -- 160 us, pdl on ran faster in 71 of 81 H100 pairs and 23 of 27 H200 pairs (0.91-0.99x by
   -- estimate band); from 160 us, slower (1.03x, 7 of 40 faster on each).  Held out, 20 fresh
   -- shapes (M = 256-2048, estimates 25-96 us) where it turns pdl on, an H100: first pick / best
   -- 1.0393 -> 1.0083, 18 of 20 groups faster.  But one machine's pairs do not always carry: of
-  -- four H100 runs of the set, two ran the moved picks faster and two slower (1024 x 4096 x 4096
-  -- 3-6 % faster with pdl in three, 4 % slower in the fourth); pooled over every H100 row, 1.0143
-  -- -> 1.0131 (bench/RESULTS.md, twenty-seventh session).  Unlike the fifteenth session's pdl for
+  -- four H100 runs of the set, the rule's regret fell in three and rose in the fourth (1.0094 ->
+  -- 1.0100; 1024 x 4096 x 4096 ran 3-6 % faster with pdl in three, 4 % slower in the fourth);
+  -- pooled over every H100 row, 1.0143 -> 1.0131 (bench/RESULTS.md, twenty-seventh session).  Unlike the fifteenth session's pdl for
   -- every whole round up to 90 us (refuted at 64-row tiles without a cluster).
   PDL_CLUSTER_US = 100,
   PDL_FILL = 0.7,            -- and only where the grid holds at least this share of the SMs
@@ -1084,9 +1084,10 @@ local function score_all(shape, fixed, sms, opts)
               local _, clusters, rounds = M.waves(r, shape, sms, opts.shards)
               local ctas = clusters * r.cluster.m * r.cluster.n * r.split_k
               local thin_blocks = M.thin_row_blocks(r, cdiv(shape.m, opts.shards or 1))
-              local clustered = r.cluster.m * r.cluster.n > 1
-              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or clustered and M.MODEL.PDL_CLUSTER_US
-                             or thin_blocks and M.MODEL.PDL_THIN_US or M.MODEL.PDL_US)
+              -- (clusters of two along M: the pairs measured)
+              local clustered = r.cluster.m == 2 and r.cluster.n == 1
+              c.pdl = est < (r.split_k > 1 and M.MODEL.PDL_SPLIT_US or thin_blocks and M.MODEL.PDL_THIN_US
+                             or clustered and M.MODEL.PDL_CLUSTER_US or M.MODEL.PDL_US)
                 and (est < M.MODEL.PDL_US or rounds > 1 or ctas >= M.MODEL.PDL_FILL * sms)
             end
             scored[#scored + 1] = { c = c, r = r, est = est, raw = raw, why = why, order = (i * 16 + j) * 2 + e }

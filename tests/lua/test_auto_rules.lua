@@ -583,11 +583,11 @@ T.test("gemm: pdl for tiles in clusters below PDL_CLUSTER_US, as for split-K", f
     T.eq(c.cluster.m * c.cluster.n, 2, "1024 x 4096 x 4096: a cluster of two")
     T.eq(c.pdl, true, "1024 x 4096 x 4096: pdl on")
   end
-  -- above it (4096^3, ~200 us) the pairs ran pdl on 1.03x slower: off
+  -- above it (4096^3, estimated ~246 us) the pairs ran pdl on 1.03x slower: off
   local big = first(4096, 4096, 4096, H200)
   T.eq(big.pdl, false, "4096^3: pdl off")
-  -- tiles without a cluster keep PDL_US: 128 x 8192 x 8192's 64 x 128 (~40 us) ran 45.0 us with
-  -- pdl and 36-37 without (fifteenth session)
+  -- tiles without a cluster keep PDL_US: 128 x 8192 x 8192's 64 x 128 (estimated ~54 us) ran
+  -- 45.0 us with pdl and 36-37 without (fifteenth session)
   local one = first(128, 8192, 8192, H200)
   T.ok(one.cluster.m * one.cluster.n == 1 and one.pdl == false, "128 x 8192 x 8192: no cluster, pdl off")
 end)
