@@ -601,13 +601,14 @@ M.MODEL = {
   -- pdl for unsplit tiles in 2 x 1 clusters below this estimate: a cluster's launch
   -- costs more, as split-K's does.  Over the rows' pdl pairs of 2 x 1 clusters estimated under
   -- 160 us, pdl on ran faster in 71 of 81 H100 pairs and 23 of 27 H200 pairs (0.91-0.99x by
-  -- estimate band); from 160 us, slower (1.03x, 7 of 40 faster on each).  Held out, 20 fresh
-  -- shapes (M = 256-2048, estimates 25-96 us) where it turns pdl on, an H100: first pick / best
-  -- 1.0393 -> 1.0083, 18 of 20 groups faster.  But one machine's pairs do not always carry: of
-  -- four H100 runs of the set, the rule's regret fell in three and rose in the fourth (1.0094 ->
-  -- 1.0100; 1024 x 4096 x 4096 ran 3-6 % faster with pdl in three, 4 % slower in the fourth);
-  -- pooled over every H100 row, 1.0143 -> 1.0131 (bench/RESULTS.md, twenty-seventh session).  Unlike the fifteenth session's pdl for
-  -- every whole round up to 90 us (refuted at 64-row tiles without a cluster).
+  -- estimate band); from 160 us, slower (1.03x, most pairs).  Held out, 20 fresh shapes (M =
+  -- 256-2048, estimates 25-96 us) where it turns pdl on, an H100: first pick / best 1.0393 ->
+  -- 1.0083, 18 of 20 groups faster.  But one machine's pairs do not always carry: of four H100
+  -- runs of the set, the rule's regret fell in three and rose in the fourth (1.0094 -> 1.0100;
+  -- 1024 x 4096 x 4096 ran 3-6 % faster with pdl in three, 4 % slower in the fourth); pooled over
+  -- every H100 row, 1.0143 -> 1.0131 (bench/RESULTS.md, twenty-seventh session).  Unlike the
+  -- fifteenth session's pdl for every whole round up to 90 us (refuted at 64-row tiles without a
+  -- cluster).
   PDL_CLUSTER_US = 100,
   PDL_FILL = 0.7,            -- and only where the grid holds at least this share of the SMs
   -- split-K where an unsplit schedule already fills the GPU in one round (M >= 64): its estimate
