@@ -9,6 +9,7 @@ local gemm = require("gen.core.gemm")
 local has_auto, auto = pcall(require, "gen.core.auto")
 
 local H200 = { gpu = "NVIDIA H200", sms = 132, sm = 90, ranks = 1 }
+local H100 = { sms = 132, mem_gbs = 3352 }   -- (its driver's DRAM rate: memory clock x bus width)
 
 local function copy(v)
   if type(v) ~= "table" then return v end
@@ -37,6 +38,13 @@ end
 local function gemm_choice(m, n, k, b_layout)
   local fixed = { family = "gemm", b_layout = b_layout }
   return (merged(fixed, weft.family_module("gemm").auto({ m = m, n = n, k = k }, fixed, H200)[1]))
+end
+
+-- the gemm rule's first candidate for M x N x K (bf16, B column-major) on a device (dev.sms,
+-- dev.mem_gbs), as gen/core/gemm.lua gives it (not validated)
+local function rule_first(m, n, k, dev)
+  return gemm.candidates({ m = m, n = n, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
+    { family = "gemm", has_pdl = true, has_tail = true })[1]
 end
 
 -- every candidate validates and takes the shape; -> the choice's ncfg, the list
@@ -498,15 +506,12 @@ T.test("gemm: the device's DRAM rate scales the split's hand-over, not the copy 
   T.eq(gemm.dram_scale({ mem_gbs = 1e9 }), gemm.DRAM_SCALE_MAX)
   T.ok(gemm.dram_scale({ mem_gbs = 4917 }) < gemm.DRAM_SCALE_MAX, "an H200 as its driver says it: inside the range")
   local function first(m, n, k, dev)
-    local l = gemm.candidates({ m = m, n = n, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
-      { family = "gemm", has_pdl = true, has_tail = true })
-    local c = l[1]
+    local c = rule_first(m, n, k, dev)
     return string.format("%dx%d split %d%s", c.tile.m, c.tile.n, c.split_k, c.swap_ab and " swapped" or ""), c
   end
   -- at 3.35 TB/s the split's extra CTAs gain nothing: 64 x 6144 x 4096 ran 64 x 64 unsplit at 21.4
   -- us and the split at 23.8; 120 x 2560 x 2560 unsplit 1.11-1.13x faster (an H100,
   -- bench/data/gemm_llm_s25.tsv, gemm_midm_s25d.tsv)
-  local H100 = { sms = 132, mem_gbs = 3352 }
   T.eq(first(64, 6144, 4096, H200), "64x96 split 2")
   T.eq(first(64, 6144, 4096, H100), "64x64 split 1")
   T.eq(select(2, first(120, 2560, 2560, H200)).split_k, 2)
@@ -547,11 +552,9 @@ end)
 T.test("gemm: pingpong with one tile per CTA is priced as one warpgroup's main loop (PINGPONG_ALONE)", function()
   -- 256 x 8192 x 28672: 128 tiles of 128 x 128, one round; cooperative ran 2.5-6.4 % faster on the
   -- H100 and in 24 of 29 H200 bf16 groups; 20 of 20 fresh H100 groups (bench/data/gemm_pingpong_s27.tsv)
-  local H100 = { sms = 132, mem_gbs = 3352 }
   for _, dev in ipairs({ H200, H100 }) do
     for _, k in ipairs({ 28672, 29568, 14336 }) do
-      local c = gemm.candidates({ m = 256, n = 8192, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
-        { family = "gemm", has_pdl = true, has_tail = true })[1]
+      local c = rule_first(256, 8192, k, dev)
       T.eq(string.format("%dx%d %s split %d", c.tile.m, c.tile.n, c.mma, c.split_k), "128x128 cooperative split 1",
         string.format("256 x 8192 x %d, %s", k, dev.mem_gbs and "an H100" or "an H200"))
     end
@@ -572,23 +575,19 @@ T.test("gemm: pingpong with one tile per CTA is priced as one warpgroup's main l
 end)
 
 T.test("gemm: pdl for tiles in clusters below PDL_CLUSTER_US, as for split-K", function()
-  local function first(m, n, k, dev)
-    return gemm.candidates({ m = m, n = n, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
-      { family = "gemm", has_pdl = true, has_tail = true })[1]
-  end
   -- 1024 x 4096 x 4096: 128 x 256 in 2 x 1 clusters, one round, ~63 us; held out at 20 fresh shapes
   -- of such tiles (25-96 us), pdl on was faster at 18 (bench/data/gemm_pdl_s27.tsv)
-  for _, dev in ipairs({ H200, { sms = 132, mem_gbs = 3352 } }) do
-    local c = first(1024, 4096, 4096, dev)
+  for _, dev in ipairs({ H200, H100 }) do
+    local c = rule_first(1024, 4096, 4096, dev)
     T.eq(c.cluster.m * c.cluster.n, 2, "1024 x 4096 x 4096: a cluster of two")
     T.eq(c.pdl, true, "1024 x 4096 x 4096: pdl on")
   end
   -- above it (4096^3, estimated ~246 us) the pairs ran pdl on 1.03x slower: off
-  local big = first(4096, 4096, 4096, H200)
+  local big = rule_first(4096, 4096, 4096, H200)
   T.eq(big.pdl, false, "4096^3: pdl off")
   -- tiles without a cluster keep PDL_US: 128 x 8192 x 8192's 64 x 128 (estimated ~54 us) ran
   -- 45.0 us with pdl and 36-37 without (fifteenth session)
-  local one = first(128, 8192, 8192, H200)
+  local one = rule_first(128, 8192, 8192, H200)
   T.ok(one.cluster.m * one.cluster.n == 1 and one.pdl == false, "128 x 8192 x 8192: no cluster, pdl off")
 end)
 
