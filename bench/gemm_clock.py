@@ -18,12 +18,12 @@ here is a target.
 """
 import argparse
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_args  # noqa: E402
+import smi_clock  # noqa: E402
 
 
 def config(dtype, kv):
@@ -133,57 +133,35 @@ def main():
     import weft
     dt = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
     os.makedirs(args.out, exist_ok=True)
-    smi_path = os.path.join(args.out, "smi.csv")
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
-    query = ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active",
-             "--format=csv,noheader,nounits", "-lms", "20", "-f", smi_path]
-    uuid = str(getattr(props, "uuid", "") or "")
-    if uuid:   # the GPU torch runs on, not every GPU of the host
-        query[1:1] = ["-i", uuid if uuid.startswith("GPU-") else "GPU-" + uuid]
-    smi = subprocess.Popen(query)
-    time.sleep(1.0)
-    if smi.poll() is not None and "-i" in query:   # this nvidia-smi does not take torch's UUID
-        print("# nvidia-smi -i %s: exit %d; sampling every GPU of the host instead" % (query[2], smi.returncode))
-        del query[1:3]
-        smi = subprocess.Popen(query)
+    smi = smi_clock.Sampler(os.path.join(args.out, "smi.csv"), props)
+    if smi.note:
+        print("# " + smi.note)
     ctx = weft.Context()
     variants = {}
     try:
         windows = run(args, plan, dt, ctx, variants, torch, weft)
         time.sleep(0.5)
     finally:
-        if smi.poll() is not None:   # it ended by itself: a field this driver does not know, or no GPU
-            print("# nvidia-smi stopped early (exit %d): no clocks in the table" % smi.returncode)
-        smi.terminate()
-        smi.wait()
+        note = smi.stop()
+        if note:
+            print("# " + note)
         for c in variants.values():
             c.close()
         ctx.close()
-    samples = []
-    import datetime
-    for line in (open(smi_path) if os.path.exists(smi_path) else []):
-        f = [x.strip() for x in line.split(",")]
-        try:
-            ts = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-            samples.append((ts, float(f[1]), float(f[2]), float(f[3]), f[4]))
-        except (ValueError, IndexError):
-            continue
+    samples = smi.samples()
     print("shape\top\tus\tTFLOP/s\tSM MHz\tpower W\ttemp C\tflop/clk/SM\tsamples\tthrottle reasons\tmax error (cuBLASLt's)")
     for label, shape, t0, t1, us, err, base_err in windows:
         m, n, k = (int(x) for x in shape.split("x"))
-        win = [s for s in samples if t0 + 0.3 <= s[0] <= t1]
-        if not win:
+        w = smi_clock.window(samples, t0 + 0.3, t1)
+        if not w:
             print("%s\t%s\t%.1f\t-\t-\t-\t-\t-\t0\t-\t%.3g (%.3g)" % (shape, label, us, err, base_err))
             continue
-        mhz = sum(s[1] for s in win) / len(win)
-        w = sum(s[2] for s in win) / len(win)
-        temp = max(s[3] for s in win)
         tf = 2.0 * m * n * k / (us * 1e-6) / 1e12
-        per_clk = 2.0 * m * n * k / (us * 1e-6) / (mhz * 1e6) / sms
-        reasons = ",".join(sorted(set(s[4] for s in win)))
-        print("%s\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\t%.3g (%.3g)" % (shape, label, us, tf, mhz, w, temp, per_clk,
-                                                                          len(win), reasons, err, base_err))
+        per_clk = 2.0 * m * n * k / (us * 1e-6) / (w["mhz"] * 1e6) / sms
+        print("%s\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\t%.3g (%.3g)" % (
+            shape, label, us, tf, w["mhz"], w["watts"], w["temp"], per_clk, w["n"], w["reasons"], err, base_err))
 
 
 if __name__ == "__main__":

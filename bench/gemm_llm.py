@@ -13,9 +13,14 @@ Llama-3-70B, Qwen2.5-72B and Mixtral-8x7B, B column-major as nn.Linear stores it
             compiled, checked and timed; its kernel name is the schedule printed
 Timing: each op heated first (--heat-ms of back-to-back launches), then --rounds rounds of every op
 in turn (the clocks drift under load; alternating puts an op and its baselines under the same
-drift), each round (a) CUDA events around --iters back-to-back launches, queued behind a sleep
-kernel so the host's launch path is not timed, and (b) one replay of a CUDA graph holding --iters
-launches; the median over rounds of each.  RATIOS USE THE GRAPH NUMBER.  Inputs rotate over enough
+drift; odd rounds go in reverse order, so no op always runs after a long run of the others), each
+round (a) CUDA events around --iters back-to-back launches, queued behind a sleep kernel so the
+host's launch path is not timed, and (b) one replay of a CUDA graph holding --iters launches; the
+median over rounds of each.  RATIOS USE THE GRAPH NUMBER.  Each round's graph times are kept: a
+ratio below 0.95 is listed with its range over the rounds (cuBLASLt's time / the kernel's in the
+same round).  nvidia-smi samples the SM clock and power every 20 ms (bench/smi_clock.py;
+--no-clocks: not), and each shape's TSV row has the mean clock cuBLASLt, best and auto ran at in
+their graph blocks (blank where no sample fell in them: blocks shorter than ~20 ms).  Inputs rotate over enough
 copies to defeat the 60 MB L2 when A + B + C fit in it.  The launch count of a slow op is capped
 (--cap-ms per timed block, at least 3 launches).
 Correctness before timing, for every op timed: A and B uniform in [-1, 1), C poisoned with NaN,
@@ -47,6 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gemm_args  # noqa: E402
 import gemm_llm_shapes as S  # noqa: E402
+import smi_clock  # noqa: E402
 
 MB = 1 << 20
 L2_BYTES = 60 * MB
@@ -177,6 +183,14 @@ def est_shape_s(s, nops, args):
 
 
 # ---- the GPU side ---------------------------------------------------------------------------------
+
+class Timed:
+    """An op's times: the medians over the rounds (events, graph; us), launches per block, and per
+    round the graph's us and its block's wall-clock span."""
+
+    def __init__(self, ev, us, iters, rounds, spans):
+        self.ev, self.us, self.iters, self.rounds, self.spans = ev, us, iters, rounds, spans
+
 
 class Op:
     """A timed thing: fn(set, stream) launches it on one input set; blas: the torch backend it needs."""
@@ -337,7 +351,7 @@ class Bench:
         return a.elapsed_time(b) * 1e3 / n
 
     def time_ops(self, ops, sets):
-        """{op.name: (events us, graph us, launches per block)}: probe, heat, capture, rounds."""
+        """{op.name: Timed}: probe, heat, capture, rounds."""
         torch, args = self.torch, self.args
         info = {}
         for op in ops:
@@ -349,10 +363,13 @@ class Bench:
                 self._launch(op, sets, iters)
             g.replay()
             torch.cuda.synchronize()
-            info[op.name] = {"one": one, "iters": iters, "graph": g, "ev": [], "gr": []}
+            info[op.name] = {"one": one, "iters": iters, "graph": g, "ev": [], "gr": [], "spans": []}
         a, b = self.ev
         for rd in range(args.rounds):
-            for op in ops:
+            # odd rounds take the ops in reverse: over an even number of rounds every op sits at
+            # every place in the order equally often, so a drift within a round (the clock
+            # falling under a long run of heavy kernels) favours none of them
+            for op in (ops if rd % 2 == 0 else ops[::-1]):
                 d = info[op.name]
                 self.blas(op.blas)
                 if rd == 0:   # heat: the clocks under load, as every op here gets them
@@ -365,11 +382,14 @@ class Bench:
                 d["graph"].replay()
                 b.record()
                 b.synchronize()
+                end = time.time()
                 d["gr"].append(a.elapsed_time(b) * 1e3 / d["iters"])
+                # the graph block's wall-clock span (it ended when synchronize returned), for the clock samples
+                d["spans"].append((end - a.elapsed_time(b) / 1e3, end))
         out = {}
         for op in ops:
             d = info.pop(op.name)
-            out[op.name] = (median(d["ev"]), median(d["gr"]), d["iters"])
+            out[op.name] = Timed(median(d["ev"]), median(d["gr"]), d["iters"], d["gr"], d["spans"])
             del d["graph"]
         return out
 
@@ -434,9 +454,11 @@ def run_shape(B, s, ch, copy_rate):
         ops.append(op)
     del ref
     t = B.time_ops(ops, sets)
-    r["lt_ev"], r["lt_us"], _ = t["torch[cublaslt]"]
-    r["torch_ev"], r["torch_us"], _ = t["torch[cublas]"]
-    r["weft"] = {n: {"ev": v[0], "us": v[1], "iters": v[2]} for n, v in t.items() if not n.startswith("torch[")}
+    lt, tc = t["torch[cublaslt]"], t["torch[cublas]"]
+    r["lt_ev"], r["lt_us"], r["lt_rounds"], r["lt_spans"] = lt.ev, lt.us, lt.rounds, lt.spans
+    r["torch_ev"], r["torch_us"] = tc.ev, tc.us
+    r["weft"] = {n: {"ev": v.ev, "us": v.us, "iters": v.iters, "rounds": v.rounds, "spans": v.spans}
+                 for n, v in t.items() if not n.startswith("torch[")}
     if r["weft"]:
         best = min(r["weft"], key=lambda n: r["weft"][n]["us"])
         r["best_name"], r["best_us"], r["best_ev"] = best, r["weft"][best]["us"], r["weft"][best]["ev"]
@@ -469,6 +491,34 @@ def ratio(base, t):
     return None if base is None or t is None or t <= 0 else base / t
 
 
+def round_range(r, name):
+    """(lowest, highest) of cuBLASLt's graph time / the kernel's in the same round, or (None, None)."""
+    w = r.get("weft", {}).get(name) if name else None
+    if not w or not r.get("lt_rounds"):
+        return None, None
+    v = [a / b for a, b in zip(r["lt_rounds"], w["rounds"]) if b > 0]
+    return (min(v), max(v)) if v else (None, None)
+
+
+def miss_detail(r, which):
+    """' [0.91-0.96; 1740/1830 MHz]': a ratio's round range and the clocks, for the list of misses."""
+    lo, hi = r.get(which + "_lo"), r.get(which + "_hi")
+    parts = ["%.3f-%.3f" % (lo, hi)] if lo else []
+    if r.get(which + "_mhz") and r.get("lt_mhz"):
+        parts.append("%.0f/%.0f MHz" % (r[which + "_mhz"], r["lt_mhz"]))
+    return " [%s]" % "; ".join(parts) if parts else ""
+
+
+def clocks(res, samples):
+    """Each record's mean SM clock and power over its timed graph blocks: cuBLASLt's, best's, auto's."""
+    for r in res:
+        for which, spans in (("lt", r.get("lt_spans")), ("best", r.get("weft", {}).get(r.get("best_name"), {}).get("spans")),
+                             ("auto", r.get("weft", {}).get(r.get("auto_name"), {}).get("spans"))):
+            w = smi_clock.windows(samples, spans) if spans else None
+            if w:
+                r[which + "_mhz"], r[which + "_watts"] = w["mhz"], w["watts"]
+
+
 def f(v, spec="%.1f"):
     return "-" if v is None else spec % v
 
@@ -498,6 +548,8 @@ def report(res, not_run, copy_rate, out_dir, head):
         fl = r.get("floor_us")
         rb, ra, rt = ratio(lt, r.get("best_us")), ratio(lt, r.get("auto_us")), ratio(lt, r.get("torch_us"))
         r["best_ratio"], r["auto_ratio"], r["torch_ratio"] = rb, ra, rt
+        for which in ("best", "auto"):
+            r[which + "_lo"], r[which + "_hi"] = round_range(r, r.get(which + "_name"))
         print("| %d x %d x %d (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["m"], r["n"], r["k"], r["b_layout"], r["label"], r["dtype"], schedule(r.get("best_name")),
             f(r.get("best_us")), f(r.get("auto_us")), f(lt), f(r.get("torch_us")), f(rb, "%.3f"), f(ra, "%.3f"),
@@ -511,7 +563,7 @@ def report(res, not_run, copy_rate, out_dir, head):
             print("%s: no shape measured" % what)
             return
         gm = math.exp(sum(math.log(x) for x, _ in v) / len(v))
-        low = sorted((x, key) for x, key in v if x < 0.95)
+        low = sorted((r[k], r["key"] + miss_detail(r, k[:4])) for r in sub if r.get(k) and r[k] < 0.95)
         mn = min(v)
         print("%s: geomean %.3f over %d shapes (target >= 1.0; moonshot 1.05); min %.3f (%s); %d below 0.95%s" % (
             what, gm, len(v), mn[0], mn[1], len(low), (": " + ", ".join("%s %.3f" % (key, x) for x, key in low))
@@ -526,6 +578,13 @@ def report(res, not_run, copy_rate, out_dir, head):
     summary("best/cuBLASLt", "best_ratio", rows)
     summary("auto/cuBLASLt", "auto_ratio", rows)
     summary("torch/cuBLASLt", "torch_ratio", rows)
+    print("(below 0.95: [the ratio in each round, lowest-highest], and the mean SM clock weft / cuBLASLt ran at "
+          "in their timed blocks where nvidia-smi sampled them)")
+    clk = [r["best_mhz"] / r["lt_mhz"] for r in rows if r.get("best_mhz") and r.get("lt_mhz")]
+    if clk:
+        print("SM clock, weft's best / cuBLASLt in the same blocks' time: geomean %.3f over %d shapes (min %.3f, "
+              "max %.3f); the rest had no sample in their blocks" % (
+                  math.exp(sum(math.log(x) for x in clk) / len(clk)), len(clk), min(clk), max(clk)))
     auto_failed = [r["key"] for r in rows if r.get("auto_us") is None and r.get("lt_us") is not None]
     if auto_failed:   # left out of the auto geomean above: say so, it is a miss of the target
         print("auto's choice FAILED or was not timed at %d shape(s) (not in its geomean; each one misses the target): %s"
@@ -554,21 +613,24 @@ def write_tsv(rows, not_run, out_dir):
     path = os.path.join(out_dir, "gemm_llm.tsv")
     cols = ["m", "n", "k", "b_layout", "dtype", "label", "best_name", "best_us", "best_ev", "auto_name", "auto_source",
             "auto_us", "auto_ev", "lt_us", "lt_ev", "torch_us", "torch_ev", "best_ratio", "auto_ratio", "torch_ratio",
-            "floor_us", "fails"]
+            "floor_us", "best_lo", "best_hi", "auto_lo", "auto_hi", "lt_mhz", "best_mhz", "auto_mhz", "lt_watts",
+            "best_watts", "lt_rounds", "fails"]
     with open(path, "w") as fh:
         fh.write("\t".join(cols) + "\n")
         for r in rows:
-            v = dict(r, fails="; ".join("%s: %s" % kv for kv in sorted(r["fails"].items())))
+            v = dict(r, fails="; ".join("%s: %s" % kv for kv in sorted(r["fails"].items())),
+                     lt_rounds=",".join("%.3f" % x for x in r.get("lt_rounds", [])))
             fh.write("\t".join(("%.4g" % v[c]) if isinstance(v.get(c), float) else str(v.get(c, "")).replace("\t", " ")
                                for c in cols) + "\n")
         for key in not_run:
             fh.write("# not run (budget): %s\n" % key)
     with open(os.path.join(out_dir, "gemm_llm_kernels.tsv"), "w") as fh:   # every candidate's times
-        fh.write("shape\tdtype\tkernel\tgraph_us\tevents_us\tlaunches\tauto\n")
+        fh.write("shape\tdtype\tkernel\tgraph_us\tevents_us\tlaunches\tauto\tgraph_us_by_round\n")
         for r in rows:
             for n, d in sorted(r.get("weft", {}).items(), key=lambda x: x[1]["us"]):
-                fh.write("%s\t%s\t%s\t%.3f\t%.3f\t%d\t%d\n" % (r["key"], r["dtype"], n, d["us"], d["ev"], d["iters"],
-                                                            n == r.get("auto_name")))
+                fh.write("%s\t%s\t%s\t%.3f\t%.3f\t%d\t%d\t%s\n" % (
+                    r["key"], r["dtype"], n, d["us"], d["ev"], d["iters"], n == r.get("auto_name"),
+                    ",".join("%.3f" % x for x in d.get("rounds", []))))
     print("TSV: %s (and gemm_llm_kernels.tsv: every candidate)" % path)
 
 
@@ -615,6 +677,8 @@ def main():
     ap.add_argument("--heat-ms", type=float, default=50.0)
     ap.add_argument("--cap-ms", type=float, default=25.0, help="a timed block's length cap (at least 3 launches)")
     ap.add_argument("--budget-s", type=float, default=0, help="no shape starts past this many seconds (0: none)")
+    ap.add_argument("--no-clocks", dest="clocks", action="store_false",
+                    help="no nvidia-smi sampling of the SM clock and power (bench/smi_clock.py) during the run")
     ap.add_argument("--no-kernel-names", dest="kernel_names", action="store_false",
                     help="skip the profiler pass naming the kernels torch ran")
     ap.add_argument("--record-db", help="also store every checked candidate's graph time in this tuning database "
@@ -684,6 +748,21 @@ def main():
         if n not in errors:
             B.kernels[n] = B.ctx.compile_source(text, "<%s>" % n)   # cache hits: the pool compiled them
     torch = B.torch
+    smi = None
+    if args.clocks and hasattr(torch.cuda, "get_device_properties"):
+        smi = smi_clock.Sampler(os.path.join(args.out, "smi.csv"), torch.cuda.get_device_properties(0), period_ms=20)
+        if smi.note:
+            log(smi.note)
+    try:
+        return run_all(B, shapes, chosen, args, smi, t0)
+    finally:
+        if smi is not None:
+            smi.stop()
+
+
+def run_all(B, shapes, chosen, args, smi, t0):
+    """Times every shape (within --budget-s), then the profiler's names and the report."""
+    torch = B.torch
     copy_rate = B.copy_rate()
     head = "%s, torch %s, copy %.2f TB/s, %d rounds x %d launches (capped at %.0f ms), heat %.0f ms, %d candidates" % (
         torch.cuda.get_device_name(), torch.__version__, copy_rate / 1e12, args.rounds, args.iters, args.cap_ms,
@@ -734,6 +813,11 @@ def main():
             except Exception as e:
                 r["blas_kernels"] = {"cublaslt": "profiler: %s" % str(e)[:100]}
         log("kernel names (torch.profiler) in %.1f s" % (time.time() - s0))
+    if smi is not None:
+        note = smi.stop()
+        if note:
+            log(note)
+        clocks(res, smi.samples())
     with open(os.path.join(args.out, "gemm_llm.json"), "w") as fh:
         json.dump({"head": head, "copy_rate": copy_rate, "results": res, "not_run": not_run}, fh, indent=1)
     report(res, not_run, copy_rate, args.out, head)
