@@ -673,7 +673,7 @@ def main():
     ap.add_argument("--candidates", type=int, default=8, help="rule candidates beside the choice (Context.auto)")
     ap.add_argument("--jobs", type=int, default=16, help="compile threads")
     ap.add_argument("--iters", type=int, default=20, help="launches per timed block (capped by --cap-ms)")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=4, help="timed rounds (even: each op as often in each place)")
     ap.add_argument("--heat-ms", type=float, default=50.0)
     ap.add_argument("--cap-ms", type=float, default=25.0, help="a timed block's length cap (at least 3 launches)")
     ap.add_argument("--budget-s", type=float, default=0, help="no shape starts past this many seconds (0: none)")
