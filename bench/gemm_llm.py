@@ -714,6 +714,9 @@ def main():
         ap.error(str(e))
     if not shapes:
         ap.error("no shape left after the filters")
+    for name in ("rounds", "iters"):
+        if getattr(args, name) < 1:
+            ap.error("--%s %d: at least 1" % (name, getattr(args, name)))
     args.out = os.path.abspath(args.out)
     os.makedirs(args.out, exist_ok=True)
     # auto with no database, and by default no table: the rule's choice, as a user without tuning

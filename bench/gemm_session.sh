@@ -5,7 +5,8 @@
 # stored in one tuning database ($OUT/llm.db: `weft export-table --db` makes the table rows).
 #   PHASES  "tests bf16 f16" (default), and: offset (shapes off the set, auto with the shipped
 #           table; its candidates recorded in the same database), ag (ag_gemm at P = 1 beside the
-#           GEMM, same schedule); GEMM_BUDGET per run (200 s).
+#           GEMM, same schedule); GEMM_BUDGET per run (200 s); ROUNDS, the timed rounds per op
+#           (gemm_llm.py's --rounds, 4; an even count).
 # The device returns at most 8 files from $OUT: at the end everything there but the database
 # goes into $OUT/logs.tgz (each phase's logs and TSVs in its folder; compile caches left out).
 # PACK=0 leaves the files as they are.
@@ -35,7 +36,7 @@ for ph in $phases; do
       unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY ;;
     bf16|f16)
       OUT=$out/$ph GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" --dtype "$ph" --candidates "${CANDIDATES:-10}" \
-        --record-db "$out/llm.db" > "$out/$ph.txt" 2>&1
+        --rounds "${ROUNDS:-4}" --record-db "$out/llm.db" > "$out/$ph.txt" 2>&1
       echo "== $ph: rc $?"; grep -E "^best/cuBLASLt|^auto/cuBLASLt|FAILED|shapes run" "$out/$ph.txt" | cut -c1-200 ;;
     offset)   # shapes off the published set, auto reading the shipped table (as a user gets it)
       . "$here/env.sh"
