@@ -10,6 +10,12 @@ geometric mean over all pairs: below 1, B ran faster.
 
   python3 bench/gemm_pairs.py cluster.m 1 2 bench/data/gemm_llm_s13*.tsv   (B multicast)
   python3 bench/gemm_pairs.py pdl false true bench/data/gemm_offset_s13*.tsv
+  python3 bench/gemm_pairs.py pdl false true --where cluster.m=2 --where m=256..2048 bench/data/*.tsv
+
+--where KEY=VALUE keeps the pairs whose other fields have KEY = VALUE (the config's fields, as the
+rows spell them: cluster.m=2, split_k=1, swap_ab=true; a field a row leaves out is the family's
+default only as the row's run had it, so such a row does not match); KEY=LO..HI, a number from
+LO to HI; m, n and k are the shape's.  Repeatable: every one must hold.
 
 Exit 0; 2 on a bad argument or a row that is not dtype, shape, config, time (named by its file
 and line: bench/gemm_rows.py); 1 if no two rows pair."""
@@ -23,16 +29,48 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_rows  # noqa: E402
 
 
+def condition(text, field):
+    """(key, test of a row's value) from KEY=VALUE or KEY=LO..HI; ValueError says what is wrong."""
+    key, eq, value = text.partition("=")
+    if not eq or not key or not value:
+        raise ValueError("%r: KEY=VALUE or KEY=LO..HI" % text)
+    if key == field:
+        raise ValueError("%r: %s is the field compared; --where filters the others" % (text, key))
+    lo, dots, hi = value.partition("..")
+    if not dots:
+        return key, lambda v: v == value
+    try:
+        lo, hi = float(lo), float(hi)
+    except ValueError:
+        raise ValueError("%r: LO..HI are numbers" % text)
+    if lo > hi:
+        raise ValueError("%r: LO above HI" % text)
+
+    def between(v):
+        try:
+            return v is not None and lo <= float(v) <= hi
+        except ValueError:
+            return False
+    return key, between
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="gemm_pairs.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("field", metavar="FIELD", help="the config field that differs (pdl, cluster.m, stages, ...)")
     ap.add_argument("a", metavar="A", help="its value in the baseline")
     ap.add_argument("b", metavar="B", help="its value in the other row")
     ap.add_argument("rows", metavar="ROWS.tsv", nargs="+", help="measured rows (bench/data)")
+    ap.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                    help="only pairs with KEY = VALUE (or KEY=LO..HI) in their other fields or shape (m, n, k)")
     args = ap.parse_args(argv[1:])
     field, a, b = args.field, args.a, args.b
     if a == b:
         print("gemm_pairs: A and B are both %r: nothing to compare" % a, file=sys.stderr)
+        return 2
+    try:
+        where = [condition(w, field) for w in args.where]
+    except ValueError as e:
+        print("gemm_pairs: --where %s" % e, file=sys.stderr)
         return 2
     try:
         rows = gemm_rows.read(args.rows)
@@ -45,6 +83,9 @@ def main(argv):
         kv = dict(kv)
         v = kv.pop(field, None)
         if v not in (a, b):
+            continue
+        shape = dict(zip("mnk", (str(x) for x in dims)))
+        if not all(ok(kv.get(key, shape.get(key))) for key, ok in where):
             continue
         rest = " ".join("%s=%s" % kw for kw in sorted(kv.items()))
         key = (os.path.basename(path), dtype, dims, kv.get("b_layout", "row"),
@@ -63,8 +104,9 @@ def main(argv):
         mean = math.exp(sum(map(math.log, r)) / len(r))
         print("%6d x %6d x %6d  b%-3s %-4s %-8s %3d pair(s)  %s=%s / %s=%s: %.3f  [%s]" % (
             shape + (layout, dtype, tile, len(r), field, b, field, a, mean, " ".join("%.2f" % x for x in r))))
-    print("all: %d pair(s), %s=%s / %s=%s geomean %.3f" % (len(every), field, b, field, a,
-                                                      math.exp(sum(map(math.log, every)) / len(every))))
+    print("all: %d pair(s), %s=%s / %s=%s geomean %.3f; %s=%s faster in %d" % (
+        len(every), field, b, field, a, math.exp(sum(map(math.log, every)) / len(every)), field, b,
+        sum(1 for x in every if x < 1)))
     return 0
 
 

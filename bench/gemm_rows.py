@@ -3,7 +3,8 @@
 A row: dtype TAB "k=.. m=.. n=.." TAB the config's "key=value" fields separated by blanks TAB
 time_us (bench/gemm_kernels_rows.py writes them; gemm_rule_regret.lua, gemm_pairs.py and
 gemm_table_rows.py read them; gemm_rule_regret.sh dumps a database's rows for the Lua tool alone,
-with weft tune's quoted strings and a fifth column, the base config the fields override).  Keys and values are plain tokens (letters,
+with weft tune's quoted strings and a fifth column, the base config the fields override; a
+file of bench/data with that fifth column is read here without it).  Keys and values are plain tokens (letters,
 digits, '_', '.'), as the generator's own field names and values are: a row with anything else
 (quotes, blanks, a value kilobytes long) is refused, never passed on into a table."""
 import math
@@ -30,7 +31,7 @@ def read(paths):
             for no, line in enumerate(fh, 1):
                 f = line.rstrip("\n").split("\t")
                 try:
-                    if len(f) != 4 or not DTYPE.match(f[0]):
+                    if len(f) not in (4, 5) or not DTYPE.match(f[0]):   # (a fifth column: the base, read past)
                         raise ValueError
                     shape = SHAPE.match(f[1])
                     t = float(f[3])
