@@ -366,9 +366,9 @@ class Bench:
             info[op.name] = {"one": one, "iters": iters, "graph": g, "ev": [], "gr": [], "spans": []}
         a, b = self.ev
         for rd in range(args.rounds):
-            # odd rounds take the ops in reverse: over an even number of rounds every op sits at
-            # every place in the order equally often, so a drift within a round (the clock
-            # falling under a long run of heavy kernels) favours none of them
+            # odd rounds take the ops in reverse: over an even number of rounds op i runs at
+            # places i and n-1-i equally often, so every op's mean place is the same and a drift
+            # within a round (the clock falling under a long run of heavy kernels) favours none
             for op in (ops if rd % 2 == 0 else ops[::-1]):
                 d = info[op.name]
                 self.blas(op.blas)
@@ -509,6 +509,15 @@ def miss_detail(r, which):
     return " [%s]" % "; ".join(parts) if parts else ""
 
 
+def ratios(res):
+    """Each record's ratios to cuBLASLt (best, auto, torch) and the best's and auto's ranges over the rounds."""
+    for r in res:
+        lt = r.get("lt_us")
+        r["best_ratio"], r["auto_ratio"], r["torch_ratio"] = (ratio(lt, r.get(k)) for k in ("best_us", "auto_us", "torch_us"))
+        for which in ("best", "auto"):
+            r[which + "_lo"], r[which + "_hi"] = round_range(r, r.get(which + "_name"))
+
+
 def clocks(res, samples):
     """Each record's mean SM clock and power over its timed graph blocks: cuBLASLt's, best's, auto's."""
     for r in res:
@@ -546,10 +555,7 @@ def report(res, not_run, copy_rate, out_dir, head):
     for r in res:
         lt = r.get("lt_us")
         fl = r.get("floor_us")
-        rb, ra, rt = ratio(lt, r.get("best_us")), ratio(lt, r.get("auto_us")), ratio(lt, r.get("torch_us"))
-        r["best_ratio"], r["auto_ratio"], r["torch_ratio"] = rb, ra, rt
-        for which in ("best", "auto"):
-            r[which + "_lo"], r[which + "_hi"] = round_range(r, r.get(which + "_name"))
+        rb, ra, rt = r["best_ratio"], r["auto_ratio"], r["torch_ratio"]
         print("| %d x %d x %d (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["m"], r["n"], r["k"], r["b_layout"], r["label"], r["dtype"], schedule(r.get("best_name")),
             f(r.get("best_us")), f(r.get("auto_us")), f(lt), f(r.get("torch_us")), f(rb, "%.3f"), f(ra, "%.3f"),
@@ -614,7 +620,7 @@ def write_tsv(rows, not_run, out_dir):
     cols = ["m", "n", "k", "b_layout", "dtype", "label", "best_name", "best_us", "best_ev", "auto_name", "auto_source",
             "auto_us", "auto_ev", "lt_us", "lt_ev", "torch_us", "torch_ev", "best_ratio", "auto_ratio", "torch_ratio",
             "floor_us", "best_lo", "best_hi", "auto_lo", "auto_hi", "lt_mhz", "best_mhz", "auto_mhz", "lt_watts",
-            "best_watts", "lt_rounds", "fails"]
+            "best_watts", "auto_watts", "lt_rounds", "fails"]
     with open(path, "w") as fh:
         fh.write("\t".join(cols) + "\n")
         for r in rows:
@@ -673,7 +679,7 @@ def main():
     ap.add_argument("--candidates", type=int, default=8, help="rule candidates beside the choice (Context.auto)")
     ap.add_argument("--jobs", type=int, default=16, help="compile threads")
     ap.add_argument("--iters", type=int, default=20, help="launches per timed block (capped by --cap-ms)")
-    ap.add_argument("--rounds", type=int, default=4, help="timed rounds (even: each op as often in each place)")
+    ap.add_argument("--rounds", type=int, default=4, help="timed rounds (even: odd rounds go in reverse, so every op's mean place in the order is the same)")
     ap.add_argument("--heat-ms", type=float, default=50.0)
     ap.add_argument("--cap-ms", type=float, default=25.0, help="a timed block's length cap (at least 3 launches)")
     ap.add_argument("--budget-s", type=float, default=0, help="no shape starts past this many seconds (0: none)")
@@ -821,6 +827,7 @@ def run_all(B, shapes, chosen, args, smi, t0):
         if note:
             log(note)
         clocks(res, smi.samples())
+    ratios(res)
     with open(os.path.join(args.out, "gemm_llm.json"), "w") as fh:
         json.dump({"head": head, "copy_rate": copy_rate, "results": res, "not_run": not_run}, fh, indent=1)
     report(res, not_run, copy_rate, args.out, head)

@@ -9,42 +9,58 @@ its time; these samples say which.  Used by bench/gemm_clock.py and bench/gemm_l
     smi.stop()
     w = window(smi.samples(), t0, t1)    # None, or {"mhz", "watts", "temp", "n", "reasons"}
 
-The arguments nvidia-smi gets are fixed here: nothing a user typed reaches it.
+Power is `power.draw.instant` where the driver has it; `power.draw` (Sampler.power says which) is
+a one-second average on recent GPUs, so over a block of a few milliseconds it says little.  Each
+sample carries its GPU's UUID, and only torch's GPU's samples are read back.  nvidia-smi's own
+errors go to PATH.err.  The arguments nvidia-smi gets are fixed here: nothing a user typed reaches
+it.
 """
 import datetime
 import os
 import subprocess
 import time
 
-FIELDS = "timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active"
+FIELDS = "timestamp,uuid,clocks.sm,%s,temperature.gpu,clocks_throttle_reasons.active"
 
 
 class Sampler:
     def __init__(self, path, props, period_ms=20):
-        self.path, self.note = path, None
-        query = ["nvidia-smi", "--query-gpu=" + FIELDS, "--format=csv,noheader,nounits", "-lms",
-                 str(int(period_ms)), "-f", path]
+        self.path, self.note, self.proc, self.power = path, None, None, None
         uuid = str(getattr(props, "uuid", "") or "")
-        if uuid:   # the GPU torch runs on, not every GPU of the host
-            query[1:1] = ["-i", uuid if uuid.startswith("GPU-") else "GPU-" + uuid]
-        try:
-            self.proc = subprocess.Popen(query, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        except OSError as e:
-            self.proc, self.note = None, "nvidia-smi not started (%s): no clocks" % e
-            return
-        time.sleep(1.0)
-        if self.proc.poll() is not None and "-i" in query:   # this nvidia-smi does not take torch's UUID
-            self.note = "nvidia-smi -i %s: exit %d; sampling every GPU of the host instead" % (
-                query[2], self.proc.returncode)
-            del query[1:3]
-            self.proc = subprocess.Popen(query, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.uuid = (uuid if uuid.startswith("GPU-") else "GPU-" + uuid) if uuid else None
+        tried = []
+        # the GPU by UUID and instantaneous power first; then without either, one at a time
+        for by_id, power in ((True, "power.draw.instant"), (True, "power.draw"), (False, "power.draw.instant"),
+                             (False, "power.draw")):
+            if by_id and not self.uuid:
+                continue
+            query = ["nvidia-smi", "--query-gpu=" + FIELDS % power, "--format=csv,noheader,nounits", "-lms",
+                     str(int(period_ms)), "-f", path]
+            if by_id:
+                query[1:1] = ["-i", self.uuid]
+            try:
+                with open(path + ".err", "a") as err:
+                    proc = subprocess.Popen(query, stdout=subprocess.DEVNULL, stderr=err)
+            except OSError as e:
+                self.note = "nvidia-smi not started (%s): no clocks" % e
+                return
+            time.sleep(1.0)
+            if proc.poll() is None:
+                self.proc, self.power = proc, power
+                if tried:
+                    self.note = "nvidia-smi sampling %s%s (before: %s exited; %s.err)" % (
+                        power, "" if by_id else " of every GPU, torch's kept by UUID", "; ".join(tried), path)
+                return
+            tried.append("%s%s (exit %d)" % (power, " -i" if by_id else "", proc.returncode))
+        self.note = "nvidia-smi exited at once every way it was asked (%s; %s.err): no clocks" % ("; ".join(tried), path)
 
     def stop(self):
         """Ends the sampling (a second call does nothing); returns a note to print (or None)."""
         if self.proc is None:
             return self.note
         if self.proc.poll() is not None:   # it ended by itself: a field this driver does not know, or no GPU
-            self.note = "nvidia-smi stopped early (exit %d): no clocks" % self.proc.returncode
+            self.note = "nvidia-smi stopped early (exit %d; %s.err): the clocks end there" % (
+                self.proc.returncode, self.path)
         else:
             self.proc.terminate()
         self.proc.wait()
@@ -52,12 +68,13 @@ class Sampler:
         return self.note
 
     def samples(self):
-        return read_samples(self.path)
+        return read_samples(self.path, self.uuid)
 
 
-def read_samples(path):
+def read_samples(path, uuid=None):
     """[(wall time, SM MHz, watts, temperature C, throttle reasons)] of an nvidia-smi CSV file in
-    FIELDS' order (noheader, nounits), in file order; lines it cannot read are left out."""
+    FIELDS' order (noheader, nounits), in file order, of the GPU `uuid` (None: every line); lines
+    it cannot read are left out."""
     out = []
     if not os.path.exists(path):
         return out
@@ -65,8 +82,10 @@ def read_samples(path):
         for line in fh:
             f = [x.strip() for x in line.split(",")]
             try:
+                if uuid and f[1] != uuid:
+                    continue
                 ts = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-                out.append((ts, float(f[1]), float(f[2]), float(f[3]), f[4]))
+                out.append((ts, float(f[2]), float(f[3]), float(f[4]), f[5]))
             except (ValueError, IndexError):
                 continue   # a "[N/A]" field, a cut last line
     return out

@@ -23,15 +23,18 @@ t0 = datetime.datetime(2026, 12, 6, 12, 0, 0)
 lines = []
 for i in range(10):   # every 100 ms: 1980 MHz for the first half second, then 1755
     t = t0 + datetime.timedelta(milliseconds=100 * i)
-    lines.append("%s, %d, %.1f, %d, 0x%04x" % (t.strftime("%Y/%m/%d %H:%M:%S.%f")[:-3], 1980 if i < 5 else 1755,
-                                              500.0 + i, 60 + i, 0 if i < 5 else 4))
-lines.insert(3, "2026/12/06 12:00:00.250, [N/A], [N/A], 61, 0x0000")   # unreadable: left out
+    stamp = t.strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+    lines.append("%s, GPU-a, %d, %.1f, %d, 0x%04x" % (stamp, 1980 if i < 5 else 1755, 500.0 + i, 60 + i,
+                                                     0 if i < 5 else 4))
+    lines.append("%s, GPU-b, 345, 70.0, 30, 0x0001" % stamp)   # another GPU of the host: left out by UUID
+lines.insert(3, "2026/12/06 12:00:00.250, GPU-a, [N/A], [N/A], 61, 0x0000")   # unreadable: left out
 lines.append("2026/12/06 12:00:01.0")   # a cut last line
 with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "smi.csv")
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
-    s = smi_clock.read_samples(path)
+    s = smi_clock.read_samples(path, "GPU-a")
+    want("every GPU's lines without a UUID", len(smi_clock.read_samples(path)), 20)
 base = t0.timestamp()
 want("samples read", len(s), 10)
 w = smi_clock.window(s, base, base + 0.45)
