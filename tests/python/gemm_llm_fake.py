@@ -45,7 +45,20 @@ def main():
         NONDET.update(a.names[2:3])
         a.close()
     ctx.close()
-    sys.argv = ["gemm_llm.py", "--out", out, "--iters", "4", "--rounds", "3", "--heat-ms", "0", "--jobs", "2"]
+    # the clock sampler's path: torch's device properties and an nvidia-smi that writes a sample
+    # line of this GPU every 20 ms, and one of another GPU (left out by UUID)
+    import types
+    torch.cuda.get_device_properties = lambda i: types.SimpleNamespace(uuid="GPU-fake", multi_processor_count=132)
+    bindir = os.path.join(out, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    with open(os.path.join(bindir, "nvidia-smi"), "w") as fh:
+        fh.write('#!/bin/sh\nwhile [ $# -gt 1 ] && [ "$1" != -f ]; do shift; done\n'
+                 'while :; do d=$(date "+%Y/%m/%d %H:%M:%S.%N" | cut -c1-23)\n'
+                 '  echo "$d, GPU-fake, 1755, 600.5, 60, 0x0000000000000004" >> "$2"\n'
+                 '  echo "$d, GPU-other, 345, 70.0, 30, 0x0000000000000001" >> "$2"; sleep 0.02; done\n')
+    os.chmod(os.path.join(bindir, "nvidia-smi"), 0o755)
+    os.environ["PATH"] = bindir + os.pathsep + os.environ["PATH"]
+    sys.argv = ["gemm_llm.py", "--out", out, "--iters", "4", "--rounds", "4", "--heat-ms", "0", "--jobs", "2"]
     rc = G.main()
     import json
     res = json.load(open(os.path.join(out, "gemm_llm.json")))["results"]
@@ -66,6 +79,13 @@ def main():
     for f in ("gemm_llm.tsv", "gemm_llm_kernels.tsv"):
         if not os.path.getsize(os.path.join(out, f)):
             bad.append(f + " empty")
+    import smi_clock
+    got = smi_clock.read_samples(os.path.join(out, "smi.csv"), "GPU-fake")
+    if len(got) < 3 or any(x[1] != 1755 for x in got):
+        bad.append("the sampler read %d samples of this GPU (%s): want several, all at 1755 MHz" % (len(got), got[:2]))
+    for r in res:
+        if len(r.get("lt_rounds", [])) != 4 or r.get("best_lo") is None:
+            bad.append("%s: rounds %s, best's range %s" % (r["key"], r.get("lt_rounds"), r.get("best_lo")))
     for b in bad:
         print("WRONG:", b)
     return 1 if rc or bad else 0
