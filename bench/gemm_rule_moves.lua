@@ -65,7 +65,9 @@ for i = 1, #arg do
       if not a or tonumber(a) < 1 or tonumber(b) < 1 then fail(string.format("nk=%s: %q is not NxK", v, p)) end
       nk[#nk + 1] = { tonumber(a), tonumber(b) }
     end
-  elseif k == "mem" or k == "sms" or k == "cands" then opts[k] = ints(v, k)[1]
+  elseif k == "mem" or k == "sms" or k == "cands" then
+    opts[k] = ints(v, k)[1]
+    if k == "cands" and opts[k] > 10 then fail(string.format("cands=%s: 1 to 10 (the rule lists at most 10)", v)) end
   elseif k == "dtype" then
     if v ~= "bf16" and v ~= "f16" then fail(string.format("dtype=%s: bf16 or f16", v)) end
     opts.dtype = v
@@ -95,7 +97,15 @@ local function name_of(c)
   local cfg = { family = "gemm", dtype = opts.dtype, b_layout = opts.layout }
   for k, v in pairs(c) do if k ~= "why" then cfg[k] = v end end
   local fam, ncfg = weft.check(cfg, "gemm_rule_moves")
-  return fam and weft.kernel_name(fam, ncfg) or "?"
+  if fam then return weft.kernel_name(fam, ncfg) end
+  -- (a candidate that does not validate: its fields, so that two such still compare unequal)
+  local keys = {}
+  for k, v in pairs(cfg) do
+    keys[#keys + 1] = type(v) == "table" and string.format("%s=%s", k, v.tag or string.format("%sx%s", v.m, v.n))
+      or string.format("%s=%s", k, tostring(v))
+  end
+  table.sort(keys)
+  return "invalid{" .. table.concat(keys, " ") .. "}"
 end
 local function short(name) return (name:gsub("^weft_gemm_%w+_b%w+_", "")) end
 local function picks(n)   -- the rule's first n candidates at every shape, under the model as it is now

@@ -103,7 +103,8 @@ function M.fields(pre)
       doc = pre .. "depth of the shared-memory ring TMA fills ahead of the tensor cores" },
     consumers = { name = "consumers", kind = "int", values = { 1, 2, 3 }, default = 2, tag = "c",
       doc = pre .. "consumer warpgroups (each owns tile.m / consumers rows); one more warpgroup loads. 3: family "
-        .. "gemm's 192-row tiles (tile.m = 192, n up to 192; cooperative, unswapped, unsplit)" },
+        .. "gemm's 192-row tiles (tile.m = 192, n up to 192; cooperative, unswapped, unsplit). The rule does not "
+        .. "pick them: set tile with it" },
     mma = { name = "mma", kind = "enum", values = { "cooperative", "pingpong" }, default = "cooperative", tag = "",
       doc = pre .. "2 consumers: cooperative (both split each tile by rows) or pingpong (each owns whole tiles, "
         .. "taking turns, so one's epilogue overlaps the other's WGMMAs)" },
@@ -153,7 +154,7 @@ function M.tile_field()
            doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256} (family "
              .. "gemm with b_layout = \"col\": any multiple of 16 up to 256; with swap_ab, m = 8, 16, ..., 256 and n in {64, 128, 192, "
              .. "256}), k = 64; family gemm also takes m = 8, 16, ..., 56 unswapped (a thin tile for decode: A's box is m "
-             .. "rows, one consumer, no cluster)" }
+             .. "rows, one consumer, no cluster) and m = 192 with consumers = 3" }
 end
 -- F.check of those families: the default tile for "auto", then the WGMMA rules.
 function M.check_auto_tile(cfg, errs)
