@@ -20,8 +20,8 @@ median over rounds of each.  RATIOS USE THE GRAPH NUMBER.  Each round's graph ti
 ratio below 0.95 is listed with its range over the rounds (cuBLASLt's time / the kernel's in the
 same round).  nvidia-smi samples the SM clock and power every 20 ms (bench/smi_clock.py;
 --no-clocks: not), and each shape's TSV row has the mean clock cuBLASLt, best and auto ran at in
-their graph blocks (blank where no sample fell in them: blocks shorter than ~20 ms).  Inputs rotate over enough
-copies to defeat the 60 MB L2 when A + B + C fit in it.  The launch count of a slow op is capped
+their graph blocks (blank where no sample fell in them: blocks shorter than ~20 ms).  Inputs
+rotate over enough copies to defeat the 60 MB L2 when A + B + C fit in it.  The launch count of a slow op is capped
 (--cap-ms per timed block, at least 3 launches).
 Correctness before timing, for every op timed: A and B uniform in [-1, 1), C poisoned with NaN,
 one launch: no NaN left in C, and a row sample (every row for M <= 256, else 256 random rows and
@@ -679,7 +679,8 @@ def main():
     ap.add_argument("--candidates", type=int, default=8, help="rule candidates beside the choice (Context.auto)")
     ap.add_argument("--jobs", type=int, default=16, help="compile threads")
     ap.add_argument("--iters", type=int, default=20, help="launches per timed block (capped by --cap-ms)")
-    ap.add_argument("--rounds", type=int, default=4, help="timed rounds (even: odd rounds go in reverse, so every op's mean place in the order is the same)")
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="timed rounds (even: odd rounds go in reverse, so every op's mean place in the order is the same)")
     ap.add_argument("--heat-ms", type=float, default=50.0)
     ap.add_argument("--cap-ms", type=float, default=25.0, help="a timed block's length cap (at least 3 launches)")
     ap.add_argument("--budget-s", type=float, default=0, help="no shape starts past this many seconds (0: none)")
