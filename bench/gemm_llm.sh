@@ -8,7 +8,8 @@
 #   GEMM_STATE   the kernel cache (build/gemm-state: kept while the machine stays warm, so a second
 #                call with other ARGS compiles only what is new)
 # Logs and the TSVs land under $OUT: gemm_llm.log (the table, last), progress.log (one line per
-# shape with its elapsed time), gemm_llm.tsv, gemm_llm_kernels.tsv (every candidate), gemm_llm.json.
+# shape with its elapsed time), gemm_llm.tsv, gemm_llm_kernels.tsv (every candidate), gemm_llm.json,
+# smi.csv (nvidia-smi's clock and power samples; bench/smi_clock.py).
 set -u
 dry=0
 if [ "${1:-}" = "--dry-run" ]; then dry=1; shift; fi
