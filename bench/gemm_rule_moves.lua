@@ -16,6 +16,7 @@
 -- Exit 0; 2 on a bad argument (named, with what is allowed).
 local gemm = require("gen.core.gemm")
 local weft = require("gen.core.weft")
+local family = weft.family_module("gemm")   -- its rule, as auto asks it (gen/families/gemm.lua)
 
 local USAGE = "usage: weft-lua . bench/gemm_rule_moves.lua NAME=VALUE... [m=LIST] [n=LIST] [k=LIST] [nk=NxK,...] "
   .. "[mem=GBS] [sms=N] [dtype=bf16|f16] [layout=col|row] [cands=N]\n"
@@ -93,19 +94,12 @@ if not ms then ms = {} for m = 16, 256, 16 do ms[#ms + 1] = m end end
 
 local dev = { sms = opts.sms, mem_gbs = opts.mem }
 local fixed = { b_layout = opts.layout, dtype = opts.dtype }
+-- (the rule lists only configs that validate; where none does, its one entry says so)
 local function name_of(c)
   local cfg = { family = "gemm", dtype = opts.dtype, b_layout = opts.layout }
   for k, v in pairs(c) do if k ~= "why" then cfg[k] = v end end
   local fam, ncfg = weft.check(cfg, "gemm_rule_moves")
-  if fam then return weft.kernel_name(fam, ncfg) end
-  -- (a candidate that does not validate: its fields, so that two such still compare unequal)
-  local keys = {}
-  for k, v in pairs(cfg) do
-    keys[#keys + 1] = type(v) == "table" and string.format("%s=%s", k, v.tag or string.format("%sx%s", v.m, v.n))
-      or string.format("%s=%s", k, tostring(v))
-  end
-  table.sort(keys)
-  return "invalid{" .. table.concat(keys, " ") .. "}"
+  return fam and weft.kernel_name(fam, ncfg) or "(none: " .. tostring(c.why) .. ")"
 end
 local function short(name) return (name:gsub("^weft_gemm_%w+_b%w+_", "")) end
 local function picks(n)   -- the rule's first n candidates at every shape, under the model as it is now
@@ -113,7 +107,7 @@ local function picks(n)   -- the rule's first n candidates at every shape, under
   for _, m in ipairs(ms) do
     for _, p in ipairs(nk) do
       local shape = { m = m, n = p[1], k = p[2] }
-      local list = gemm.candidates(shape, fixed, dev, { family = "gemm", has_pdl = true, has_tail = true, max = 10 })
+      local list = family.auto(shape, fixed, dev, 10)
       local got = {}
       for i = 1, math.min(n, #list) do got[i] = { name = name_of(list[i]), why = list[i].why or "" } end
       out[#out + 1] = { shape = shape, list = got }

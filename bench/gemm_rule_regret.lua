@@ -60,6 +60,7 @@ for i = a, #arg do
 end
 
 local weft = require("gen.core.weft")
+local family = weft.family_module("gemm")   -- its rule, as auto asks it (gen/families/gemm.lua)
 
 -- A config's kernel name (the generator's own canonical text of every field, defaults resolved):
 -- a measured row and the rule's pick match when their names do.  nil for a config that no longer
@@ -160,8 +161,7 @@ end
 -- measured), the pick's name, and the first config in the rule's whole order that the group
 -- measured, over best.
 local function score(gr, dev)
-  local list = gemm.candidates(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, dev,
-    { family = "gemm", has_pdl = true, has_tail = true, max = 10 })
+  local list = family.auto(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, dev, 10)
   local pick
   if list[1] then
     local c = { family = "gemm", dtype = gr.dtype, b_layout = gr.b_layout }

@@ -93,16 +93,13 @@ def read_samples(path, uuid=None):
 
 def window(samples, t0, t1):
     """The samples from wall time t0 to t1 averaged (temperature: the largest), or None."""
-    win = [s for s in samples if t0 <= s[0] <= t1]
+    return windows(samples, [(t0, t1)])
+
+
+def windows(samples, spans):
+    """The samples inside any of the (t0, t1) spans (an op timed in several rounds) averaged, or None."""
+    win = [s for s in samples if any(a <= s[0] <= b for a, b in spans)]
     if not win:
         return None
     return {"mhz": sum(s[1] for s in win) / len(win), "watts": sum(s[2] for s in win) / len(win),
             "temp": max(s[3] for s in win), "n": len(win), "reasons": ",".join(sorted(set(s[4] for s in win)))}
-
-
-def windows(samples, spans):
-    """Like window, over several (t0, t1) spans pooled (an op timed in several rounds)."""
-    win = [s for s in samples if any(a <= s[0] <= b for a, b in spans)]
-    if not win:
-        return None
-    return window(win, win[0][0], win[-1][0])

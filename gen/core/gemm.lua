@@ -599,11 +599,14 @@ M.MODEL = {
   PDL_US = 20,               -- pdl below this estimate (below PDL_SPLIT_US with split-K)
   PDL_SPLIT_US = 60,
   -- pdl for unsplit tiles in 2 x 1 clusters below this estimate: a cluster's launch
-  -- costs more, as split-K's does.  Over the rows' pdl pairs of 2 x 1 clusters estimated under
-  -- 160 us, pdl on ran faster in 71 of 81 H100 pairs and 23 of 27 H200 pairs (0.91-0.99x by
-  -- estimate band); from 160 us, slower (1.03x, most pairs).  Held out, 20 fresh shapes (M =
-  -- 256-2048, estimates 25-96 us) where it turns pdl on, an H100: first pick / best 1.0393 ->
-  -- 1.0083, 18 of 20 groups faster.  But one machine's pairs do not always carry: of four H100
+  -- costs more, as split-K's does.  The rows' pdl pairs of unsplit cooperative 2 x 1 cluster
+  -- tiles (`bench/gemm_pairs.py pdl false true --where cluster.m=2 --where cluster.n=1 --where
+  -- split_k=1 --where mma=cooperative`): on the H100, pdl on 0.988 over 121 pairs (0.976 over the
+  -- 50 at M = 513-2048); on the H200 faster at the shapes this term moves (256 x 14336 x 4096,
+  -- 1024 x 4096 x 4096, 1500 x 8960 x 1536: 0.95-0.97) and slower only at shapes it leaves off
+  -- (256 x 28672 x 8192, 1024 x 8192 x 8192).  Held out, 20 fresh shapes (M = 256-2048, estimates
+  -- 25-96 us) where it turns pdl on, an H100: first pick / best 1.0393 -> 1.0083, 18 of 20 groups
+  -- faster.  But one machine's pairs do not always carry: of four H100
   -- runs of the set, the rule's regret fell in three and rose in the fourth (1.0094 -> 1.0100;
   -- 1024 x 4096 x 4096 ran 3-6 % faster with pdl in three, 4 % slower in the fourth); pooled over
   -- every H100 row, 1.0143 -> 1.0131 (bench/RESULTS.md, twenty-seventh session).  Unlike the

@@ -41,10 +41,9 @@ local function gemm_choice(m, n, k, b_layout)
 end
 
 -- the gemm rule's first candidate for M x N x K (bf16, B column-major) on a device (dev.sms,
--- dev.mem_gbs), as gen/core/gemm.lua gives it (not validated)
+-- dev.mem_gbs), as the family gives it (not validated)
 local function rule_first(m, n, k, dev)
-  return gemm.candidates({ m = m, n = n, k = k }, { b_layout = "col", dtype = "bf16" }, dev,
-    { family = "gemm", has_pdl = true, has_tail = true })[1]
+  return weft.family_module("gemm").auto({ m = m, n = n, k = k }, { b_layout = "col", dtype = "bf16" }, dev)[1]
 end
 
 -- every candidate validates and takes the shape; -> the choice's ncfg, the list
