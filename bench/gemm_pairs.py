@@ -29,22 +29,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_rows  # noqa: E402
 
 
+def shown(text, most=60):
+    """text as a message quotes it: cut past `most` characters (a refusal need not echo 5000)."""
+    return repr(text if len(text) <= most else text[:most] + "...")
+
+
 def condition(text, field):
     """(key, test of a row's value) from KEY=VALUE or KEY=LO..HI; ValueError says what is wrong."""
     key, eq, value = text.partition("=")
     if not eq or not key or not value:
-        raise ValueError("%r: KEY=VALUE or KEY=LO..HI" % text)
+        raise ValueError("%s: KEY=VALUE or KEY=LO..HI" % shown(text))
     if key == field:
-        raise ValueError("%r: %s is the field compared; --where filters the others" % (text, key))
+        raise ValueError("%s: %s is the field compared; --where filters the others" % (shown(text), shown(key)))
     lo, dots, hi = value.partition("..")
     if not dots:
         return key, lambda v: v == value
     try:
         lo, hi = float(lo), float(hi)
     except ValueError:
-        raise ValueError("%r: LO..HI are numbers" % text)
+        raise ValueError("%s: LO..HI are numbers" % shown(text))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError("%s: LO..HI are finite numbers" % shown(text))
     if lo > hi:
-        raise ValueError("%r: LO above HI" % text)
+        raise ValueError("%s: LO above HI" % shown(text))
 
     def between(v):
         try:

@@ -17,6 +17,8 @@
 local gemm = require("gen.core.gemm")
 local weft = require("gen.core.weft")
 local family = weft.family_module("gemm")   -- its rule, as auto asks it (gen/families/gemm.lua)
+-- (weft's Lua loads only gen.* modules: the bench helper is read from beside this script)
+local model_args = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/model_args.lua")
 
 local USAGE = "usage: weft-lua . bench/gemm_rule_moves.lua NAME=VALUE... [m=LIST] [n=LIST] [k=LIST] [nk=NxK,...] "
   .. "[mem=GBS] [sms=N] [dtype=bf16|f16] [layout=col|row] [cands=N]\n"
@@ -30,7 +32,7 @@ local function ints(text, what)
   local out = {}
   for x in (text .. ","):gmatch("([^,]*),") do
     local v = math.tointeger(tonumber(x))
-    if not v or v < 1 then fail(string.format("%s=%s: %q is not a whole number from 1", what, text, x)) end
+    if not v or v < 1 then fail(string.format("%s=%s: %s is not a whole number from 1", what, model_args.quote(text), model_args.quote(x))) end
     out[#out + 1] = v
   end
   return out
@@ -45,16 +47,11 @@ local changes, names = {}, {}
 if #arg == 0 then fail("no change given") end
 for i = 1, #arg do
   local k, v = arg[i]:match("^([%w_]+)=(.*)$")
-  if not k then fail(string.format("%q: not NAME=VALUE", arg[i])) end
+  if not k then fail(model_args.quote(arg[i]) .. ": not NAME=VALUE") end
   if k:match("^%u[%u_]*$") then
-    local x = tonumber(v)
-    if gemm.MODEL[k] == nil or not x then
-      local all = {}
-      for name in pairs(gemm.MODEL) do all[#all + 1] = name end
-      table.sort(all)
-      fail(string.format("%q: not NAME=NUMBER with NAME one of the model's constants: %s", arg[i], table.concat(all, ", ")))
-    end
-    changes[k] = x
+    local name, x = model_args.parse(arg[i], false)
+    if not name then fail(x) end
+    changes[k] = x[1]
     names[#names + 1] = arg[i]
   elseif k == "m" then ms = ints(v, k)
   elseif k == "n" then ns = ints(v, k)
@@ -63,20 +60,20 @@ for i = 1, #arg do
     nk = {}
     for p in (v .. ","):gmatch("([^,]*),") do
       local a, b = p:match("^(%d+)x(%d+)$")
-      if not a or tonumber(a) < 1 or tonumber(b) < 1 then fail(string.format("nk=%s: %q is not NxK", v, p)) end
+      if not a or tonumber(a) < 1 or tonumber(b) < 1 then fail(string.format("nk=%s: %s is not NxK", model_args.quote(v), model_args.quote(p))) end
       nk[#nk + 1] = { tonumber(a), tonumber(b) }
     end
   elseif k == "mem" or k == "sms" or k == "cands" then
     opts[k] = ints(v, k)[1]
-    if k == "cands" and opts[k] > 10 then fail(string.format("cands=%s: 1 to 10 (the rule lists at most 10)", v)) end
+    if k == "cands" and opts[k] > 10 then fail(string.format("cands=%s: 1 to 10 (the rule lists at most 10)", model_args.quote(v))) end
   elseif k == "dtype" then
-    if v ~= "bf16" and v ~= "f16" then fail(string.format("dtype=%s: bf16 or f16", v)) end
+    if v ~= "bf16" and v ~= "f16" then fail(string.format("dtype=%s: bf16 or f16", model_args.quote(v))) end
     opts.dtype = v
   elseif k == "layout" then
-    if v ~= "col" and v ~= "row" then fail(string.format("layout=%s: col or row (B's layout)", v)) end
+    if v ~= "col" and v ~= "row" then fail(string.format("layout=%s: col or row (B's layout)", model_args.quote(v))) end
     opts.layout = v
   else
-    fail(string.format("%q: unknown option (m, n, k, nk, mem, sms, dtype, layout, cands)", arg[i]))
+    fail(model_args.quote(arg[i]) .. ": unknown option (m, n, k, nk, mem, sms, dtype, layout, cands)")
   end
 end
 if #names == 0 then fail("no change given: NAME=VALUE of the model's constants") end

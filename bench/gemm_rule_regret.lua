@@ -26,6 +26,8 @@
 -- constant: a pooled line per device for each value, and no list of groups -- a refit in one run.
 -- Exit 0; 1 if a file or a machines.txt could not be read, or a file held no group.
 local gemm = require("gen.core.gemm")
+-- (weft's Lua loads only gen.* modules: the bench helper is read from beside this script)
+local model_args = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/model_args.lua")
 
 local USAGE = "usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [ROWS.tsv ...] [WORST [NAME=VALUE[,VALUE...] ...]]\n"
 local paths, worst_n, a = {}, 10, 1
@@ -43,17 +45,10 @@ if #paths == 0 then
 end
 local scan   -- { name =, values = { ... } } for NAME=V1,V2,...
 for i = a, #arg do
-  local k, v = arg[i]:match("^(%u[%u_]*)=(.+)$")
-  local values = {}
-  for x in (v or ""):gmatch("[^,]+") do values[#values + 1] = tonumber(x) or false end
-  local ok = k and gemm.MODEL[k] ~= nil and #values > 0 and not (v or ""):match(",,") and not (v or ""):match(",$")
-  for _, x in ipairs(values) do ok = ok and x end
-  if not ok or (#values > 1 and scan) then
-    local names = {}
-    for name in pairs(gemm.MODEL) do names[#names + 1] = name end
-    table.sort(names)
-    io.stderr:write(string.format("gemm_rule_regret: %q: not NAME=NUMBER[,NUMBER...] with NAME one of the model's "
-      .. "constants%s: %s\n%s", arg[i], scan and " (one NAME scanned at a time)" or "", table.concat(names, ", "), USAGE))
+  local k, values = model_args.parse(arg[i], true)
+  if not k or (#values > 1 and scan) then
+    io.stderr:write("gemm_rule_regret: " .. (k and model_args.quote(arg[i]) .. ": one NAME scanned at a time" or values)
+      .. "\n" .. USAGE)
     os.exit(2)
   end
   if #values > 1 then scan = { name = k, values = values } else gemm.MODEL[k] = values[1] end
