@@ -4,11 +4,15 @@ local gemm = require("gen.core.gemm")
 
 local M = {}
 
--- text as a refusal quotes it (%q), cut past `most` characters: a 5000-character value need not
--- come back whole.
+-- text as a refusal quotes it (%q), cut past `most` bytes: a 5000-character value need not come
+-- back whole.  (The cut backs up to the start of a UTF-8 character, not into one.)
 function M.quote(text, most)
   most = most or 60
-  if #text > most then text = text:sub(1, most) .. "..." end
+  if #text > most then
+    local cut = most
+    while cut > 0 and (text:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
+    text = text:sub(1, cut) .. "..."
+  end
   return string.format("%q", text)
 end
 
@@ -19,7 +23,8 @@ function M.parse(text, many)
   local values, ok = {}, name ~= nil and gemm.MODEL[name] ~= nil
   for x in ((v or "") .. ","):gmatch("([^,]*),") do
     local n = tonumber(x)
-    ok = ok and n ~= nil and n == n and n ~= math.huge and n ~= -math.huge
+    -- (tonumber gives no nan; it does give inf for 1e400)
+    ok = ok and n ~= nil and n ~= math.huge and n ~= -math.huge
     values[#values + 1] = n
   end
   if ok and not many and #values > 1 then ok = false end
