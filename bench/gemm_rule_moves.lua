@@ -18,7 +18,7 @@ local gemm = require("gen.core.gemm")
 local weft = require("gen.core.weft")
 local family = weft.family_module("gemm")   -- its rule, as auto asks it (gen/families/gemm.lua)
 -- (weft's Lua loads only gen.* modules: the bench helper is read from beside this script)
-local model_args = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/model_args.lua")
+local rule_tools = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/rule_tools.lua")
 
 local USAGE = "usage: weft-lua . bench/gemm_rule_moves.lua NAME=VALUE... [m=LIST] [n=LIST] [k=LIST] [nk=NxK,...] "
   .. "[mem=GBS] [sms=N] [dtype=bf16|f16] [layout=col|row] [cands=N]\n"
@@ -32,7 +32,7 @@ local function ints(text, what)
   local out = {}
   for x in (text .. ","):gmatch("([^,]*),") do
     local v = math.tointeger(tonumber(x))
-    if not v or v < 1 then fail(string.format("%s=%s: %s is not a whole number from 1", what, model_args.quote(text), model_args.quote(x))) end
+    if not v or v < 1 then fail(string.format("%s=%s: %s is not a whole number from 1", what, rule_tools.quote(text), rule_tools.quote(x))) end
     out[#out + 1] = v
   end
   return out
@@ -47,9 +47,9 @@ local changes, names = {}, {}
 if #arg == 0 then fail("no change given") end
 for i = 1, #arg do
   local k, v = arg[i]:match("^([%w_]+)=(.*)$")
-  if not k then fail(model_args.quote(arg[i]) .. ": not NAME=VALUE") end
+  if not k then fail(rule_tools.quote(arg[i]) .. ": not NAME=VALUE") end
   if k:match("^%u[%u_]*$") then
-    local name, x = model_args.parse(arg[i], false)
+    local name, x = rule_tools.parse(arg[i], false)
     if not name then fail(x) end
     changes[k] = x[1]
     names[#names + 1] = arg[i]
@@ -60,20 +60,20 @@ for i = 1, #arg do
     nk = {}
     for p in (v .. ","):gmatch("([^,]*),") do
       local a, b = p:match("^(%d+)x(%d+)$")
-      if not a or tonumber(a) < 1 or tonumber(b) < 1 then fail(string.format("nk=%s: %s is not NxK", model_args.quote(v), model_args.quote(p))) end
+      if not a or tonumber(a) < 1 or tonumber(b) < 1 then fail(string.format("nk=%s: %s is not NxK", rule_tools.quote(v), rule_tools.quote(p))) end
       nk[#nk + 1] = { tonumber(a), tonumber(b) }
     end
   elseif k == "mem" or k == "sms" or k == "cands" then
     opts[k] = ints(v, k)[1]
-    if k == "cands" and opts[k] > 10 then fail(string.format("cands=%s: 1 to 10 (the rule lists at most 10)", model_args.quote(v))) end
+    if k == "cands" and opts[k] > 10 then fail(string.format("cands=%s: 1 to 10 (the rule lists at most 10)", rule_tools.quote(v))) end
   elseif k == "dtype" then
-    if v ~= "bf16" and v ~= "f16" then fail(string.format("dtype=%s: bf16 or f16", model_args.quote(v))) end
+    if v ~= "bf16" and v ~= "f16" then fail(string.format("dtype=%s: bf16 or f16", rule_tools.quote(v))) end
     opts.dtype = v
   elseif k == "layout" then
-    if v ~= "col" and v ~= "row" then fail(string.format("layout=%s: col or row (B's layout)", model_args.quote(v))) end
+    if v ~= "col" and v ~= "row" then fail(string.format("layout=%s: col or row (B's layout)", rule_tools.quote(v))) end
     opts.layout = v
   else
-    fail(model_args.quote(arg[i]) .. ": unknown option (m, n, k, nk, mem, sms, dtype, layout, cands)")
+    fail(rule_tools.quote(arg[i]) .. ": unknown option (m, n, k, nk, mem, sms, dtype, layout, cands)")
   end
 end
 if #names == 0 then fail("no change given: NAME=VALUE of the model's constants") end
@@ -93,10 +93,7 @@ local dev = { sms = opts.sms, mem_gbs = opts.mem }
 local fixed = { b_layout = opts.layout, dtype = opts.dtype }
 -- (the rule lists only configs that validate; where none does, its one entry says so)
 local function name_of(c)
-  local cfg = { family = "gemm", dtype = opts.dtype, b_layout = opts.layout }
-  for k, v in pairs(c) do if k ~= "why" then cfg[k] = v end end
-  local fam, ncfg = weft.check(cfg, "gemm_rule_moves")
-  return fam and weft.kernel_name(fam, ncfg) or "(none: " .. tostring(c.why) .. ")"
+  return rule_tools.entry_name(c, opts.dtype, opts.layout, "gemm_rule_moves") or "(none: " .. tostring(c.why) .. ")"
 end
 local function short(name) return (name:gsub("^weft_gemm_%w+_b%w+_", "")) end
 local function picks(n)   -- the rule's first n candidates at every shape, under the model as it is now

@@ -27,7 +27,7 @@
 -- Exit 0; 1 if a file or a machines.txt could not be read, or a file held no group.
 local gemm = require("gen.core.gemm")
 -- (weft's Lua loads only gen.* modules: the bench helper is read from beside this script)
-local model_args = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/model_args.lua")
+local rule_tools = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/rule_tools.lua")
 
 local USAGE = "usage: weft-lua . bench/gemm_rule_regret.lua ROWS.tsv [ROWS.tsv ...] [WORST [NAME=VALUE[,VALUE...] ...]]\n"
 local paths, worst_n, a = {}, 10, 1
@@ -45,9 +45,9 @@ if #paths == 0 then
 end
 local scan   -- { name =, values = { ... } } for NAME=V1,V2,...
 for i = a, #arg do
-  local k, values = model_args.parse(arg[i], true)
+  local k, values = rule_tools.parse(arg[i], true)
   if not k or (#values > 1 and scan) then
-    io.stderr:write("gemm_rule_regret: " .. (k and model_args.quote(arg[i]) .. ": one NAME scanned at a time" or values)
+    io.stderr:write("gemm_rule_regret: " .. (k and rule_tools.quote(arg[i]) .. ": one NAME scanned at a time" or values)
       .. "\n" .. USAGE)
     os.exit(2)
   end
@@ -57,13 +57,8 @@ end
 local weft = require("gen.core.weft")
 local family = weft.family_module("gemm")   -- its rule, as auto asks it (gen/families/gemm.lua)
 
--- A config's kernel name (the generator's own canonical text of every field, defaults resolved):
--- a measured row and the rule's pick match when their names do.  nil for a config that no longer
--- validates.
-local function name_of(cfg)
-  local fam, ncfg = weft.check(cfg, "gemm_rule_regret")
-  return fam and weft.kernel_name(fam, ncfg)
-end
+-- (a measured row and the rule's pick match when their kernel names do: rule_tools.kernel_name)
+local function name_of(cfg) return rule_tools.kernel_name(cfg, "gemm_rule_regret") end
 
 local function parse(cfgs, dtype, base)
   local c = { family = "gemm", dtype = dtype }
@@ -157,20 +152,13 @@ end
 -- measured, over best.
 local function score(gr, dev)
   local list = family.auto(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, dev, 10)
-  local pick
-  if list[1] then
-    local c = { family = "gemm", dtype = gr.dtype, b_layout = gr.b_layout }
-    for k, v in pairs(list[1]) do if k ~= "why" then c[k] = v end end
-    pick = name_of(c)
-  end
+  local pick = list[1] and rule_tools.entry_name(list[1], gr.dtype, gr.b_layout, "gemm_rule_regret")
   -- the rule's order among the measured configs: its first entry that was measured
   local first
   local ranked = gemm.ranked(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, dev.sms,
     { family = "gemm", has_pdl = true, has_tail = true, dram = gemm.dram_scale(dev) })
   for _, s in ipairs(ranked) do
-    local c = { family = "gemm", dtype = gr.dtype, b_layout = gr.b_layout }
-    for k, v in pairs(s.c) do c[k] = v end
-    local nm = name_of(c)
+    local nm = rule_tools.entry_name(s.c, gr.dtype, gr.b_layout, "gemm_rule_regret")
     if nm and gr.times[nm] then
       first = gr.times[nm] / gr.best
       break

@@ -1,6 +1,8 @@
--- bench/model_args.lua: the bench tools' NAME=NUMBER[,NUMBER...] arguments, which set constants of
--- the gemm rule's model (gen/core/gemm.lua M.MODEL), and how their refusals quote what was given.
+-- bench/rule_tools.lua: what the gemm rule's bench tools (gemm_rule_regret.lua, gemm_rule_moves.lua)
+-- share: their NAME=NUMBER[,NUMBER...] arguments, which set constants of the rule's model
+-- (gen/core/gemm.lua M.MODEL); how their refusals quote what was given; a config's kernel name.
 local gemm = require("gen.core.gemm")
+local weft = require("gen.core.weft")
 
 local M = {}
 
@@ -34,6 +36,22 @@ function M.parse(text, many)
   table.sort(all)
   return nil, string.format("%s: not NAME=%s with NAME one of the model's constants: %s (and finite numbers)",
     M.quote(text), many and "NUMBER[,NUMBER...]" or "NUMBER", table.concat(all, ", "))
+end
+
+-- A config's kernel name (the generator's own canonical text of every field, defaults resolved):
+-- a measured row and the rule's pick match when their names do.  nil for a config that does not
+-- validate.  who: the tool, for weft.check's messages.
+function M.kernel_name(cfg, who)
+  local fam, ncfg = weft.check(cfg, who)
+  return fam and weft.kernel_name(fam, ncfg)
+end
+
+-- The kernel name of one of the rule's entries (family.auto's list, gemm.ranked's s.c: the fields
+-- it chose, without family, dtype and B's layout) at a dtype and B layout; nil as above.
+function M.entry_name(entry, dtype, b_layout, who)
+  local cfg = { family = "gemm", dtype = dtype, b_layout = b_layout }
+  for k, v in pairs(entry) do if k ~= "why" then cfg[k] = v end end
+  return M.kernel_name(cfg, who)
 end
 
 return M
