@@ -156,7 +156,7 @@ local function score(gr, dev)
   -- the rule's order among the measured configs: its first entry that was measured
   local first
   local ranked = gemm.ranked(gr.shape, { b_layout = gr.b_layout, dtype = gr.dtype }, dev.sms,
-    { family = "gemm", has_pdl = true, has_tail = true, dram = gemm.dram_scale(dev) })
+    family.rule_opts({ dram = gemm.dram_scale(dev) }))
   for _, s in ipairs(ranked) do
     local nm = rule_tools.entry_name(s.c, gr.dtype, gr.b_layout, "gemm_rule_regret")
     if nm and gr.times[nm] then

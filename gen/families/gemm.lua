@@ -82,8 +82,15 @@ F.key = gemm.KEY
 -- cluster, split_k and epilogue (stages: the deepest ring that fits, up to 8; pdl for launches
 -- of under ~20 us), around whatever the user fixed.  max: the list's length (gen/core/gemm.lua
 -- candidates' default, 8, where not given; the bench's rule tools ask for 10).
+-- rule_opts(extra): the options this family's rule passes gen/core/gemm.lua (candidates, ranked),
+-- a fresh table with `extra`'s fields added (the bench and the tests rank with the same).
+function F.rule_opts(extra)
+  local o = { family = "gemm", has_pdl = true, has_tail = true }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
 function F.auto(shape, fixed, dev, max)
-  return gemm.candidates(shape, fixed, dev, { family = "gemm", has_pdl = true, has_tail = true, max = max })
+  return gemm.candidates(shape, fixed, dev, F.rule_opts({ max = max }))
 end
 
 -- A measured row from another shape (auto's nearest) is not reused: a tile count that filled the

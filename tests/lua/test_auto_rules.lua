@@ -242,7 +242,7 @@ T.test("gemm: ragged row blocks, pdl on a partial round, B multicast; ranked lea
     local shape = { m = s[1], n = s[2], k = s[3] }
     local want = weft.kernel_name(F, (gemm_choice(s[1], s[2], s[3], "col")))
     local got
-    for _, e in ipairs(gemm.ranked(copy(shape), { b_layout = "col" }, 132, { family = "gemm", has_pdl = true, has_tail = true })) do
+    for _, e in ipairs(gemm.ranked(copy(shape), { b_layout = "col" }, 132, F.rule_opts())) do
       local raw = { family = "gemm", b_layout = "col" }
       for k, v in pairs(e.c) do raw[k] = copy(v) end
       local fam, ncfg = weft.check(raw, "cfg.lua")
