@@ -122,8 +122,15 @@ done:
   return rc;
 }
 
-int cli_export_is_database(const char *who, const char *file, const char *db_path) {
+int cli_export_refused(const char *who, const char *file, const char *db_path) {
   struct stat f, d;
+  char why[1200];
+  /* a device, pipe or socket, or a link to one: the table's rename would replace it (/dev/null
+   * made a file) */
+  if (lstat(file, &f) == 0 && !S_ISDIR(f.st_mode) && util_not_regular(file, why, sizeof why)) {
+    cli_err("%s: %s; nothing written\n", who, why);
+    return 1;
+  }
   if (stat(file, &f) != 0) return 0;   /* (no file: nothing to lose; a folder is the writer's to refuse) */
   if (db_path && stat(db_path, &d) == 0 && f.st_dev == d.st_dev && f.st_ino == d.st_ino) {
     cli_err("%s %s: is the tuning database itself (%s): the table is another file (a .tsv); nothing written\n", who,
@@ -162,7 +169,7 @@ int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const 
     tunedb_close(db);
     return CLI_FAIL;
   }
-  if (cli_export_is_database(who, file, tunedb_path(db))) {
+  if (cli_export_refused(who, file, tunedb_path(db))) {
     tunedb_best_free(v, n);
     tunedb_close(db);
     return CLI_FAIL;

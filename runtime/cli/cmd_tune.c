@@ -390,7 +390,7 @@ static int tune_main(int argc, char **argv, int out_fd) {
      * HOME).  NULL when none is set or out of memory: tunedb_open fails then, before the run too */
     char *dflt = db_path ? NULL : tunedb_default_path(NULL, 0);
     int refused = export_dir_missing(export_path) ||
-                  cli_export_is_database("weft tune --export", export_path, db_path ? db_path : dflt);
+                  cli_export_refused("weft tune --export", export_path, db_path ? db_path : dflt);
     free(dflt);
     if (refused) goto agree;
   }

@@ -265,11 +265,19 @@ static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
                  "1 and up): move it away", t->path, version);
     return -1;
   }
-  /* its results table, where there is one, is weft's */
+  /* its results table, where there is one, is weft's; a view (or index) of that name would be
+   * left in place by CREATE TABLE IF NOT EXISTS, and every store would fail after the whole run */
   long long tables = 0;
   if (query_int(t, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'results'", &tables, NULL,
+                "cannot read the schema", err, errlen) != 0 ||
+      query_int(t, "SELECT count(*) FROM sqlite_master WHERE type != 'table' AND name = 'results'", &others, NULL,
                 "cannot read the schema", err, errlen) != 0)
     return -1;
+  if (others) {
+    util_set_err(err, errlen, "tune database %s: its results is not a table (a view or an index of that name): the "
+                 "file is damaged or another program's; move it away", t->path);
+    return -1;
+  }
   return tables ? check_results(t, err, errlen) : 0;
 }
 

@@ -105,7 +105,27 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   return 0;
 }
 
+const char *util_file_kind(unsigned mode) {
+  return S_ISREG(mode) ? "a regular file" : S_ISLNK(mode) ? "a symbolic link" : S_ISDIR(mode) ? "a folder"
+         : S_ISFIFO(mode) ? "a named pipe" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+int util_not_regular(const char *path, char *err, size_t errlen) {
+  struct stat st, to;
+  if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;   /* (no such file: it is made new) */
+  /* a link to a regular file, or to nothing, is replaced and its target kept (never written
+   * through); a link to anything else (/dev/stdout) is refused as that would be */
+  if (S_ISLNK(st.st_mode) && (stat(path, &to) != 0 || S_ISREG(to.st_mode))) return 0;
+  const int link = S_ISLNK(st.st_mode);
+  util_set_err(err, errlen, "%s is %s%s, not a regular file: weft writes a new file and renames it into place, "
+               "which would replace it; give the path of a file", path, link ? "a link to " : "",
+               util_file_kind(link ? to.st_mode : st.st_mode));
+  return 1;
+}
+
 int util_write_atomic(const char *path, const void *data, size_t size, char *err, size_t errlen) {
+  if (util_not_regular(path, err, errlen)) return -1;
   size_t plen = strlen(path) + 32;
   char *tmp = malloc(plen);
   if (!tmp) { snprintf(err, errlen, "out of memory"); return -1; }

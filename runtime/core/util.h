@@ -6,8 +6,17 @@
 
 /* Reads a whole file; *out is NUL-terminated (size excludes the NUL). 0 or -1 with err. */
 int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen);
-/* Writes atomically: a temporary file in the same folder, fsync, rename. 0 or -1 with err. */
+/* Writes atomically: a temporary file in the same folder, fsync, rename. 0 or -1 with err.  A path
+ * that exists as a folder, device, pipe or socket, or a link to one, is refused before anything is
+ * written: the rename would replace it, not write through it (/dev/null, /dev/stdout, a pipe a
+ * reader waits on).  A link to a regular file (or to nothing) is replaced, its target kept. */
 int util_write_atomic(const char *path, const void *data, size_t size, char *err, size_t errlen);
+/* What a file of this st_mode is, for a message: "a regular file", "a symbolic link", "a folder",
+ * "a named pipe", "a character device", "a block device", "a socket" */
+const char *util_file_kind(unsigned mode);
+/* 1 with a message in err when util_write_atomic would refuse path (a folder, device, pipe or
+ * socket, or a link to one), else 0: what a command checks before its run */
+int util_not_regular(const char *path, char *err, size_t errlen);
 /* mkdir -p with the given mode for every created component. 0 or -1 with err. */
 int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen);
 char *util_strdup(const char *s);
