@@ -663,7 +663,16 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
     goto cleanup;
   }
   if (check_built(&built, name, err, errlen) != 0) goto cleanup;
-  if (write_entry(c, &n, key, &built, err, errlen) != 0) goto cleanup;
+  if (write_entry(c, &n, key, &built, err, errlen) != 0) {
+    /* (its message names a temporary file: say what failed, and where, first) */
+    if (err && errlen) {
+      char why[768];
+      snprintf(why, sizeof why, "%s", err);
+      util_set_err(err, errlen, "kernel %s was compiled, but the kernel cache cannot store it (%s); free space "
+                   "there, or point WEFT_CACHE_DIR at another folder", name, why);
+    }
+    goto cleanup;
+  }
 
   *out = built;
   memset(&built, 0, sizeof built); /* moved to *out */

@@ -552,6 +552,9 @@ static void test_build_failure(void **state) {
   assert_int_equal(rc, -1);
   assert_int_equal(ud.calls, 2);
   assert_non_null(strstr(err, "cannot write"));
+  /* ... said as the cache's failure, with the way out, not only a temporary file's name */
+  assert_non_null(strstr(err, "was compiled, but the kernel cache cannot store it"));
+  assert_non_null(strstr(err, "WEFT_CACHE_DIR"));
   assert_null(e.ptx);
   assert_int_equal(count_names(cache_dir(c), ".bin", ".tmp."), 0);
 
