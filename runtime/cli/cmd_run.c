@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 
@@ -95,7 +96,7 @@ static int size_value(const weft_manifest *m, const char *what, const char *text
   errno = 0;
   long long v = strtoll(text, &end, 10);
   char why[512];
-  if (end == text || *end || errno || v <= 0) {
+  if (!isdigit((unsigned char)text[0]) || *end || errno || v <= 0) {   /* (digits only, as every number flag: not " 5", "+5") */
     cli_err("weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j], text);
     return -1;
   }

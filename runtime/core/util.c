@@ -238,7 +238,8 @@ int util_env_long(const char *name, long lo, long hi, long dflt, const char *uni
   char *end;
   errno = 0;
   long n = strtol(v, &end, 10);
-  if (errno || *end || end == v || !isdigit((unsigned char)v[v[0] == '-' || v[0] == '+']) || n < lo || n > hi) {
+  /* (digits, after a minus where lo allows one: no "+5", as no number flag takes it) */
+  if (errno || *end || end == v || !isdigit((unsigned char)v[v[0] == '-']) || n < lo || n > hi) {
     char unset[48] = "";
     if (dflt >= lo && dflt <= hi) snprintf(unset, sizeof unset, "; unset: %ld", dflt);
     char shown[88];

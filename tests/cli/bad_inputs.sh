@@ -121,6 +121,149 @@ mkdir -p t10 && ln -s ../ex_pipe t10/tune-row_reduce.csv
 "$W" tune "$SW" --fake-timing -o t10 > t10.log 2>&1
 grep -q "is a link to a named pipe, not a regular file" t10.log && [ -L t10/tune-row_reduce.csv ] ||
   { echo "FAIL: tune replaced a link to a pipe at its .csv:"; tail -3 t10.log; fails=$((fails + 1)); }
+# ... and at the database of no --db and no WEFT_TUNE_DB, tunedb's default ($HOME/.cache/weft/tune.db,
+# $XDG_CACHE_HOME/weft/tune.db): the check before the run looked at WEFT_TUNE_DB only
+mkdir -p home/.cache/weft xdg/weft && cp tune.db home/.cache/weft/tune.db && cp tune.db xdg/weft/tune.db
+expect 2 "is the tuning database itself ($T/home/.cache/weft/tune.db)" env -u WEFT_TUNE_DB -u XDG_CACHE_HOME HOME="$T/home" \
+  "$W" tune "$SW" --fake-timing --export "$T/home/.cache/weft/tune.db" -o t6
+expect 2 "is the tuning database itself ($T/xdg/weft/tune.db)" env -u WEFT_TUNE_DB XDG_CACHE_HOME="$T/xdg" HOME="$T/home" \
+  "$W" tune "$SW" --fake-timing --export xdg/weft/tune.db -o t7
+# (an empty file there, no SQLite header, was not refused before the run at all: after it, at the export)
+mkdir -p home2/.cache/weft && : > home2/.cache/weft/tune.db
+expect 2 "is the tuning database itself ($T/home2/.cache/weft/tune.db)" env -u WEFT_TUNE_DB -u XDG_CACHE_HOME \
+  HOME="$T/home2" "$W" tune "$SW" --fake-timing --export "$T/home2/.cache/weft/tune.db" -o t8
+[ -s home2/.cache/weft/tune.db ] && { echo "FAIL: the empty default database was written"; fails=$((fails + 1)); }
+[ -e t6 ] || [ -e t7 ] || [ -e t8 ] && { echo "FAIL: tune ran before refusing --export at its default database"; fails=$((fails + 1)); }
+cmp -s tune.db home/.cache/weft/tune.db && cmp -s tune.db xdg/weft/tune.db ||
+  { echo "FAIL: the default database was changed"; fails=$((fails + 1)); }
+# ... hand-edited times: a -5 or a text time never ranks first (the best of each shape is the
+# fastest good row: the same as with the bad rows gone), and text sorts as a number, not as text
+python3 - <<'PY'
+import shutil, sqlite3
+def best(name):
+    c = sqlite3.connect(name)
+    r = c.execute("select shape, min(time_us) from results where typeof(time_us) = 'real' and time_us > 0 group by shape").fetchall()
+    c.close(); return dict(r)
+shutil.copy("tune.db", "bad_t.db")
+c = sqlite3.connect("bad_t.db")
+slow = c.execute("select shape, config from results r where time_us = (select max(time_us) from results where shape = r.shape)").fetchall()
+for shape, cfg in slow:
+    for i, t in enumerate((-5, 0, "abc", None if False else "nan-ish", float("-inf"))):
+        c.execute("insert into results select gpu, sm, driver, nvrtc, ranks, family, dtype, shape, config || ?, base, kernel, ?, metric, metric_name, sweep, recorded from results where shape = ? and config = ?", ("\n-- %d" % i, t, shape, cfg))
+c.commit(); c.close()
+shutil.copy("tune.db", "abc.db")   # (every row's time text: each skipped with the time as stored)
+c = sqlite3.connect("abc.db"); c.execute("update results set time_us = 'abc'"); c.commit(); c.close()
+# a results table declared with time_us TEXT: refused, naming the column
+c = sqlite3.connect("text_t.db")
+c.execute("create table tunedb_schema(version INTEGER NOT NULL)"); c.execute("insert into tunedb_schema values(1)")
+c.execute("create table results(gpu TEXT, sm INTEGER, driver INTEGER, nvrtc TEXT, ranks INTEGER, family TEXT, dtype TEXT, shape TEXT, config TEXT, base TEXT, kernel TEXT, time_us TEXT, metric REAL, metric_name TEXT, sweep TEXT, recorded INTEGER)")
+c.commit(); c.close()
+# ranks past 32 bits: read as stored, not as its low 32 bits (1)
+shutil.copy("tune.db", "big_r.db")
+c = sqlite3.connect("big_r.db"); c.execute("update results set ranks = 4294967297"); c.commit(); c.close()
+PY
+"$W" export-table "${G[@]}" --db tune.db good_t.tsv > /dev/null 2>&1
+expect 0 "exported" "$W" export-table "${G[@]}" --db bad_t.db bad_t.tsv
+diff <(grep -v '^#' good_t.tsv) <(grep -v '^#' bad_t.tsv) > /dev/null ||
+  { echo "FAIL: hand-edited bad times changed the exported best rows"; diff good_t.tsv bad_t.tsv | head -5; fails=$((fails + 1)); }
+expect 1 "time_us = 'abc': a time is a positive number of microseconds" "$W" export-table "${G[@]}" --db abc.db x.tsv
+expect 1 "its results table's column time_us is declared \"TEXT\", not REAL" "$W" export-table "${G[@]}" --db text_t.db x.tsv
+expect 1 "its results table's column time_us is declared \"TEXT\", not REAL" env WEFT_TUNE_DB=text_t.db "$W" tune "$SW" --fake-timing -o t3
+expect 1 "ranks = 4294967297: a rank count is in 1..65536" "$W" export-table "${G[@]}" --db big_r.db x.tsv
+# ... a name that starts with "file:" is a file, not an SQLite URI (mode=memory was a database in memory)
+cp tune.db 'file:uri.db'
+expect 0 "exported" "$W" export-table "${G[@]}" --db 'file:uri.db' uri.tsv
+expect 1 "there is no tuning database at file:x.db?mode=memory" "$W" export-table "${G[@]}" --db 'file:x.db?mode=memory' uri2.tsv
+# ... and with no --db, the default path it looked at is named (not "the default path")
+mkdir -p nohome
+expect 1 "there is no tuning database at $PWD/nohome/.cache/weft/tune.db" env -u WEFT_TUNE_DB -u XDG_CACHE_HOME HOME="$PWD/nohome" "$W" export-table "${G[@]}" nodef.tsv
+
+# a table row that no longer checks, at the very shape asked: said, not skipped without a word
+printf '# weft tuning table\n# gpu: NVIDIA H200\n# sm: 90\nfamily\tdtype\tranks\tshape\ttime_us\tconfig\nrow_reduce\tf32\t1\tcols=32768 rows=8192\t10.0\tbogus=2\n' > unk.tsv
+expect 0 "unk.tsv:5: its table row for cols=32768 rows=8192 is not used" env WEFT_AUTO_TABLE=unk.tsv "$W" suggest rr.lua 8192x32768
+
+# a byte-order mark some editors write; a variable checked on a cache hit too; numbers in decimal
+printf '\xef\xbb\xbfreturn { family = "row_reduce", dtype = "f32", op = "sum" }\n' > bom.lua
+expect 0 "wrote" "$W" gen bom.lua -o g7
+"$W" build rr.lua -o g8 > /dev/null 2>&1   # (now in the cache: the next build is a hit)
+expect 2 'WEFT_CACHE_LOCK_SECONDS = "x": must be a whole number of seconds' env WEFT_CACHE_LOCK_SECONDS=x "$W" build rr.lua -o g9
+expect 2 "--iters 0x10: expected a whole number (decimal) in 1..1000000" "$W" run rr.lua --iters 0x10
+# "auto" where the command chooses nothing: the message says what does
+expect 2 'threads = "auto": must be an integer in {64, 128, 256, 512, 1024} (or "auto", chosen for a shape: with --auto --shape S' "$W" gen rr.lua --set threads=auto -o g10
+# ... and on a key field (it changes the result: auto never chooses it) it says that and the default
+expect 2 'dtype = "auto": must be one of "f32", "f16", "bf16" ("auto" chooses no dtype: it changes the result, so it is the config'"'"'s to set; left out, it is "f32")' "$W" gen rr.lua --set dtype=auto -o g10
+# the README's example of auto: answered from the shipped table, its detail one readable line (the
+# table's command line made it 2.5 KB)
+out=$(env -u WEFT_AUTO_TABLE "$W" suggest "$SRC/examples/auto/row_softmax.lua" 4096x50257 2>&1)
+d=$(grep '^detail: table: ' <<< "$out")
+[ -n "$d" ] && [ ${#d} -lt 500 ] || { echo "FAIL: suggest's detail: ${#d} bytes: ${d:0:200}"; fails=$((fails + 1)); }
+# one parser for every whole-number flag: strtol took a sign and leading blanks in suggest and export-table
+expect 2 "--ranks +5: expected a whole number (decimal) in 1..65536" "$W" suggest rr.lua 8192x32768 --ranks +5
+expect 2 "--candidates  3: expected a whole number (decimal) in 0..16" "$W" suggest rr.lua 8192x32768 --candidates " 3"
+expect 2 "--sm -0: expected a whole number (decimal) in 0..1000" "$W" export-table --gpu x --sm -0 --driver 1 o.tsv
+expect 2 "--driver needs a whole number in 0..1000000" "$W" export-table --gpu x --sm 90 --driver
+expect 2 "--budget 99999999999999999999: expected a whole number (decimal) in 0..1073741824" "$W" tune "$SW" --budget 99999999999999999999
+
+# ... and the size flags and the number variables too (a third review: --rows ' 5', --shape +5x5 and
+# WEFT_CONFIG_SECONDS=+5 were taken)
+expect 2 "--rows: rows =  5: must be a positive integer" "$W" run rr.lua --rows " 5"
+expect 2 "--shape +5x5: rows = +5: must be a positive integer" "$W" run rr.lua --shape +5x5
+expect 2 'WEFT_CONFIG_SECONDS = "+5": must be a whole number of seconds' env WEFT_CONFIG_SECONDS=+5 "$W" gen rr.lua -o g14
+
+# --plot's .dat, .gp and .png go to their names, never through a link planted there (a link is
+# replaced, its target kept); the .gp kept names the final .dat and .png; no private folder is left
+mkdir pl
+for e in dat gp png; do echo precious > "keep.$e"; ln -s "$T/keep.$e" "pl/tune-row_reduce.$e"; done
+"$W" tune "$SW" --fake-timing --plot -o pl --db pl.db > /dev/null 2>&1
+for e in dat gp; do
+  [ "$(cat "keep.$e")" = precious ] && [ -f "pl/tune-row_reduce.$e" ] && [ ! -L "pl/tune-row_reduce.$e" ] ||
+    { echo "FAIL: --plot wrote its .$e through a link"; fails=$((fails + 1)); }
+done
+grep -q "^set output 'pl/tune-row_reduce.png'" pl/tune-row_reduce.gp && grep -q "^plot 'pl/tune-row_reduce.dat'" pl/tune-row_reduce.gp ||
+  { echo "FAIL: the kept .gp does not name the final .png and .dat"; head -3 pl/tune-row_reduce.gp; fails=$((fails + 1)); }
+[ "$(cat keep.png)" = precious ] || { echo "FAIL: gnuplot wrote the .png through a link"; fails=$((fails + 1)); }
+if command -v gnuplot > /dev/null; then
+  [ -f pl/tune-row_reduce.png ] && [ ! -L pl/tune-row_reduce.png ] ||
+    { echo "FAIL: no plot at pl/tune-row_reduce.png"; fails=$((fails + 1)); }
+fi
+[ -z "$(ls -A pl | grep '^\.')" ] || { echo "FAIL: --plot left $(ls -A pl | grep '^\.')"; fails=$((fails + 1)); }
+
+# two `weft gen` into one -o DIR that does not exist yet: the one whose folder comes second goes
+# into the other's file by file, never "cannot move ... Directory not empty" (20 tries, each 20 s at most)
+for i in $(seq 1 20); do
+  rm -rf race
+  timeout 20 "$W" gen rr.lua -o race > race1.log 2>&1 & p1=$!
+  timeout 20 "$W" gen rr.lua --set threads=128 -o race > race2.log 2>&1 & p2=$!
+  wait $p1 && wait $p2 && [ "$(ls race | wc -l)" = 4 ] ||
+    { echo "FAIL: two weft gen into one new folder (try $i):"; cat race1.log race2.log; ls -A race; fails=$((fails + 1)); break; }
+done
+ls -A | grep -q weft-tmp && { echo "FAIL: a staging folder is left: $(ls -A | grep weft-tmp)"; fails=$((fails + 1)); }
+# -o a dangling link: named, with its target (the message named the staging folder)
+ln -s nowhere dangling
+expect 2 "-o dangling: a symbolic link to nowhere, which does not exist" "$W" gen rr.lua -o dangling
+# a new -o folder follows the umask, as mkdir would (it was 0755 whatever the umask; the files followed it)
+(umask 077; "$W" gen rr.lua -o um077 > /dev/null 2>&1; umask 002; "$W" gen rr.lua -o um002 > /dev/null 2>&1)
+[ "$(stat -c %a um077)" = 700 ] && [ "$(stat -c %a um002)" = 775 ] ||
+  { echo "FAIL: -o folder modes $(stat -c %a um077) (umask 077), $(stat -c %a um002) (umask 002)"; fails=$((fails + 1)); }
+# ... and the parent's default ACL where it has one, as mkdir would (it was 0777 less the umask
+# whatever the ACL said); set through the xattr, as setfacl may not be installed
+mkdir acl && if python3 - acl <<'PY' 2> /dev/null
+import os, struct, sys
+entry = lambda tag, perm: struct.pack("<HHI", tag, perm, 0xFFFFFFFF)
+# version 2; the owner rwx, the group r-x, others nothing
+os.setxattr(sys.argv[1], "system.posix_acl_default", struct.pack("<I", 2) + entry(1, 7) + entry(4, 5) + entry(0x20, 0))
+PY
+then
+  mkdir acl/by_mkdir
+  (umask 022; "$W" gen rr.lua -o acl/by_gen > /dev/null 2>&1)
+  [ "$(stat -c %a acl/by_gen)" = "$(stat -c %a acl/by_mkdir)" ] ||
+    { echo "FAIL: -o folder under a default ACL: $(stat -c %a acl/by_gen), mkdir gives $(stat -c %a acl/by_mkdir)"; fails=$((fails + 1)); }
+else
+  echo "note: no default ACL on this file system; the -o folder's mode under one is not checked"
+fi
+
+# the cache folder is a file: said as the cache folder, naming WEFT_CACHE_DIR (it was "<path>: not a folder")
+expect 1 "cache folder $T/rr.lua exists but is not a folder: refusing to use it; set WEFT_CACHE_DIR" env WEFT_CACHE_DIR="$T/rr.lua" "$W" build rr.lua -o g11
 # a cache entry with a right checksum but no cubin is corrupt: rebuilt, never written out as an empty .cubin
 "$W" build rr.lua -o g12 > /dev/null 2>&1
 python3 - cache/*/*.bin <<'PY'
