@@ -400,6 +400,14 @@ static int tune_main(int argc, char **argv, int out_fd) {
     goto agree;
   }
   if (c.out_dir) out_dir = c.out_dir;
+  if (plot) {   /* (gnuplot's script names the .dat and .png by their paths: a control byte cannot be written there) */
+    for (const char *q = out_dir; *q; q++)
+      if ((unsigned char)*q < 32 || *q == 127) {
+        cli_err("weft tune: --plot with -o '%.200s': the folder's name holds a control character (byte %d), which "
+                "gnuplot's script cannot name; give another folder, or drop --plot\n", out_dir, (unsigned char)*q);
+        goto agree;
+      }
+  }
 
   if (util_read_file(c.config, &text, NULL, err, sizeof err)) { cli_err("weft tune: %s\n", err); goto agree; }
   /* under mpirun each rank takes the GPU of its local rank, as `weft run` does (with one

@@ -210,6 +210,11 @@ expect 2 "--rows: rows =  5: must be a positive integer" "$W" run rr.lua --rows 
 expect 2 "--shape +5x5: rows = +5: must be a positive integer" "$W" run rr.lua --shape +5x5
 expect 2 'WEFT_CONFIG_SECONDS = "+5": must be a whole number of seconds' env WEFT_CONFIG_SECONDS=+5 "$W" gen rr.lua -o g14
 
+# --plot with a newline in -o: said before the run (gnuplot's script cannot name the folder; it was
+# blamed on gnuplot's absence after the run)
+expect 2 "the folder's name holds a control character (byte 10)" "$W" tune "$SW" --fake-timing --plot -o $'pq/a\nb'
+[ -e pq ] && { echo "FAIL: tune ran before refusing --plot's folder"; fails=$((fails + 1)); }
+
 # --plot's .dat, .gp and .png go to their names, never through a link planted there (a link is
 # replaced, its target kept); the .gp kept names the final .dat and .png; no private folder is left
 mkdir pl
