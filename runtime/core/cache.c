@@ -152,8 +152,10 @@ static char *default_root(char *err, size_t errlen) {
 
 /* Refuses a folder that someone else could fill or swap: it must be a real folder (lstat: no
  * symbolic link), owned by us, and not writable by group or others.  Fills *st. */
-static int check_folder(const char *path, struct stat *st, char *err, size_t errlen) {
-  if (lstat(path, st) != 0) {
+static int check_folder(const char *full, struct stat *st, char *err, size_t errlen) {
+  char sh[UTIL_SHOWN];
+  const char *path = util_shown(full, sh, sizeof sh);   /* (as messages show it) */
+  if (lstat(full, st) != 0) {
     util_set_err(err, errlen, "cannot inspect cache folder %s: %s", path, strerror(errno));
     return -1;
   }
@@ -196,6 +198,7 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
   cache *c = NULL;
   int fd = -1, rc = -1;
   struct stat st, fst;
+  char dsh[UTIL_SHOWN];   /* (the subfolder's path as messages show it) */
 
   if (!out) {
     util_set_err(err, errlen, "cache_open: out is NULL");
@@ -233,7 +236,9 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
   if (lstat(r, &st) != 0) {
     char mkerr[1024];
     if (util_mkdirs(r, 0700, mkerr, sizeof mkerr) != 0) {
-      util_set_err(err, errlen, "cache folder %s: %s; set WEFT_CACHE_DIR to a folder of your own", r, mkerr);
+      char sh[UTIL_SHOWN];
+      util_set_err(err, errlen, "cache folder %s: %s; set WEFT_CACHE_DIR to a folder of your own",
+                   util_shown(r, sh, sizeof sh), mkerr);
       goto cleanup;
     }
   }
@@ -244,7 +249,7 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
     goto cleanup;
   }
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-    util_set_err(err, errlen, "cannot create cache folder %s: %s", dir, strerror(errno));
+    util_set_err(err, errlen, "cannot create cache folder %s: %s", util_shown(dir, dsh, sizeof dsh), strerror(errno));
     goto cleanup;
   }
   if (check_folder(dir, &st, err, errlen) != 0) goto cleanup;
@@ -253,17 +258,17 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
    * comparison catches any other swap between the lstat and the open. */
   fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    util_set_err(err, errlen, "cannot open cache folder %s: %s", dir, strerror(errno));
+    util_set_err(err, errlen, "cannot open cache folder %s: %s", util_shown(dir, dsh, sizeof dsh), strerror(errno));
     goto cleanup;
   }
   if (fstat(fd, &fst) != 0) {
-    util_set_err(err, errlen, "cannot inspect cache folder %s: %s", dir, strerror(errno));
+    util_set_err(err, errlen, "cannot inspect cache folder %s: %s", util_shown(dir, dsh, sizeof dsh), strerror(errno));
     goto cleanup;
   }
   if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
     util_set_err(err, errlen,
             "cache folder %s was replaced while it was being checked: refusing to use it; set "
-            "WEFT_CACHE_DIR to a folder of your own", dir);
+            "WEFT_CACHE_DIR to a folder of your own", util_shown(dir, dsh, sizeof dsh));
     goto cleanup;
   }
 

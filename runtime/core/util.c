@@ -53,7 +53,7 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   /* Opened without blocking: a named pipe nobody writes to would block open() forever.  A folder
    * is said to be one; a pipe is read as it comes, for at most WEFT_CONFIG_SECONDS. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) { util_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+  if (fd < 0) { char sh[UTIL_SHOWN]; util_set_err(err, errlen, "%s: cannot open: %s", util_shown(path, sh, sizeof sh), strerror(errno)); return -1; }
   struct stat st;
   int stat_failed = fstat(fd, &st) != 0;
   if (stat_failed || S_ISDIR(st.st_mode)) {
@@ -105,6 +105,14 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   return 0;
 }
 
+const char *util_shown(const char *s, char *buf, size_t n) {
+  size_t len = strlen(s);
+  if (len < n || n < 64) return s;
+  size_t keep = (n - 40) / 2;
+  snprintf(buf, n, "%.*s[... %zu bytes ...]%s", (int)keep, s, len - 2 * keep, s + len - keep);
+  return buf;
+}
+
 const char *util_file_kind(unsigned mode) {
   return S_ISREG(mode) ? "a regular file" : S_ISLNK(mode) ? "a symbolic link" : S_ISDIR(mode) ? "a folder"
          : S_ISFIFO(mode) ? "a named pipe" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
@@ -118,8 +126,9 @@ int util_not_regular(const char *path, char *err, size_t errlen) {
    * through); a link to anything else (/dev/stdout) is refused as that would be */
   if (S_ISLNK(st.st_mode) && (stat(path, &to) != 0 || S_ISREG(to.st_mode))) return 0;
   const int link = S_ISLNK(st.st_mode);
+  char sh[UTIL_SHOWN];
   util_set_err(err, errlen, "%s is %s%s, not a regular file: weft writes a new file and renames it into place, "
-               "which would replace it; give the path of a file", path, link ? "a link to " : "",
+               "which would replace it; give the path of a file", util_shown(path, sh, sizeof sh), link ? "a link to " : "",
                util_file_kind(link ? to.st_mode : st.st_mode));
   return 1;
 }
@@ -134,24 +143,24 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) { snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno)); free(tmp); return -1; }
+  if (fd < 0) { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: cannot create: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); free(tmp); return -1; }
   const char *p = data;
   size_t left = size;
   while (left) {
     ssize_t w = write(fd, p, left);
     if (w < 0) {
       if (errno == EINTR) continue;
-      snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+      { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: write failed: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); }
       close(fd); unlink(tmp); free(tmp); return -1;
     }
     p += w; left -= (size_t)w;
   }
   if (fsync(fd) != 0 || close(fd) != 0) {
-    snprintf(err, errlen, "%s: cannot flush: %s", tmp, strerror(errno));
+    { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: cannot flush: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); }
     unlink(tmp); free(tmp); return -1;
   }
   if (rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: cannot rename into place: %s", path, strerror(errno));
+    { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: cannot rename into place: %s", util_shown(path, sh, sizeof sh), strerror(errno)); }
     unlink(tmp); free(tmp); return -1;
   }
   free(tmp);
@@ -172,7 +181,7 @@ int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
       int e = errno;
       struct stat st;
       if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "cannot create folder %s: %s", p, strerror(e));
+        { char sh[UTIL_SHOWN]; snprintf(err, errlen, "cannot create folder %s: %s", util_shown(p, sh, sizeof sh), strerror(e)); }
         free(p);
         return -1;
       }
@@ -183,7 +192,7 @@ int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
   free(p);
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    snprintf(err, errlen, "%s: not a folder", path);
+    { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: not a folder", util_shown(path, sh, sizeof sh)); }
     return -1;
   }
   return 0;

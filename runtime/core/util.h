@@ -27,6 +27,11 @@ void util_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__(
 /* err = prefix + text; a text too long for err is cut at a line end and followed by a note of
  * what was left out (never cut mid-line silently) */
 void util_set_msg(char *err, size_t errlen, const char *prefix, const char *text);
+/* s as a message shows it: s itself when shorter than n, else its start and its end around a note
+ * of how many bytes were left out, in buf (n >= 64), so that a long path never pushes the reason
+ * out of a bounded message */
+#define UTIL_SHOWN 320
+const char *util_shown(const char *s, char *buf, size_t n);
 /* a malloc'd formatted string, NULL when out of memory */
 char *util_strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a + "/" + b, without doubling a slash that a already ends with; malloc'd */

@@ -210,6 +210,12 @@ expect 2 "--rows: rows =  5: must be a positive integer" "$W" run rr.lua --rows 
 expect 2 "--shape +5x5: rows = +5: must be a positive integer" "$W" run rr.lua --shape +5x5
 expect 2 'WEFT_CONFIG_SECONDS = "+5": must be a whole number of seconds' env WEFT_CONFIG_SECONDS=+5 "$W" gen rr.lua -o g14
 
+# a cache folder's name of 5000 bytes: the message shows its start and end, and still the reason
+# (a third review: the 2048-byte message was cut inside the path)
+long=$T/$(printf 'a%.0s' $(seq 1 5000))
+expect 1 "bytes ...]" env WEFT_CACHE_DIR="$long" "$W" build rr.lua -o g15
+expect 1 "File name too long; set WEFT_CACHE_DIR to a folder of your own" env WEFT_CACHE_DIR="$long" "$W" build rr.lua -o g15
+
 # --plot with a newline in -o: said before the run (gnuplot's script cannot name the folder; it was
 # blamed on gnuplot's absence after the run)
 expect 2 "the folder's name holds a control character (byte 10)" "$W" tune "$SW" --fake-timing --plot -o $'pq/a\nb'
