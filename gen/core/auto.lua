@@ -173,7 +173,11 @@ local function lua_value(v, indent)
     table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
     local parts = {}
     for _, k in ipairs(keys) do
-      if type(v[k]) ~= "function" then parts[#parts + 1] = tostring(k) .. " = " .. lua_value(v[k], indent) end
+      -- (a function -- a custom op's Lua reference -- has no text: said where it stood, so that a
+      -- config saved from this text does not lose its host check unnoticed)
+      parts[#parts + 1] = tostring(k) .. " = " .. (type(v[k]) == "function"
+        and "nil --[[ a Lua function (" .. tostring(k) .. "): copy it from the config you gave ]]"
+        or lua_value(v[k], indent))
     end
     return "{ " .. table.concat(parts, ", ") .. " }"
   end

@@ -286,6 +286,11 @@ T.test("each choice carries its key fields, so a recorded row tells op = sum fro
   local custom = choose('return { family = "row_reduce", op = { combine = "fmaxf(a, b)", identity = "-3.0e38", ' ..
     'ref = function(a, b) return math.max(a, b) end } }', "rows=4 cols=40")
   T.eq(table.concat(custom.choices[1].keys, " "), "op.combine=fmaxf(a, b) op.identity=-3.0e38", "a custom op, no ref")
+  -- its text says where the ref stood (a saved config would lose its host check unnoticed) and
+  -- still generates the same kernel
+  T.contains(custom.choices[1].text, "ref = nil --[[ a Lua function (ref): copy it from the config you gave ]]",
+    "the missing ref said")
+  T.eq(generated(custom.choices[1].text, {}, {}).name, custom.choices[1].name, "the text round-trips without it")
 end)
 
 T.test("the choice's text is a config that generates the same kernel", function()
