@@ -248,6 +248,21 @@ static int parse_row(const char *file, int line, const char *const *f, const siz
     int ok = eq && eq > p && eq + 1 < q && ns < AUTOTABLE_MAX_SETS;
     for (const char *c = p; ok && c < eq; c++) ok = is_key_char((unsigned char)*c);
     for (const char *c = eq ? eq + 1 : q; ok && c < q; c++) ok = is_value_char((unsigned char)*c);
+    /* (a key the row's own columns hold, or one set twice: the row would be dropped, or one value
+     * taken, with nothing said) */
+    const char *clash = NULL;
+    if (ok && ((eq - p == 6 && !memcmp(p, "family", 6)) || (eq - p == 5 && !memcmp(p, "dtype", 5))))
+      clash = "is a column of the table's own, not a config key";
+    for (int i = 0; ok && !clash && i < ns; i++)
+      if (!strncmp(sets[i], p, (size_t)(eq - p + 1))) clash = "sets a key an earlier pair of the row set";
+    if (clash) {
+      char allowed[256];
+      snprintf(allowed, sizeof allowed, "pair \"%.*s\": %.*s %s", (int)(q - p > 60 ? 60 : q - p), p,
+               (int)(eq - p > 40 ? 40 : eq - p), p, clash);
+      warn_field(w, file, line, at[COL_CONFIG], "config", v[COL_CONFIG], vl[COL_CONFIG], allowed);
+      for (int i = 0; i < ns; i++) free(sets[i]);
+      return -1;
+    }
     if (!ok) {
       char allowed[256];
       snprintf(allowed, sizeof allowed, "pair \"%.*s\" is not key=value (keys [A-Za-z0-9_.]+, values "

@@ -89,9 +89,13 @@ static void test_bad_lines(void **state) {
                        "Row Softmax\tbf16\t1\trows=1 cols=2\t1.0\ta=1\n"                  /* 19: family */
                        "row_softmax\t\t1\trows=1 cols=2\t1.0\ta=1\n"                      /* 20: dtype */
                        "row_softmax\tb\x01\"\t1\trows=1 cols=2\t1.0\ta=1\n"                /* 21: shown */
+                       "row_softmax\tbf16\t1\trows=1 cols=2\t1.0\tdtype=f16\n"              /* 22: a column */
+                       "row_softmax\tbf16\t1\trows=1 cols=2\t1.0\tthreads=1;family=rmsnorm\n" /* 23: a column */
+                       "row_softmax\tbf16\t1\trows=1 cols=2\t1.0\tthreads=512;threads=256\n" /* 24: twice */
+                       "row_softmax\tbf16\t1\trows=1 cols=2\t1.0\tthreads=512;threads2=256\n" /* (a longer key: fine) */
                        GOOD, &w, &rc);
   assert_int_equal(rc, 0);
-  assert_int_equal(t->n_rows, 2);   /* the good ones only */
+  assert_int_equal(t->n_rows, 3);   /* the good ones only */
   has(&w, "t.tsv:10: 5 tab-separated fields; each row has 6 (family, dtype, ranks, shape, time_us, config); line skipped");
   has(&w, "t.tsv:11: more than 6 tab-separated fields");
   has(&w, "t.tsv:12: column 3 (ranks) = \"many\": a whole number of ranks in 1..65536; line skipped");
@@ -104,6 +108,9 @@ static void test_bad_lines(void **state) {
   has(&w, "t.tsv:19: column 1 (family) = \"Row Softmax\": a family name (lower case, digits, _)");
   has(&w, "t.tsv:20: column 2 (dtype) = \"\": a dtype name");
   has(&w, "t.tsv:21: column 2 (dtype) = \"b\\x01\\x22\": a dtype name");   /* (a control byte, a quote) */
+  has(&w, "t.tsv:22: column 6 (config) = \"dtype=f16\": pair \"dtype=f16\": dtype is a column of the table's own, not a config key");
+  has(&w, "t.tsv:23: column 6 (config) = \"threads=1;family=rmsnorm\": pair \"family=rmsnorm\": family is a column");
+  has(&w, "t.tsv:24: column 6 (config) = \"threads=512;threads=256\": pair \"threads=256\": threads sets a key an earlier pair of the row set");
   util_buf_free(&w);
   autotable_free(t);
 }
