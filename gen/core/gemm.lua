@@ -15,10 +15,21 @@ M.ACC_REGS = 128   -- f32 accumulators per consumer thread before the 232-regist
 -- at 128: their comm warps keep more of the registers (ag_gemm's and gemm_rs's consumers get 216),
 -- and none was measured with more.
 M.ACC_REGS_SHIFTED = 160
+-- Three consumers (family gemm's 192-row tiles, 512 threads) get 160 registers each and leave
+-- the producer 32 (weft/gemm_kernel.cuh): 96 accumulators, a 192 x 192 tile (cuBLASLt's tile at
+-- 3072^3).
+M.ACC_REGS_THREE = 96
 function M.acc_regs(cfg)
+  if cfg.consumers == 3 then return M.ACC_REGS_THREE end
   return (cfg.family == "gemm" and cfg.mma == "cooperative" and cfg.consumers == 2 and not M.swapped(cfg)
           and not cfg.stream_k)   -- (stream-K's hand-over spilled 16 bytes at 256 x 160)
     and M.ACC_REGS_SHIFTED or M.ACC_REGS
+end
+-- Whether a config's tile.m takes whole 64-row WGMMA groups over its consumers: 64, 128, 256,
+-- and 192 with three consumers.
+local function rows_ok(cfg)
+  for _, x in ipairs(M.WGMMA_M) do if x == cfg.tile.m then return true end end
+  return cfg.tile.m == 192 and cfg.consumers == 3
 end
 M.DEFAULT_TILE = { m = 128, n = 256, k = 64 }
 M.MAX_SPLIT_K = 8   -- a cluster of up to 8 CTAs (the portable cluster size)
@@ -90,8 +101,10 @@ function M.fields(pre)
       doc = "row: B is K x N row-major; col: B is stored N x K (a linear layer's weight), C = A . B^T of that" },
     stages = { name = "stages", kind = "int", min = 2, max = 16, default = 4, tag = "s",
       doc = pre .. "depth of the shared-memory ring TMA fills ahead of the tensor cores" },
-    consumers = { name = "consumers", kind = "int", values = { 1, 2 }, default = 2, tag = "c",
-      doc = pre .. "consumer warpgroups (each owns tile.m / consumers rows); one more warpgroup loads" },
+    consumers = { name = "consumers", kind = "int", values = { 1, 2, 3 }, default = 2, tag = "c",
+      doc = pre .. "consumer warpgroups (each owns tile.m / consumers rows); one more warpgroup loads. 3: family "
+        .. "gemm's 192-row tiles (tile.m = 192, n up to 192; cooperative, unswapped, unsplit). The rule does not "
+        .. "pick them: set tile with it" },
     mma = { name = "mma", kind = "enum", values = { "cooperative", "pingpong" }, default = "cooperative", tag = "",
       doc = pre .. "2 consumers: cooperative (both split each tile by rows) or pingpong (each owns whole tiles, "
         .. "taking turns, so one's epilogue overlaps the other's WGMMAs)" },
@@ -141,7 +154,7 @@ function M.tile_field()
            doc = "output tile per CTA and K step (auto: 128x256x64): m in {64,128,256}, n in {64,128,192,256} (family "
              .. "gemm with b_layout = \"col\": any multiple of 16 up to 256; with swap_ab, m = 8, 16, ..., 256 and n in {64, 128, 192, "
              .. "256}), k = 64; family gemm also takes m = 8, 16, ..., 56 unswapped (a thin tile for decode: A's box is m "
-             .. "rows, one consumer, no cluster)" }
+             .. "rows, one consumer, no cluster) and m = 192 with consumers = 3" }
 end
 -- F.check of those families: the default tile for "auto", then the WGMMA rules.
 function M.check_auto_tile(cfg, errs)
@@ -277,12 +290,25 @@ function M.check(cfg, errs)
     errs.add("any_n", cfg.any_n, 'any N is stored by the direct epilogue from column-major B: b_layout = "col" and '
       .. 'epilogue = "direct" (it is ' .. string.format('b_layout = "%s", epilogue = "%s")', cfg.b_layout, cfg.epilogue))
   end
+  if cfg.consumers == 3 then
+    local why = cfg.family ~= "gemm" and "three consumer warpgroups are family gemm's (192-row tiles); this family "
+        .. "takes 1 or 2"
+      or M.swapped(cfg) and "swap_ab splits B's rows over 1 or 2 consumer warpgroups"
+      or cfg.mma ~= "cooperative" and 'three consumers split each tile by rows: mma = "cooperative"'
+      or t.m ~= 192 and string.format("three consumers take tile.m = 192, one 64-row WGMMA group each (it is %d)", t.m)
+      or cfg.split_k > 1 and "three consumers run unsplit tiles: split_k = 1"
+      or cfg.stream_k and "three consumers run unsplit tiles: stream_k = false"
+    if why then
+      errs.add("consumers", cfg.consumers, why)
+      return
+    end
+  end
   if M.swapped(cfg) then return check_swapped(cfg, errs) end
   if M.thin(cfg) then return check_thin(cfg, errs) end
-  if not has(M.WGMMA_M, t.m) then
+  if not rows_ok(cfg) then
     errs.add("tile.m", t.m, "wgmma tiles take m in {64, 128, 256} (whole 64-row WGMMA groups)"
-      .. (cfg.family == "gemm" and '; family gemm also takes m = 8, 16, ..., 56 (a thin tile), and with b_layout = '
-        .. '"col", swap_ab = true takes m = 8, 16, ..., 256' or ""))
+      .. (cfg.family == "gemm" and '; family gemm also takes m = 192 with consumers = 3, m = 8, 16, ..., 56 (a thin '
+        .. 'tile), and with b_layout = "col", swap_ab = true takes m = 8, 16, ..., 256' or ""))
   end
   if not M.n_ok(cfg) then
     errs.add("tile.n", t.n, M.any_width(cfg)
@@ -301,12 +327,12 @@ function M.check(cfg, errs)
     errs.add("split_k", cfg.split_k, "split-K's cluster is its CTAs along K; leave cluster = { m = 1, n = 1 } "
       .. "(no multicast with it)")
   end
-  if cfg.mma ~= "pingpong" and has(M.WGMMA_M, t.m) and t.m // 64 < cfg.consumers then
+  if cfg.mma ~= "pingpong" and rows_ok(cfg) and t.m // 64 < cfg.consumers then
     errs.add("consumers", cfg.consumers, string.format("tile.m = %d has %d 64-row group(s); use consumers <= %d",
       t.m, t.m // 64, t.m // 64))
   elseif cfg.mma == "pingpong" and cfg.consumers ~= 2 then
     errs.add("mma", cfg.mma, "pingpong alternates two consumer warpgroups: set consumers = 2")
-  elseif has(M.WGMMA_M, t.m) and M.n_ok(cfg) then
+  elseif rows_ok(cfg) and M.n_ok(cfg) then
     local owners = cfg.mma == "pingpong" and 1 or cfg.consumers   -- warpgroups sharing a tile
     local regs, cap = t.m * t.n // (128 * owners), M.acc_regs(cfg)
     if regs > cap then
@@ -314,7 +340,7 @@ function M.check(cfg, errs)
         .. "at most %d fit (%s)", t.m, t.n, owners, regs, cap,
         cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile"
-          or string.format("use a smaller tile: m x n <= %d%s", cap * 256,
+          or string.format("use a smaller tile: m x n <= %d%s", cap * 128 * owners,
             cfg.stream_k and cfg.family == "gemm"
               and string.format(", or stream_k = false (which holds %d)", M.ACC_REGS_SHIFTED) or ""))))
     end

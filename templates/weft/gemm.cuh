@@ -59,7 +59,10 @@ enum GemmBarrier {
   BAR_CONSUMERS = 7,      // gemm_rs: the CONSUMERS * 128 consumer threads (their DONE signal and the fold)
   BAR_TILE_WG0 = 8,       // gemm_rs fold = "tiles": the 128 threads of consumer warpgroup 0 (a tile's
   BAR_TILE_WG1 = 9,       //   stores before its flag, a flag's wait before the fold) ... and of warpgroup 1
+  BAR_EPILOGUE_WG2 = 10,  // TMA epilogue: the 128 threads of consumer warpgroup 2 (family gemm's 192-row tiles)
 };
+// Consumer warpgroup cw's TMA epilogue barrier (cw = 0, 1, 2).
+__device__ __forceinline__ int epilogue_bar(int cw) { return cw < 2 ? BAR_EPILOGUE_WG0 + cw : BAR_EPILOGUE_WG2; }
 // True in one lane of the (converged) warp, the same lane every call.
 __device__ __forceinline__ bool elect_one() {
   u32 one;

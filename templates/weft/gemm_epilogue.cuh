@@ -156,7 +156,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
 // The tile of consumer warpgroup cw (rows r0.. of shard s, column block bn; ROWS of them at
 // most, fewer than its accumulators' in a thin tile) by Cfg's epilogue.
 // Its C stage is cw's, at Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, with barrier
-// BAR_EPILOGUE_WG0 + cw.  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
+// epilogue_bar(cw).  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
 // tct: C's map for a narrow last chunk (BN not a multiple of 64), else unused.
 template <class Cfg, int MR, int ROWS, bool SHARD>
 __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, const TensorMap *tct, char *smem_base, int cw,
@@ -164,7 +164,7 @@ __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc
   if constexpr (Cfg::EPI_TMA) {
     if (r0 < rows && (long)bn * Cfg::BN < n)   // (a cluster partner's tile past the edge stores nothing)
       store_tile_tma<typename Cfg::T, Cfg::BN, MR, ROWS, SHARD, Cfg::EPI_BUFS>(
-          *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, BAR_EPILOGUE_WG0 + cw, (int)r0, s, bn * Cfg::BN, acc);
+          *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, epilogue_bar(cw), (int)r0, s, bn * Cfg::BN, acc);
   } else {
     store_tile<typename Cfg::T, Cfg::BN, MR, Cfg::ANY_N>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS, (long)bn * Cfg::BN, acc);
   }

@@ -125,13 +125,22 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   // rows of C a consumer stores per tile (swapped: its columns, MR * 64 of B's rows)
   constexpr int WG_ROWS = THIN ? BM : MR * 64;
   constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
-  // 384 threads were given 168 registers each at launch (64512).  Where a consumer holds more
-  // than 64 accumulators, the loading warpgroup gives most of its share to them (a source's comm
-  // warps need a little more than TMA issue alone); smaller tiles keep the even split.  The
-  // shifted counts must add up to no more than the launch allocation, 128 * P + 256 * C <= 64512:
-  // setmaxnreg.inc waits for registers that were never allocated, forever.
+  // 384 threads were given 168 registers each at launch (64512), 512 threads 128 (65536).  Where a
+  // consumer holds more than 64 accumulators, the loading warpgroup gives most of its share to
+  // them (a source's comm warps need a little more than TMA issue alone); smaller tiles keep the
+  // even split.  The shifted counts must add up to no more than the launch allocation,
+  // 128 * P + 128 * CONSUMERS * C <= threads x the launch's per-thread count: setmaxnreg.inc waits
+  // for registers that were never allocated, forever.  Three consumers (family gemm's 192-row
+  // tiles, 96 accumulators at most) leave the producer 32 and take 160 each.
+  static_assert(CONSUMERS <= 2 || (CONSUMERS == 3 && !PINGPONG && !SWAP && !THIN && SPLITK == 1 && !Cfg::STREAM_K &&
+                                   !Src::STORES && !Src::SHARDED),
+                "three consumer warpgroups: family gemm's cooperative 192-row tiles, unsplit");
+  constexpr int PRODUCER_REGS = CONSUMERS == 3 ? 32 : Src::PRODUCER_REGS;
+  constexpr int CONSUMER_REGS = CONSUMERS == 3 ? 160 : Src::CONSUMER_REGS;
+  constexpr int LAUNCH_REGS = 65536 / (128 * (1 + CONSUMERS)) / 8 * 8;   // per thread, as the launch allocates
   constexpr bool SHIFT_REGS = CONSUMERS > 1 && MR * ACC_N / 2 > 64;
-  static_assert(128 * Src::PRODUCER_REGS + 256 * Src::CONSUMER_REGS <= 64512, "more registers than the launch allocated");
+  static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 128 * (1 + CONSUMERS) * LAUNCH_REGS,
+                "more registers than the launch allocated");
   extern __shared__ char smem_raw[];
   Ring<Cfg> ring;
   ring.carve(smem_raw);
@@ -164,7 +173,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   }
 
   if (wg == 0) {
-    if constexpr (SHIFT_REGS) regs_dec<Src::PRODUCER_REGS>();
+    if constexpr (SHIFT_REGS) regs_dec<PRODUCER_REGS>();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp == 0) {   // ---- producer
       if (lane == 0) {
@@ -213,7 +222,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       src.comm_warps(walk, c, n);
     }
   } else {   // ---- consumers
-    if constexpr (SHIFT_REGS) regs_inc<Src::CONSUMER_REGS>();
+    if constexpr (SHIFT_REGS) regs_inc<CONSUMER_REGS>();
     const int cw = wg - 1, lane = threadIdx.x % 32;
     // this warp is done with stage st (its wgmma.wait_group is warp-wide): one arrival in every
     // CTA that shares the stage (lane c tells CTA c)

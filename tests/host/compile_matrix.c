@@ -355,6 +355,18 @@ static const entry matrix[] = {
   {"gemm.lua", {"tile.n=128", "stages=4"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"},
    {"bar.arrive"}},
   {"gemm.lua", {"tile.m=64", "consumers=1"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"}, {"setmaxnreg"}},
+  /* 192-row tiles over three consumer warpgroups (512 threads): the producer gives up all but 32
+   * registers and each consumer takes 160 (96 accumulators at 192 x 192, no spill: checked below);
+   * B multicast to a cluster of two along M; at 192 x 128 (64 accumulators) nobody moves registers */
+  {"gemm.lua", {"tile.m=192", "tile.n=192", "consumers=3", "stages=3", "cluster.m=2"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", B_ROW_PTX, "setmaxnreg.dec.sync.aligned.u32 32",
+    "setmaxnreg.inc.sync.aligned.u32 160", "multicast::cluster", "barrier.cluster"},
+   {"st.release.sys", "setmaxnreg.inc.sync.aligned.u32 232"}},
+  {"gemm.lua", {"dtype=f16", "b_layout=col", "tile.m=192", "tile.n=192", "consumers=3", "stages=4", "epilogue=direct"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", B_COL_PTX, "setmaxnreg.inc.sync.aligned.u32 160"},
+   {B_ROW_PTX, "multicast::cluster", "bf16"}},
+  {"gemm.lua", {"tile.m=192", "tile.n=128", "consumers=3", "stages=4"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", B_ROW_PTX}, {"setmaxnreg"}},
   /* (row-major B takes N in multiples of 8 only: the direct stores are 32-bit pairs, never one
    * element) */
   {"gemm.lua", {"tile.n=192", "stages=5", "group=4", "epilogue=direct"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16",
