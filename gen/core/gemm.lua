@@ -411,7 +411,8 @@ function M.layout(cfg)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
   -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64
   -- columns in dense rows takes rows x 2W bytes, a multiple of 1024 as the next warpgroup's stage
-  -- needs), else two whole-chunk buffers in turn (128 x 256 with four stages; weft/gemm_epilogue.cuh)
+  -- needs), else two whole-chunk buffers in turn (128 x 256 with four stages; weft/gemm_epilogue.cuh),
+  -- or for three consumers one
   local chunks, rows = (t.n * esize + 127) // 128, M.epi_rows(cfg)
   local narrow = (t.n % 64) * esize
   L.epi_bufs, L.epi_stage = 0, 0
@@ -420,6 +421,11 @@ function M.layout(cfg)
     L.epi_stage = rows * 128 * (chunks - 1) + rows * (narrow > 0 and narrow or 128)
     if L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT and chunks > 2 then
       L.epi_bufs, L.epi_stage = 2, rows * 128 * 2
+    end
+    -- three consumers (192-row tiles): one buffer each where two do not fit, so that 192 x 192
+    -- keeps four stages (the rule never picks these tiles, so no other layout moves)
+    if cfg.consumers == 3 and L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT and chunks > 1 then
+      L.epi_bufs, L.epi_stage = 1, rows * 128
     end
   end
   L.bytes = cfg.epilogue == "tma" and L.epi + cfg.consumers * L.epi_stage or used
@@ -540,7 +546,7 @@ function M.smem_hint(cfg)
     and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, mma_rows(cfg), t.n)
     or "")
     .. (cfg.epilogue == "tma"
-      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two, per consumer warpgroup)" or "")
+      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two (three consumers: one), per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end

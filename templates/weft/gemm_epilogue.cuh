@@ -8,7 +8,8 @@
 //            through a buffer per chunk where they fit beside the ring, else through two in
 //            turn: one thread stores each chunk with cp.async.bulk.tensor while the warpgroup
 //            writes the next into the other buffer.  Two buffers instead of the whole tile
-//            leave room for a deeper ring (128 x 256: four stages instead of three).
+//            leave room for a deeper ring (128 x 256: four stages instead of three); three
+//            consumers (192 x 192: four stages) pass their chunks through one buffer each.
 // Fragment layout of m64nNk16 (f32): thread t of the warpgroup holds rows 16*(t/32) + (t%32)/4
 // (+8) and columns 8*j + 2*(t%4) (+1).
 #pragma once
@@ -92,8 +93,9 @@ __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
 // barrier, then thread 0 stores every chunk; or two, taken in turn, with one barrier per chunk:
 // before it every thread has written chunk ch (and fenced its writes for the async proxy), and
 // thread 0 has seen every store issued so far read its buffer -- that of chunk ch - 1, which is
-// chunk ch + 1's; after it, thread 0 stores chunk ch and the warpgroup writes ch + 1.  Either
-// way the first barrier of a tile covers the last tile's stores.
+// chunk ch + 1's; after it, thread 0 stores chunk ch and the warpgroup writes ch + 1; or one,
+// with a second barrier per chunk: after thread 0 has seen chunk ch - 1's store read the buffer,
+// the warpgroup writes ch.  Every way, the first barrier of a tile covers the last tile's stores.
 // ROWS: the warpgroup's rows of the tile, MR * 64, or a thin tile's fewer (the map's box; the
 // accumulator rows past them are not C's and are not written).
 template <class T, int BN, int MR, int ROWS, bool SHARD, int BUFS>
@@ -103,7 +105,8 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   static_assert(ROWS % 8 == 0 && ROWS <= MR * 64, "whole 8-row swizzle groups of the accumulators' rows");
   constexpr bool ALL = BUFS == NCH;   // a buffer per chunk
   static_assert(BN % 8 == 0 && W % 8 == 0 && (W == 0 || !SHARD), "64-column chunks, and a narrow last one in family gemm");
-  static_assert(ALL || BUFS == 2, "a buffer per chunk, or two in turn");
+  constexpr bool ONE = !ALL && BUFS == 1;   // one buffer: each chunk waits for the last one's store to read it
+  static_assert(ALL || BUFS == 2 || ONE, "a buffer per chunk, two in turn, or one");
   const int t = threadIdx.x % 128;
   if (t == 0) bulk_wait_read();   // the last tile's stores have read their buffers
   bar_sync(bar_id, 128);
@@ -117,6 +120,12 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   };
 #pragma unroll
   for (int ch = 0; ch < NCH; ++ch) {
+    if constexpr (ONE) {
+      if (ch > 0) {
+        if (t == 0) bulk_wait_read();   // chunk ch - 1's store has read the buffer
+        bar_sync(bar_id, 128);
+      }
+    }
     const u32 buf = base + (u32)((ch % BUFS) * CHUNK);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi)
@@ -134,7 +143,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
       }
     if constexpr (!ALL) {
       fence_proxy_async_shared();
-      if (t == 0 && ch + 1 < NCH) bulk_wait_read();   // chunk ch + 1's buffer: ch - 1's store read it
+      if (!ONE && t == 0 && ch + 1 < NCH) bulk_wait_read();   // chunk ch + 1's buffer: ch - 1's store read it
       bar_sync(bar_id, 128);
       if (t == 0) {
         store(ch);

@@ -365,6 +365,12 @@ static const entry matrix[] = {
   {"gemm.lua", {"dtype=f16", "b_layout=col", "tile.m=192", "tile.n=192", "consumers=3", "stages=4", "epilogue=direct"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", B_COL_PTX, "setmaxnreg.inc.sync.aligned.u32 160"},
    {B_ROW_PTX, "multicast::cluster", "bf16"}},
+  /* ... at four stages, each consumer's C through one buffer (every chunk's store waits for the
+   * last one's read: a bulk wait and a second barrier per chunk) */
+  {"gemm.lua", {"tile.m=192", "tile.n=192", "consumers=3", "stages=4", "cluster.m=2", "epilogue=tma"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+    "cp.async.bulk.wait_group.read 0", "multicast::cluster"},
+   {"st.release.sys"}},
   {"gemm.lua", {"tile.m=192", "tile.n=128", "consumers=3", "stages=4"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", B_ROW_PTX}, {"setmaxnreg"}},
   /* (row-major B takes N in multiples of 8 only: the direct stores are 32-bit pairs, never one

@@ -1557,6 +1557,19 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
   T.contains(m208.source, "static constexpr int EPI_BUFS = 4;", "the layout's buffer count reaches the device code")
   local big = gm('epilogue = "tma", stages = 5')
   T.ok(not big, "128 x 256 with five stages does not fit")
+  -- three consumers (192-row tiles): one buffer each where two do not fit, so 192 x 192 keeps four
+  -- stages; two consumers never drop to one (128 x 192 at five stages stays too big)
+  l = L('epilogue = "tma", stages = 4, consumers = 3, tile = { m = 192, n = 192, k = 64 }')
+  T.eq(l.epi, 197632, "align(4 * 49152 + 64, 1024)"); T.eq(l.epi_bufs, 1, "192 x 192 at four stages: one buffer each")
+  T.eq(l.epi_stage, 64 * 128); T.eq(l.smem, 197632 + 3 * 8192 + 1024, "fits 227 KB")
+  l = L('epilogue = "tma", stages = 3, consumers = 3, tile = { m = 192, n = 192, k = 64 }')
+  T.eq(l.epi_bufs, 3, "... a buffer per chunk at three")
+  l = L('epilogue = "tma", stages = 4, consumers = 3, b_layout = "col", tile = { m = 192, n = 176, k = 64 }')
+  T.eq(l.epi_bufs, 1, "176 columns: the narrow chunk through the one buffer too"); T.eq(l.epi_stage, 64 * 128)
+  T.ok(not gm('epilogue = "tma", stages = 5, tile = { m = 128, n = 192, k = 64 }'),
+    "two consumers keep two buffers: 128 x 192 at five stages does not fit")
+  local m1 = assert(gm('epilogue = "tma", stages = 4, consumers = 3, tile = { m = 192, n = 192, k = 64 }'))
+  T.contains(m1.source, "static constexpr int EPI_BUFS = 1;", "one buffer reaches the device code")
   -- invariants over a spread of configs, for both families
   local cases = { "", 'epilogue = "tma", stages = 3', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }',
                   'split_k = 2, epilogue = "tma", tile = { m = 64, n = 128, k = 64 }, consumers = 1, stages = 3',
