@@ -145,8 +145,8 @@ int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const 
 /* 1 with the message (who: its prefix) when the table FILE may not be replaced: a database
  * (db_path's, by any name, or any SQLite file: `export-table --db A A`, or the two swapped, would
  * replace the measurements with the table), or a device, pipe or socket, or a link to one (the
- * table's rename would replace it: /dev/null made a file).  0 otherwise (no FILE yet is fine; a folder is the
- * writer's to refuse). */
+ * table's rename would replace it: /dev/null made a file).  0 otherwise (no FILE yet is fine; a
+ * folder is the writer's to refuse). */
 int cli_export_refused(const char *who, const char *file, const char *db_path);
 int cmd_export(int argc, char **argv);
 void cmd_export_help(void);

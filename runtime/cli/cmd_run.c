@@ -2,12 +2,12 @@
  * against a CPU reference in double precision, then time it against a device-to-device copy
  * measured in the same process.  Exit: 0 checked and correct, 1 wrong (or failed), 2 usage or
  * config error, 77 no GPU/driver here (ctest's SKIP code). */
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 

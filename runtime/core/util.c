@@ -53,11 +53,13 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   /* Opened without blocking: a named pipe nobody writes to would block open() forever.  A folder
    * is said to be one; a pipe is read as it comes, for at most WEFT_CONFIG_SECONDS. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) { char sh[UTIL_SHOWN]; util_set_err(err, errlen, "%s: cannot open: %s", util_shown(path, sh, sizeof sh), strerror(errno)); return -1; }
+  char sh[UTIL_SHOWN];
+  const char *shown = util_shown(path, sh, sizeof sh);   /* (path as messages show it) */
+  if (fd < 0) { util_set_err(err, errlen, "%s: cannot open: %s", shown, strerror(errno)); return -1; }
   struct stat st;
   int stat_failed = fstat(fd, &st) != 0;
   if (stat_failed || S_ISDIR(st.st_mode)) {
-    util_set_err(err, errlen, "%s: %s", path, stat_failed ? strerror(errno) : "is a folder, not a file");
+    util_set_err(err, errlen, "%s: %s", shown, stat_failed ? strerror(errno) : "is a folder, not a file");
     close(fd);
     return -1;
   }
@@ -71,13 +73,13 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
       free(buf);
       close(fd);
       util_set_err(err, errlen, "%s: larger than %ld MB: a config, sweep or tuning table is at most that "
-                   "(WEFT_CONFIG_MAX_MB raises it)", path, max_mb);
+                   "(WEFT_CONFIG_MAX_MB raises it)", shown, max_mb);
       return -1;
     }
     if (n + 65536 + 1 > cap) {
       cap = cap ? cap * 2 : 65536 * 2;
       char *nb = realloc(buf, cap);
-      if (!nb) { free(buf); close(fd); util_set_err(err, errlen, "%s: out of memory", path); return -1; }
+      if (!nb) { free(buf); close(fd); util_set_err(err, errlen, "%s: out of memory", shown); return -1; }
       buf = nb;
     }
     got = read_some(fd, pipe_like, buf + n, cap - n - 1, deadline);
@@ -89,14 +91,14 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
     free(buf);
     if (why == ETIMEDOUT)
       util_set_err(err, errlen, "%s: a pipe that %s within %ld s (WEFT_CONFIG_SECONDS): a config, sweep or table is "
-                   "read whole", path, n ? "did not end" : "nothing was written to", seconds);
+                   "read whole", shown, n ? "did not end" : "nothing was written to", seconds);
     else
-      util_set_err(err, errlen, "%s: read error: %s", path, strerror(why));
+      util_set_err(err, errlen, "%s: read error: %s", shown, strerror(why));
     return -1;
   }
   if (pipe_like && n == 0 && S_ISFIFO(st.st_mode)) {   /* a writer came and went without a byte */
     free(buf);
-    util_set_err(err, errlen, "%s: a named pipe whose writer wrote nothing (a config, sweep or table is a file)", path);
+    util_set_err(err, errlen, "%s: a named pipe whose writer wrote nothing (a config, sweep or table is a file)", shown);
     return -1;
   }
   buf[n] = 0;
@@ -135,6 +137,7 @@ int util_not_regular(const char *path, char *err, size_t errlen) {
 
 int util_write_atomic(const char *path, const void *data, size_t size, char *err, size_t errlen) {
   if (util_not_regular(path, err, errlen)) return -1;
+  char sh[UTIL_SHOWN];   /* (a path as messages show it) */
   size_t plen = strlen(path) + 32;
   char *tmp = malloc(plen);
   if (!tmp) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -143,24 +146,24 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: cannot create: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); free(tmp); return -1; }
+  if (fd < 0) { snprintf(err, errlen, "%s: cannot create: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); free(tmp); return -1; }
   const char *p = data;
   size_t left = size;
   while (left) {
     ssize_t w = write(fd, p, left);
     if (w < 0) {
       if (errno == EINTR) continue;
-      { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: write failed: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); }
+      snprintf(err, errlen, "%s: write failed: %s", util_shown(tmp, sh, sizeof sh), strerror(errno));
       close(fd); unlink(tmp); free(tmp); return -1;
     }
     p += w; left -= (size_t)w;
   }
   if (fsync(fd) != 0 || close(fd) != 0) {
-    { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: cannot flush: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); }
+    snprintf(err, errlen, "%s: cannot flush: %s", util_shown(tmp, sh, sizeof sh), strerror(errno));
     unlink(tmp); free(tmp); return -1;
   }
   if (rename(tmp, path) != 0) {
-    { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: cannot rename into place: %s", util_shown(path, sh, sizeof sh), strerror(errno)); }
+    snprintf(err, errlen, "%s: cannot rename into place: %s", util_shown(path, sh, sizeof sh), strerror(errno));
     unlink(tmp); free(tmp); return -1;
   }
   free(tmp);
@@ -168,6 +171,7 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
 }
 
 int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
+  char sh[UTIL_SHOWN];   /* (a path as messages show it) */
   if (!path || !*path) { snprintf(err, errlen, "an empty path is not a folder"); return -1; }
   char *p = util_strdup(path);
   if (!p) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -181,7 +185,7 @@ int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
       int e = errno;
       struct stat st;
       if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        { char sh[UTIL_SHOWN]; snprintf(err, errlen, "cannot create folder %s: %s", util_shown(p, sh, sizeof sh), strerror(e)); }
+        snprintf(err, errlen, "cannot create folder %s: %s", util_shown(p, sh, sizeof sh), strerror(e));
         free(p);
         return -1;
       }
@@ -192,7 +196,7 @@ int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen) {
   free(p);
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    { char sh[UTIL_SHOWN]; snprintf(err, errlen, "%s: not a folder", util_shown(path, sh, sizeof sh)); }
+    snprintf(err, errlen, "%s: not a folder", util_shown(path, sh, sizeof sh));
     return -1;
   }
   return 0;
