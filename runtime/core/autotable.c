@@ -231,7 +231,8 @@ static int parse_row(const char *file, int line, const char *const *f, const siz
   buf[vl[COL_TIME]] = 0;
   errno = 0;
   double t = strtod(buf, &end);
-  if (!vl[COL_TIME] || *end || errno || !isfinite(t) || t <= 0 || isspace((unsigned char)buf[0])) {
+  /* (decimal only: strtod also reads hex floats, "0x10" as 16) */
+  if (!vl[COL_TIME] || *end || errno || !isfinite(t) || t <= 0 || isspace((unsigned char)buf[0]) || strpbrk(buf, "xX")) {
     warn_field(w, file, line, at[COL_TIME], "time_us", v[COL_TIME], vl[COL_TIME],
                "a positive number of microseconds (123.4)");
     return -1;

@@ -93,6 +93,7 @@ static void test_bad_lines(void **state) {
                        "row_softmax\tbf16\t1\trows=1 cols=2\t1.0\tthreads=1;family=rmsnorm\n" /* 23: a column */
                        "row_softmax\tbf16\t1\trows=1 cols=2\t1.0\tthreads=512;threads=256\n" /* 24: twice */
                        "row_softmax\tbf16\t1\trows=1 cols=2\t1.0\tthreads=512;threads2=256\n" /* (a longer key: fine) */
+                       "row_softmax\tbf16\t1\trows=1 cols=2\t0x10\ta=1\n"                 /* 26: hex */
                        GOOD, &w, &rc);
   assert_int_equal(rc, 0);
   assert_int_equal(t->n_rows, 3);   /* the good ones only */
@@ -111,6 +112,7 @@ static void test_bad_lines(void **state) {
   has(&w, "t.tsv:22: column 6 (config) = \"dtype=f16\": pair \"dtype=f16\": dtype is a column of the table's own, not a config key");
   has(&w, "t.tsv:23: column 6 (config) = \"threads=1;family=rmsnorm\": pair \"family=rmsnorm\": family is a column");
   has(&w, "t.tsv:24: column 6 (config) = \"threads=512;threads=256\": pair \"threads=256\": threads sets a key an earlier pair of the row set");
+  has(&w, "t.tsv:26: column 5 (time_us) = \"0x10\": a positive number of microseconds");
   util_buf_free(&w);
   autotable_free(t);
 }
