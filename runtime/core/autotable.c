@@ -178,7 +178,7 @@ static void warn_field(util_buf *w, const char *file, int line, int col, const c
   util_buf_printf(w, "%s:%d: column %d (%s) = \"", file, line, col, name);
   for (size_t i = 0; i < vl && i < 60; i++) {   /* (a NUL or a control byte shown, not the text cut at it) */
     unsigned char c = (unsigned char)v[i];
-    if (c < 32 || c == 127 || c == '"' || c == '\\') util_buf_printf(w, "\\x%02x", c);
+    if (c < 32 || c >= 127 || c == '"' || c == '\\') util_buf_printf(w, "\\x%02x", c);
     else util_buf_printf(w, "%c", c);
   }
   util_buf_printf(w, "%s\": %s; line skipped\n", vl > 60 ? "..." : "", allowed);
@@ -295,10 +295,13 @@ int autotable_parse(const char *file, const char *text, size_t len, autotable **
   *out = NULL;
   autotable *t = calloc(1, sizeof *t);
   if (!t || !(t->file = util_strdup(file))) { free(t); util_buf_printf(w, "%s: out of memory reading it\n", file); return -1; }
-  int col[N_COLS], have_cols = 0, have_sm = 0, line = 0, cap = 0;
+  int col[N_COLS], have_cols = 0, have_sm = 0, line = 0, cap = 0, warned = 0;
   const char *p = text, *end = text + len;
   const char *bad = NULL;
   while (p < end && !bad) {
+    /* each line's warning kept for the first AUTOTABLE_MAX_WARNED lines, then only counted (a
+     * garbage file gave hundreds of lines of them) */
+    const size_t w_at = w->len;
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     const char *le = nl ? nl : end;
     size_t n = (size_t)(le - p);
@@ -391,8 +394,12 @@ int autotable_parse(const char *file, const char *text, size_t len, autotable **
         if (r == 0) t->n_rows++;
       }
     }
+    if (!bad && w->len > w_at && ++warned > AUTOTABLE_MAX_WARNED && w->p) w->p[w->len = w_at] = 0;
     p = nl ? nl + 1 : end;
   }
+  if (warned > AUTOTABLE_MAX_WARNED)
+    util_buf_printf(w, "%s: %d more lines skipped, as above (the first %d are shown)\n", file,
+                    warned - AUTOTABLE_MAX_WARNED, AUTOTABLE_MAX_WARNED);
   if (!bad && line == 0) bad = "it is empty";
   if (!bad && !have_cols) bad = "it has no column line (family, dtype, ranks, shape, time_us, config)";
   if (!bad && (!t->gpu || !*t->gpu)) bad = "it has no \"# gpu:\" line";

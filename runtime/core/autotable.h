@@ -28,6 +28,7 @@
 
 #define AUTOTABLE_FILE "tune/h200.tsv"   /* in the repo, embedded in the library */
 #define AUTOTABLE_MAX_LINE 4096           /* bytes a line may hold (a longer one is skipped) */
+#define AUTOTABLE_MAX_WARNED 20           /* lines whose warning is shown; the rest are counted */
 #define AUTOTABLE_MAX_SIZES 4             /* sizes a shape may name (WEFT_MAX_SIZES) */
 #define AUTOTABLE_MAX_SETS 64             /* key=value pairs a config may hold */
 #define AUTOTABLE_MAX_RANKS 65536         /* the most ranks a row may name (1..this) */

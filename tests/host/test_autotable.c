@@ -251,11 +251,33 @@ static void test_shapes(void **state) {
   shape_bad("", "expected rowsxcols");
 }
 
+/* a garbage file: the first AUTOTABLE_MAX_WARNED lines' warnings, then a count; bytes past ASCII
+ * shown escaped, not raw */
+static void test_many_bad_lines(void **state) {
+  (void)state;
+  util_buf w;
+  int rc;
+  util_buf text = {0};
+  util_buf_printf(&text, "%s", HEAD GOOD);
+  for (int i = 0; i < AUTOTABLE_MAX_WARNED + 10; i++) util_buf_printf(&text, "row_softmax\tb\xff\t1\trows=1 cols=2\t1.0\ta=1\n");
+  autotable *t = parse(text.p, &w, &rc);
+  assert_int_equal(rc, 0);
+  assert_int_equal(t->n_rows, 1);
+  has(&w, "t.tsv:10: column 2 (dtype) = \"b\\xff\": a dtype name");
+  has(&w, "t.tsv:29: column 2 (dtype)");   /* (line 10 + 19: the twentieth) */
+  assert_null(strstr(w.p, "t.tsv:30:"));
+  has(&w, "t.tsv: 10 more lines skipped, as above (the first 20 are shown)");
+  util_buf_free(&w);
+  util_buf_free(&text);
+  autotable_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_good),          cmocka_unit_test(test_column_order), cmocka_unit_test(test_bad_lines),
     cmocka_unit_test(test_huge_line),     cmocka_unit_test(test_bad_headers),  cmocka_unit_test(test_unknown_column),
     cmocka_unit_test(test_missing_file),  cmocka_unit_test(test_built_in),     cmocka_unit_test(test_shapes),
+    cmocka_unit_test(test_many_bad_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
