@@ -312,6 +312,14 @@ function M.run(f, file, what, budget, ...)
       return nil, string.format("%s: %s raised an error whose value is a %s, not a message", file, what, type(result))
     end
     if not result:find(file, 1, true) then result = file .. ": " .. result end
+    -- an error raised through nested library calls (a gsub whose function recurses until the C
+    -- stack overflows) gets the same position once per level: said once, with the count
+    local pos = result:match("^([^\n]-:%d+: )")
+    if pos then
+      local n, at = 0, 1
+      while result:sub(at, at + #pos - 1) == pos do n, at = n + 1, at + #pos end
+      if n > 2 then result = pos .. string.format("(%d nested calls) ", n) .. result:sub(at) end
+    end
     return nil, result, raw
   end
   if coroutine.status(co) ~= "dead" then return nil, file .. ": " .. what .. " yielded" end

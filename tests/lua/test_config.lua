@@ -181,6 +181,14 @@ T.test("infinite recursion fails", function()
   T.contains(msg, "cfg.lua")
 end)
 
+T.test("recursion through a library call names its position once, with the count", function()
+  -- (gsub calling a function that calls gsub: Lua adds the position at every level, ~100 times)
+  local msg = T.fails("load", config.load,
+    'local function f(s) return (s:gsub(".", function(c) return f(c) end)) end\nf("a")\nreturn {}', F)
+  T.ok(msg:match("^cfg%.lua:1: %(%d+ nested calls%) "), "said once, with the count: " .. msg:sub(1, 120))
+  T.not_contains(msg, "cfg.lua:1: cfg.lua:1:", "not repeated")
+end)
+
 T.test("a loop inside pcall is still stopped by the instruction limit", function()
   -- The limit is a count hook that raises an error; the sandbox's pcall can catch it.  Guard
   -- this test against hanging: wrap debug.sethook so that, after the limit has fired a few
