@@ -412,7 +412,7 @@ function M.layout(cfg)
   -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64
   -- columns in dense rows takes rows x 2W bytes, a multiple of 1024 as the next warpgroup's stage
   -- needs), else two whole-chunk buffers in turn (128 x 256 with four stages; weft/gemm_epilogue.cuh),
-  -- or for three consumers one
+  -- and for three consumers, where two do not fit either, one
   local chunks, rows = (t.n * esize + 127) // 128, M.epi_rows(cfg)
   local narrow = (t.n % 64) * esize
   L.epi_bufs, L.epi_stage = 0, 0

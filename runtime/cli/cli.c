@@ -68,11 +68,8 @@ int cli_flag_whole(int argc, char **argv, int *i, const char *cmd, long long lo,
     cli_err("%s: %s needs a whole number in %lld..%lld\n", cmd, flag, lo, hi);
     return -1;
   }
-  char *end;
-  errno = 0;
-  long long n = strtoll(v, &end, 10);
-  /* digits only: strtoll would take " 5", "+5" and "-0"; base 10, so "010" is ten and "0x10" refused */
-  if (strspn(v, "0123456789") != strlen(v) || end == v || errno || n < lo || n > hi) {
+  long long n = 0;
+  if (util_parse_whole(v, &n) || n < lo || n > hi) {
     cli_err("%s: %s %.80s%s: expected a whole number (decimal) in %lld..%lld%s\n", cmd, flag, v, strlen(v) > 80 ? "..." : "",
             lo, hi, why ? why : "");
     return -1;

@@ -2,7 +2,6 @@
  * against a CPU reference in double precision, then time it against a device-to-device copy
  * measured in the same process.  Exit: 0 checked and correct, 1 wrong (or failed), 2 usage or
  * config error, 77 no GPU/driver here (ctest's SKIP code). */
-#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -92,11 +91,9 @@ static int sizes_unchecked;
 
 /* A size's value: a positive integer within the kernel's limits (the library's one check). */
 static int size_value(const weft_manifest *m, const char *what, const char *text, int j, long long *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
+  long long v = 0;
   char why[512];
-  if (!isdigit((unsigned char)text[0]) || *end || errno || v <= 0) {   /* (digits only, as every number flag: not " 5", "+5") */
+  if (util_parse_whole(text, &v) || v <= 0) {   /* (digits only, as every number flag: not " 5", "+5") */
     cli_err("weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j], text);
     return -1;
   }

@@ -212,10 +212,8 @@ static int parse_row(const char *file, int line, const char *const *f, const siz
   char buf[AUTOTABLE_MAX_LINE + 1], why[512], canon[512];
   memcpy(buf, v[COL_RANKS], vl[COL_RANKS]);
   buf[vl[COL_RANKS]] = 0;
-  char *end;
-  errno = 0;
-  long ranks = strtol(buf, &end, 10);
-  if (!vl[COL_RANKS] || *end || errno || ranks < 1 || ranks > AUTOTABLE_MAX_RANKS || !isdigit((unsigned char)buf[0])) {
+  long long ranks = 0;
+  if (util_parse_whole(buf, &ranks) || ranks < 1 || ranks > AUTOTABLE_MAX_RANKS) {
     warn_field(w, file, line, at[COL_RANKS], "ranks", v[COL_RANKS], vl[COL_RANKS],
                "a whole number of ranks in 1.." LITERAL_TEXT(AUTOTABLE_MAX_RANKS));
     return -1;
@@ -229,10 +227,8 @@ static int parse_row(const char *file, int line, const char *const *f, const siz
   }
   memcpy(buf, v[COL_TIME], vl[COL_TIME]);
   buf[vl[COL_TIME]] = 0;
-  errno = 0;
-  double t = strtod(buf, &end);
-  /* (decimal only: strtod also reads hex floats, "0x10" as 16) */
-  if (!vl[COL_TIME] || *end || errno || !isfinite(t) || t <= 0 || isspace((unsigned char)buf[0]) || strpbrk(buf, "xX")) {
+  double t = 0;
+  if (util_parse_decimal(buf, &t) || !isfinite(t) || t <= 0) {
     warn_field(w, file, line, at[COL_TIME], "time_us", v[COL_TIME], vl[COL_TIME],
                "a positive number of microseconds (123.4)");
     return -1;

@@ -107,6 +107,25 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   return 0;
 }
 
+int util_parse_whole(const char *s, long long *out) {
+  if (!*s || strspn(s, "0123456789") != strlen(s)) return -1;
+  errno = 0;
+  long long n = strtoll(s, NULL, 10);
+  if (errno) return -1;
+  *out = n;
+  return 0;
+}
+
+int util_parse_decimal(const char *s, double *out) {
+  if (!*s || isspace((unsigned char)s[0]) || strpbrk(s, "xX")) return -1;
+  char *end;
+  errno = 0;
+  double t = strtod(s, &end);
+  if (*end || errno) return -1;
+  *out = t;
+  return 0;
+}
+
 const char *util_shown(const char *s, char *buf, size_t n) {
   size_t len = strlen(s);
   if (len < n || n < 64) return s;
@@ -273,12 +292,9 @@ int util_signal_timeout_ms(double *ms, char *err, size_t errlen) {
   const char *v = getenv("WEFT_SIGNAL_TIMEOUT_MS");
   *ms = 0;
   if (!v || !*v) return 0;
-  char *end;
-  errno = 0;
-  double t = strtod(v, &end);
-  /* !(t > 0) also refuses NaN; strtod's leading blanks and hex floats ("0x10") are not taken either */
-  if (errno || *end || end == v || isspace((unsigned char)v[0]) || strpbrk(v, "xX") || !(t > 0) ||
-      t > UTIL_SIGNAL_TIMEOUT_MAX_MS) {
+  double t = 0;
+  /* !(t > 0) also refuses NaN */
+  if (util_parse_decimal(v, &t) || !(t > 0) || t > UTIL_SIGNAL_TIMEOUT_MAX_MS) {
     util_set_err(err, errlen, "WEFT_SIGNAL_TIMEOUT_MS = \"%.80s%s\": must be a number of milliseconds above 0 and "
                  "at most %.0f (a day) (how long a kernel waits for a signal before it stops and names it; 0 is "
                  "refused, since a wait without an end can hang; unset: 5000 between ranks, 60000 for stream-K)", v,

@@ -17,6 +17,13 @@ const char *util_file_kind(unsigned mode);
 /* 1 with a message in err when util_write_atomic would refuse path (a folder, device, pipe or
  * socket, or a link to one), else 0: what a command checks before its run */
 int util_not_regular(const char *path, char *err, size_t errlen);
+/* s as a whole number in decimal digits only (no blank, sign or "0x": " 5", "+5" and "-0" are
+ * refused, "010" is ten), within long long: 0 with *out, else -1 */
+int util_parse_whole(const char *s, long long *out);
+/* s as a decimal number, all of it (no leading blank, no hex float: strtod reads "0x10" as 16), in
+ * range of a double: 0 with *out (which may still be 0, negative, inf or NaN: the caller's range
+ * check), else -1 */
+int util_parse_decimal(const char *s, double *out);
 /* mkdir -p with the given mode for every created component. 0 or -1 with err. */
 int util_mkdirs(const char *path, unsigned mode, char *err, size_t errlen);
 char *util_strdup(const char *s);
