@@ -111,7 +111,7 @@ function M.fields(pre)
     cluster = { name = "cluster", kind = "custom", check = M.cluster_check, default = { m = 1, n = 1 }, tag = "cl",
       doc = pre .. "CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
         .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA. At most 2 CTAs; "
-        .. "with swap_ab, n = 2, 4 or 8 (B's row blocks sharing A's rows)" },
+        .. "with swap_ab, up to 8 along either or both (m, n in 1, 2, 4, 8; m x n <= 8)" },
     split_k = { name = "split_k", kind = "int", min = 1, max = M.MAX_SPLIT_K, default = 1, tag = "sk",
       doc = pre .. "cooperative: S > 1 = a cluster of S CTAs per tile, each over 1/S of K; their f32 partial sums "
         .. "meet in the first through distributed shared memory, in a fixed tree (the same bits every run). For "
@@ -137,8 +137,8 @@ function M.fields(pre)
     swap_ab = { name = "swap_ab", kind = "bool", default = false, tag = "sw",
       doc = pre .. "family gemm, b_layout = \"col\", decode: B's rows are the WGMMA's 64-row side (tile.n in {64, 128, "
         .. "192, 256}) and A's rows its N side (tile.m = 8, 16, ..., 256), so a tile is as tall as M needs (M = 1: "
-        .. "8 rows, not 64) and the ring holds B, not A's padding; cooperative, direct epilogue; a cluster only along N "
-        .. "(n = 2, 4, 8: A's rows read once for as many tiles of B, unsplit)" },
+        .. "8 rows, not 64) and the ring holds B, not A's padding; cooperative, direct epilogue; a cluster of up "
+        .. "to 8 CTAs along M, N or both (unsplit: B's rows read once for cluster.m tiles, A's for cluster.n)" },
     l2_promotion = { name = "l2_promotion", kind = "custom", check = M.l2_promotion_check, default = "auto", tag = "l2p",
       doc = pre .. "family gemm: the L2 promotion of A's and B's tensor maps, in bytes (0, 64, 128 or 256: how much "
         .. "L2 fetches around each TMA box row); auto: 128 with swap_ab or a tile under 64 rows (a decode tile "
