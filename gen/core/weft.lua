@@ -16,7 +16,11 @@ local M = {}
 
 M.VERSION = "0.1.0"
 M.ARCH = "sm_90a"
-M.refs = {}   -- kernel name -> custom operator reference function (see generate)
+-- Custom operators' host references (op.ref, Lua functions) for the runtime's checks
+-- (bridge_fold), by a key the kernel's manifest carries (ref_key), not by its name: two configs
+-- that differ only in op.ref make one kernel name.  The runtime drops a key when the manifest
+-- holding it is freed (runtime/core/bridge.h).
+M.refs, M.last_ref = {}, 0
 
 -- The families are the modules in gen/families/ (the host lists them: weft_families), so a new
 -- family is a new file.
@@ -201,11 +205,14 @@ end
 -- One kernel's manifest (no json yet: generate adds it once every kernel's name is known).
 local function render_kernel(fam, ncfg, d, file, read)
   local name = M.kernel_name(fam, ncfg)
-  -- A custom operator's host reference (op.ref, a Lua function) stays here for the runtime's
-  -- checks (bridge_fold), keyed by kernel name.
+  local ref_key   -- (M.refs)
   for _, f in ipairs(fam.fields) do
     local v = ncfg[f.name]
-    if type(v) == "table" and v.ref then M.refs[name] = v.ref end
+    if type(v) == "table" and v.ref then
+      M.last_ref = M.last_ref + 1
+      ref_key = M.last_ref
+      M.refs[ref_key] = v.ref
+    end
   end
   local values = { name = name }
   for k, v in pairs(d.values) do values[k] = v end
@@ -244,7 +251,7 @@ local function render_kernel(fam, ncfg, d, file, read)
     params = flatten(ncfg, fam),
     run = run_spec(fam, ncfg, d),
     config_file = file,
-  }, source
+  }, source, ref_key
 end
 
 -- generate(text, file, overrides, read) -> manifest | nil, message
@@ -267,9 +274,9 @@ function M.generate(text, file, overrides, read)
     if not pfam then return nil, pcfg end
     todo[#todo + 1] = { pfam, pcfg, pd }
   end
-  local kernels, sources, names = {}, {}, {}
+  local kernels, sources, names, keys = {}, {}, {}, {}
   for i, t in ipairs(todo) do
-    kernels[i], sources[i] = render_kernel(t[1], t[2], t[3], file, read)
+    kernels[i], sources[i], keys[i] = render_kernel(t[1], t[2], t[3], file, read)
     if not kernels[i] then return nil, sources[i] end
     for j = 1, i - 1 do
       if names[j] == kernels[i].name then error(kernels[i].name .. ": two kernels of one config share a name") end
@@ -280,6 +287,7 @@ function M.generate(text, file, overrides, read)
     m.kernels = names
     m.json = json.encode(m)   -- everything but the source, which goes next to it as <name>.cu
     m.source = sources[i]
+    m.ref_key = keys[i]       -- (after the json: it differs from one generate to the next)
   end
   local m = kernels[1]
   m.parts = { table.unpack(kernels, 2) }

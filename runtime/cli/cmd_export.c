@@ -51,8 +51,8 @@ static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, util_buf
   int n = 0;
   char *cfg = util_strdup(b->row.config);
   const char *sets[CLI_MAX_SETS];
-  char *p = cfg ? strtok(cfg, "\n") : NULL;
-  for (; p && n < CLI_MAX_SETS; p = strtok(NULL, "\n")) sets[n++] = p;
+  char *save = NULL, *p = cfg ? strtok_r(cfg, "\n", &save) : NULL;
+  for (; p && n < CLI_MAX_SETS; p = strtok_r(NULL, "\n", &save)) sets[n++] = p;
   weft_manifest *m = NULL, *back = NULL;
   int rc = -1;
   if (!cfg) { util_set_err(why, wlen, "out of memory"); return -1; }
@@ -104,7 +104,8 @@ static int row_config(weft_ctx *ctx, const tune_best *b, util_buf *out, util_buf
   char *copy = text.p ? util_strdup(text.p) : util_strdup("");
   const char *bs[256];
   int nb = 0;
-  for (char *p = copy ? strtok(copy, ";") : NULL; p && nb < 256; p = strtok(NULL, ";")) bs[nb++] = p;
+  char *rest = NULL;
+  for (char *p = copy ? strtok_r(copy, ";", &rest) : NULL; p && nb < 256; p = strtok_r(NULL, ";", &rest)) bs[nb++] = p;
   if (!base || !copy || text.oom) util_set_err(why, wlen, "out of memory");
   else if (weft_generate_string(ctx, "(table row)", base, bs, nb, &back))
     util_set_err(why, wlen, "written as a table row it does not generate: %.300s", weft_ctx_error(ctx));

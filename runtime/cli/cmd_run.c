@@ -94,7 +94,9 @@ static int size_value(const weft_manifest *m, const char *what, const char *text
   long long v = 0;
   char why[512];
   if (util_parse_whole(text, &v) || v <= 0) {   /* (digits only, as every number flag: not " 5", "+5") */
-    cli_err("weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j], text);
+    char shown[160];
+    cli_err("weft run: %s: %s = %s: must be a positive integer\n", what, m->run.sizes[j],
+            util_printable(text, shown, sizeof shown));
     return -1;
   }
   if (!sizes_unchecked && weft_manifest_check_size(m, m->run.sizes[j], v, why, sizeof why)) {
@@ -118,8 +120,8 @@ static void sizes_list(const weft_run_spec *rs, char *buf, size_t len, const cha
 /* "AxBxC": one value per size of the family, in its order (also X or *). */
 static int shape_value(const weft_manifest *m, const char *flag, const char *text, weft_shape *out) {
   const weft_run_spec *rs = &m->run;
-  char what[256], names[128];
-  snprintf(what, sizeof what, "%s %.200s", flag, text);
+  char what[256], names[128], shown[224];
+  snprintf(what, sizeof what, "%s %s", flag, util_printable(text, shown, sizeof shown));
   sizes_list(rs, names, sizeof names, "x", "");
   const char *at = text;
   for (int j = 0; j < rs->n_sizes; j++) {

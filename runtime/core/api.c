@@ -29,6 +29,7 @@ struct weft_ctx {
   CUdevice cudev;
   CUcontext cuctx;
   ws_table *ws;            /* the workspaces of manifests that have one (stream-K), or NULL */
+  weft_kernel *kernels;    /* the first kernels compiled in it and not destroyed (next/prev) */
   char err[ERRLEN];
 };
 
@@ -48,6 +49,7 @@ struct weft_kernel {
    * frees them; the others point back at it and own neither their manifest nor themselves. */
   weft_kernel **parts;
   weft_kernel *owner;
+  weft_kernel *next, *prev;   /* a first kernel in its context's list; ctx is cleared when it goes */
   char err[ERRLEN];
 };
 
@@ -68,22 +70,45 @@ static weft_status fail(char *buf, weft_status st, const char *fmt, ...) {
   return st;
 }
 
+weft_status api_refuse(char *err, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, ERRLEN, fmt, ap);
+    va_end(ap);
+  }
+  return WEFT_ERR_INVALID;
+}
+
 weft_status weft_ctx_create(weft_ctx **out, const weft_ctx_options *opts) {
   if (!out) return WEFT_ERR_INVALID;
   *out = NULL;
   weft_ctx *c = calloc(1, sizeof *c);
   if (!c) return WEFT_ERR_NOMEM;
-  const char *src = opts && opts->source_dir ? opts->source_dir : getenv("WEFT_SOURCE_DIR");
+  const char *src = opts && opts->source_dir && *opts->source_dir ? opts->source_dir : getenv("WEFT_SOURCE_DIR");
   char err[1024];
-  if (bridge_open(&c->gen, src, 0, err, sizeof err) != 0) { free(c); return WEFT_ERR_INTERNAL; }
+  /* (bridge_open fails only out of memory: a bad source_dir is reported by the first generate) */
+  if (bridge_open(&c->gen, src, 0, err, sizeof err) != 0) { free(c); return WEFT_ERR_NOMEM; }
   c->device = opts ? opts->device : 0;
-  c->cache_root = util_strdup(opts ? opts->cache_dir : NULL);
+  /* "" is unset, as for WEFT_CACHE_DIR and source_dir */
+  if (opts && opts->cache_dir && *opts->cache_dir && !(c->cache_root = util_strdup(opts->cache_dir))) {
+    weft_ctx_destroy(c);
+    return WEFT_ERR_NOMEM;
+  }
   *out = c;
   return WEFT_OK;
 }
 
 void weft_ctx_destroy(weft_ctx *c) {
   if (!c) return;
+  /* kernels may outlive their context: they keep their binary and manifest, and the calls that
+   * need the context say it is gone (kernel_ctx) instead of reading freed memory */
+  for (weft_kernel *k = c->kernels, *next; k; k = next) {
+    next = k->next;
+    for (int i = 0; k->parts && i < k->m->n_parts; i++) k->parts[i]->ctx = NULL;
+    k->ctx = NULL;
+    k->next = k->prev = NULL;
+  }
   bridge_close(c->gen);
   cache_close(c->cache);
   free(c->cache_root);
@@ -101,14 +126,16 @@ const char *weft_ctx_error(const weft_ctx *c) { return c ? c->err : "no context"
 
 weft_status weft_generate_string(weft_ctx *c, const char *chunkname, const char *text,
                                  const char *const *ov, int n_ov, weft_manifest **out) {
-  if (!c || !text || !out) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!text || !out) return api_refuse(c->err, "weft_generate_string: %s is NULL", !text ? "text" : "out");
   return bridge_generate(c->gen, chunkname ? chunkname : "(config string)", text, ov, n_ov, out,
                          c->err, sizeof c->err);
 }
 
 weft_status weft_generate_file(weft_ctx *c, const char *path, const char *const *ov, int n_ov,
                                weft_manifest **out) {
-  if (!c || !path || !out) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!path || !out) return api_refuse(c->err, "weft_generate_file: %s is NULL", !path ? "path" : "out");
   char *text;
   size_t n;
   if (util_read_file(path, &text, &n, c->err, sizeof c->err) != 0) return WEFT_ERR_IO;
@@ -171,13 +198,17 @@ static weft_status kernel_build(weft_ctx *c, weft_manifest *m, const char *nv, w
 }
 
 weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **out) {
-  if (!c || !m || !out) return WEFT_ERR_INVALID;
-  *out = NULL;
-  if (m->part != 0) {
-    weft_status st = fail(c->err, WEFT_ERR_INVALID, "%s: kernel %d of %d of its config: compile the first, which "
-                          "compiles them all (weft_kernel_part)", m->name, m->part + 1, m->n_parts);
+  if (out) *out = NULL;
+  /* a part is its first kernel's (weft_manifest_part): refused, and left to it */
+  if (m && m->part != 0)
+    return c ? fail(c->err, WEFT_ERR_INVALID, "%s: kernel %d of %d of its config: compile the first, which "
+                    "compiles them all (weft_kernel_part)", m->name, m->part + 1, m->n_parts)
+             : WEFT_ERR_INVALID;
+  /* otherwise m is taken in every case, freed on failure (the caller never frees it after) */
+  if (!c || !m || !out) {
     weft_manifest_free(m);
-    return st;
+    return c ? fail(c->err, WEFT_ERR_INVALID, "weft_compile_manifest: %s is NULL", !m ? "the manifest" : "out")
+             : WEFT_ERR_INVALID;
   }
   char nv[32];
   jit_nvrtc_version(nv, sizeof nv);
@@ -205,6 +236,9 @@ weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **o
       k->parts[i]->owner = k;
     }
   }
+  k->next = c->kernels;
+  if (c->kernels) c->kernels->prev = k;
+  c->kernels = k;
   *out = k;
   return WEFT_OK;
 }
@@ -244,7 +278,7 @@ weft_kernel *weft_kernel_part(weft_kernel *k, int i) {
   return i == 0 ? k : k->parts[i];
 }
 
-/* Reads nothing of k->ctx: a kernel may outlive its context (weft_ctx_destroy first). */
+/* Reads nothing of k->ctx: a kernel may outlive its context (weft_ctx_destroy clears it). */
 static void kernel_free(weft_kernel *k) {
   if (k->lib && k->drv) k->drv->cuLibraryUnload(k->lib);
   cache_entry_free(&k->bin);
@@ -253,6 +287,11 @@ static void kernel_free(weft_kernel *k) {
 
 void weft_kernel_destroy(weft_kernel *k) {
   if (!k || k->owner) return;   /* a later kernel of a config goes with its first */
+  if (k->ctx) {
+    if (k->prev) k->prev->next = k->next;
+    else if (k->ctx->kernels == k) k->ctx->kernels = k->next;
+    if (k->next) k->next->prev = k->prev;
+  }
   for (int i = 1; k->parts && i < k->m->n_parts; i++)
     if (k->parts[i]) kernel_free(k->parts[i]);
   free(k->parts);
@@ -261,9 +300,19 @@ void weft_kernel_destroy(weft_kernel *k) {
   weft_manifest_free(m);
 }
 
+/* The kernel's context, or NULL with k->err saying it was destroyed. */
+static weft_ctx *kernel_ctx(weft_kernel *k) {
+  if (!k->ctx)
+    fail(k->err, WEFT_ERR_INVALID, "%s: its context was destroyed (weft_ctx_destroy): create one and compile the "
+         "kernel again", k->m->name);
+  return k->ctx;
+}
+
 weft_status weft_reference_fold(weft_kernel *k, const double *x, size_t n, double *out) {
-  if (!k || (!x && n) || !out) return WEFT_ERR_INVALID;
-  if (bridge_fold(k->ctx->gen, k->m->name, x, n, out, k->err, sizeof k->err) != 0) return WEFT_ERR_INVALID;
+  if (!k) return WEFT_ERR_INVALID;
+  if (!x && n) return api_refuse(k->err, "weft_reference_fold: x is NULL with n = %zu", n);
+  if (!out) return api_refuse(k->err, "weft_reference_fold: out is NULL");
+  if (bridge_fold(k->m, x, n, out, k->err, sizeof k->err) != 0) return WEFT_ERR_INVALID;
   return WEFT_OK;
 }
 
@@ -327,7 +376,10 @@ weft_status api_device_info(weft_ctx *c, char *name, size_t len, int *sm, int *d
 
 weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const *ov, int n_ov, const char *shape,
                                int ranks, const char *db_path, weft_kernel **out, int *tuned) {
-  if (!c || !path || !shape || !out || !tuned || ranks < 1) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!path || !shape || !out || !tuned)
+    return api_refuse(c->err, "weft_compile_tuned: %s is NULL", !path ? "path" : !shape ? "shape" : !out ? "out" : "tuned");
+  if (ranks < 1) return api_refuse(c->err, "weft_compile_tuned: ranks = %d: the world's size, 1 or more", ranks);
   *out = NULL;
   *tuned = 0;
   weft_manifest *m;
@@ -349,16 +401,22 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
   char notice[2048];
   if (found == 0) {
     /* the stored candidate: its base config plus its overrides, one per line */
-    const char *sets[128];
+    enum { MAX_SETS = 128 };   /* (a sweep's candidate sets a handful of fields) */
+    const char *sets[MAX_SETS];
     int n = 0;
-    for (char *p = strtok(best.config, "\n"); p && n < 128; p = strtok(NULL, "\n")) sets[n++] = p;
+    char *save = NULL, *p = strtok_r(best.config, "\n", &save);
+    for (; p && n < MAX_SETS; p = strtok_r(NULL, "\n", &save)) sets[n++] = p;
     /* The tuned config must share the family's key fields (its run spec's key: what changes the
      * result, as op, eps, residual, b_layout) with the user's config, unless its sweep set them:
      * a tuned result never swaps what the user asked for.  Otherwise the config as given, with a
      * notice saying what differed. */
     weft_manifest *mt = NULL;
     char differs[1024] = "";
-    st = weft_generate_string(c, best.sweep, best.base, sets, n, &mt);
+    if (p)   /* more lines than any candidate weft tune stores: refused, not cut short */
+      st = api_refuse(c->err, "%s: the tuned row of %s holds more than %d overrides: not a row weft tune writes",
+                      tunedb_path(db), best.kernel, MAX_SETS);
+    else
+      st = weft_generate_string(c, best.sweep, best.base, sets, n, &mt);
     for (int i = 0; !st && i < m->n_params && !differs[0]; i++) {
       const char *k = m->params[i].key, *mine = m->params[i].value, *theirs = weft_manifest_param(mt, k);
       int swept = 0;
@@ -407,7 +465,8 @@ weft_status weft_compile_tuned(weft_ctx *c, const char *path, const char *const 
 }
 
 weft_status weft_ctx_cuda(weft_ctx *c, void **cucontext) {
-  if (!c || !cucontext) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!cucontext) return api_refuse(c->err, "weft_ctx_cuda: cucontext is NULL");
   weft_status st = ctx_device(c, c->err);
   *cucontext = st ? NULL : (void *)c->cuctx;
   return st;
@@ -415,6 +474,7 @@ weft_status weft_ctx_cuda(weft_ctx *c, void **cucontext) {
 
 static weft_status kernel_load(weft_kernel *k) {
   char *err = k->err;
+  if (!kernel_ctx(k)) return WEFT_ERR_INVALID;
   weft_status st = ctx_device(k->ctx, err);
   if (st) return st;
   if (k->fn) return WEFT_OK;
@@ -457,7 +517,8 @@ static weft_status kernel_load(weft_kernel *k) {
 }
 
 weft_status weft_kernel_resources(weft_kernel *k, weft_resources *out) {
-  if (!k || !out) return WEFT_ERR_INVALID;
+  if (!k) return WEFT_ERR_INVALID;
+  if (!out) return api_refuse(k->err, "weft_kernel_resources: out is NULL");
   weft_status st = kernel_load(k);
   if (st) return st;
   const drv_table *d = k->ctx->drv;
@@ -581,6 +642,7 @@ weft_status weft_ctx_check(weft_ctx *c) {
 
 weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, void *tail, int share, long coresident,
                        void *stream) {
+  if (!kernel_ctx(k)) return WEFT_ERR_INVALID;
   weft_status st = check_args(k, args);
   if (st) return st;
   const weft_manifest *m = k->m;
@@ -652,7 +714,9 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
 }
 
 weft_status weft_launch(weft_kernel *k, void **args, void *stream) {
-  if (!k || !args) return WEFT_ERR_INVALID;
+  if (!k) return WEFT_ERR_INVALID;
+  if (!args) return api_refuse(k->err, "weft_launch: %s: args is NULL (it takes %d arguments: a pointer to each value)",
+                               k->m->name, k->m->n_args);
   if (k->m->comm.signals)
     return fail(k->err, WEFT_ERR_INVALID, "%s: a %s kernel talks to other ranks: launch it with weft_comm_launch "
                 "(after weft_comm_create), not weft_launch", k->m->name, k->m->family);
@@ -670,6 +734,7 @@ weft_ctx *api_kernel_ctx(weft_kernel *k) { return k->ctx; }
 char *api_kernel_err(weft_kernel *k) { return k->err; }
 
 weft_status api_device(weft_ctx *c, const drv_table **d, CUdevice *dev) {
+  if (!c) return WEFT_ERR_INVALID;   /* (a kernel's context destroyed: kernel_ctx) */
   weft_status st = ctx_device(c, c->err);
   if (st) return st;
   *d = c->drv;

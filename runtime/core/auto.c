@@ -436,9 +436,14 @@ static weft_status this_device(weft_ctx *c, auto_device *d, char *gpu, size_t le
 weft_status auto_choose_with_device(weft_ctx *c, const char *chunk, const char *text, const char *const *ov, int n_ov,
                                     const char *shape, int ranks, int n_cand, const char *db_path,
                                     const auto_device *dev, weft_auto **out) {
-  if (!c || !text || !shape || !out || ranks < 1 || n_cand < 0 || n_ov < 0 || (n_ov && !ov)) return WEFT_ERR_INVALID;
-  *out = NULL;
+  if (!c) return WEFT_ERR_INVALID;
   char *err = api_ctx_err(c);
+  if (!text || !shape || !out)
+    return api_refuse(err, "weft_auto_choose: %s is NULL", !text ? "the config text" : !shape ? "shape" : "out");
+  *out = NULL;
+  if (ranks < 1) return api_refuse(err, "weft_auto_choose: ranks = %d: the world's size, 1 or more", ranks);
+  if (n_cand < 0) return api_refuse(err, "weft_auto_choose: n_candidates = %d: 0 or more", n_cand);
+  if (bridge_overrides_check("weft_auto_choose", ov, n_ov, err, API_ERRLEN) != 0) return WEFT_ERR_INVALID;
   bridge *b = api_bridge(c);
   if (!chunk) chunk = "(config string)";
   if (bridge_check_env(b, err, API_ERRLEN) != 0) return WEFT_ERR_INVALID;
@@ -516,6 +521,7 @@ weft_status auto_prepare(weft_ctx *c, const char *path, const char *const *ov, i
   char *err = api_ctx_err(c), *text;
   size_t n;
   *n_sizes = 0;
+  if (bridge_overrides_check(path, ov, n_ov, err, API_ERRLEN) != 0) return WEFT_ERR_INVALID;
   if (util_read_file(path, &text, &n, err, API_ERRLEN) != 0) return WEFT_ERR_IO;
   bridge *b = api_bridge(c);
   lua_State *L = bridge_lua(b);
@@ -547,7 +553,8 @@ weft_status weft_auto_choose_string(weft_ctx *c, const char *chunk, const char *
 
 weft_status weft_auto_choose(weft_ctx *c, const char *path, const char *const *ov, int n_ov, const char *shape,
                              int ranks, int n_cand, const char *db_path, weft_auto **out) {
-  if (!c || !path || !out) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!path || !out) return api_refuse(api_ctx_err(c), "weft_auto_choose: %s is NULL", !path ? "path" : "out");
   *out = NULL;
   char *text, *err = api_ctx_err(c);
   size_t n;
@@ -581,8 +588,11 @@ const char *const *auto_sets(const weft_auto *a, int i, int *n) {
 }
 
 weft_status weft_auto_compile(weft_ctx *c, const weft_auto *a, int i, weft_kernel **out) {
-  if (!c || !a || !out || i < 0 || i >= a->n) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!a || !out) return api_refuse(api_ctx_err(c), "weft_auto_compile: %s is NULL", !a ? "the choice" : "out");
   *out = NULL;
+  if (i < 0 || i >= a->n)
+    return api_refuse(api_ctx_err(c), "weft_auto_compile: candidate %d: the choice has %d (0..%d)", i, a->n, a->n - 1);
   int n = a->n_ov + a->ch[i].n_sets;
   const char **all = calloc((size_t)n + 1, sizeof *all);
   if (!all) return WEFT_ERR_NOMEM;
@@ -596,7 +606,8 @@ weft_status weft_auto_compile(weft_ctx *c, const weft_auto *a, int i, weft_kerne
 static int by_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 weft_status weft_auto_record(weft_ctx *c, const weft_auto *a, int i, double time_us, const char *db_path) {
-  if (!c || !a) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!a) return api_refuse(api_ctx_err(c), "weft_auto_record: the choice is NULL");
   char *err = api_ctx_err(c), gpu[256], nv[32], e[2048];
   if (i < 0 || i >= a->n || !isfinite(time_us) || time_us <= 0) {   /* said: the context's last message was another's */
     if (i < 0 || i >= a->n)
@@ -640,7 +651,8 @@ weft_status weft_auto_record(weft_ctx *c, const weft_auto *a, int i, double time
 
 weft_status weft_compile_auto(weft_ctx *c, const char *path, const char *const *ov, int n_ov, const char *shape,
                               int ranks, weft_kernel **out) {
-  if (!c || !out) return WEFT_ERR_INVALID;
+  if (!c) return WEFT_ERR_INVALID;
+  if (!out) return api_refuse(api_ctx_err(c), "weft_compile_auto: out is NULL");
   *out = NULL;
   weft_auto *a = NULL;
   weft_status st = weft_auto_choose(c, path, ov, n_ov, shape, ranks, 0, NULL, &a);

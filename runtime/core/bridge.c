@@ -12,6 +12,7 @@
 #include <time.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 
 #include "manifest.h"
 #include "util.h"
@@ -31,7 +32,78 @@ struct bridge {
   int sandboxes;          /* sandboxed calls in progress (nested: a sweep's where inside a load) */
   long memory_mb, seconds;
   double fold_left, fold_deadline_ms;   /* bridge_fold's budget for op.ref */
+  bridge_refs *refs;      /* the op.ref keys its manifests hold (bridge.h) */
 };
+
+struct bridge_refs {
+  pthread_mutex_t mu;
+  bridge *b;              /* NULL once the bridge is closed */
+  int users;              /* the open bridge, and each manifest holding a key */
+  long *dropped;          /* keys released since the bridge last dropped them from M.refs */
+  int n, cap;
+};
+
+/* One user less; the last frees r.  Called with r->mu held; unlocks it. */
+static void refs_unuse(bridge_refs *r) {
+  int last = --r->users == 0;
+  pthread_mutex_unlock(&r->mu);
+  if (last) {
+    pthread_mutex_destroy(&r->mu);
+    free(r->dropped);
+    free(r);
+  }
+}
+
+void bridge_refs_hold(bridge_refs *r) {
+  pthread_mutex_lock(&r->mu);
+  r->users++;
+  pthread_mutex_unlock(&r->mu);
+}
+
+void bridge_refs_release(bridge_refs *r, long key) {
+  pthread_mutex_lock(&r->mu);
+  if (r->b && key > 0) {
+    if (r->n == r->cap) {
+      int cap = r->cap ? 2 * r->cap : 16;
+      long *d = realloc(r->dropped, (size_t)cap * sizeof *d);
+      if (d) r->dropped = d, r->cap = cap;   /* (out of memory: the one function stays, nothing breaks) */
+    }
+    if (r->n < r->cap) r->dropped[r->n++] = key;
+  }
+  refs_unuse(r);
+}
+
+/* M.refs[key] = nil for each key in [from, to] and each released one; the module loaded. */
+static void refs_drop(bridge *b, long from, long to) {
+  lua_State *L = b->L;
+  pthread_mutex_lock(&b->refs->mu);
+  long *keys = b->refs->dropped;
+  int n = b->refs->n;
+  b->refs->dropped = NULL;
+  b->refs->n = b->refs->cap = 0;
+  pthread_mutex_unlock(&b->refs->mu);
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "gen.core.weft") == LUA_TTABLE && lua_getfield(L, -1, "refs") == LUA_TTABLE) {
+    for (int i = 0; i < n; i++) { lua_pushnil(L); lua_rawseti(L, -2, keys[i]); }
+    for (long k = from; k > 0 && k <= to; k++) { lua_pushnil(L); lua_rawseti(L, -2, k); }
+  }
+  lua_settop(L, top);
+  free(keys);
+}
+
+/* The last key the generator gave (M.last_ref; 0 before the module is loaded). */
+static long refs_last(lua_State *L) {
+  int top = lua_gettop(L);
+  long last = 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "gen.core.weft") == LUA_TTABLE && lua_getfield(L, -1, "last_ref") == LUA_TNUMBER)
+    last = (long)lua_tointeger(L, -1);
+  lua_settop(L, top);
+  return last;
+}
+
+bridge_refs *bridge_refs_of(bridge *b) { return b->refs; }
 
 /* ---- the allocator: the config sandbox's memory cap ------------------------------------ */
 
@@ -257,9 +329,17 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
                                   from_env ? "unset it" : "leave it out");
     if (why && !b->bad_env) { free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1; }
   }
+  if (!(b->refs = calloc(1, sizeof *b->refs)) || pthread_mutex_init(&b->refs->mu, NULL) != 0) {
+    free(b->refs); free(b->source_dir); free(b->bad_env); free(b);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  b->refs->b = b;
+  b->refs->users = 1;
   lua_State *L = b->L = lua_newstate(bridge_alloc, b);
   if (!L) {
-    free(b->source_dir); free(b->bad_env); free(b);
+    pthread_mutex_destroy(&b->refs->mu);
+    free(b->refs); free(b->source_dir); free(b->bad_env); free(b);
     snprintf(err, errlen, "cannot create a Lua state");
     return -1;
   }
@@ -321,6 +401,9 @@ lua_State *bridge_lua(bridge *b) { return b->L; }
 
 void bridge_close(bridge *b) {
   if (!b) return;
+  pthread_mutex_lock(&b->refs->mu);   /* manifests may outlive it: their keys go with the state */
+  b->refs->b = NULL;
+  refs_unuse(b->refs);
   lua_close(b->L);
   free(b->source_dir);
   free(b->bad_env);
@@ -363,6 +446,23 @@ weft_status bridge_failure(bridge *b, int status, const char *what, const char *
   return WEFT_ERR_INTERNAL;
 }
 
+int bridge_overrides_check(const char *fn, const char *const *ov, int n, char *err, size_t errlen) {
+  if (n < 0 || n > BRIDGE_MAX_OVERRIDES) {
+    snprintf(err, errlen, "%s: n_overrides = %d: 0..%d (\"key=value\" strings)", fn, n, BRIDGE_MAX_OVERRIDES);
+    return -1;
+  }
+  if (n > 0 && !ov) {
+    snprintf(err, errlen, "%s: overrides is NULL with n_overrides = %d", fn, n);
+    return -1;
+  }
+  for (int i = 0; i < n; i++)
+    if (!ov[i]) {
+      snprintf(err, errlen, "%s: overrides[%d] is NULL (n_overrides = %d: each a \"key=value\" string)", fn, i, n);
+      return -1;
+    }
+  return 0;
+}
+
 weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
                             const char *const *overrides, int n_overrides, weft_manifest **out,
                             char *err, size_t errlen) {
@@ -370,6 +470,7 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
   int top = lua_gettop(L);
   weft_status st = WEFT_OK;
   *out = NULL;
+  if (bridge_overrides_check("generate", overrides, n_overrides, err, errlen) != 0) return WEFT_ERR_INVALID;
   if (bridge_check_env(b, err, errlen) != 0) return WEFT_ERR_INVALID;
   lua_pushcfunction(L, l_traceback);
   int h = lua_gettop(L);
@@ -380,6 +481,8 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
     st = bridge_failure(b, rc, "loading weft's generator", lua_tostring(L, -1), err, errlen);
     goto done;
   }
+  refs_drop(b, 0, 0);   /* the keys of manifests freed since the last call */
+  long before = refs_last(L);
   lua_getfield(L, -1, "generate");
   lua_pushstring(L, text);
   lua_pushstring(L, chunkname);
@@ -390,15 +493,19 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
   bridge_sandbox_reset(b);
   if (rc != LUA_OK) {
     st = bridge_failure(b, rc, "weft's generator", lua_tostring(L, -1), err, errlen);
+    refs_drop(b, before + 1, refs_last(L));
     goto done;
   }
   if (lua_isnil(L, -2)) {
     util_set_msg(err, errlen, "", lua_isstring(L, -1) ? lua_tostring(L, -1) : "invalid config");
     st = WEFT_ERR_CONFIG;
+    refs_drop(b, before + 1, refs_last(L));
     goto done;
   }
   lua_pop(L, 1);   /* the manifest on top */
   st = bridge_convert(L, chunkname, out, err, errlen);
+  /* a failure leaves no manifest to hold the keys this call gave */
+  if (st) refs_drop(b, before + 1, refs_last(L));
 done:
   lua_settop(L, top);
   return st;
@@ -418,17 +525,33 @@ static void fold_hook(lua_State *L, lua_Debug *ar) {
                "forever?", (int)b->seconds);
 }
 
-int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *out, char *err, size_t errlen) {
+int bridge_fold(const weft_manifest *m, const double *x, size_t n, double *out, char *err, size_t errlen) {
+  const char *name = m->name;
+  bridge_refs *r;
+  long key = manifest_ref(m, &r);
+  if (!key) {
+    snprintf(err, errlen, "%s: its operator has no host reference (give the custom op ref = function(a, b) ... end)", name);
+    return -1;
+  }
+  pthread_mutex_lock(&r->mu);
+  bridge *b = r->b;
+  pthread_mutex_unlock(&r->mu);
+  if (!b) {
+    snprintf(err, errlen, "%s: the context that generated it was destroyed, and its op.ref with it: generate the "
+             "config again", name);
+    return -1;
+  }
   lua_State *L = b->L;
   int top = lua_gettop(L), rc = -1;
   if (bridge_check_env(b, err, errlen) != 0) return -1;
+  refs_drop(b, 0, 0);
   lua_getglobal(L, "require");
   lua_pushstring(L, "gen.core.weft");
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) { util_set_msg(err, errlen, "", lua_tostring(L, -1)); goto done; }
   lua_getfield(L, -1, "refs");
-  lua_getfield(L, -1, name);
+  lua_rawgeti(L, -1, key);
   if (!lua_isfunction(L, -1)) {
-    snprintf(err, errlen, "%s: its operator has no host reference (give the custom op ref = function(a, b) ... end)", name);
+    snprintf(err, errlen, "%s: its operator's host reference is gone (a bug in weft: key %ld)", name, key);
     goto done;
   }
   int fn = lua_gettop(L);
@@ -450,7 +573,9 @@ int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *
         snprintf(err, errlen, "%s: op.ref used more than %ld MB of memory (the config sandbox's cap, "
                  "WEFT_CONFIG_MEMORY_MB)", name, b->memory_mb);
       else
-        snprintf(err, errlen, "%s: op.ref failed: %s", name, lua_tostring(L, -1));
+        snprintf(err, errlen, "%s: op.ref failed: %s", name,
+                 lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1)
+                 : "it raised an error that is not a message (a table or nil given to error())");
       goto unhook;
     }
     int isnum;

@@ -11,7 +11,13 @@ typedef struct bridge bridge;
 int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, size_t errlen);
 void bridge_close(bridge *b);
 
-/* Render a config. WEFT_ERR_CONFIG for bad configs, WEFT_ERR_INTERNAL for generator bugs. */
+/* An override list as the API takes it: n in 0..BRIDGE_MAX_OVERRIDES and, where n > 0, an array
+ * of n strings, none NULL.  0, or -1 with err naming what is wrong (the caller's call in `fn`). */
+#define BRIDGE_MAX_OVERRIDES 4096   /* gen/core/config.lua's MAX_OVERRIDES */
+int bridge_overrides_check(const char *fn, const char *const *overrides, int n, char *err, size_t errlen);
+
+/* Render a config. WEFT_ERR_CONFIG for bad configs, WEFT_ERR_INTERNAL for generator bugs,
+ * WEFT_ERR_INVALID for a bad override list (bridge_overrides_check). */
 weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
                             const char *const *overrides, int n_overrides, weft_manifest **out,
                             char *err, size_t errlen);
@@ -22,9 +28,23 @@ weft_status bridge_generate(bridge *b, const char *chunkname, const char *text,
 weft_status bridge_manifest_eval(bridge *b, const char *chunkname, const char *text, weft_manifest **out,
                                  char *err, size_t errlen);
 
-/* Fold x[0..n) in order with the Lua reference function (op.ref) of the custom operator of
- * kernel `name`: acc = x[0]; acc = ref(acc, x[i]).  -1 with err if there is none or it fails. */
-int bridge_fold(bridge *b, const char *name, const double *x, size_t n, double *out, char *err, size_t errlen);
+/* A custom operator's host reference (op.ref, a Lua function) stays in the generator's Lua state
+ * (gen/core/weft.lua's M.refs) under a key its manifest carries: two configs that differ only in
+ * op.ref make one kernel name, so the key, not the name, says whose it is.  The keys of one bridge
+ * are held by a bridge_refs, shared by the bridge and the manifests that hold a key, and freed
+ * by the last of them.  Freeing a manifest only queues its key (from any thread: Python frees
+ * manifests without the context's lock); the bridge drops the queued ones at its next call. */
+typedef struct bridge_refs bridge_refs;
+bridge_refs *bridge_refs_of(bridge *b);
+/* A manifest now holds key (bridge_convert): one more user of r. */
+void bridge_refs_hold(bridge_refs *r);
+/* A manifest that held key is freed. */
+void bridge_refs_release(bridge_refs *r, long key);
+
+/* Fold x[0..n) in order with the Lua reference function (op.ref) of m's custom operator, in the
+ * bridge that generated m: acc = x[0]; acc = ref(acc, x[i]).  -1 with err if there is none (or
+ * that bridge was closed with its context) or it fails. */
+int bridge_fold(const weft_manifest *m, const double *x, size_t n, double *out, char *err, size_t errlen);
 
 /* Run a Lua script with arg = {argv...} (tests). Returns its exit status: 0 ok, 1 error. */
 int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen);

@@ -171,6 +171,11 @@ static int to_manifest(lua_State *L, int t, weft_manifest *m, char *err, size_t 
   m->source = field_str(L, t, "source", m);
   m->json = field_str(L, t, "json", m);
   if (!m->family || !m->name || !m->entry || !m->source || !m->json) return -1;
+  /* its custom operator's host reference, kept in this bridge (gen/core/weft.lua's M.refs) */
+  lua_getfield(L, t, "ref_key");
+  long key = lua_isinteger(L, -1) ? (long)lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  if (key > 0) manifest_set_ref(m, bridge_refs_of(*(bridge **)lua_getextraspace(L)), key);
   field_dim3(L, t, "block", m->block);
   field_dim3(L, t, "cluster", m->cluster);
   m->smem = (unsigned)field_int(L, t, "smem", 0);
@@ -333,7 +338,7 @@ static int to_parts(lua_State *L, int t, weft_manifest *m, char *err, size_t err
       rc = -1;
     } else if (to_manifest(L, lua_gettop(L), p, err, errlen) != 0 || manifest_add_part(m, p) != 0) {
       if (!err[0]) snprintf(err, errlen, "%s: parts[%d] is an incomplete manifest", m->name, i + 1);
-      weft_manifest_free(p);
+      manifest_free(p);
       rc = -1;
     }
     lua_pop(L, 1);
@@ -355,7 +360,7 @@ weft_status bridge_convert(lua_State *L, const char *chunkname, weft_manifest **
                chunkname, why);
     else
       snprintf(err, errlen, "weft's generator returned an incomplete manifest for %s (a bug in weft)", chunkname);
-    weft_manifest_free(m);
+    manifest_free(m);
     return WEFT_ERR_INTERNAL;
   }
   *out = m;

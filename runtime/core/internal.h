@@ -19,6 +19,9 @@ weft_status api_kernel_load(weft_kernel *k, long *coresident);
 long api_grid_items(const weft_grid_dim *g, long v, long w, int ranks);
 weft_ctx *api_kernel_ctx(weft_kernel *k);
 char *api_kernel_err(weft_kernel *k);       /* the kernel's error buffer (16 KB) */
+/* WEFT_ERR_INVALID, with the message (the call, the argument, what it takes) in err, an error
+ * buffer of API_ERRLEN bytes, where there is one (NULL: none, as for a NULL context). */
+weft_status api_refuse(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* What a launch's tensor maps refer to besides the args: the world and the communicator's
  * symmetric buffer (weft_launch: one rank and no buffer). */

@@ -15,6 +15,8 @@ typedef struct manifest_impl {
   int n, cap;
   weft_manifest **parts;   /* on the first kernel of a config: the ones launched after it, owned */
   int n_parts;
+  bridge_refs *refs;       /* who holds its op.ref's key (bridge.h), or NULL */
+  long ref_key;
 } manifest_impl;
 
 weft_manifest *manifest_new(void) {
@@ -227,14 +229,34 @@ const char *weft_manifest_param(const weft_manifest *m, const char *key) {
   return NULL;
 }
 
-void weft_manifest_free(weft_manifest *m) {
+void manifest_set_ref(weft_manifest *m, bridge_refs *r, long key) {
+  manifest_impl *im = (manifest_impl *)m;
+  bridge_refs_hold(r);
+  im->refs = r;
+  im->ref_key = key;
+}
+
+long manifest_ref(const weft_manifest *m, bridge_refs **r) {
+  const manifest_impl *im = (const manifest_impl *)m;
+  *r = im->refs;
+  return im->refs ? im->ref_key : 0;
+}
+
+void manifest_free(weft_manifest *m) {
   if (!m) return;
   manifest_impl *im = (manifest_impl *)m;
-  for (int i = 0; i < im->n_parts; i++) weft_manifest_free(im->parts[i]);
+  if (im->refs) bridge_refs_release(im->refs, im->ref_key);
+  for (int i = 0; i < im->n_parts; i++) manifest_free(im->parts[i]);
   free(im->parts);
   for (int i = 0; i < im->n; i++) free(im->allocs[i]);
   free(im->allocs);
   free(im);
+}
+
+/* A part belongs to its config's first kernel, which frees it: freeing it alone would leave the
+ * first holding a freed part (weft_manifest_part hands parts out as const for that reason). */
+void weft_manifest_free(weft_manifest *m) {
+  if (m && m->part == 0) manifest_free(m);
 }
 
 int weft_run_size_index(const weft_run_spec *spec, const char *name) {
@@ -245,6 +267,12 @@ int weft_run_size_index(const weft_run_spec *spec, const char *name) {
 }
 
 int weft_manifest_check_size(const weft_manifest *m, const char *name, long long v, char *why, size_t len) {
+  char none[1];
+  if (!why) why = none, len = sizeof none;   /* (the verdict alone) */
+  if (!m || !name) {
+    snprintf(why, len, "weft_manifest_check_size: %s is NULL", !m ? "the manifest" : "the size's name");
+    return -1;
+  }
   for (int i = 0; i < m->n_limits; i++) {
     const weft_limit *l = &m->limits[i];
     if (strcmp(l->arg, name)) continue;
@@ -255,8 +283,12 @@ int weft_manifest_check_size(const weft_manifest *m, const char *name, long long
       return -1;
     }
     if (l->multiple > 1 && v % l->multiple) {
-      snprintf(why, len, "%s: %s = %lld: this kernel takes %s a multiple of %ld (pad it to %lld%s%s)", m->name, name, v,
-               name, l->multiple, (v / l->multiple + 1) * l->multiple, l->hint ? "; or " : "", l->hint ? l->hint : "");
+      /* the next multiple up, or where that passes the limit, the last one below it */
+      long long below = v / l->multiple * l->multiple;
+      int up = below <= (long long)l->max - l->multiple;
+      snprintf(why, len, "%s: %s = %lld: this kernel takes %s a multiple of %ld (%s it to %lld%s%s)", m->name, name, v,
+               name, l->multiple, up ? "pad" : "cut", up ? below + l->multiple : below, l->hint ? "; or " : "",
+               l->hint ? l->hint : "");
       return -1;
     }
   }

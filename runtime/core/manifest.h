@@ -1,9 +1,16 @@
 /* manifest.h: building and freeing weft_manifest (see weft.h), filled from the generator. */
 #ifndef WEFT_MANIFEST_H
 #define WEFT_MANIFEST_H
+#include "bridge.h"
 #include "weft.h"
 
 weft_manifest *manifest_new(void);
+/* Frees m with its parts; unlike weft_manifest_free, also a part on its own (one being built). */
+void manifest_free(weft_manifest *m);
+/* m's custom operator's host reference is key in r's bridge (bridge.h): m holds r until freed. */
+void manifest_set_ref(weft_manifest *m, bridge_refs *r, long key);
+/* m's key (0: it has none) and its holder in *r. */
+long manifest_ref(const weft_manifest *m, bridge_refs **r);
 /* A copy of s owned by m (NULL for NULL); NULL on allocation failure. */
 const char *manifest_str(weft_manifest *m, const char *s);
 void *manifest_alloc(weft_manifest *m, size_t size);  /* zeroed, owned by m */

@@ -86,6 +86,10 @@ static int step_create(weft_symm *s, size_t bytes, CUmemAllocationProp *prop, CU
   size_t gran = 0;
   TRY(s->d->cuMemGetAllocationGranularity(&gran, prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
       "cuMemGetAllocationGranularity");
+  if (gran == 0 || bytes > SIZE_MAX - gran) {   /* (weft_symm_alloc caps bytes far below this) */
+    snprintf(msg, len, "cuMemGetAllocationGranularity: a granularity of %zu bytes for %zu", gran, bytes);
+    return -1;
+  }
   s->bytes = (bytes + gran - 1) / gran * gran;
   TRY(s->d->cuMemCreate(mine, s->bytes, prop, 0), "cuMemCreate");
   TRY(s->d->cuMemExportToShareableHandle(fd, *mine, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
@@ -122,9 +126,10 @@ static int step_map(weft_symm *s, int *fds, const CUmemAllocationProp *prop, cha
 }
 
 weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const char *tag, weft_symm **out) {
-  if (!ctx || !w || !out || !bytes) return WEFT_ERR_INVALID;
-  *out = NULL;
+  if (!ctx) return WEFT_ERR_INVALID;
   char *err = api_ctx_err(ctx);
+  if (!w || !out) return api_refuse(err, "weft_symm_alloc: %s is NULL", !w ? "the world" : "out");
+  *out = NULL;
   int P = weft_world_size(w);
   /* the same verdict on every rank, so no collective is needed to fail here */
   if (weft_world_local_size(w) != P) {
@@ -144,6 +149,10 @@ weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const ch
     snprintf(err, API_ERRLEN, "%s", weft_world_error(w));
     return WEFT_ERR_MISMATCH;
   }
+  /* (after the rendezvous: every rank has these bytes, so every rank refuses them alike) */
+  if (bytes == 0 || bytes > WEFT_SYMM_MAX_BYTES)
+    return api_refuse(err, "weft_symm_alloc: bytes = %zu: 1 .. %llu per rank (%s)", bytes,
+                      (unsigned long long)WEFT_SYMM_MAX_BYTES, bytes ? "1 TiB, more than any GPU holds" : "none to share");
 
   weft_symm *s = calloc(1, sizeof *s);
   if (!s) return WEFT_ERR_NOMEM;

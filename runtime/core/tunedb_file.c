@@ -373,8 +373,11 @@ int tunedb_open(tunedb **out, const char *path, char *err, size_t errlen) {
   }
   tunedb *t = NULL;
   *out = NULL;
+  int empty = 0;
+  /* the schema read first: another program's SQLite file is refused before WAL mode, which
+   * persists in the file, is switched on */
   if (open_handle(&t, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 1, 0, err, errlen) != 0 ||
-      set_wal(t, err, errlen) != 0 || ensure_schema(t, err, errlen) != 0) {
+      read_schema(t, &empty, err, errlen) != 0 || set_wal(t, err, errlen) != 0 || ensure_schema(t, err, errlen) != 0) {
     tunedb_close(t);
     return -1;
   }

@@ -134,6 +134,22 @@ const char *util_shown(const char *s, char *buf, size_t n) {
   return buf;
 }
 
+const char *util_printable(const char *s, char *buf, size_t n) {
+  size_t at = 0;
+  if (!n) return buf;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    int w = *p < 32 || *p == 127 ? snprintf(buf + at, n - at, "\\x%02x", *p) : snprintf(buf + at, n - at, "%c", *p);
+    if (w < 0 || (size_t)w >= n - at) {   /* cut: end in "..." where it fits */
+      buf[at] = 0;
+      if (n >= 4) memcpy(buf + (at < n - 4 ? at : n - 4), "...", 4);
+      return buf;
+    }
+    at += (size_t)w;
+  }
+  buf[at] = 0;
+  return buf;
+}
+
 const char *util_file_kind(unsigned mode) {
   return S_ISREG(mode) ? "a regular file" : S_ISLNK(mode) ? "a symbolic link" : S_ISDIR(mode) ? "a folder"
          : S_ISFIFO(mode) ? "a named pipe" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"

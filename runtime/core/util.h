@@ -39,6 +39,9 @@ void util_set_msg(char *err, size_t errlen, const char *prefix, const char *text
  * out of a bounded message */
 #define UTIL_SHOWN 320
 const char *util_shown(const char *s, char *buf, size_t n);
+/* s with control bytes (below 32, and 127) written as \xNN, so that a message shows what was given
+ * (cut to fit n, with "..."); returns buf. */
+const char *util_printable(const char *s, char *buf, size_t n);
 /* a malloc'd formatted string, NULL when out of memory */
 char *util_strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a + "/" + b, without doubling a slash that a already ends with; malloc'd */

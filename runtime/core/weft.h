@@ -55,11 +55,14 @@ typedef struct weft_kernel weft_kernel;
 
 typedef struct weft_ctx_options {
   int device;            /* CUDA device ordinal used when launching (default 0) */
-  const char *cache_dir; /* NULL: $WEFT_CACHE_DIR, else $XDG_CACHE_HOME/weft, else ~/.cache/weft */
-  const char *source_dir;/* NULL: $WEFT_SOURCE_DIR, else the gen/ and templates/ embedded at build */
+  const char *cache_dir; /* NULL or "": $WEFT_CACHE_DIR, else $XDG_CACHE_HOME/weft, else ~/.cache/weft */
+  const char *source_dir;/* NULL or "": $WEFT_SOURCE_DIR, else the gen/ and templates/ embedded at build */
 } weft_ctx_options;
 
 weft_status weft_ctx_create(weft_ctx **out, const weft_ctx_options *opts);
+/* Kernels may outlive their context: they can still be destroyed (and their manifests read),
+ * while a launch, or a custom operator's reference fold, returns WEFT_ERR_INVALID saying the
+ * context was destroyed. */
 void weft_ctx_destroy(weft_ctx *ctx);
 const char *weft_ctx_error(const weft_ctx *ctx);
 
@@ -208,7 +211,8 @@ typedef struct weft_manifest {
    * ag_gemm's gather_then_gemm gathers A, then runs the GEMM on it).  The generator returns
    * them all, in launch order, each a whole manifest with its own name, source, args, grid:
    * this one is kernel `part` (0-based) of n_parts (1 for most configs).  The first owns
-   * the others: weft_manifest_part, and weft_manifest_free frees them all. */
+   * the others: weft_manifest_part, and weft_manifest_free frees them all (given a part, it
+   * does nothing: the first still holds it). */
   int part, n_parts;
 } weft_manifest;
 
@@ -234,7 +238,9 @@ weft_status weft_compile_file(weft_ctx *ctx, const char *path, const char *const
                               int n_overrides, weft_kernel **out);
 weft_status weft_compile_string(weft_ctx *ctx, const char *chunkname, const char *text,
                                 const char *const *overrides, int n_overrides, weft_kernel **out);
-/* compile an already generated manifest; the kernel takes ownership of m */
+/* compile an already generated manifest.  It takes m in every case: the kernel owns it, and on
+ * any failure m is freed (never free it after this call).  A part (kernel 1 and later of a
+ * config, weft_manifest_part) is refused with WEFT_ERR_INVALID and left to its first kernel. */
 weft_status weft_compile_manifest(weft_ctx *ctx, weft_manifest *m, weft_kernel **out);
 
 /* The tuned config: the fastest one `weft tune` stored for this GPU (device, driver, NVRTC),
@@ -305,7 +311,10 @@ const char *weft_version(void);
 void weft_kernel_destroy(weft_kernel *k);
 
 /* The host reference of a custom reduction operator given in Lua (op.ref = function(a, b)):
- * folds x[0..n) in order.  WEFT_ERR_INVALID if the kernel's operator has none. */
+ * folds x[0..n) in order, with the ref of the config this kernel was generated from (two configs
+ * that differ only in ref make one kernel name; each kernel keeps its own).  The function lives
+ * in the context that generated the manifest.  WEFT_ERR_INVALID if the kernel's operator has
+ * none, or that context was destroyed. */
 weft_status weft_reference_fold(weft_kernel *k, const double *x, size_t n, double *out);
 
 /* Resources of the compiled kernel, read from the cubin by the driver (needs a GPU). */
@@ -396,6 +405,7 @@ int weft_multicast_allowed(int device_supports, char *why, size_t len);
  * exchange) also fails every rank, with the failing rank's message.  The buffers start
  * zeroed.  Errors: weft_ctx_error(ctx). */
 #define WEFT_SYMM_MAX_RANKS 8
+#define WEFT_SYMM_MAX_BYTES (1ull << 40)   /* per rank: more than any GPU holds */
 typedef struct weft_symm weft_symm;
 weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const char *tag, weft_symm **out);
 void weft_symm_free(weft_symm *s);                        /* collective */

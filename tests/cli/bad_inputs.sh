@@ -209,6 +209,10 @@ expect 2 "--budget 99999999999999999999: expected a whole number (decimal) in 0.
 expect 2 "--rows: rows =  5: must be a positive integer" "$W" run rr.lua --rows " 5"
 expect 2 "--shape +5x5: rows = +5: must be a positive integer" "$W" run rr.lua --shape +5x5
 expect 2 'WEFT_CONFIG_SECONDS = "+5": must be a whole number of seconds' env WEFT_CONFIG_SECONDS=+5 "$W" gen rr.lua -o g14
+# control bytes in a size are shown escaped, not sent to the terminal (a fourth review: "cols=1\x01"
+# showed as "cols = 1", and an escape sequence would have run)
+expect 2 '--shape cols=1\x01 rows=4: expected rowsxcols' "$W" run rr.lua --shape "$(printf 'cols=1\001 rows=4')"
+expect 2 '--rows: rows = 4\x1b[2J: must be a positive integer' "$W" run rr.lua --rows "$(printf '4\033[2J')"
 
 # a cache folder's name of 5000 bytes: the message shows its start and end, and still the reason
 # (a third review: the 2048-byte message was cut inside the path)

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <lauxlib.h>
+#include <lua.h>
+
 #include "internal.h"
 #include "weft.h"
 
@@ -749,6 +752,191 @@ static void test_multi_launch_parts_checked(void **state) {
   weft_ctx_destroy(ctx);
 }
 
+/* ---- what a careless C caller can do (a fourth review: each case failed before its fix) ---- */
+
+/* A part (kernel 1 and later of a config) is its first kernel's: freeing or compiling it alone
+ * left the first with a freed part (a use-after-free when the first was freed). */
+static void test_api_part_stays_with_its_first(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  assert_int_equal(weft_generate_string(ctx, "g2.lua", G2, NULL, 0, &m), WEFT_OK);
+  weft_manifest *p = (weft_manifest *)weft_manifest_part(m, 1);
+  assert_non_null(p);
+  weft_manifest_free(p);   /* does nothing: m still holds it */
+  weft_kernel *k = (weft_kernel *)1;
+  assert_int_equal(weft_compile_manifest(ctx, p, &k), WEFT_ERR_INVALID);
+  assert_null(k);
+  assert_non_null(strstr(weft_ctx_error(ctx), "kernel 2 of 2 of its config: compile the first"));
+  assert_string_equal(weft_manifest_part(m, 1)->name, p->name);   /* still there */
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
+/* weft_compile_manifest takes m in every case: out NULL freed it too (it leaked before, while
+ * a later failure freed it: a caller could not know which to do). */
+static void test_api_compile_manifest_takes_m(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  assert_int_equal(weft_generate_string(ctx, "r.lua", ROW_REDUCE, NULL, 0, &m), WEFT_OK);
+  assert_int_equal(weft_compile_manifest(ctx, m, NULL), WEFT_ERR_INVALID);   /* m freed (LSan: no leak) */
+  assert_string_equal(weft_ctx_error(ctx), "weft_compile_manifest: out is NULL");
+  weft_ctx_destroy(ctx);
+}
+
+/* Override lists: a NULL entry cut the list short silently, a NULL array crashed, a negative
+ * count was taken as none, and INT_MAX aborted the process (a Lua panic). */
+static void test_api_override_lists_checked(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m = (weft_manifest *)1;
+  const char *hole[] = {"threads=512", NULL, "cluster=2"};
+  assert_int_equal(weft_generate_string(ctx, "r.lua", ROW_REDUCE, hole, 3, &m), WEFT_ERR_INVALID);
+  assert_null(m);
+  assert_non_null(strstr(weft_ctx_error(ctx), "overrides[1] is NULL"));
+  assert_int_equal(weft_generate_string(ctx, "r.lua", ROW_REDUCE, NULL, 3, &m), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(ctx), "overrides is NULL with n_overrides = 3"));
+  assert_int_equal(weft_generate_string(ctx, "r.lua", ROW_REDUCE, hole, -5, &m), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(ctx), "n_overrides = -5: 0..4096"));
+  assert_int_equal(weft_generate_string(ctx, "r.lua", ROW_REDUCE, hole, 2147483647, &m), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(ctx), "n_overrides = 2147483647: 0..4096"));
+  weft_auto *a = NULL;
+  assert_int_equal(weft_auto_choose_string(ctx, "r.lua", ROW_REDUCE, hole, 3, "rows=8 cols=64", 1, 0, NULL, &a),
+                   WEFT_ERR_INVALID);
+  assert_null(a);
+  assert_non_null(strstr(weft_ctx_error(ctx), "overrides[1] is NULL"));
+  weft_ctx_destroy(ctx);
+}
+
+/* The refs the generator holds (gen/core/weft.lua's M.refs). */
+static int refs_held(weft_ctx *ctx) {
+  lua_State *L = bridge_lua(api_bridge(ctx));
+  int top = lua_gettop(L), n = 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "gen.core.weft") == LUA_TTABLE && lua_getfield(L, -1, "refs") == LUA_TTABLE)
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) n++;
+  lua_settop(L, top);
+  return n;
+}
+
+/* A ref is dropped with the manifest that held it (by kernel name they piled up: about 1 MB per
+ * config generated, each closure holding its config's sandbox). */
+static void test_api_refs_dropped_with_their_manifests(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  const char *cfg = "return { family = 'row_reduce', op = { combine = 'a + b', identity = '0.0f',"
+                    " ref = function(a, b) return a + b end } }";
+  for (int i = 0; i < 50; i++) {   /* 50 kernels: each identity makes another name */
+    char each[256];
+    snprintf(each, sizeof each, "return { family = 'row_reduce', op = { combine = 'a + b', identity = '%d.0f',"
+             " ref = function(a, b) return a + b end } }", i);
+    weft_manifest *m;
+    assert_int_equal(weft_generate_string(ctx, "c.lua", each, NULL, 0, &m), WEFT_OK);
+    weft_manifest_free(m);
+  }
+  weft_manifest *m;
+  const char *bad[] = {"threads=3"};   /* a failed generate leaves none behind either */
+  assert_int_equal(weft_generate_string(ctx, "c.lua", cfg, bad, 1, &m), WEFT_ERR_CONFIG);
+  assert_int_equal(weft_generate_string(ctx, "c.lua", cfg, NULL, 0, &m), WEFT_OK);
+  assert_int_equal(refs_held(ctx), 1);   /* the last one's (the freed ones' dropped at this call) */
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
+/* Two configs that differ only in op.ref make one kernel name: each kernel folds with its own
+ * ref (by name, the last config's answered for both, and for a later config with none). */
+static void test_api_fold_ref_is_the_configs_own(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  const char *a_cfg = "return { family = 'row_reduce', op = { combine = 'a + b', identity = '0.0f',"
+                      " ref = function(a, b) return a + b end } }";
+  const char *b_cfg = "return { family = 'row_reduce', op = { combine = 'a + b', identity = '0.0f',"
+                      " ref = function(a, b) return a - b end } }";
+  weft_kernel *ka, *kb;
+  assert_int_equal(weft_compile_string(ctx, "a.lua", a_cfg, NULL, 0, &ka), WEFT_OK);
+  assert_int_equal(weft_compile_string(ctx, "b.lua", b_cfg, NULL, 0, &kb), WEFT_OK);
+  assert_string_equal(weft_kernel_manifest(ka)->name, weft_kernel_manifest(kb)->name);
+  const double x[] = {1.0, 2.0, 4.0};
+  double r = 0;
+  assert_int_equal(weft_reference_fold(ka, x, 3, &r), WEFT_OK);
+  assert_true(r == 7.0);
+  assert_int_equal(weft_reference_fold(kb, x, 3, &r), WEFT_OK);
+  assert_true(r == -5.0);
+  weft_kernel_destroy(kb);   /* its key is dropped; a's stays */
+  assert_int_equal(weft_reference_fold(ka, x, 3, &r), WEFT_OK);
+  assert_true(r == 7.0);
+  /* an error that is not a message: said so (a NULL went to %s) */
+  const char *raises = "return { family = 'row_reduce', op = { combine = 'a + b', identity = '0.0f',"
+                       " ref = function(a, b) error({}) end } }";
+  weft_kernel *kr;
+  assert_int_equal(weft_compile_string(ctx, "e.lua", raises, NULL, 0, &kr), WEFT_OK);
+  assert_int_equal(weft_reference_fold(kr, x, 3, &r), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(kr), "op.ref failed: it raised an error that is not a message"));
+  weft_kernel_destroy(kr);
+  /* the kernel outlives its context; its ref went with it, and the launch says so */
+  weft_ctx_destroy(ctx);
+  assert_int_equal(weft_reference_fold(ka, x, 3, &r), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(ka), "the context that generated it was destroyed"));
+  void *args[4] = {0};
+  assert_int_equal(weft_launch(ka, args, NULL), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(ka), "its context was destroyed"));
+  weft_kernel_destroy(ka);
+}
+
+/* weft_manifest_check_size: NULLs crashed; the hint to pad past the limit named a size the
+ * kernel refuses. */
+static void test_api_check_size_edges(void **state) {
+  (void)state;
+  char why[512] = "";
+  assert_int_equal(weft_manifest_check_size(NULL, "k", 1, why, sizeof why), -1);
+  assert_string_equal(why, "weft_manifest_check_size: the manifest is NULL");
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  assert_int_equal(weft_generate_string(ctx, "gemm.lua", GEMM, NULL, 0, &m), WEFT_OK);
+  assert_int_equal(weft_manifest_check_size(m, NULL, 1, why, sizeof why), -1);
+  assert_int_equal(weft_manifest_check_size(m, "k", 7, NULL, 0), -1);   /* the verdict alone */
+  assert_int_equal(weft_manifest_check_size(m, "k", 2147483646, why, sizeof why), -1);
+  assert_non_null(strstr(why, "a multiple of 8 (cut it to 2147483640)"));
+  assert_int_equal(weft_manifest_check_size(m, "k", 1001, why, sizeof why), -1);
+  assert_non_null(strstr(why, "a multiple of 8 (pad it to 1008)"));
+  weft_manifest_free(m);
+  weft_ctx_destroy(ctx);
+}
+
+/* An invalid argument says which (these returned WEFT_ERR_INVALID with the previous call's
+ * message still in the context). */
+static void test_api_invalid_says_which(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m;
+  assert_int_equal(weft_generate_file(ctx, "/nonexistent.lua", NULL, 0, &m), WEFT_ERR_IO);
+  assert_int_equal(weft_generate_string(ctx, "x.lua", NULL, NULL, 0, &m), WEFT_ERR_INVALID);
+  assert_string_equal(weft_ctx_error(ctx), "weft_generate_string: text is NULL");
+  weft_auto *a;
+  assert_int_equal(weft_auto_choose_string(ctx, "r.lua", ROW_REDUCE, NULL, 0, NULL, 1, 0, NULL, &a), WEFT_ERR_INVALID);
+  assert_string_equal(weft_ctx_error(ctx), "weft_auto_choose: shape is NULL");
+  assert_int_equal(weft_auto_choose_string(ctx, "r.lua", ROW_REDUCE, NULL, 0, "rows=8 cols=64", 0, 0, NULL, &a),
+                   WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(ctx), "ranks = 0"));
+  weft_kernel *k;
+  int tuned;
+  assert_int_equal(weft_compile_tuned(ctx, "r.lua", NULL, 0, "rows=8", 0, NULL, &k, &tuned), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(ctx), "weft_compile_tuned: ranks = 0"));
+  assert_int_equal(weft_compile_string(ctx, "r.lua", ROW_REDUCE, NULL, 0, &k), WEFT_OK);
+  assert_int_equal(weft_launch(k, NULL, NULL), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(k), "args is NULL (it takes 4 arguments"));
+  weft_kernel_destroy(k);
+  weft_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_run_spec),
@@ -768,6 +956,13 @@ int main(void) {
     cmocka_unit_test(test_multi_launch_manifest),
     cmocka_unit_test(test_multi_launch_compile),
     cmocka_unit_test(test_multi_launch_parts_checked),
+    cmocka_unit_test(test_api_part_stays_with_its_first),
+    cmocka_unit_test(test_api_compile_manifest_takes_m),
+    cmocka_unit_test(test_api_override_lists_checked),
+    cmocka_unit_test(test_api_fold_ref_is_the_configs_own),
+    cmocka_unit_test(test_api_refs_dropped_with_their_manifests),
+    cmocka_unit_test(test_api_check_size_edges),
+    cmocka_unit_test(test_api_invalid_says_which),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

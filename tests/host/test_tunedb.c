@@ -603,6 +603,11 @@ static void test_foreign_database(void **state) {
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_int_equal(sqlite3_column_int(st, 0), 1);
   sqlite3_finalize(st);
+  /* its journal mode too: WAL persists in the file, and another program may not expect it */
+  assert_int_equal(sqlite3_prepare_v2(raw, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(st, 0), "delete");
+  sqlite3_finalize(st);
   sqlite3_close(raw);
 }
 

@@ -167,6 +167,24 @@ static void body_fail(rank_ctx *r) {
   weft_world_destroy(w);
 }
 
+/* symmetric memory's size, refused alike on every rank after the rendezvous (SIZE_MAX wrapped
+ * to an allocation of 0 bytes when rounded up to the granularity) */
+static void body_symm_bytes(rank_ctx *r) {
+  weft_world *w = NULL;
+  r->st = weft_world_create_with(&r->b, &w, r->msg, sizeof r->msg);
+  if (r->st) return;
+  weft_ctx *ctx = NULL;
+  weft_symm *s = NULL;
+  if (weft_ctx_create(&ctx, NULL) == WEFT_OK) {
+    r->st = weft_symm_alloc(ctx, w, (size_t)-1, "t", &s);
+    snprintf(r->msg, sizeof r->msg, "%s", weft_ctx_error(ctx));
+    r->st2 = weft_symm_alloc(ctx, w, 0, "t", &s);
+    snprintf(r->msg2, sizeof r->msg2, "%s", weft_ctx_error(ctx));
+    weft_ctx_destroy(ctx);
+  }
+  weft_world_destroy(w);
+}
+
 /* ---- tests ---- */
 static void test_agree(void **state) {
   hub h;
@@ -332,11 +350,26 @@ static void test_fdx(void **state) {
   if (c[0].out[0]) print_message("pidfd was refused here; the socket path ran\n");
 }
 
+static void test_symm_bytes(void **state) {
+  hub h;
+  rank_ctx c[2];
+  run_ranks(&h, c, 2, 2, body_symm_bytes);
+  go(&h, c);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(c[i].st, WEFT_ERR_INVALID);
+    assert_int_equal(c[i].st2, WEFT_ERR_INVALID);
+  }
+  same_everywhere(c, 2);
+  assert_string_equal(c[0].msg, "weft_symm_alloc: bytes = 18446744073709551615: 1 .. 1099511627776 per rank (1 TiB, "
+                                "more than any GPU holds)");
+  assert_string_equal(c[0].msg2, "weft_symm_alloc: bytes = 0: 1 .. 1099511627776 per rank (none to share)");
+}
+
 int main(void) {
   alarm(60);   /* a hang is a failure (the whole file runs in about a second) */
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_agree),          cmocka_unit_test(test_ops), cmocka_unit_test(test_bad_args),
-    cmocka_unit_test(test_callback_fails), cmocka_unit_test(test_fdx),
+    cmocka_unit_test(test_callback_fails), cmocka_unit_test(test_fdx), cmocka_unit_test(test_symm_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
