@@ -867,7 +867,18 @@ local ENUM_SPLIT = { { 1, 1, 1 }, { 1, 2, 1 }, { 2, 1, 1 }, { 1, 1, 2 }, { 1, 1,
 M.MAX_STAGES = 8   -- 8 over 6 stages: 2-7 % at decode and M = 128 (64 x 128; bench/RESULTS.md "GEMM at every shape"); 12 of 64 x 64 did not help
 -- swap_ab's and thin tiles' stages hold B and a few rows of A: the ring goes deeper (decode streams B)
 M.MAX_STAGES_SWAP = 16
-local function max_stages(r) return (M.swapped(r) or M.thin(r)) and M.MAX_STAGES_SWAP or M.MAX_STAGES end
+-- One-consumer 64-row tiles up to 96 wide (a stage of at most 20 KB: 64 x 64 fits 13 stages) are
+-- the M = 64-256 tiles that stream B in one round, where a k-block's time is the ring's latency;
+-- cuBLASLt runs 64 x 64 with 13 stages at 128 x 4096 x 4096 and x 14336.  Held at MAX_STAGES
+-- until a GPU run says otherwise: on one H100 (bench/data/gemm_offset_s25c.tsv) the deeper ring
+-- of the same tile ran 0.2-8.4 % faster in all 6 pairs; bench/deep_ring_probe.sh times the set's
+-- shapes where 13 would move the rule's pick, both ways in one call.
+M.MAX_STAGES_NARROW = 8
+local function max_stages(r)
+  if M.swapped(r) or M.thin(r) then return M.MAX_STAGES_SWAP end
+  if r.tile.m == 64 and r.consumers == 1 and r.tile.n <= 96 then return M.MAX_STAGES_NARROW end
+  return M.MAX_STAGES
+end
 
 local function errs_sink()
   local e = { n = 0 }
