@@ -1,4 +1,5 @@
 /* api.c: the public C API (weft.h): contexts, compile through the cache, launch. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +30,8 @@ struct weft_ctx {
   CUdevice cudev;
   CUcontext cuctx;
   ws_table *ws;            /* the workspaces of manifests that have one (stream-K), or NULL */
-  weft_kernel *kernels;    /* the first kernels compiled in it and not destroyed (next/prev) */
+  weft_kernel *kernels;    /* the first kernels compiled in it and not destroyed (next/prev;
+                              kernels_mu) */
   char err[ERRLEN];
 };
 
@@ -52,6 +54,11 @@ struct weft_kernel {
   weft_kernel *next, *prev;   /* a first kernel in its context's list; ctx is cleared when it goes */
   char err[ERRLEN];
 };
+
+/* Every context's kernel list and every kernel's ctx pointer: a kernel may be destroyed on another
+ * thread than its context's (Python's garbage collector does), even while the context compiles
+ * or is destroyed. */
+static pthread_mutex_t kernels_mu = PTHREAD_MUTEX_INITIALIZER;
 
 const char *weft_status_name(weft_status s) {
   static const char *names[] = {"ok", "config error", "compile error", "cache error", "no driver",
@@ -103,12 +110,14 @@ void weft_ctx_destroy(weft_ctx *c) {
   if (!c) return;
   /* kernels may outlive their context: they keep their binary and manifest, and the calls that
    * need the context say it is gone (kernel_ctx) instead of reading freed memory */
+  pthread_mutex_lock(&kernels_mu);
   for (weft_kernel *k = c->kernels, *next; k; k = next) {
     next = k->next;
     for (int i = 0; k->parts && i < k->m->n_parts; i++) k->parts[i]->ctx = NULL;
     k->ctx = NULL;
     k->next = k->prev = NULL;
   }
+  pthread_mutex_unlock(&kernels_mu);
   bridge_close(c->gen);
   cache_close(c->cache);
   free(c->cache_root);
@@ -236,9 +245,11 @@ weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **o
       k->parts[i]->owner = k;
     }
   }
+  pthread_mutex_lock(&kernels_mu);
   k->next = c->kernels;
   if (c->kernels) c->kernels->prev = k;
   c->kernels = k;
+  pthread_mutex_unlock(&kernels_mu);
   *out = k;
   return WEFT_OK;
 }
@@ -287,11 +298,13 @@ static void kernel_free(weft_kernel *k) {
 
 void weft_kernel_destroy(weft_kernel *k) {
   if (!k || k->owner) return;   /* a later kernel of a config goes with its first */
+  pthread_mutex_lock(&kernels_mu);
   if (k->ctx) {
     if (k->prev) k->prev->next = k->next;
     else if (k->ctx->kernels == k) k->ctx->kernels = k->next;
     if (k->next) k->next->prev = k->prev;
   }
+  pthread_mutex_unlock(&kernels_mu);
   for (int i = 1; k->parts && i < k->m->n_parts; i++)
     if (k->parts[i]) kernel_free(k->parts[i]);
   free(k->parts);
@@ -312,7 +325,8 @@ weft_status weft_reference_fold(weft_kernel *k, const double *x, size_t n, doubl
   if (!k) return WEFT_ERR_INVALID;
   if (!x && n) return api_refuse(k->err, "weft_reference_fold: x is NULL with n = %zu", n);
   if (!out) return api_refuse(k->err, "weft_reference_fold: out is NULL");
-  if (bridge_fold(k->m, x, n, out, k->err, sizeof k->err) != 0) return WEFT_ERR_INVALID;
+  if (!kernel_ctx(k)) return WEFT_ERR_INVALID;
+  if (bridge_fold(k->ctx->gen, k->m, x, n, out, k->err, sizeof k->err) != 0) return WEFT_ERR_INVALID;
   return WEFT_OK;
 }
 

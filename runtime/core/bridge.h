@@ -41,10 +41,10 @@ void bridge_refs_hold(bridge_refs *r);
 /* A manifest that held key is freed. */
 void bridge_refs_release(bridge_refs *r, long key);
 
-/* Fold x[0..n) in order with the Lua reference function (op.ref) of m's custom operator, in the
- * bridge that generated m: acc = x[0]; acc = ref(acc, x[i]).  -1 with err if there is none (or
- * that bridge was closed with its context) or it fails. */
-int bridge_fold(const weft_manifest *m, const double *x, size_t n, double *out, char *err, size_t errlen);
+/* Fold x[0..n) in order with the Lua reference function (op.ref) of m's custom operator:
+ * acc = x[0]; acc = ref(acc, x[i]).  b must be the bridge that generated m (it holds the ref).
+ * -1 with err if there is none, m is another bridge's, or the ref fails. */
+int bridge_fold(bridge *b, const weft_manifest *m, const double *x, size_t n, double *out, char *err, size_t errlen);
 
 /* Run a Lua script with arg = {argv...} (tests). Returns its exit status: 0 ok, 1 error. */
 int bridge_run_script(bridge *b, const char *path, int argc, char **argv, char *err, size_t errlen);

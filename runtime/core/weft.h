@@ -62,7 +62,8 @@ typedef struct weft_ctx_options {
 weft_status weft_ctx_create(weft_ctx **out, const weft_ctx_options *opts);
 /* Kernels may outlive their context: they can still be destroyed (and their manifests read),
  * while a launch, or a custom operator's reference fold, returns WEFT_ERR_INVALID saying the
- * context was destroyed. */
+ * context was destroyed.  weft_kernel_destroy may run on any thread, also while its context is
+ * in use or destroyed on another. */
 void weft_ctx_destroy(weft_ctx *ctx);
 const char *weft_ctx_error(const weft_ctx *ctx);
 
@@ -313,8 +314,8 @@ void weft_kernel_destroy(weft_kernel *k);
 /* The host reference of a custom reduction operator given in Lua (op.ref = function(a, b)):
  * folds x[0..n) in order, with the ref of the config this kernel was generated from (two configs
  * that differ only in ref make one kernel name; each kernel keeps its own).  The function lives
- * in the context that generated the manifest.  WEFT_ERR_INVALID if the kernel's operator has
- * none, or that context was destroyed. */
+ * in the context that generated the manifest: WEFT_ERR_INVALID if the kernel was compiled in
+ * another, its context was destroyed, or its operator has none. */
 weft_status weft_reference_fold(weft_kernel *k, const double *x, size_t n, double *out);
 
 /* Resources of the compiled kernel, read from the cubin by the driver (needs a GPU). */
