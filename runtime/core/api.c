@@ -210,14 +210,12 @@ weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **o
   if (out) *out = NULL;
   /* a part is its first kernel's (weft_manifest_part): refused, and left to it */
   if (m && m->part != 0)
-    return c ? fail(c->err, WEFT_ERR_INVALID, "%s: kernel %d of %d of its config: compile the first, which "
-                    "compiles them all (weft_kernel_part)", m->name, m->part + 1, m->n_parts)
-             : WEFT_ERR_INVALID;
+    return api_refuse(c ? c->err : NULL, "%s: kernel %d of %d of its config: compile the first, which compiles them "
+                      "all (weft_kernel_part)", m->name, m->part + 1, m->n_parts);
   /* otherwise m is taken in every case, freed on failure (the caller never frees it after) */
   if (!c || !m || !out) {
     weft_manifest_free(m);
-    return c ? fail(c->err, WEFT_ERR_INVALID, "weft_compile_manifest: %s is NULL", !m ? "the manifest" : "out")
-             : WEFT_ERR_INVALID;
+    return api_refuse(c ? c->err : NULL, "weft_compile_manifest: %s is NULL", !m ? "the manifest" : "out");
   }
   char nv[32];
   jit_nvrtc_version(nv, sizeof nv);
@@ -316,8 +314,8 @@ void weft_kernel_destroy(weft_kernel *k) {
 /* The kernel's context, or NULL with k->err saying it was destroyed. */
 static weft_ctx *kernel_ctx(weft_kernel *k) {
   if (!k->ctx)
-    fail(k->err, WEFT_ERR_INVALID, "%s: its context was destroyed (weft_ctx_destroy): create one and compile the "
-         "kernel again", k->m->name);
+    api_refuse(k->err, "%s: its context was destroyed (weft_ctx_destroy): create one and compile the kernel again",
+               k->m->name);
   return k->ctx;
 }
 
