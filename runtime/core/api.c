@@ -68,22 +68,26 @@ const char *weft_status_name(weft_status s) {
   return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown status";
 }
 
+/* st, with the message in buf (an error buffer of ERRLEN bytes; NULL: none) */
+static weft_status vfail(char *buf, weft_status st, const char *fmt, va_list ap) {
+  if (buf) vsnprintf(buf, ERRLEN, fmt, ap);
+  return st;
+}
+
 static weft_status fail(char *buf, weft_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static weft_status fail(char *buf, weft_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, ERRLEN, fmt, ap);
+  vfail(buf, st, fmt, ap);
   va_end(ap);
   return st;
 }
 
 weft_status api_refuse(char *err, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, ERRLEN, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(err, WEFT_ERR_INVALID, fmt, ap);
+  va_end(ap);
   return WEFT_ERR_INVALID;
 }
 
