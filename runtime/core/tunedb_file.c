@@ -221,26 +221,26 @@ static int check_results(tunedb *t, char *err, size_t errlen) {
  * for a usable version; -1 with err for someone else's SQLite file (a mistyped WEFT_TUNE_DB), a
  * damaged version, or a newer one.  Reads only. */
 static int read_schema(tunedb *t, int *empty, char *err, size_t errlen) {
-  long long have = 0, others = 0, version = 0;
+  long long state = 0, others = 0, version = 0;
   int isnull = 0;
   *empty = 0;
+  /* One statement, so one snapshot: read as two, a process creating the same new file could
+   * commit its schema between them, and the file looked like another program's (no
+   * tunedb_schema, then tables). */
   if (query_int(t,
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
-                "'tunedb_schema'",
-                &have, NULL, "cannot read the schema", err, errlen) != 0)
+                "SELECT CASE WHEN EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                "name = 'tunedb_schema') THEN 1 WHEN EXISTS (SELECT 1 FROM sqlite_master WHERE "
+                "name NOT LIKE 'sqlite\\_%' ESCAPE '\\') THEN 2 ELSE 0 END",
+                &state, NULL, "cannot read the schema", err, errlen) != 0)
     return -1;
-  if (!have) {
-    if (query_int(t,
-                  "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
-                  &others, NULL, "cannot read the schema", err, errlen) != 0)
-      return -1;
-    if (others) {
-      util_set_err(err, errlen,
-              "tune database %s is an SQLite database but not a weft tune database (it has no "
-              "tunedb_schema table): refusing to change it; point WEFT_TUNE_DB elsewhere",
-              t->path);
-      return -1;
-    }
+  if (state == 2) {
+    util_set_err(err, errlen,
+            "tune database %s is an SQLite database but not a weft tune database (it has no "
+            "tunedb_schema table): refusing to change it; point WEFT_TUNE_DB elsewhere",
+            t->path);
+    return -1;
+  }
+  if (state == 0) {
     *empty = 1;
     return 0;
   }
