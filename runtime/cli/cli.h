@@ -86,8 +86,11 @@ int run_kernel(weft_kernel *k, const run_opts *o);
 /* cli.c: what every command and runner shares. */
 /* An error message for the user: printed to stderr (ending the line) and kept, so that under
  * mpirun the ranks can agree on it (ranks_agree).  Every message of weft run and weft tune
- * goes through it. */
+ * goes through it.  Control bytes but newline and tab are shown as \xNN (a user's text in a
+ * message never drives the terminal). */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ... and a warning: printed the same way, not kept */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *cli_last_error(void);   /* the last one, without its newline ("" if none) */
 /* The device this process should use: $WEFT_DEVICE, else its local rank (mpirun) modulo the
  * GPUs here, else 0. */

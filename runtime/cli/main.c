@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "tune")) { cmd_tune_help(); return CLI_OK; }
     if (!strcmp(argv[2], "suggest")) { cmd_suggest_help(); return CLI_OK; }
     if (!strcmp(argv[2], "export-table")) { cmd_export_help(); return CLI_OK; }
-    fprintf(stderr, "weft help: unknown command '%s' (commands: gen, build, run, tune, suggest, export-table)\n", argv[2]);
+    cli_err("weft help: unknown command '%s' (commands: gen, build, run, tune, suggest, export-table)\n", argv[2]);
     return CLI_USAGE;
   }
 #ifdef WEFT_NO_MPI
@@ -63,6 +63,6 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "suggest")) return cmd_suggest(argc - 1, argv + 1);
   if (!strcmp(cmd, "export-table")) return cmd_export(argc - 1, argv + 1);
-  fprintf(stderr, "weft: unknown command '%s' (commands: gen, build, run, tune, suggest, export-table; weft --help)\n", cmd);
+  cli_err("weft: unknown command '%s' (commands: gen, build, run, tune, suggest, export-table; weft --help)\n", cmd);
   return CLI_USAGE;
 }

@@ -153,6 +153,8 @@ for shape, cfg in slow:
 c.commit(); c.close()
 shutil.copy("tune.db", "abc.db")   # (every row's time text: each skipped with the time as stored)
 c = sqlite3.connect("abc.db"); c.execute("update results set time_us = 'abc'"); c.commit(); c.close()
+shutil.copy("tune.db", "esc.db")   # (a time with an escape sequence: shown escaped)
+c = sqlite3.connect("esc.db"); c.execute("update results set time_us = ?", ("\x1b[2J",)); c.commit(); c.close()
 # a results table declared with time_us TEXT: refused, naming the column
 c = sqlite3.connect("text_t.db")
 c.execute("create table tunedb_schema(version INTEGER NOT NULL)"); c.execute("insert into tunedb_schema values(1)")
@@ -167,6 +169,7 @@ expect 0 "exported" "$W" export-table "${G[@]}" --db bad_t.db bad_t.tsv
 diff <(grep -v '^#' good_t.tsv) <(grep -v '^#' bad_t.tsv) > /dev/null ||
   { echo "FAIL: hand-edited bad times changed the exported best rows"; diff good_t.tsv bad_t.tsv | head -5; fails=$((fails + 1)); }
 expect 1 "time_us = 'abc': a time is a positive number of microseconds" "$W" export-table "${G[@]}" --db abc.db x.tsv
+expect 1 "time_us = '\\x1b[2J': a time is a positive number of microseconds" "$W" export-table "${G[@]}" --db esc.db x.tsv
 expect 1 "its results table's column time_us is declared \"TEXT\", not REAL" "$W" export-table "${G[@]}" --db text_t.db x.tsv
 expect 1 "its results table's column time_us is declared \"TEXT\", not REAL" env WEFT_TUNE_DB=text_t.db "$W" tune "$SW" --fake-timing -o t3
 expect 1 "ranks = 4294967297: a rank count is in 1..65536" "$W" export-table "${G[@]}" --db big_r.db x.tsv
@@ -213,6 +216,11 @@ expect 2 'WEFT_CONFIG_SECONDS = "+5": must be a whole number of seconds' env WEF
 # showed as "cols = 1", and an escape sequence would have run)
 expect 2 '--shape cols=1\x01 rows=4: expected rowsxcols' "$W" run rr.lua --shape "$(printf 'cols=1\001 rows=4')"
 expect 2 '--rows: rows = 4\x1b[2J: must be a positive integer' "$W" run rr.lua --rows "$(printf '4\033[2J')"
+# ... and so in every message the CLI prints (a fifth review: a flag's value, a command's name and
+# a tune database's row were echoed raw)
+expect 2 '--iters 5\x1b[2J: expected a whole number' "$W" run rr.lua --iters "$(printf '5\033[2J')"
+expect 2 "unknown command 'x\\x1b[2J'" "$W" "$(printf 'x\033[2J')"
+expect 2 "unknown option '--x\\x07'" "$W" run rr.lua "$(printf -- '--x\007')"
 
 # a cache folder's name of 5000 bytes: the message shows its start and end, and still the reason
 # (a third review: the 2048-byte message was cut inside the path)
