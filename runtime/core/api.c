@@ -91,6 +91,10 @@ weft_status api_refuse(char *err, const char *fmt, ...) {
   return WEFT_ERR_INVALID;
 }
 
+weft_status api_read_status(int read_rc) {
+  return read_rc == UTIL_READ_SETTING ? WEFT_ERR_INVALID : read_rc == UTIL_READ_NOMEM ? WEFT_ERR_NOMEM : WEFT_ERR_IO;
+}
+
 weft_status weft_ctx_create(weft_ctx **out, const weft_ctx_options *opts) {
   if (!out) return WEFT_ERR_INVALID;
   *out = NULL;
@@ -151,7 +155,8 @@ weft_status weft_generate_file(weft_ctx *c, const char *path, const char *const 
   if (!path || !out) return api_refuse(c->err, "weft_generate_file: %s is NULL", !path ? "path" : "out");
   char *text;
   size_t n;
-  if (util_read_file(path, &text, &n, c->err, sizeof c->err) != 0) return WEFT_ERR_IO;
+  int rc = util_read_file(path, &text, &n, c->err, sizeof c->err);
+  if (rc != 0) return api_read_status(rc);
   const char *nul = memchr(text, 0, n);
   if (nul) {   /* the generator sees C strings: text after a NUL would silently vanish */
     util_set_err(c->err, sizeof c->err, "%s: holds a NUL byte at offset %zu: a config must be Lua source text",

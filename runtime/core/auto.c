@@ -522,7 +522,8 @@ weft_status auto_prepare(weft_ctx *c, const char *path, const char *const *ov, i
   size_t n;
   *n_sizes = 0;
   if (bridge_overrides_check(path, ov, n_ov, err, API_ERRLEN) != 0) return WEFT_ERR_INVALID;
-  if (util_read_file(path, &text, &n, err, API_ERRLEN) != 0) return WEFT_ERR_IO;
+  int read_rc = util_read_file(path, &text, &n, err, API_ERRLEN);
+  if (read_rc != 0) return api_read_status(read_rc);
   bridge *b = api_bridge(c);
   lua_State *L = bridge_lua(b);
   int top = lua_gettop(L);
@@ -558,7 +559,8 @@ weft_status weft_auto_choose(weft_ctx *c, const char *path, const char *const *o
   *out = NULL;
   char *text, *err = api_ctx_err(c);
   size_t n;
-  if (util_read_file(path, &text, &n, err, API_ERRLEN) != 0) return WEFT_ERR_IO;
+  int read_rc = util_read_file(path, &text, &n, err, API_ERRLEN);
+  if (read_rc != 0) return api_read_status(read_rc);
   const char *nul = memchr(text, 0, n);
   if (nul) {
     util_set_err(err, API_ERRLEN, "%s: holds a NUL byte at offset %zu: a config must be Lua source text", path,

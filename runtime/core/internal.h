@@ -22,6 +22,9 @@ char *api_kernel_err(weft_kernel *k);       /* the kernel's error buffer (16 KB)
 /* WEFT_ERR_INVALID, with the message (the call, the argument, what it takes) in err, an error
  * buffer of API_ERRLEN bytes, where there is one (NULL: none, as for a NULL context). */
 weft_status api_refuse(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* util_read_file's result as the API's status: a bad WEFT_CONFIG_* setting is INVALID, out of
+ * memory NOMEM, any other failure IO */
+weft_status api_read_status(int read_rc);
 
 /* What a launch's tensor maps refer to besides the args: the world and the communicator's
  * symmetric buffer (weft_launch: one rank and no buffer). */

@@ -48,7 +48,7 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
   if (util_env_long("WEFT_CONFIG_MAX_MB", 1, 65536, READ_DEFAULT_MB, "megabytes",
                     "the largest config or sweep file weft reads", &max_mb, err, errlen) ||
       util_config_seconds(&seconds, err, errlen))
-    return -1;
+    return UTIL_READ_SETTING;
   size_t max = (size_t)max_mb << 20;
   /* Opened without blocking: a named pipe nobody writes to would block open() forever.  A folder
    * is said to be one; a pipe is read as it comes, for at most WEFT_CONFIG_SECONDS. */
@@ -79,7 +79,7 @@ int util_read_file(const char *path, char **out, size_t *size, char *err, size_t
     if (n + 65536 + 1 > cap) {
       cap = cap ? cap * 2 : 65536 * 2;
       char *nb = realloc(buf, cap);
-      if (!nb) { free(buf); close(fd); util_set_err(err, errlen, "%s: out of memory", shown); return -1; }
+      if (!nb) { free(buf); close(fd); util_set_err(err, errlen, "%s: out of memory", shown); return UTIL_READ_NOMEM; }
       buf = nb;
     }
     got = read_some(fd, pipe_like, buf + n, cap - n - 1, deadline);

@@ -4,7 +4,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-/* Reads a whole file; *out is NUL-terminated (size excludes the NUL). 0 or -1 with err. */
+/* Reads a whole file; *out is NUL-terminated (size excludes the NUL).  0, or with err: -1 (the
+ * file cannot be read, or is too large), UTIL_READ_SETTING (WEFT_CONFIG_MAX_MB or
+ * WEFT_CONFIG_SECONDS is not a number weft takes), UTIL_READ_NOMEM (out of memory). */
+#define UTIL_READ_SETTING (-2)
+#define UTIL_READ_NOMEM (-3)
 int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen);
 /* Writes atomically: a temporary file in the same folder, fsync, rename. 0 or -1 with err.  A path
  * that exists as a folder, device, pipe or socket, or a link to one, is refused before anything is

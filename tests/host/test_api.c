@@ -812,6 +812,31 @@ static void test_api_override_lists_checked(void **state) {
   weft_ctx_destroy(ctx);
 }
 
+/* A config that cannot be read is IO; a bad WEFT_CONFIG_MAX_MB or WEFT_CONFIG_SECONDS is the
+ * caller's setting, INVALID, named (it was IO, as if the file were at fault). */
+static void test_api_read_settings_are_invalid(void **state) {
+  (void)state;
+  weft_ctx *ctx;
+  assert_int_equal(weft_ctx_create(&ctx, NULL), WEFT_OK);
+  weft_manifest *m = NULL;
+  assert_int_equal(weft_generate_file(ctx, "/nonexistent/r.lua", NULL, 0, &m), WEFT_ERR_IO);
+  assert_non_null(strstr(weft_ctx_error(ctx), "/nonexistent/r.lua: cannot open"));
+  setenv("WEFT_CONFIG_MAX_MB", "lots", 1);
+  assert_int_equal(weft_generate_file(ctx, "/nonexistent/r.lua", NULL, 0, &m), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(ctx), "WEFT_CONFIG_MAX_MB"));
+  weft_auto *a = NULL;
+  assert_int_equal(weft_auto_choose(ctx, "/nonexistent/r.lua", NULL, 0, "rows=8 cols=64", 1, 0, NULL, &a),
+                   WEFT_ERR_INVALID);
+  unsetenv("WEFT_CONFIG_MAX_MB");
+  setenv("WEFT_CONFIG_SECONDS", "-1", 1);
+  assert_int_equal(weft_generate_file(ctx, "/nonexistent/r.lua", NULL, 0, &m), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_ctx_error(ctx), "WEFT_CONFIG_SECONDS"));
+  unsetenv("WEFT_CONFIG_SECONDS");
+  assert_null(m);
+  assert_null(a);
+  weft_ctx_destroy(ctx);
+}
+
 /* The refs the generator holds (gen/core/weft.lua's M.refs). */
 static int refs_held(weft_ctx *ctx) {
   lua_State *L = bridge_lua(api_bridge(ctx));
@@ -1003,6 +1028,7 @@ int main(void) {
     cmocka_unit_test(test_api_refs_dropped_with_their_manifests),
     cmocka_unit_test(test_api_check_size_edges),
     cmocka_unit_test(test_api_invalid_says_which),
+    cmocka_unit_test(test_api_read_settings_are_invalid),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
