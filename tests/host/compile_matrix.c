@@ -387,6 +387,11 @@ static const entry matrix[] = {
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", B_COL_PTX}, {"setmaxnreg"}},
   {"gemm.lua", {"tile.m=64", "tile.n=64", "consumers=1", "stages=8", "group=1"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"}, {0}},
+  /* the deepest ring a 64 x 64 tile holds (13 x 16 KB, 218 KB with the barriers and C's buffer),
+   * as cuBLASLt runs it at M = 64-128 (gemm.MAX_STAGES_NARROW) */
+  {"gemm.lua", {"tile.m=64", "tile.n=64", "consumers=1", "stages=13", "b_layout=col", "epilogue=tma", "pdl=true"},
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "_ZN7GemmCfg6STAGESE = 13;",
+    "griddepcontrol.wait"}, {0}},
   {"gemm.lua", {"tile.n=128", "stages=7", "group=32", "epilogue=direct"}, {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16"}, {0}},
   /* fused, as shipped (comm auto: threadload): the comm warps pull every shard (bar_or) into
    * comm.local and signal PULLED; the TMA reads them through a 4-d map.  Cooperative consumers:
