@@ -167,51 +167,17 @@ int cli_each_shape(weft_kernel *k, const run_opts *o, cli_shape_fn one, void *ud
 
 static char last_error[2048];
 
-/* Control bytes other than newline and tab, which only a user's text brings into a message (a
- * flag's value, a file name), are written as \xNN: an escape sequence echoed from argv must not
- * drive the terminal.  (util_printable does the same for messages that go elsewhere.) */
-static int escape_controls(char *dst, size_t n, const char *src) {   /* 1: cut short */
-  size_t at = 0;
-  const unsigned char *p = (const unsigned char *)src;
-  for (; *p && at + 1 < n; p++) {
-    if ((*p < 32 && *p != '\n' && *p != '\t') || *p == 127) {
-      if (at + 5 > n) break;
-      snprintf(dst + at, n - at, "\\x%02x", *p);   /* (4 bytes and the NUL: fits, checked above) */
-      at += 4;
-    } else {
-      dst[at++] = (char)*p;
-    }
-  }
-  dst[at] = 0;
-  return *p != 0;
-}
-
-/* fmt's message, its control bytes escaped, to stderr and into out (n bytes) without its newline */
-static void vreport(char *out, size_t n, const char *fmt, va_list ap) {
-  char raw[sizeof last_error];
-  int len = vsnprintf(raw, sizeof raw, fmt, ap);
-  if (len < 0) snprintf(raw, sizeof raw, "(a message that could not be formatted)");
-  int cut = escape_controls(out, n, raw) || (size_t)len >= sizeof raw;
-  fputs(out, stderr);
-  size_t end = strlen(out);
-  if (end && out[end - 1] == '\n') out[end - 1] = 0;
-  else if (cut) fputs(" [...]\n", stderr);   /* cut: say so, end the line */
-  else fputc('\n', stderr);
-}
-
 void cli_err(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vreport(last_error, sizeof last_error, fmt, ap);
+  int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
   va_end(ap);
-}
-
-void cli_warn(const char *fmt, ...) {
-  char shown[sizeof last_error];
-  va_list ap;
-  va_start(ap, fmt);
-  vreport(shown, sizeof shown, fmt, ap);
-  va_end(ap);
+  if (n < 0) snprintf(last_error, sizeof last_error, "(an error message that could not be formatted)");
+  fputs(last_error, stderr);
+  size_t len = strlen(last_error);
+  if (len && last_error[len - 1] == '\n') last_error[len - 1] = 0;
+  else if ((size_t)n >= sizeof last_error) fputs(" [...]\n", stderr);   /* cut: say so, end the line */
+  else fputc('\n', stderr);
 }
 
 const char *cli_last_error(void) { return last_error; }

@@ -86,12 +86,16 @@ int run_kernel(weft_kernel *k, const run_opts *o);
 /* cli.c: what every command and runner shares. */
 /* An error message for the user: printed to stderr (ending the line) and kept, so that under
  * mpirun the ranks can agree on it (ranks_agree).  Every message of weft run and weft tune
- * goes through it.  Control bytes but newline and tab are shown as \xNN (a user's text in a
- * message never drives the terminal). */
+ * goes through it. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* ... and a warning: printed the same way, not kept */
-void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *cli_last_error(void);   /* the last one, without its newline ("" if none) */
+
+/* guard.c: the CLI's stdout and stderr write every byte that could drive a terminal (a control
+ * byte but newline and tab, DEL, a C1 control) as \xNN, whatever text a user gave (util_escape).
+ * cli_guard_output replaces them at start (0, or -1 out of memory, left as they were). */
+int cli_guard_output(void);
+int cli_guard_drop_stdout(void);             /* stdout writes nothing from now on (a rank not 0) */
+void cli_tty_raw(const char *seq);           /* seq to the terminal as it is (the progress line's \r) */
 /* The device this process should use: $WEFT_DEVICE, else its local rank (mpirun) modulo the
  * GPUs here, else 0. */
 int cli_device(void);

@@ -207,7 +207,7 @@ int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const 
     if (bad_time || bad_ranks || strchr(v[i].shape, '\t') ||
         autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
         row_config(ctx, &v[i], &cfg, &variant, why, sizeof why)) {
-      cli_warn("%s: skipped %.100s %.40s %.200s (%lld rank%s, kernel %.200s): %s\n", who,
+      fprintf(stderr, "%s: skipped %.100s %.40s %.200s (%lld rank%s, kernel %.200s): %s\n", who,
               v[i].family, v[i].dtype, v[i].shape, v[i].ranks, v[i].ranks == 1 ? "" : "s", v[i].row.kernel, why);
       skipped++;
     } else if (variant.oom || util_buf_printf(&needle, "|%s|", variant.p ? variant.p : "") ||

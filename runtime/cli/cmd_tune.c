@@ -126,11 +126,11 @@ static void progress(int tty, int done, int total, double t0, const job *best, c
   double el = (util_now_ms() - t0) / 1e3;
   if (tty) {
     int w = 30, f = total ? done * w / total : w;
-    printf("\r  [%.*s%*s] %d/%d  %.0f s  best %s", f, "##############################", w - f, "", done, total, el,
+    cli_tty_raw("\r");
+    printf("  [%.*s%*s] %d/%d  %.0f s  best %s", f, "##############################", w - f, "", done, total, el,
            best ? "" : "-");
     if (best) printf("%.1f us (%s)", best->r.us, job_label(sw, best));
-    printf("\033[K");
-    fflush(stdout);
+    cli_tty_raw("\033[K");
   }
 }
 
@@ -297,7 +297,7 @@ int cmd_tune(int argc, char **argv) {
   /* every rank runs the sweep; rank 0 reports, the others print only errors and what they
    * agreed on (to the original stdout) */
   int out_fd = dup(1);
-  if (ranks_rank() != 0 && !freopen("/dev/null", "w", stdout)) out_fd = 1;
+  if (ranks_rank() != 0 && cli_guard_drop_stdout() != 0) out_fd = 1;
   int rc = tune_main(argc, argv, out_fd);
   fflush(stdout);
   if (out_fd != 1) close(out_fd);
@@ -668,7 +668,7 @@ agree:
       if (jobs[i].shape == s && jobs[i].ran && (bi < 0 || jobs[i].r.us < jobs[bi].r.us)) bi = i;
     bi = ranks_bcast_int(bi);
     if (ranks_size() > 1)
-      dprintf(out_fd, "agreed: rank %d of %d: %s: %s, %.3f us (max over ranks, this rank measured %.3f us)\n",
+      util_fd_printf(out_fd, "agreed: rank %d of %d: %s: %s, %.3f us (max over ranks, this rank measured %.3f us)\n",
               ranks_rank(), ranks_size(), sw->shapes[s].name, bi >= 0 ? jobs[bi].kernel : "(none)",
               bi >= 0 ? jobs[bi].r.us : 0.0, bi >= 0 ? jobs[bi].local_us : 0.0);
   }

@@ -34,6 +34,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  (void)cli_guard_output();   /* (out of memory: unguarded, not stopped) */
   if (argc < 2) { usage(stderr); return CLI_USAGE; }
   const char *cmd = argv[1];
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return CLI_OK; }

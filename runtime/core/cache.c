@@ -113,24 +113,6 @@ static ssize_t read_full(int fd, void *buf, size_t n) {
   return (ssize_t)done;
 }
 
-/* Writes all n bytes or returns -1 with errno. */
-static int write_full(int fd, const void *buf, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = write(fd, (const char *)buf + done, n - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (w == 0) { /* no progress and no error: report it as a full disk rather than spin */
-      errno = ENOSPC;
-      return -1;
-    }
-    done += (size_t)w;
-  }
-  return 0;
-}
-
 /* 64 bits for temporary names.  Uniqueness comes from O_EXCL; randomness only keeps collisions
  * (and retries) rare, so a clock-based fallback is good enough if getrandom is unavailable. */
 static uint64_t random_u64(void) {
@@ -470,7 +452,7 @@ static int write_entry(const cache *c, const key_names *n, const unsigned char k
   const void *bufs[4] = {hdr, e->ptx, e->cubin, e->log};
   size_t lens[4] = {HEADER_LEN, e->ptx_size, e->cubin_size, e->log_size};
   for (int i = 0; i < 4; i++) {
-    if (lens[i] && write_full(fd, bufs[i], lens[i]) != 0) {
+    if (lens[i] && util_write_all(fd, bufs[i], lens[i]) != 0) {
       util_set_err(err, errlen, "cannot write %s/%s: %s", c->dir, tmp, strerror(errno));
       goto cleanup;
     }
@@ -560,7 +542,7 @@ static int lock_key(const cache *c, const key_names *n, int *fd, char *err, size
       return -1;
     }
     if (!told && waited >= LOCK_NOTICE_MS) {
-      fprintf(stderr, "weft: waiting for the cache lock on %s/%s held by another weft process (at most %ld s: "
+      util_fd_printf(2, "weft: waiting for the cache lock on %s/%s held by another weft process (at most %ld s: "
               "WEFT_CACHE_LOCK_SECONDS)\n", c->dir, n->lock, limit_s);
       told = 1;
     }

@@ -134,19 +134,90 @@ const char *util_shown(const char *s, char *buf, size_t n) {
   return buf;
 }
 
-const char *util_printable(const char *s, char *buf, size_t n) {
-  size_t at = 0;
-  if (!n) return buf;
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    int w = *p < 32 || *p == 127 ? snprintf(buf + at, n - at, "\\x%02x", *p) : snprintf(buf + at, n - at, "%c", *p);
-    if (w < 0 || (size_t)w >= n - at) {   /* cut: end in "..." where it fits */
-      buf[at] = 0;
-      if (n >= 4) memcpy(buf + (at < n - 4 ? at : n - 4), "...", 4);
-      return buf;
-    }
-    at += (size_t)w;
+/* 1 for a byte that must not reach a terminal as it is: C0 controls and DEL (newline and tab too
+ * unless lines) */
+static int is_control(unsigned char b, int lines) {
+  return (b < 32 && !(lines && (b == '\n' || b == '\t'))) || b == 127;
+}
+
+size_t util_escape(char *dst, size_t n, const char *src, size_t len, int lines, int *held, size_t *consumed) {
+  const unsigned char *p = (const unsigned char *)src;
+  size_t at = 0, i = 0;
+  int c2 = held ? *held : 0;   /* a \xc2 not written yet: the byte before p[i] (or before src) */
+  if (!n) {
+    if (consumed) *consumed = 0;
+    return 0;
   }
-  buf[at] = 0;
+  for (; i < len; i++) {
+    unsigned char b = p[i];
+    char piece[16];
+    size_t w = 0;
+    int next_c2 = 0;
+    if (c2 && b >= 0x80 && b <= 0x9f) {   /* a C1 control (U+0080-U+009F in UTF-8): escaped whole */
+      w = (size_t)snprintf(piece, sizeof piece, "\\xc2\\x%02x", b);
+    } else {
+      if (c2) piece[w++] = (char)0xc2;   /* (the lead byte of another character: as it is) */
+      if (b == 0xc2) next_c2 = 1;           /* decided by the byte after it */
+      else if (is_control(b, lines)) w += (size_t)snprintf(piece + w, sizeof piece - w, "\\x%02x", b);
+      else piece[w++] = (char)b;
+    }
+    if (at + w >= n) break;   /* no room: p[i], and a \xc2 held before it, are left */
+    memcpy(dst + at, piece, w);
+    at += w;
+    c2 = next_c2;
+  }
+  size_t used = c2 && i > 0 ? i - 1 : i;   /* (a \xc2 held from src is not consumed yet) */
+  if (i == len && c2 && !held) {   /* a string that ends in a lone \xc2: shown escaped */
+    if (at + 4 < n) {
+      memcpy(dst + at, "\\xc2", 4);
+      at += 4;
+      used = len;
+    }
+    c2 = 0;
+  }
+  dst[at] = 0;
+  if (held) *held = c2;
+  if (consumed) *consumed = held && i == len ? len : used;
+  return at;
+}
+
+int util_write_all(int fd, const void *buf, size_t n) {
+  for (size_t done = 0; done < n;) {
+    ssize_t w = write(fd, (const char *)buf + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return -1;
+    if (w == 0) {   /* no progress and no error: said as a full disk rather than spun on */
+      errno = ENOSPC;
+      return -1;
+    }
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+int util_fd_vprintf(int fd, const char *fmt, va_list ap) {
+  char raw[2048], esc[4 * sizeof raw + 8];
+  int n = vsnprintf(raw, sizeof raw, fmt, ap);
+  if (n < 0) return -1;
+  if ((size_t)n >= sizeof raw) memcpy(raw + sizeof raw - 8, " [...]\n", 8);   /* cut: said, the line ended */
+  size_t len = util_escape(esc, sizeof esc, raw, strlen(raw), 1, NULL, NULL);
+  return util_write_all(fd, esc, len);
+}
+
+int util_fd_printf(int fd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = util_fd_vprintf(fd, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+const char *util_printable(const char *s, char *buf, size_t n) {
+  if (!n) return buf;
+  size_t len = strlen(s), used = 0;
+  if (n < 4) { util_escape(buf, n, s, len, 0, NULL, NULL); return buf; }
+  size_t at = util_escape(buf, n - 3, s, len, 0, NULL, &used);
+  if (used < len) memcpy(buf + at, "...", 4);   /* cut: said, after the last whole escape */
   return buf;
 }
 
@@ -182,16 +253,9 @@ int util_write_atomic(const char *path, const void *data, size_t size, char *err
   if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) { snprintf(err, errlen, "%s: cannot create: %s", util_shown(tmp, sh, sizeof sh), strerror(errno)); free(tmp); return -1; }
-  const char *p = data;
-  size_t left = size;
-  while (left) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      snprintf(err, errlen, "%s: write failed: %s", util_shown(tmp, sh, sizeof sh), strerror(errno));
-      close(fd); unlink(tmp); free(tmp); return -1;
-    }
-    p += w; left -= (size_t)w;
+  if (util_write_all(fd, data, size) != 0) {
+    snprintf(err, errlen, "%s: write failed: %s", util_shown(tmp, sh, sizeof sh), strerror(errno));
+    close(fd); unlink(tmp); free(tmp); return -1;
   }
   if (fsync(fd) != 0 || close(fd) != 0) {
     snprintf(err, errlen, "%s: cannot flush: %s", util_shown(tmp, sh, sizeof sh), strerror(errno));

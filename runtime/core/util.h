@@ -43,8 +43,22 @@ void util_set_msg(char *err, size_t errlen, const char *prefix, const char *text
  * out of a bounded message */
 #define UTIL_SHOWN 320
 const char *util_shown(const char *s, char *buf, size_t n);
-/* s with control bytes (below 32, and 127) written as \xNN, so that a message shows what was given
- * (cut to fit n, with "..."); returns buf. */
+/* src[0..len) into dst (n bytes, NUL-terminated) with every byte that could drive a terminal
+ * written as \xNN: C0 controls (newline and tab kept when lines), DEL, and C1 controls (U+0080 to
+ * U+009F, UTF-8's \xc2\x80-\x9f, written \xc2\xNN).  A stream passes held (0 at first): a \xc2
+ * that ends one piece is decided by the next piece's first byte.  Stops before a byte whose text
+ * would not fit; returns the bytes written, *consumed (when given) the bytes of src done.  4 * len
+ * + 5 bytes of dst always suffice. */
+size_t util_escape(char *dst, size_t n, const char *src, size_t len, int lines, int *held, size_t *consumed);
+/* Writes all n bytes: 0, or -1 with errno (ENOSPC for a write that made no progress). */
+int util_write_all(int fd, const void *buf, size_t n);
+/* A line of the library's own (a warning, a notice) to fd, its text through util_escape
+ * (newlines kept): a path or a table's text in it never drives the terminal.  0, or -1.  Cut at
+ * 2 KB, said. */
+int util_fd_printf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int util_fd_vprintf(int fd, const char *fmt, va_list ap);
+/* s on one line as a message shows it: util_escape's escapes, newlines and tabs too (cut to fit n,
+ * with "..." after the last whole escape); returns buf. */
 const char *util_printable(const char *s, char *buf, size_t n);
 /* a malloc'd formatted string, NULL when out of memory */
 char *util_strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -221,6 +221,15 @@ expect 2 '--rows: rows = 4\x1b[2J: must be a positive integer' "$W" run rr.lua -
 expect 2 '--iters 5\x1b[2J: expected a whole number' "$W" run rr.lua --iters "$(printf '5\033[2J')"
 expect 2 "unknown command 'x\\x1b[2J'" "$W" "$(printf 'x\033[2J')"
 expect 2 "unknown option '--x\\x07'" "$W" run rr.lua "$(printf -- '--x\007')"
+# ... and on stdout, through every print (a fifth review): gen's "wrote" lines name -o's folder; the
+# tuning table's path in the warning; a sweep's path; C1 controls (\xc2\x9b is CSI) too, while
+# UTF-8 text stays as it is; the database's row, escaped when export-table warns and skips it
+expect 0 "wrote o\\x1b[2J/" "$W" gen rr.lua -o "$(printf 'o\033[2J')"
+expect 0 "WEFT_AUTO_TABLE = \"t\\x1b[2J.tsv\"" env WEFT_AUTO_TABLE="$(printf 't\033[2J.tsv')" "$W" suggest rr.lua rows=8,cols=64
+expect 2 "weft tune: s\\x1b[2J.lua: cannot open" "$W" tune "$(printf 's\033[2J.lua')" --fake-timing -o t9
+expect 2 "unknown command 'x\\xc2\\x9b2J caf"$'\xc3\xa9'"'" "$W" "$(printf 'x\302\2332J caf\303\251')"
+out=$(timeout 20 "$W" gen rr.lua -o "$(printf 'o\033[2J')" 2>&1; timeout 20 "$W" "$(printf 'x\302\2332J')" 2>&1)
+[[ "$out" == *$'\033'* || "$out" == *$'\xc2\x9b'* ]] && { echo "FAIL: a control byte reached the terminal"; fails=$((fails + 1)); }
 
 # a cache folder's name of 5000 bytes: the message shows its start and end, and still the reason
 # (a third review: the 2048-byte message was cut inside the path)

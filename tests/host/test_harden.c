@@ -228,6 +228,41 @@ static void test_message_cut_at_line(void **state) {
   assert_string_equal(err, "p: short");
 }
 
+/* util_escape: what could drive a terminal is written as text (C0 and DEL, and C1 as UTF-8's
+ * \xc2\x80-\x9f, also when a stream's pieces split it), everything else as it is (UTF-8 text,
+ * newline and tab with lines); and util_printable cuts after a whole escape, with "...". */
+static void test_escape(void **state) {
+  (void)state;
+  char out[256];
+  const char *in = "a\033[2J\tb\nc\x7f \xc2\x9b" "2J caf\xc3\xa9 \xc2\xb0 \xe2\x80\x94";
+  util_escape(out, sizeof out, in, strlen(in), 1, NULL, NULL);
+  assert_string_equal(out, "a\\x1b[2J\tb\nc\\x7f \\xc2\\x9b2J caf\xc3\xa9 \xc2\xb0 \xe2\x80\x94");
+  util_escape(out, sizeof out, "t\tn\n", 4, 0, NULL, NULL);
+  assert_string_equal(out, "t\\x09n\\x0a");
+  util_escape(out, sizeof out, "end\xc2", 4, 1, NULL, NULL);   /* a lone \xc2 at a string's end */
+  assert_string_equal(out, "end\\xc2");
+  /* a stream: \xc2 ends one piece, \x9b starts the next; then \xc2 before a plain byte */
+  int held = 0;
+  size_t used = 0, at = util_escape(out, sizeof out, "x\xc2", 2, 1, &held, &used);
+  assert_int_equal(held, 1);
+  assert_int_equal(used, 2);
+  at += util_escape(out + at, sizeof out - at, "\x9b", 1, 1, &held, &used);
+  at += util_escape(out + at, sizeof out - at, "\xc2", 1, 1, &held, &used);
+  at += util_escape(out + at, sizeof out - at, "\xb0.", 2, 1, &held, &used);
+  assert_int_equal(held, 0);
+  assert_string_equal(out, "x\\xc2\\x9b\xc2\xb0.");
+  /* bounded: stops before an escape that does not fit, and says how much it did */
+  char small[6];
+  at = util_escape(small, sizeof small, "ab\033cd", 5, 1, NULL, &used);
+  assert_int_equal(at, 2);
+  assert_int_equal(used, 2);
+  assert_string_equal(small, "ab");
+  char shown[12];
+  assert_string_equal(util_printable("abcd\033efghij", shown, sizeof shown), "abcd\\x1b...");
+  assert_string_equal(util_printable("abcde\033fghij", shown, sizeof shown), "abcde...");   /* (not "abcde\\x...") */
+  assert_string_equal(util_printable("ab\001", shown, sizeof shown), "ab\\x01");
+}
+
 /* $WEFT_SIGNAL_TIMEOUT_MS as the communicators and stream-K's workspace both read it: a
  * positive number of milliseconds up to a day, 0 (their defaults) when unset or empty; anything
  * else refused with a message naming the variable and its value. */
@@ -382,6 +417,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fifo_lock_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_source_private, setup, teardown),
       cmocka_unit_test_setup_teardown(test_message_cut_at_line, setup, teardown),
+      cmocka_unit_test(test_escape),
       cmocka_unit_test(test_signal_timeout_env),
       cmocka_unit_test(test_env_long),
       cmocka_unit_test(test_env_bool),
