@@ -334,13 +334,17 @@ class Auto:
                 raise self.ctx._error(st)
 
     def close(self):
+        with self.ctx.lock:   # (compile and record hold it: not freed under them)
+            self._free()
+
+    def _free(self):
         h = _take_handle(self)
         if h:
             lib.weft_auto_free(h)
 
     def __del__(self):
         try:
-            self.close()
+            self._free()   # (no lock: see Kernel.__del__)
         except Exception:
             pass
 
@@ -656,6 +660,9 @@ _RANGE = {"ptr": (0, (1 << 64) - 1), "i32": (-(1 << 31), (1 << 31) - 1), "i64": 
 _PTR, _INT, _FLOAT = 0, 1, 2
 
 
+_FLT_MAX = 3.4028234663852886e38   # the largest finite f32
+
+
 def _slow_value(v, arg, kind, kernel):
     # Only for values that are not exactly int (pointer, size) or float (scalar): tensors, numpy
     # scalars, and the errors.  The common case never comes here.
@@ -733,29 +740,36 @@ class Kernel:
             raise ValueError("weft: kernel %s is closed" % self.manifest.name)
         return self._h
 
+    # The accessors read the kernel and copy what they read under the context's lock, as launch()
+    # does: close() on another thread would free it between the two.
     @property
     def ptx(self):
         n = ctypes.c_size_t()
-        p = lib.weft_kernel_ptx(self._live(), ctypes.byref(n))
-        return ctypes.string_at(p, n.value).decode("utf-8", "replace").rstrip("\0") if p else None
+        with self.ctx.lock:
+            p = lib.weft_kernel_ptx(self._live(), ctypes.byref(n))
+            return ctypes.string_at(p, n.value).decode("utf-8", "replace").rstrip("\0") if p else None
 
     @property
     def cubin(self):
         n = ctypes.c_size_t()
-        p = lib.weft_kernel_cubin(self._live(), ctypes.byref(n))
-        return ctypes.string_at(p, n.value) if p else None
+        with self.ctx.lock:
+            p = lib.weft_kernel_cubin(self._live(), ctypes.byref(n))
+            return ctypes.string_at(p, n.value) if p else None
 
     @property
     def cache_hit(self):
-        return bool(lib.weft_kernel_cache_hit(self._live()))
+        with self.ctx.lock:
+            return bool(lib.weft_kernel_cache_hit(self._live()))
 
     @property
     def compile_ms(self):
-        return lib.weft_kernel_compile_ms(self._live())
+        with self.ctx.lock:
+            return lib.weft_kernel_compile_ms(self._live())
 
     @property
     def log(self):
-        return _lib.text(lib.weft_kernel_log(self._live()))
+        with self.ctx.lock:
+            return _lib.text(lib.weft_kernel_log(self._live()))
 
     def resources(self):
         r = _lib._Resources()
@@ -774,6 +788,10 @@ class Kernel:
             if kind == _FLOAT:
                 if type(v) is not float:
                     v = _slow_value(v, arg, kind, self.manifest.name)
+                # ctypes would make 1e300 an inf; NaN and inf are no kernel's scalar
+                if not -_FLT_MAX <= v <= _FLT_MAX:
+                    raise WeftError(7, "weft: %s: argument %s = %r is not a finite f32 (at most %g in size)"
+                                    % (self.manifest.name, arg.name, v, _FLT_MAX))
             else:
                 if type(v) is not int:
                     v = _slow_value(v, arg, kind, self.manifest.name)
@@ -807,6 +825,17 @@ class Kernel:
                 raise error(st, _lib.text(lib.weft_kernel_error(self._h)))
 
     def close(self):
+        """Frees the kernel (and its parts).  Waits for a launch or a read of it on another thread;
+        refused while a communicator over it is open (close that first: Comm.close is collective)."""
+        owner = self._owner or self
+        open_comms = [c for c in list(self.ctx._comms) if c._h is not None and c.kernel is owner]
+        if open_comms:
+            raise ValueError("weft: kernel %s has %d open communicator(s) over it: close them first "
+                             "(Comm.close is collective)" % (self.manifest.name, len(open_comms)))
+        with self.ctx.lock:
+            self._free()
+
+    def _free(self):
         h = _take_handle(self)
         for p in (getattr(self, "_parts", None) or [])[1:]:
             p._h = None
@@ -817,8 +846,10 @@ class Kernel:
                 self.ctx._kernel_gone()
 
     def __del__(self):
+        # No lock: nothing else holds this kernel now, and a finalizer must never wait (at
+        # interpreter exit, on a thread that was stopped holding it).
         try:
-            self.close()
+            self._free()
         except Exception:
             pass
 

@@ -24,6 +24,9 @@ class World:
 
     def __init__(self, rank, size, local_rank, local_size, allgather):
         self._h = None
+        # Held by every call that reads the world (agree, the ranks, close): close() on another
+        # thread waits for them, not frees the world under them.
+        self.lock = threading.RLock()
         self._comms = weakref.WeakSet()   # the communicators over this world
         if not callable(allgather):
             raise TypeError("weft: World's allgather must be callable (bytes -> bytes), not %s"
@@ -48,7 +51,6 @@ class World:
         if st:
             raise error(st, self._with_failure(err.value.decode("utf-8", "replace")))
         self._h = h
-        self.lock = threading.RLock()
 
     def _with_failure(self, msg):
         # What this rank's callback raised; the other ranks learn only that it failed (from C).
@@ -82,37 +84,43 @@ class World:
 
     @property
     def rank(self):
-        return lib.weft_world_rank(self._live())
+        with self.lock:
+            return lib.weft_world_rank(self._live())
 
     @property
     def local_rank(self):
-        return lib.weft_world_local_rank(self._live())
+        with self.lock:
+            return lib.weft_world_local_rank(self._live())
 
     @property
     def local_size(self):
-        return lib.weft_world_local_size(self._live())
+        with self.lock:
+            return lib.weft_world_local_size(self._live())
 
     def agree(self, what, desc):
         """Collective: every rank passes the same description, else WeftError (MISMATCH) on every rank."""
-        self._live()
         if not isinstance(what, str) or not isinstance(desc, str):
             raise TypeError("weft: agree(what, desc) takes two str, not %s and %s" % (type(what).__name__, type(desc).__name__))
         if "\0" in what or "\0" in desc:
             raise ValueError("weft: agree(%r, %r): a NUL character would cut the text short" % (what, desc))
-        st = lib.weft_world_agree(self._h, what.encode(), desc.encode())
-        if st:
-            raise error(st, self._with_failure(_lib.text(lib.weft_world_error(self._h))))
+        with self.lock:
+            h = self._live()
+            st = lib.weft_world_agree(h, what.encode(), desc.encode())
+            if st:
+                raise error(st, self._with_failure(_lib.text(lib.weft_world_error(h))))
 
     def close(self):
         """Collective-free: releases this rank's side (no communication).  Its communicators must be
-        closed first: closing one talks to the other ranks through this world."""
-        open_comms = [c for c in list(self._comms) if c._h is not None]
-        if open_comms:
-            raise ValueError("weft: this world still has %d open communicator(s): close them first "
-                             "(Comm.close is collective)" % len(open_comms))
-        h = _take_handle(self)   # one free, whatever threads close it at once
-        if h:
-            lib.weft_world_destroy(h)
+        closed first: closing one talks to the other ranks through this world.  Waits for an
+        agree() that another thread is in (which ends when its all-gather does)."""
+        with self.lock:   # (waits for an agree() on another thread)
+            open_comms = [c for c in list(self._comms) if c._h is not None]
+            if open_comms:
+                raise ValueError("weft: this world still has %d open communicator(s): close them first "
+                                 "(Comm.close is collective)" % len(open_comms))
+            h = _take_handle(self)   # one free, whatever threads close it at once
+            if h:
+                lib.weft_world_destroy(h)
 
     def __enter__(self):
         return self
@@ -136,7 +144,7 @@ class Comm:
             raise ValueError("weft: Comm over a closed %s" % ("kernel" if kernel.handle is None else "world"))
         self.kernel, self.world = kernel, world
         h = ctypes.c_void_p()
-        with kernel.ctx.lock:
+        with world.lock, kernel.ctx.lock:   # (always in this order: the world's, then the context's)
             max_elems = whole(max_elems, "Comm: max_elems", 1, 1 << 62)
             st = lib.weft_comm_create(kernel.handle, world.handle, max_elems, ctypes.byref(h))
             if st:
@@ -152,9 +160,15 @@ class Comm:
             raise ValueError("weft: this communicator is closed")
         return self._h
 
+    def _lock(self):
+        # Every call holds the kernel's context lock, as launch() does, so that close() on another
+        # thread waits for it.  (A closed communicator, or one whose constructor failed, says so.)
+        self._live()
+        return self.kernel.ctx.lock
     @property
     def multicast(self):
-        return bool(lib.weft_comm_multicast(self._live()))
+        with self._lock():
+            return bool(lib.weft_comm_multicast(self._live()))
 
     def set_timeout(self, seconds):
         """How long a wait on another rank's signal may take before the kernel reports it (seconds > 0)."""
@@ -164,7 +178,8 @@ class Comm:
             t = None
         if t is None or not 0 < t <= 86400:
             raise ValueError("weft: set_timeout(%r): a number of seconds above 0 and at most 86400 (a day)" % (seconds,))
-        lib.weft_comm_set_timeout(self._live(), t)
+        with self._lock():
+            lib.weft_comm_set_timeout(self._live(), t)
 
     def launch(self, *args, stream=None):
         k = self.kernel
@@ -178,18 +193,24 @@ class Comm:
     @property
     def epoch(self):
         """Launches finished so far on this rank (read from the device: synchronise first)."""
-        return lib.weft_comm_epoch(self._live())
+        with self._lock():
+            return lib.weft_comm_epoch(self._live())
 
     def check(self):
-        st = lib.weft_comm_check(self._live())
-        if st:
-            raise error(st, _lib.text(lib.weft_comm_error(self._h)))
+        with self._lock():
+            h = self._live()
+            st = lib.weft_comm_check(h)
+            if st:
+                raise error(st, _lib.text(lib.weft_comm_error(h)))
 
     def close(self):
         """Collective: every rank closes its communicators in the same order."""
-        h = _take_handle(self)   # one free, whatever threads close it at once
-        if h:
-            lib.weft_comm_destroy(h)
+        if getattr(self, "_h", None) is None:
+            return
+        with self.world.lock, self.kernel.ctx.lock:
+            h = _take_handle(self)   # one free, whatever threads close it at once
+            if h:
+                lib.weft_comm_destroy(h)
 
     def __enter__(self):
         return self

@@ -616,6 +616,71 @@ def test_close_from_threads_frees_once(tmp_path, softmax, monkeypatch):
     a.close(), k1.close(), k2.close(), c.close()
     assert len(rec.calls) == 4
 
+def test_close_waits_for_a_read_on_another_thread(tmp_path, softmax, monkeypatch):
+    # close() took no lock: a thread reading k.cubin (or launching k) read the kernel after another
+    # thread freed it (a segfault, or another kernel's bytes; an attack review of the package)
+    from weft import core
+    events, entered, release = [], threading.Event(), threading.Event()
+    real = core.lib
+
+    class Lib:
+        def __getattr__(self, name):
+            f = getattr(real, name)
+            if name == "weft_kernel_cubin":
+                def cubin(h, n):
+                    events.append("read")
+                    entered.set()
+                    release.wait(10)
+                    r = f(h, n)
+                    events.append("read done")
+                    return r
+                return cubin
+            if name == "weft_kernel_destroy":
+                def destroy(h):
+                    events.append("destroy")
+                    return f(h)
+                return destroy
+            return f
+
+    monkeypatch.setattr(core, "lib", Lib())
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    k = c.compile(softmax)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(k.cubin))
+    reader.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=k.close)
+    closer.start()
+    time.sleep(0.2)
+    assert closer.is_alive(), "close() did not wait for the read"
+    release.set()
+    reader.join(10)
+    closer.join(10)
+    assert events == ["read", "read done", "destroy"], events
+    assert got and got[0] and got[0][:4] == b"\x7fELF"
+    c.close()
+
+
+def test_kernel_close_refused_under_an_open_comm(tmp_path, softmax):
+    # a Comm keeps its kernel (comm.c's c->k): closing the kernel first left the Comm's launch,
+    # check and epoch to read a freed kernel.  (A real Comm needs a GPU: a stand-in is registered.)
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    k = c.compile(softmax)
+
+    class OpenComm:
+        _h, kernel = object(), k
+
+    comm = OpenComm()
+    c._comms.add(comm)
+    with pytest.raises(ValueError, match=r"kernel \S+ has 1 open communicator\(s\) over it: close them first"):
+        k.close()
+    assert k.handle is not None
+    comm._h = None   # (closed)
+    k.close()
+    assert k.handle is None
+    c.close()
+
+
 def test_world_close_from_threads_frees_once(monkeypatch):
     from weft import dist
     rec = _OnceRecorder(dist.lib)
@@ -663,6 +728,20 @@ def test_launch_values_that_do_not_fit(kernel, args, name):
     with pytest.raises(weft.WeftError) as e:
         kernel.launch(*args)
     assert e.value.status_name == "LAUNCH" and "argument %s = " % name in str(e.value)
+
+
+@pytest.mark.parametrize("eps", [float("nan"), float("inf"), -float("inf"), 1e300, -3.5e38])
+def test_launch_scalar_not_a_finite_f32(tmp_path, eps):
+    # ctypes made 1e300 an inf, and NaN and inf went to the kernel as they were
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    k = c.compile(EXAMPLES / "rmsnorm.lua", eps="arg")
+    vals = {"ptr": P, "i32": 64, "f32": eps}
+    args = [vals[a.type] for a in k.manifest.args]
+    assert [a.name for a in k.manifest.args if a.type == "f32"] == ["eps"]
+    with pytest.raises(weft.WeftError, match=r"argument eps = %s is not a finite f32" % re.escape(repr(eps))) as e:
+        k.launch(*args)
+    assert e.value.status_name == "LAUNCH"
+    c.close()
 
 
 @pytest.mark.parametrize("stream", [1 << 64, (1 << 64) + 5, -1])

@@ -6,6 +6,7 @@ stacks if the module runs past its budget.
 import faulthandler
 import re
 import threading
+import time
 
 import pytest
 
@@ -185,6 +186,31 @@ def test_closed_world():
     for field in ("rank", "local_rank", "local_size"):   # (they read -1 and 0 from the freed handle)
         with pytest.raises(ValueError, match="this world is closed"):
             getattr(w, field)
+
+
+def test_close_waits_for_agree_on_another_thread():
+    # close() freed the world while another thread's agree() was inside its all-gather: a hang or
+    # a crash on return (an attack review of the package).  Now close() waits for it.
+    entered, release = threading.Event(), threading.Event()
+
+    def gather(data):
+        entered.set()
+        release.wait(10)
+        return data
+
+    w = weft.World(0, 1, 0, 1, gather)
+    res = []
+    agreeing = threading.Thread(target=lambda: res.append(w.agree("x", "y")))
+    agreeing.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=w.close)
+    closer.start()
+    time.sleep(0.2)
+    assert closer.is_alive(), "close() did not wait for agree()"
+    release.set()
+    agreeing.join(10)
+    closer.join(10)
+    assert res == [None] and w.handle is None
 
 
 def test_agree_and_comm_argument_types():

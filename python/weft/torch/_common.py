@@ -9,6 +9,17 @@ from .. import core
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
+def via_dispatcher(*tensors):
+    """True where an op must go through its torch.ops.weft entry, not straight to its launch:
+    under torch.compile, and where autograd would record it (grad mode on, an input requiring
+    grad).  weft's ops have no backward; called straight, the output would carry no grad_fn and the
+    gradients to those inputs would vanish without a word.  Through the dispatcher, forward runs
+    as ever and backward raises, naming the op ("no autograd formula was registered"), as torch
+    does for any custom op without one; an inference under no_grad() stays on the short path."""
+    return torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in tensors))
+
+
 def dtype_name(t, op, name, allowed=("f32", "f16", "bf16")):
     if not isinstance(t, torch.Tensor):   # (None raised AttributeError: 'NoneType' has no dtype)
         raise TypeError("weft.torch.%s: %s is a %s, not a torch.Tensor" % (op, name, type(t).__name__))

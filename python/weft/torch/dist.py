@@ -364,7 +364,7 @@ def all_reduce(t, op="sum", group=None):
     t seen so far and grows (collectively) from the call's arguments alone, so every rank must call
     with the same shapes in the same order (the module's docstring says what a mismatch does)."""
     name = group_name(group)
-    if torch.compiler.is_compiling():
+    if _common.via_dispatcher(t):
         return torch.ops.weft.all_reduce(t, op, name)
     return _all_reduce_eager(t, op, name)
 
@@ -379,7 +379,7 @@ def _all_reduce_eager(t, op, name):
 def all_reduce_(t, op="sum", group=None):
     """all_reduce in place: t becomes the result; returns t."""
     name = group_name(group)
-    if torch.compiler.is_compiling():
+    if _common.via_dispatcher(t):
         torch.ops.weft.all_reduce_(t, op, name)
     else:
         _all_reduce_run("all_reduce_", t, t, op, name)
@@ -513,7 +513,7 @@ def all_reduce_rms_norm(x, residual, weight, eps=1e-6, group=None):
     gen/families/allreduce_norm.lua: two_shot for large messages on several ranks, else one_shot);
     every rank calls with the same shapes in the same order (all_reduce's docstring says why)."""
     name = group_name(group)
-    if torch.compiler.is_compiling():
+    if _common.via_dispatcher(x, residual, weight):
         torch.ops.weft.all_reduce_rms_norm(x, residual, weight, configs.eps_value("all_reduce_rms_norm", eps), name)
     else:
         _arn_run(x, residual, weight, eps, name)
@@ -646,7 +646,7 @@ def all_gather_matmul(a_shard, b, group=None, return_a=False, gather_dim=0):
 
 def _ag_call(a_shard, b, gather_dim, group, return_a, layout):
     name = group_name(group)
-    if torch.compiler.is_compiling():
+    if _common.via_dispatcher(a_shard, b):
         a, c = torch.ops.weft.all_gather_matmul(a_shard, b, gather_dim, name, group_size(name), bool(return_a),
                                                  layout)
     else:

@@ -213,7 +213,7 @@ def _mrs_call(op, a, b, group, scatter_dim, b_layout, fuse, reduce_op):
              and 0 < scatter_dim <= a.dim() - 2)
     if moved:
         a = a.movedim(scatter_dim, 0).contiguous()
-    if torch.compiler.is_compiling():
+    if _common.via_dispatcher(a, b):
         if scatter_dim != 0 and not moved:
             configs.matmul_comm_args(op, reduce_op, scatter_dim, b_layout, fuse, a.dim())
         c = torch.ops.weft.matmul_reduce_scatter(a, b, reduce_op, name, group_size(name), b_layout,
@@ -259,7 +259,7 @@ def matmul_all_reduce(a_shard, b_shard, group=None, b_layout="row", fuse="auto",
     rank-order f32 fold: any M, N, k); "auto" configs.choose_fuse (the gemm_rs crossover: gemm_ar
     has not been measured), unfused where the fused kernel cannot take the shape."""
     name = group_name(group)
-    if torch.compiler.is_compiling():
+    if _common.via_dispatcher(a_shard, b_shard):
         return torch.ops.weft.matmul_all_reduce(a_shard, b_shard, reduce_op, name, group_size(name), b_layout,
                                                 _fuse_text(fuse))
     return _run("matmul_all_reduce", a_shard, b_shard, name, b_layout, fuse, False, reduce_op)

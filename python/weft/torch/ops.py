@@ -111,7 +111,7 @@ def softmax(x, dim=-1):
     nd = max(x.dim(), 1)
     if not -nd <= dim < nd:
         raise IndexError("weft.torch.softmax: dim = %d is out of range for x of %d dimensions" % (dim, x.dim()))
-    f = torch.ops.weft.softmax if torch.compiler.is_compiling() else _softmax_impl
+    f = torch.ops.weft.softmax if C.via_dispatcher(x) else _softmax_impl
     if dim % nd == nd - 1:
         return f(x)
     return f(x.movedim(dim, -1).contiguous()).movedim(-1, dim)
@@ -139,6 +139,7 @@ def _rms_checks(x, weight, residual):
 
 
 def _rms_impl(x, weight, eps, residual):
+    eps = configs.eps_value("rms_norm", eps)   # (torch.ops.weft.rms_norm called directly comes here unchecked)
     dt, rows, cols = _rms_checks(x, weight, residual)
     y = torch.empty_like(x)
     if rows == 0 or cols == 0:
@@ -199,7 +200,7 @@ def rms_norm(x, weight, eps=1e-6, residual=None):
     and h is written back INTO residual in place (the next layer's residual stream), as the
     family does; y is returned."""
     eps = configs.eps_value("rms_norm", eps)   # (float() let NaN, -1 and True through)
-    if torch.compiler.is_compiling():
+    if C.via_dispatcher(x, weight, residual):
         if residual is None:
             return torch.ops.weft.rms_norm(x, weight, eps)
         return torch.ops.weft.add_rms_norm(x, residual, weight, eps)
@@ -251,7 +252,7 @@ def row_reduce(x, op="sum"):
     """op ("sum", "max", "min", "prod") over x's last dim, accumulated and returned in float32
     (shape x.shape[:-1]) whatever x's dtype: the family's output; torch's x.sum(-1) would round
     to x's dtype."""
-    if torch.compiler.is_compiling():
+    if C.via_dispatcher(x):
         return torch.ops.weft.row_reduce(x, op)
     return _row_reduce_impl(x, op)
 
@@ -322,7 +323,7 @@ def _(x, weight):
 def matmul(a, b):
     """a [..., M, K] . b [K, N] -> [..., M, N] (float16 or bfloat16, f32 accumulate); a's leading
     dims fold into M (a is contiguous, so they are one [M', K] matrix).  K and N are multiples of 8."""
-    if torch.compiler.is_compiling():
+    if C.via_dispatcher(a, b):
         return torch.ops.weft.matmul(a, b)
     return _gemm_impl("matmul", a, b, "row", "a", "b")
 
@@ -330,6 +331,6 @@ def matmul(a, b):
 def linear(x, weight):
     """x [..., K] . weight^T for weight [N, K] (torch.nn.functional.linear without bias).  K is a
     multiple of 8; N any (50257, 1: off the multiples of 8, C is stored without TMA)."""
-    if torch.compiler.is_compiling():
+    if C.via_dispatcher(x, weight):
         return torch.ops.weft.linear(x, weight)
     return _gemm_impl("linear", x, weight, "col", "x", "weight")

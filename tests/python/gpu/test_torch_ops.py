@@ -399,6 +399,25 @@ def test_errors_name_the_op_and_the_argument():
     _raises(ValueError, "weft.torch.softmax: x is on cpu", lambda: torch.ops.weft.softmax(x.cpu()))
 
 
+def test_no_backward_is_said_not_dropped():
+    """weft's ops have no backward.  With an input that requires grad they go through the dispatcher:
+    the output carries a grad_fn and backward raises naming the op (called straight, the output had
+    none, and the gradients vanished without a word).  Under no_grad, the short path, no grad_fn."""
+    x = rand((4, 64), torch.float32).requires_grad_()
+    w = rand((64,), torch.float32).requires_grad_()
+    a, b = rand((8, 64), torch.bfloat16), rand((64, 16), torch.bfloat16).requires_grad_()
+    for name, out in (("softmax", wt.softmax(x)), ("rms_norm", wt.rms_norm(x.detach(), w)),
+                      ("row_reduce", wt.row_reduce(x)), ("matmul", wt.matmul(a, b)),
+                      ("linear", wt.linear(a, b.detach().t().contiguous().requires_grad_()))):
+        assert out.requires_grad and out.grad_fn is not None, name
+        with pytest.raises(RuntimeError, match=r"weft\.%s\.default but no autograd formula" % name):
+            out.float().sum().backward()
+    with torch.no_grad():
+        y = wt.softmax(x)
+    assert y.grad_fn is None and not y.requires_grad
+    check("softmax under grad", wt.softmax(x).detach(), torch.softmax(x.detach().double(), -1), *TOL[torch.float32])
+
+
 def test_outputs_of_zero_rows():
     assert wt.softmax(rand((0, 7), torch.float32)).shape == (0, 7)
     assert wt.row_reduce(rand((0, 7), torch.float32)).shape == (0,)
