@@ -305,9 +305,11 @@ int bridge_open(bridge **out, const char *source_dir, int with_io, char *err, si
   /* The environment's mistakes are the user's: they are kept and reported by every call that
    * generates, naming the variable, instead of failing later as "a bug in weft". */
   char why_env[512];
+  long max_mb;
   if (util_env_long("WEFT_CONFIG_MEMORY_MB", 1, 1L << 20, DEFAULT_MEMORY_MB, "megabytes",
                     "the config sandbox's memory cap", &b->memory_mb, why_env, sizeof why_env) ||
-      util_config_seconds(&b->seconds, why_env, sizeof why_env)) {
+      util_config_seconds(&b->seconds, why_env, sizeof why_env) ||
+      util_config_max_mb(&max_mb, why_env, sizeof why_env)) {   /* (the generator's own files are read so too) */
     if (!(b->bad_env = util_strdup(why_env))) {
       free(b->source_dir); free(b); snprintf(err, errlen, "out of memory"); return -1;
     }

@@ -45,9 +45,7 @@ static ssize_t read_some(int fd, int pipe_like, char *buf, size_t len, double de
 
 int util_read_file(const char *path, char **out, size_t *size, char *err, size_t errlen) {
   long max_mb, seconds;
-  if (util_env_long("WEFT_CONFIG_MAX_MB", 1, 65536, READ_DEFAULT_MB, "megabytes",
-                    "the largest config or sweep file weft reads", &max_mb, err, errlen) ||
-      util_config_seconds(&seconds, err, errlen))
+  if (util_config_max_mb(&max_mb, err, errlen) || util_config_seconds(&seconds, err, errlen))
     return UTIL_READ_SETTING;
   size_t max = (size_t)max_mb << 20;
   /* Opened without blocking: a named pipe nobody writes to would block open() forever.  A folder
@@ -361,6 +359,11 @@ int util_env_long(const char *name, long lo, long hi, long dflt, const char *uni
   }
   *out = n;
   return 0;
+}
+
+int util_config_max_mb(long *mb, char *err, size_t errlen) {
+  return util_env_long("WEFT_CONFIG_MAX_MB", 1, 65536, READ_DEFAULT_MB, "megabytes",
+                       "the largest config or sweep file weft reads", mb, err, errlen);
 }
 
 int util_config_seconds(long *seconds, char *err, size_t errlen) {

@@ -94,6 +94,9 @@ int util_env_long(const char *name, long lo, long hi, long dflt, const char *uni
  * read from a pipe may take to arrive; 1..86400, 10 when unset or empty.  -1 with util_env_long's
  * message for anything else. */
 int util_config_seconds(long *seconds, char *err, size_t errlen);
+/* $WEFT_CONFIG_MAX_MB into *mb: the largest file util_read_file reads, 1..65536 megabytes, 16
+ * when unset or empty; -1 with util_env_long's message for anything else. */
+int util_config_max_mb(long *mb, char *err, size_t errlen);
 /* $WEFT_SIGNAL_TIMEOUT_MS, how long a kernel's bounded waits last (signals between ranks,
  * stream-K's hand-over), in milliseconds: a number in (0, UTIL_SIGNAL_TIMEOUT_MAX_MS] ("0.5"
  * taken), or 0 when unset or empty (each caller's default).  -1 with the message when set to

@@ -41,7 +41,7 @@ typedef enum weft_status {
   WEFT_ERR_LAUNCH = 7,    /* the arguments do not fit the kernel (sizes over its limits, ...) */
   WEFT_ERR_IO = 8,        /* a file could not be read or written */
   WEFT_ERR_NOMEM = 9,
-  WEFT_ERR_INVALID = 10,  /* API misuse (NULL handle, wrong argument count, ...) */
+  WEFT_ERR_INVALID = 10,  /* API misuse (NULL handle, wrong argument count, ...), or a WEFT_* setting out of its range */
   WEFT_ERR_INTERNAL = 11, /* a bug in weft: please report the message */
   WEFT_ERR_MISMATCH = 12, /* ranks disagree (sizes, kernel): the same message on every rank */
   WEFT_ERR_MULTICAST = 13,/* a multimem config where multicast is unavailable or switched off */
