@@ -49,6 +49,7 @@ class Tensor:
         self.shape, self.dtype, self.device = tuple(shape), dtype, dev
         self.data = data if data is not None else [0.0] * math.prod(self.shape)
         self._contig = contiguous
+        self.requires_grad = False
         self._p = _ptr[0]
         _ptr[0] += 4096
 
@@ -131,6 +132,8 @@ def _fake_torch():
     t.matmul = _matmul
     t.library = types.SimpleNamespace(custom_op=lambda name, mutates_args=(): _CustomOp)
     t.compiler = types.SimpleNamespace(assume_constant_result=lambda f: f, is_compiling=lambda: False)
+    t.is_grad_enabled = lambda: t._grad   # (grad mode: on, as torch's default)
+    t._grad = True
     t.ops = types.SimpleNamespace()
     cuda = types.ModuleType("torch.cuda")
     cuda.current_device = lambda: 0
@@ -233,6 +236,21 @@ def test_the_unfused_path_at_one_rank_is_the_matmul(wt, layout):
     assert c.shape == (2, 3, 10) and c.data == reference(a, b, layout)
     c = wt.matmul_all_reduce(a, b, b_layout=layout, fuse=False)
     assert c.shape == (2, 3, 10) and c.data == reference(a, b, layout)
+
+
+def test_an_input_requiring_grad_goes_through_the_dispatcher(wt, monkeypatch):
+    # weft's ops have no backward: called straight, the output had no grad_fn and the gradients
+    # vanished; through torch.ops.weft, torch records the op and its backward raises naming it
+    torch = sys.modules["torch"]
+    calls = []
+    monkeypatch.setattr(torch.ops, "weft", types.SimpleNamespace(
+        matmul_all_reduce=lambda *a: calls.append(a) or "dispatched"), raising=False)
+    a, b = bf(2, 12), bf(12, 10)
+    assert wt.matmul_all_reduce(a, b, fuse=False).data == reference(a, b, "row")   # no grad wanted: straight
+    b.requires_grad = True
+    assert wt.matmul_all_reduce(a, b, fuse=False) == "dispatched" and len(calls) == 1
+    monkeypatch.setattr(torch, "_grad", False)   # torch.no_grad(): straight again
+    assert wt.matmul_all_reduce(a, b, fuse=False).data == reference(a, b, "row") and len(calls) == 1
 
 
 def test_another_scatter_dim_moves_it_to_the_front_and_back(wt):

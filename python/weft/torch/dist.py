@@ -175,9 +175,11 @@ class _Group:
     def agree(self, op, sig, problem):
         """The rendezvous of a signature's first call; raises the same error on every rank."""
         always = _agree_always()
+        # a rank's own argument error names the rank, as the mismatch its peers get does
+        own = problem and "%s (rank %d of group %s)" % (problem, self.rank, self.name)
         if sig in self.agreed and not always:
             if problem:
-                raise ValueError(problem)
+                raise ValueError(own)
             return
         try:
             self.world.agree("weft.torch." + op, sig + (" error: " + problem if problem else ""))
@@ -186,10 +188,10 @@ class _Group:
             # others, whose arguments are fine, get the mismatch naming that rank.  Every rank went
             # through the rendezvous, so none is left waiting.
             if problem and e.status_name == "MISMATCH":
-                raise ValueError(problem) from None
+                raise ValueError(own) from None
             raise core.error(e.status, "weft.torch.%s: rank %d of group %s: %s" % (op, self.rank, self.name, e)) from None
         if problem:
-            raise ValueError(problem)
+            raise ValueError(own)
         self.agreed.add(sig)
 
     def comm(self, op, key, build, need):
@@ -269,11 +271,14 @@ def check(group=None):
 
 def close(group=None):
     """Collective: frees the group's weft world and communicators (every rank, no graph using them)."""
+    name = group_name(group)
     with _groups_lock:
-        g = _groups.pop(group_name(group), None)
+        g = _groups.pop(name, None)
     if g is not None:
-        torch.cuda.synchronize(g.device)
-        g.close()
+        try:
+            torch.cuda.synchronize(g.device)
+        finally:   # (a sticky CUDA error raised here: the collective close still runs, the peers not left waiting)
+            g.close()
 
 
 def _problem(fn, *a, **kw):
