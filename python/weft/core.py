@@ -8,6 +8,7 @@ Generating and compiling need no GPU; launching does.
 import ctypes
 import json
 import math
+import numbers
 import os
 import re
 import operator
@@ -43,9 +44,19 @@ class CommTimeoutError(WeftError, TimeoutError):
     """A device-side wait for another rank timed out; the message names the rank, the peer and the signal."""
 
 
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text):
+    """text with the characters that could drive a terminal (C0 controls but newline and tab, DEL, C1
+    controls) written as \\xNN, as the CLI shows them: a file name or a config's text in a message
+    never recolours or clears the terminal it is printed to."""
+    return _CONTROLS.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+
+
 def error(status, message):
     cls = {1: ConfigError, 4: NoGPUError, 5: NoGPUError, 14: CommTimeoutError}.get(status, WeftError)
-    return cls(status, message or "weft: %s" % text_status(status))
+    return cls(status, printable(message) if message else "weft: %s" % text_status(status))
 
 
 def text_status(status):
@@ -240,6 +251,8 @@ def _source(text, name):
 def _fs(p, what):
     if p is None:
         return None
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise TypeError("weft: %s = %r: a path (str, bytes or os.PathLike), not %s" % (what, p, type(p).__name__))
     b = os.fsencode(p)
     if b"\0" in b:
         raise ValueError("weft: %s %r holds a NUL character" % (what, p))
@@ -260,10 +273,11 @@ def shape_text(shape):
         return shape
     if isinstance(shape, dict):
         parts = []
-        for k in sorted(shape):
-            v = shape[k]
+        for k in shape:   # (checked before sorting: a name that is not a str does not sort with the others)
             if not isinstance(k, str) or not _NAME.match(k):
                 raise ValueError("weft: shape size name %r is not a name" % (k,))
+        for k in sorted(shape):
+            v = shape[k]
             if isinstance(v, bool) or not isinstance(v, int):
                 raise TypeError("weft: shape %s = %r: a size is an int" % (k, v))
             parts.append("%s=%d" % (k, v))
@@ -313,7 +327,8 @@ class Auto:
         """Candidate i (0: the choice), compiled through the kernel cache."""
         i = whole(i, "Auto.compile: candidate", -(1 << 31), (1 << 31) - 1)
         if not 0 <= i < len(self.names):
-            raise IndexError("weft: candidate %d of %d" % (i, len(self.names)))
+            raise IndexError("weft: Auto.compile: candidate = %d: this choice has %d (0..%d)"
+                             % (i, len(self.names), len(self.names) - 1))
         k = ctypes.c_void_p()
         with self.ctx.lock:
             st = lib.weft_auto_compile(self.ctx._handle(), self._live(), i, ctypes.byref(k))
@@ -326,6 +341,9 @@ class Auto:
         tuning database, so the next auto() for this shape answers "database".  Needs the GPU."""
         with self.ctx.lock:
             i = whole(i, "record: candidate", 0, len(self.names) - 1 if self.names else 0)
+            if isinstance(time_us, bool) or not isinstance(time_us, numbers.Real):
+                raise TypeError("weft: record: time_us = %r: a number of microseconds, not %s"
+                                % (time_us, type(time_us).__name__))
             t = float(time_us)
             if not 0 < t < float("inf"):
                 raise ValueError("weft: record: time_us = %r: a positive number of microseconds" % time_us)
@@ -563,7 +581,7 @@ _contexts_lock = threading.Lock()
 
 def context(device=0):
     """The process's context for a device (created on first use; cache and sources from the environment)."""
-    device = operator.index(device)
+    device = whole(device, "context: device", 0, 1023)
     with _contexts_lock:
         c = _contexts.get(device)
         if c is None or c._h is None:
@@ -636,7 +654,12 @@ class Manifest:
         if name not in sizes:
             raise ValueError("weft: %s has no size argument %r: its sizes are %s" % (self.name, name,
                                                                                     ", ".join(sizes) or "none"))
-        v = operator.index(value)
+        if isinstance(value, bool):
+            raise TypeError("weft: check_size: %s = %r: a whole number, not a bool" % (name, value))
+        try:
+            v = operator.index(value)
+        except TypeError:
+            raise TypeError("weft: check_size: %s = %r: a whole number, not %s" % (name, value, type(value).__name__)) from None
         if not _INT64[0] <= v <= _INT64[1]:
             return "%s = %d does not fit in 64 bits" % (name, v)
         why = ctypes.create_string_buffer(512)

@@ -260,7 +260,7 @@ def test_attacker_strings_are_data(tmp_path, monkeypatch, attack):
         bad({"family": "row_softmax", attack: 1}, "NUL", "key")
     else:
         e = bad({"family": "row_softmax", "mode": "onchip", attack: 1}, "unknown key")
-        assert attack in str(e)
+        assert weft.core.printable(attack) in str(e)   # (its control characters shown escaped)
     with pytest.raises(weft.ConfigError):
         weft.generate(EXAMPLES / "row_softmax.lua", **({"dtype": attack}))
     assert list(tmp_path.iterdir()) == []
@@ -957,8 +957,42 @@ def test_auto_compile_candidate_checked(ctx):
     for i in (0.5, "0", True, None):
         with pytest.raises(TypeError, match=re.escape("Auto.compile: candidate = %r" % (i,))):
             a.compile(i)
-    with pytest.raises(IndexError, match="candidate %d of %d" % (len(a.names), len(a.names))):
-        a.compile(len(a.names))
+    n = len(a.names)
+    with pytest.raises(IndexError, match=re.escape("Auto.compile: candidate = %d: this choice has %d (0..%d)" % (n, n, n - 1))):
+        a.compile(n)
+    with pytest.raises(IndexError, match=re.escape("candidate = -1: this choice has %d" % n)):
+        a.compile(-1)
+    for t in (None, "5", True):   # (None: float()'s message; "5" and True were taken as times)
+        with pytest.raises(TypeError, match=re.escape("record: time_us = %r: a number of microseconds" % (t,))):
+            a.record(0, t)
+
+
+def test_arguments_of_the_wrong_type_are_named(ctx, tmp_path):
+    # each raised a TypeError from deep inside (os.fspath, operator.index, sorted) that named
+    # neither the call nor the argument, or took the value (context(True) was device 1)
+    with pytest.raises(TypeError, match=re.escape("cache_dir = 5: a path (str, bytes or os.PathLike), not int")):
+        weft.Context(cache_dir=5)
+    for dev in ("0", True, 1.0):
+        with pytest.raises(TypeError, match=re.escape("context: device = %r" % (dev,))):
+            weft.context(dev)
+    m = weft.generate({"family": "row_reduce", "dtype": "f32"})
+    for v in ("5", True, 2.0):
+        with pytest.raises(TypeError, match=re.escape("check_size: cols = %r: a whole number" % (v,))):
+            m.check_size("cols", v)
+    with pytest.raises(ValueError, match="shape size name 1 is not a name"):
+        weft.shape_text({1: 2, "rows": 3})
+
+
+def test_messages_show_control_characters_escaped(ctx, tmp_path):
+    # a file name or a chunk name with an escape sequence recoloured the terminal the error was
+    # printed to (the CLI shows them escaped; so does the package)
+    with pytest.raises(weft.WeftError) as e:
+        weft.generate(str(tmp_path / "x\x1b[31m.lua"))
+    assert "x\\x1b[31m.lua" in str(e.value) and "\x1b" not in str(e.value)
+    with pytest.raises(weft.ConfigError) as e:
+        ctx.generate_source("return {", name="\x1b[31mred\x9b")
+    assert "\x1b" not in str(e.value) and "\x9b" not in str(e.value) and "\\x1b[31mred\\x9b" in str(e.value)
+    assert weft.core.printable("a\tb\nc\x07\u00e9") == "a\tb\nc\\x07\u00e9"
 
 
 def test_compile_tuned_config_must_be_a_path(ctx):
