@@ -10,7 +10,7 @@ import time
 import pytest
 
 import weft
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, assert_close_waits
 
 FAMILIES = ["ag_gemm", "all_gather", "allreduce", "allreduce_norm", "cluster_reduce", "gemm", "reduce_scatter", "rmsnorm", "row_reduce", "row_softmax"]
 
@@ -646,16 +646,7 @@ def test_close_waits_for_a_read_on_another_thread(tmp_path, softmax, monkeypatch
     c = weft.Context(cache_dir=tmp_path / "cache")
     k = c.compile(softmax)
     got = []
-    reader = threading.Thread(target=lambda: got.append(k.cubin))
-    reader.start()
-    assert entered.wait(10)
-    closer = threading.Thread(target=k.close)
-    closer.start()
-    time.sleep(0.2)
-    assert closer.is_alive(), "close() did not wait for the read"
-    release.set()
-    reader.join(10)
-    closer.join(10)
+    assert_close_waits(lambda: got.append(k.cubin), k.close, entered, release, "the read")
     assert events == ["read", "read done", "destroy"], events
     assert got and got[0] and got[0][:4] == b"\x7fELF"
     c.close()

@@ -6,11 +6,11 @@ stacks if the module runs past its budget.
 import faulthandler
 import re
 import threading
-import time
 
 import pytest
 
 import weft
+from conftest import assert_close_waits
 
 JOIN_S = 60
 
@@ -200,16 +200,7 @@ def test_close_waits_for_agree_on_another_thread():
 
     w = weft.World(0, 1, 0, 1, gather)
     res = []
-    agreeing = threading.Thread(target=lambda: res.append(w.agree("x", "y")))
-    agreeing.start()
-    assert entered.wait(10)
-    closer = threading.Thread(target=w.close)
-    closer.start()
-    time.sleep(0.2)
-    assert closer.is_alive(), "close() did not wait for agree()"
-    release.set()
-    agreeing.join(10)
-    closer.join(10)
+    assert_close_waits(lambda: res.append(w.agree("x", "y")), w.close, entered, release, "agree()")
     assert res == [None] and w.handle is None
 
 
