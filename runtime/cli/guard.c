@@ -31,7 +31,7 @@ static ssize_t guard_write(void *cookie, const char *buf, size_t n) {
   for (size_t done = 0; done < n;) {
     size_t piece = n - done < 1024 ? n - done : 1024, used = 0;
     size_t len = util_escape(esc, sizeof esc, buf + done, piece, 1, &g->held, &used);
-    if (util_write_all(g->fd, esc, len) != 0) return done ? (ssize_t)done : -1;
+    if (util_write_all(g->fd, esc, len) != 0) return (ssize_t)done;   /* (0 on error: fopencookie's rule) */
     done += used;
   }
   return (ssize_t)n;

@@ -650,7 +650,7 @@ static int log_launches(void) {
     int on = 0;
     if (util_env_bool("WEFT_LOG_LAUNCH", "one line per launch on stderr: the grid and what capped it", &on, why,
                       sizeof why))
-      util_fd_printf(2, "weft: warning: %s; launches are not logged\n", why);
+      util_warn("weft: warning: %s; launches are not logged\n", why);
     v = on;
   }
   return v;
@@ -723,7 +723,7 @@ weft_status api_launch(weft_kernel *k, void **args, const api_tmap_env *env, voi
   }
   char *err = k->err;
   if (log_launches())
-    util_fd_printf(2, "weft: launch %s grid %u,%u,%u block %u,%u,%u smem %u rank %d of %d share %d coresident %ld\n",
+    util_warn("weft: launch %s grid %u,%u,%u block %u,%u,%u smem %u rank %d of %d share %d coresident %ld\n",
             m->name, grid[0], grid[1], grid[2], m->block[0], m->block[1], m->block[2], m->smem, env->rank, env->ranks,
             share, k->coresident);
   CUresult r = d->cuLaunchKernelEx(&cfg, k->fn, params, NULL);

@@ -83,7 +83,7 @@ static void warn_once(const char *text) {
     if (!strcmp(said[i], head)) { pthread_mutex_unlock(&said_lock); return; }
   if (n_said < 8) snprintf(said[n_said++], sizeof said[0], "%s", head);
   pthread_mutex_unlock(&said_lock);
-  util_fd_printf(2, "weft: warning: %s%s", text, *text && text[strlen(text) - 1] != '\n' ? "\n" : "");
+  util_warn("weft: warning: %s%s", text, *text && text[strlen(text) - 1] != '\n' ? "\n" : "");
 }
 
 void weft_auto_free(weft_auto *a) {

@@ -542,7 +542,7 @@ static int lock_key(const cache *c, const key_names *n, int *fd, char *err, size
       return -1;
     }
     if (!told && waited >= LOCK_NOTICE_MS) {
-      util_fd_printf(2, "weft: waiting for the cache lock on %s/%s held by another weft process (at most %ld s: "
+      util_warn("weft: waiting for the cache lock on %s/%s held by another weft process (at most %ld s: "
               "WEFT_CACHE_LOCK_SECONDS)\n", c->dir, n->lock, limit_s);
       told = 1;
     }

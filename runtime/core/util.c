@@ -175,7 +175,7 @@ size_t util_escape(char *dst, size_t n, const char *src, size_t len, int lines, 
   }
   dst[at] = 0;
   if (held) *held = c2;
-  if (consumed) *consumed = held && i == len ? len : used;
+  if (consumed) *consumed = held ? i : used;   /* (a stream's \xc2 before p[i] is in *held: consumed) */
   return at;
 }
 
@@ -193,29 +193,42 @@ int util_write_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-int util_fd_vprintf(int fd, const char *fmt, va_list ap) {
-  char raw[2048], esc[4 * sizeof raw + 8];
-  int n = vsnprintf(raw, sizeof raw, fmt, ap);
-  if (n < 0) return -1;
-  if ((size_t)n >= sizeof raw) memcpy(raw + sizeof raw - 8, " [...]\n", 8);   /* cut: said, the line ended */
-  size_t len = util_escape(esc, sizeof esc, raw, strlen(raw), 1, NULL, NULL);
-  return util_write_all(fd, esc, len);
+#define LINE_MAX_RAW 2048   /* a library line's text before its escapes; longer is cut, said */
+
+/* fmt's text through util_escape into esc (4 * LINE_MAX_RAW + 8 bytes): its length, or -1 */
+static int format_escaped(char *esc, size_t n, const char *fmt, va_list ap) {
+  char raw[LINE_MAX_RAW];
+  int len = vsnprintf(raw, sizeof raw, fmt, ap);
+  if (len < 0) return -1;
+  if ((size_t)len >= sizeof raw) memcpy(raw + sizeof raw - 8, " [...]\n", 8);   /* cut: said, the line ended */
+  return (int)util_escape(esc, n, raw, strlen(raw), 1, NULL, NULL);
 }
 
 int util_fd_printf(int fd, const char *fmt, ...) {
+  char esc[4 * LINE_MAX_RAW + 8];
   va_list ap;
   va_start(ap, fmt);
-  int rc = util_fd_vprintf(fd, fmt, ap);
+  int len = format_escaped(esc, sizeof esc, fmt, ap);
   va_end(ap);
-  return rc;
+  return len < 0 ? -1 : util_write_all(fd, esc, (size_t)len);
+}
+
+void util_warn(const char *fmt, ...) {
+  char esc[4 * LINE_MAX_RAW + 8];
+  va_list ap;
+  va_start(ap, fmt);
+  int len = format_escaped(esc, sizeof esc, fmt, ap);
+  va_end(ap);
+  if (len >= 0) fputs(esc, stderr);
 }
 
 const char *util_printable(const char *s, char *buf, size_t n) {
   if (!n) return buf;
   size_t len = strlen(s), used = 0;
-  if (n < 4) { util_escape(buf, n, s, len, 0, NULL, NULL); return buf; }
-  size_t at = util_escape(buf, n - 3, s, len, 0, NULL, &used);
-  if (used < len) memcpy(buf + at, "...", 4);   /* cut: said, after the last whole escape */
+  util_escape(buf, n, s, len, 0, NULL, &used);
+  if (used == len || n < 4) return buf;
+  size_t at = util_escape(buf, n - 3, s, len, 0, NULL, NULL);   /* cut: "..." after the last whole escape */
+  memcpy(buf + at, "...", 4);
   return buf;
 }
 

@@ -1,7 +1,6 @@
 /* util.h: small helpers shared by runtime modules (files, strings, errors). */
 #ifndef WEFT_UTIL_H
 #define WEFT_UTIL_H
-#include <stdarg.h>
 #include <stddef.h>
 
 /* Reads a whole file; *out is NUL-terminated (size excludes the NUL).  0, or with err: -1 (the
@@ -52,11 +51,12 @@ const char *util_shown(const char *s, char *buf, size_t n);
 size_t util_escape(char *dst, size_t n, const char *src, size_t len, int lines, int *held, size_t *consumed);
 /* Writes all n bytes: 0, or -1 with errno (ENOSPC for a write that made no progress). */
 int util_write_all(int fd, const void *buf, size_t n);
-/* A line of the library's own (a warning, a notice) to fd, its text through util_escape
+/* A line (a warning, a notice) to fd, its text through util_escape
  * (newlines kept): a path or a table's text in it never drives the terminal.  0, or -1.  Cut at
  * 2 KB, said. */
 int util_fd_printf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int util_fd_vprintf(int fd, const char *fmt, va_list ap);
+/* ... the same to stderr, the FILE (a host program that redirects it gets weft's lines too) */
+void util_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* s on one line as a message shows it: util_escape's escapes, newlines and tabs too (cut to fit n,
  * with "..." after the last whole escape); returns buf. */
 const char *util_printable(const char *s, char *buf, size_t n);

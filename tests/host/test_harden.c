@@ -251,6 +251,17 @@ static void test_escape(void **state) {
   at += util_escape(out + at, sizeof out - at, "\xb0.", 2, 1, &held, &used);
   assert_int_equal(held, 0);
   assert_string_equal(out, "x\\xc2\\x9b\xc2\xb0.");
+  /* a stream whose dst fills right after a \xc2: the \xc2 is held and counted consumed, never
+   * written twice (a review: it was both) */
+  char four[4];
+  held = 0;
+  at = util_escape(four, sizeof four, "a\xc2\033", 3, 1, &held, &used);
+  assert_int_equal(held, 1);
+  assert_int_equal(used, 2);
+  assert_string_equal(four, "a");
+  at = util_escape(out, sizeof out, "\033", 1, 1, &held, &used);
+  assert_int_equal(held, 0);
+  assert_string_equal(out, "\xc2\\x1b");
   /* bounded: stops before an escape that does not fit, and says how much it did */
   char small[6];
   at = util_escape(small, sizeof small, "ab\033cd", 5, 1, NULL, &used);
@@ -261,6 +272,7 @@ static void test_escape(void **state) {
   assert_string_equal(util_printable("abcd\033efghij", shown, sizeof shown), "abcd\\x1b...");
   assert_string_equal(util_printable("abcde\033fghij", shown, sizeof shown), "abcde...");   /* (not "abcde\\x...") */
   assert_string_equal(util_printable("ab\001", shown, sizeof shown), "ab\\x01");
+  assert_string_equal(util_printable("abcdefghijk", shown, sizeof shown), "abcdefghijk");   /* (fits: no "...") */
 }
 
 /* $WEFT_SIGNAL_TIMEOUT_MS as the communicators and stream-K's workspace both read it: a
