@@ -752,11 +752,12 @@ class Kernel:
     def parts(self):
         """The config's kernels in launch order (this one first).  They belong to this kernel:
         closing it closes them."""
-        if self._parts is None:
-            n = lib.weft_kernel_count(self._live())
-            self._parts = [self] + [Kernel(self.ctx, ctypes.c_void_p(lib.weft_kernel_part(self._h, i)), owner=self)
-                                    for i in range(1, n)]
-        return list(self._parts)
+        with self.ctx.lock:
+            if self._parts is None:
+                n = lib.weft_kernel_count(self._live())
+                self._parts = [self] + [Kernel(self.ctx, ctypes.c_void_p(lib.weft_kernel_part(self._h, i)), owner=self)
+                                        for i in range(1, n)]
+            return list(self._parts)
 
     def _live(self):
         if self._h is None:
@@ -851,11 +852,12 @@ class Kernel:
         """Frees the kernel (and its parts).  Waits for a launch or a read of it on another thread;
         refused while a communicator over it is open (close that first: Comm.close is collective)."""
         owner = self._owner or self
-        open_comms = [c for c in list(self.ctx._comms) if c._h is not None and c.kernel is owner]
-        if open_comms:
-            raise ValueError("weft: kernel %s has %d open communicator(s) over it: close them first "
-                             "(Comm.close is collective)" % (self.manifest.name, len(open_comms)))
-        with self.ctx.lock:
+        with self.ctx.lock:   # (a Comm registers itself under it: none can appear between check and free)
+            open_comms = [c for c in list(self.ctx._comms) if c._h is not None
+                          and (c.kernel is owner or getattr(c.kernel, "_owner", None) is owner)]
+            if open_comms:
+                raise ValueError("weft: kernel %s has %d open communicator(s) over it: close them first "
+                                 "(Comm.close is collective)" % (self.manifest.name, len(open_comms)))
             self._free()
 
     def _free(self):

@@ -140,20 +140,22 @@ class Comm:
         if not isinstance(kernel, Kernel) or not isinstance(world, World):
             raise TypeError("weft: Comm(kernel, world, max_elems) takes a weft Kernel and a World, not %s and %s"
                             % (type(kernel).__name__, type(world).__name__))
-        if kernel.handle is None or world.handle is None:
-            raise ValueError("weft: Comm over a closed %s" % ("kernel" if kernel.handle is None else "world"))
         self.kernel, self.world = kernel, world
         h = ctypes.c_void_p()
         with world.lock, kernel.ctx.lock:   # (always in this order: the world's, then the context's)
+            if kernel.handle is None or world.handle is None:
+                raise ValueError("weft: Comm over a closed %s" % ("kernel" if kernel.handle is None else "world"))
             max_elems = whole(max_elems, "Comm: max_elems", 1, 1 << 62)
             st = lib.weft_comm_create(kernel.handle, world.handle, max_elems, ctypes.byref(h))
             if st:
                 raise error(st, _lib.text(lib.weft_kernel_error(kernel.handle)) or
                             _lib.text(lib.weft_ctx_error(kernel.ctx._h)))
-        self._h = h
-        self.max_elems = max_elems
-        world._comms.add(self)        # both refuse to close under an open communicator
-        kernel.ctx._comms.add(self)
+            self._h = h
+            self.max_elems = max_elems
+            # registered under the locks: the world, the context and the kernel each refuse to
+            # close under an open communicator, and none can close between its creation and this
+            world._comms.add(self)
+            kernel.ctx._comms.add(self)
 
     def _live(self):
         if self._h is None:

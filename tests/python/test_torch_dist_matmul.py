@@ -253,6 +253,21 @@ def test_an_input_requiring_grad_goes_through_the_dispatcher(wt, monkeypatch):
     assert wt.matmul_all_reduce(a, b, fuse=False).data == reference(a, b, "row") and len(calls) == 1
 
 
+def test_in_place_on_a_tensor_requiring_grad_is_refused(wt, monkeypatch):
+    # all_reduce_ returns nothing torch could attach a backward to: t would keep its old history
+    # and backward run through it as if unchanged.  Refused (through the agreement), before a launch.
+    import weft.torch.dist as wd
+    torch = sys.modules["torch"]
+    t = tensor((64,), torch.float32)
+    t.requires_grad = True
+    with pytest.raises(ValueError, match=r"weft.torch.all_reduce_: writes t in place, and t requires grad.*"
+                                         r"rank 0 of group weft:self"):
+        wd.all_reduce_(t)
+    monkeypatch.setattr(torch, "_grad", False)   # under no_grad: taken (no GPU here: it fails at the launch)
+    with pytest.raises(weft.WeftError):
+        wd.all_reduce_(t)
+
+
 def test_another_scatter_dim_moves_it_to_the_front_and_back(wt):
     a = bf(2, 3, 16)
     b = bf(16, 8)

@@ -20,6 +20,21 @@ def via_dispatcher(*tensors):
         isinstance(t, torch.Tensor) and t.requires_grad for t in tensors))
 
 
+def in_place_grad_problem(op, written, **tensors):
+    """The message for an op that writes `written` in place when autograd is on and one of its
+    tensors requires grad, else None.  A custom op that returns nothing gives torch nothing to
+    attach a backward to: the written tensors would keep their old history, and backward would run
+    through them as if nothing had changed (the gradients wrong, without a word)."""
+    if not torch.is_grad_enabled():
+        return None
+    wanting = [n for n, t in tensors.items() if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not wanting:
+        return None
+    return ("weft.torch.%s: writes %s in place, and %s require%s grad: weft's ops have no backward; call it "
+            "under torch.no_grad() or torch.inference_mode()" % (op, written, ", ".join(wanting),
+                                                               "s" if len(wanting) == 1 else ""))
+
+
 def dtype_name(t, op, name, allowed=("f32", "f16", "bf16")):
     if not isinstance(t, torch.Tensor):   # (None raised AttributeError: 'NoneType' has no dtype)
         raise TypeError("weft.torch.%s: %s is a %s, not a torch.Tensor" % (op, name, type(t).__name__))

@@ -306,6 +306,10 @@ def allreduce_algo(nbytes, n, ranks):
 
 def _all_reduce_run(opname, x, y, op, name):
     problems = []
+    if y is x:   # all_reduce_ (agreed on, as every problem: a rank that raised alone would leave the others waiting)
+        p = _common.in_place_grad_problem(opname, "t", t=x)
+        if p:
+            problems.append(p)
     if not isinstance(op, str) or op not in AR_OPS:
         problems.append("weft.torch.%s: op = %r; allowed: %s" % (opname, op, ", ".join(AR_OPS)))
     p = _problem(_common.check_tensor, x, opname, "t")
@@ -384,7 +388,7 @@ def _all_reduce_eager(t, op, name):
 def all_reduce_(t, op="sum", group=None):
     """all_reduce in place: t becomes the result; returns t."""
     name = group_name(group)
-    if _common.via_dispatcher(t):
+    if torch.compiler.is_compiling():   # (in place: no dispatch for autograd, _all_reduce_run refuses it)
         torch.ops.weft.all_reduce_(t, op, name)
     else:
         _all_reduce_run("all_reduce_", t, t, op, name)
@@ -431,6 +435,9 @@ def _arn_compile(device, cfg, shape, ranks, name, a):
 def _arn_run(x, residual, weight, eps, name):
     op = "all_reduce_rms_norm"
     problems = []
+    p = _common.in_place_grad_problem(op, "x and residual", x=x, residual=residual, weight=weight)
+    if p:
+        problems.append(p)
     p = _problem(_common.check_tensor, x, op, "x")
     if p:
         problems.append(p)
@@ -518,7 +525,7 @@ def all_reduce_rms_norm(x, residual, weight, eps=1e-6, group=None):
     gen/families/allreduce_norm.lua: two_shot for large messages on several ranks, else one_shot);
     every rank calls with the same shapes in the same order (all_reduce's docstring says why)."""
     name = group_name(group)
-    if _common.via_dispatcher(x, residual, weight):
+    if torch.compiler.is_compiling():   # (in place: no dispatch for autograd, _arn_run refuses it)
         torch.ops.weft.all_reduce_rms_norm(x, residual, weight, configs.eps_value("all_reduce_rms_norm", eps), name)
     else:
         _arn_run(x, residual, weight, eps, name)

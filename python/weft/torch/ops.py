@@ -200,6 +200,10 @@ def rms_norm(x, weight, eps=1e-6, residual=None):
     and h is written back INTO residual in place (the next layer's residual stream), as the
     family does; y is returned."""
     eps = configs.eps_value("rms_norm", eps)   # (float() let NaN, -1 and True through)
+    if residual is not None and not torch.compiler.is_compiling():
+        p = C.in_place_grad_problem("rms_norm", "residual", x=x, weight=weight, residual=residual)
+        if p:
+            raise RuntimeError(p)
     if C.via_dispatcher(x, weight, residual):
         if residual is None:
             return torch.ops.weft.rms_norm(x, weight, eps)

@@ -775,6 +775,10 @@ def mismatch_case():
     bad = torch.ones(64, device=DEV, dtype=torch.float64 if RANK == P - 1 else torch.float32)
     expect_mismatch("all_reduce with float64 on the last rank", lambda: wd.all_reduce(bad),
                     own="t has dtype torch.float64" if RANK == P - 1 else None)
+    # in place on a tensor requiring grad: no backward could follow it (refused, agreed on)
+    g = torch.ones(64, device=DEV, requires_grad=(RANK == P - 1))
+    expect_mismatch("all_reduce_ on a tensor requiring grad on the last rank", lambda: wd.all_reduce_(g),
+                    own="writes t in place, and t requires grad" if RANK == P - 1 else None)
     a = torch.ones((64, 128 if RANK else 136), device=DEV, dtype=torch.bfloat16)
     b = torch.ones((a.shape[1], 64), device=DEV, dtype=torch.bfloat16)
     expect_mismatch("all_gather_matmul with K differing on rank 0", lambda: wd.all_gather_matmul(a, b))

@@ -412,6 +412,10 @@ def test_no_backward_is_said_not_dropped():
         assert out.requires_grad and out.grad_fn is not None, name
         with pytest.raises(RuntimeError, match=r"weft\.%s\.default but no autograd formula" % name):
             out.float().sum().backward()
+    # in place (residual): nothing returned carries the write, so it is refused before any launch
+    r = rand((4, 64), torch.float32)
+    with pytest.raises(RuntimeError, match="weft.torch.rms_norm: writes residual in place, and x requires grad"):
+        wt.rms_norm(x, w.detach(), residual=r)
     with torch.no_grad():
         y = wt.softmax(x)
     assert y.grad_fn is None and not y.requires_grad
