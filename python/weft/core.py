@@ -679,11 +679,9 @@ class Manifest:
 # ---- kernels --------------------------------------------------------------------------------
 
 _CTYPE = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float}
-_RANGE = {"ptr": (0, (1 << 64) - 1), "i32": (-(1 << 31), (1 << 31) - 1), "i64": _INT64}
-_PTR, _INT, _FLOAT = 0, 1, 2
-
-
 _FLT_MAX = 3.4028234663852886e38   # the largest finite f32
+_RANGE = {"ptr": (0, (1 << 64) - 1), "i32": (-(1 << 31), (1 << 31) - 1), "i64": _INT64, "f32": (-_FLT_MAX, _FLT_MAX)}
+_PTR, _INT, _FLOAT = 0, 1, 2
 
 
 def _slow_value(v, arg, kind, kernel):
@@ -743,7 +741,7 @@ class Kernel:
         self._argv = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p)
                                                             for v in self._vals])
         kinds = {"ptr": _PTR, "i32": _INT, "i64": _INT, "f32": _FLOAT}
-        self._setters = [(v, a, kinds[a.type]) + _RANGE.get(a.type, (0, 0)) for v, a in zip(self._vals, args)]
+        self._setters = [(v, a, kinds[a.type]) + _RANGE[a.type] for v, a in zip(self._vals, args)]
 
     @property
     def handle(self):
@@ -812,10 +810,10 @@ class Kernel:
             if kind == _FLOAT:
                 if type(v) is not float:
                     v = _slow_value(v, arg, kind, self.manifest.name)
-                # ctypes would make 1e300 an inf; NaN and inf are no kernel's scalar
-                if not -_FLT_MAX <= v <= _FLT_MAX:
+                # ctypes would make 1e300 an inf; NaN (no comparison holds) and inf are no kernel's scalar
+                if not lo <= v <= hi:
                     raise WeftError(7, "weft: %s: argument %s = %r is not a finite f32 (at most %g in size)"
-                                    % (self.manifest.name, arg.name, v, _FLT_MAX))
+                                    % (self.manifest.name, arg.name, v, hi))
             else:
                 if type(v) is not int:
                     v = _slow_value(v, arg, kind, self.manifest.name)

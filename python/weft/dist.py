@@ -167,6 +167,7 @@ class Comm:
         # thread waits for it.  (A closed communicator, or one whose constructor failed, says so.)
         self._live()
         return self.kernel.ctx.lock
+
     @property
     def multicast(self):
         with self._lock():

@@ -73,6 +73,14 @@ void bridge_refs_release(bridge_refs *r, long key) {
   refs_unuse(r);
 }
 
+/* Pushes gen.core.weft's `field` if the module is loaded (nil otherwise, or under it); its type.
+ * The caller restores the stack (lua_settop). */
+static int weft_module_field(lua_State *L, const char *field) {
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "gen.core.weft") != LUA_TTABLE) return LUA_TNIL;
+  return lua_getfield(L, -1, field);
+}
+
 /* M.refs[key] = nil for each key in [from, to] and each released one; the module loaded. */
 static void refs_drop(bridge *b, long from, long to) {
   lua_State *L = b->L;
@@ -83,8 +91,7 @@ static void refs_drop(bridge *b, long from, long to) {
   b->refs->n = b->refs->cap = 0;
   pthread_mutex_unlock(&b->refs->mu);
   int top = lua_gettop(L);
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  if (lua_getfield(L, -1, "gen.core.weft") == LUA_TTABLE && lua_getfield(L, -1, "refs") == LUA_TTABLE) {
+  if (weft_module_field(L, "refs") == LUA_TTABLE) {
     for (int i = 0; i < n; i++) { lua_pushnil(L); lua_rawseti(L, -2, keys[i]); }
     for (long k = from; k > 0 && k <= to; k++) { lua_pushnil(L); lua_rawseti(L, -2, k); }
   }
@@ -96,9 +103,7 @@ static void refs_drop(bridge *b, long from, long to) {
 static long refs_last(lua_State *L) {
   int top = lua_gettop(L);
   long last = 0;
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  if (lua_getfield(L, -1, "gen.core.weft") == LUA_TTABLE && lua_getfield(L, -1, "last_ref") == LUA_TNUMBER)
-    last = (long)lua_tointeger(L, -1);
+  if (weft_module_field(L, "last_ref") == LUA_TNUMBER) last = (long)lua_tointeger(L, -1);
   lua_settop(L, top);
   return last;
 }
