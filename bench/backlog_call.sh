@@ -4,16 +4,17 @@
 # the ctest files, as DEVICE.md says).  Each step has its own time cap, so that one slow step
 # cannot take the others' time; each writes its log under $OUT, and everything is packed into
 # $OUT/backlog.tgz at the end (the device returns few files).
-#   1. the deep-ring probe (bench/deep_ring_probe.sh: the rule with MAX_STAGES_NARROW = 13
-#      against the rule as it is, the six shapes it moves, bf16 and f16);
-#   2. the GPU tests the last sessions changed or added without a GPU: swap_ab, thin, the
-#      13-stage 64 x 64 tile, the examples, torch's ops;
-#   3. the fused all-gather + GEMM's MPS tests (the launch path checks its context first), and
-#      weft.torch's distributed ops at 1 and 2 ranks (python.dist: the locks and the autograd
-#      routing of the thirty-fourth session);
-#   4. 3072^3's two modes (the set's recurring miss by the rule): two candidates and the
-#      192 x 192 four-stage schedule, 8 rounds.
-#   STEPS ("1 2 3 4"), CAP1..CAP4 (seconds: 190 130 150 90; 560 in all, under the call's 600)
+#   1. weft.torch's distributed ops at 1 and 2 ranks under MPS (python.dist.np1/np2: the locks and
+#      the autograd routing of the thirty-fourth session; the thirty-fifth's first call reached
+#      np1 at its step's cap), with ctest's whole output;
+#   2. narrow tiles at M = 64 and 128 (Llama-3-8B's and -70B's layers, bf16): the rule's two
+#      candidates beside six schedules cuBLASLt's kernels there suggest (64 x 64 with 13 stages,
+#      a 2-CTA multicast cluster along N, swapped 64 x 64 in a cluster of 4 along N as cuBLASLt's
+#      64x64_64x13_4x1, the direct epilogue with split 2), 8 rounds;
+#   3. shapes off the set that the rule misses most (224 x 1536 x 8960, 200 x 2048 x 7168,
+#      200 x 3072 x 12288, 640 x 2048 x 7168): 128-row two-consumer tiles split 4 ways along K
+#      beside the rule's four candidates, 8 rounds.
+#   STEPS ("1 2 3"), CAP1..CAP3 (seconds: 240 170 120; 530 in all, under the call's 600)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -29,19 +30,28 @@ step() {   # step N CAP LOG CMD...: CMD under timeout, its tail shown, its statu
   echo "== step $n: rc $rc$([ $rc = 124 ] && echo " (its cap of $cap s)") in $((SECONDS - t0)) s"
   tail -6 "$out/$log"
 }
-for s in ${STEPS:-1 2 3 4}; do
+narrow="consumers=1,pdl=true"
+split="consumers=2,split_k=4,pdl=true"
+for s in ${STEPS:-1 2 3}; do
   case $s in
-    1) step 1 "${CAP1:-190}" deep.txt env OUT="$out/deep" GEMM_BUDGET=75 bash "$here/deep_ring_probe.sh" ;;
-    2) step 2 "${CAP2:-130}" tests_gpu.txt env OUT="$out/tests" JOBS=8 bash "$here/device_tests.sh" \
-         -R "gpu\.gemm\.(swap_ab|thin|m64_n64_col_s13)|gpu\.example|gpu\.torch" ;;
-    3) built_at=$(link_built_at "$(pwd)") || exit 1
+    1) built_at=$(link_built_at "$(pwd)") || exit 1
        . "$here/mps.sh"
-       step 3 "${CAP3:-150}" tests_mps.txt bash -c "cd '$built_at/build' && ctest -L mps -R 'mps\.ag_fused|python\.dist\.np[12]$' -j 2 --output-on-failure --timeout 90"
+       step 1 "${CAP1:-240}" dist.txt bash -c "cd '$built_at/build' && ctest -R 'python\.dist\.np[12]\$' -V --timeout 220"
        mps_stop > /dev/null 2>&1 ;;
-    4) step 4 "${CAP4:-90}" square.txt env OUT="$out/square" GEMM_BUDGET=70 bash "$here/gemm_llm.sh" --models square \
-         --dtype bf16 --candidates 2 --rounds 8 --heat-ms 500 \
-         --extra tile.m=192,tile.n=192,consumers=3,cluster.m=2,stages=4,epilogue=tma,pdl=true ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4)" >&2; exit 2 ;;
+    2) step 2 "${CAP2:-170}" narrow.txt env OUT="$out/narrow" GEMM_BUDGET=150 bash "$here/gemm_llm.sh" \
+         --models llama3-8b,llama3-70b --m 64,128 --dtype bf16 --candidates 2 --rounds 8 \
+         --extra "tile.m=64,tile.n=64,stages=13,split_k=1,epilogue=tma,$narrow" \
+         --extra "tile.m=64,tile.n=64,stages=13,cluster.n=2,split_k=1,epilogue=tma,$narrow" \
+         --extra "tile.m=64,tile.n=96,stages=10,cluster.n=2,split_k=1,epilogue=tma,$narrow" \
+         --extra "tile.m=64,tile.n=64,stages=13,split_k=2,epilogue=direct,$narrow" \
+         --extra "swap_ab=true,tile.m=64,tile.n=64,stages=13,cluster.n=4,epilogue=direct,$narrow" \
+         --extra "swap_ab=true,tile.m=64,tile.n=64,stages=14,epilogue=direct,$narrow" ;;
+    3) step 3 "${CAP3:-120}" offset.txt env OUT="$out/offset" GEMM_BUDGET=100 bash "$here/gemm_llm.sh" \
+         --shapes 224x1536x8960,200x2048x7168,200x3072x12288,640x2048x7168 --dtype bf16 --candidates 4 --rounds 8 \
+         --extra "tile.m=128,tile.n=96,stages=5,epilogue=tma,$split" \
+         --extra "tile.m=128,tile.n=128,stages=4,epilogue=tma,$split" \
+         --extra "tile.m=128,tile.n=64,stages=7,epilogue=direct,$split" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
