@@ -318,6 +318,73 @@ def test_env_torch_agree(wt, monkeypatch):
             D._agree_always()
 
 
+def test_settings_compared_across_ranks():
+    import weft.torch.dist as D
+    assert D._settings_problem("g", [(False, []), (False, [])]) is None
+    assert D._settings_problem("g", [(True, []), (True, [])]) is None
+    bad = "weft.torch: WEFT_TORCH_TIMEOUT_S='soon': allowed a number of seconds above 0"
+    msg = D._settings_problem("g", [(False, []), (False, [bad])])
+    assert msg == ("weft.torch: group g: rank 1: WEFT_TORCH_TIMEOUT_S='soon': allowed a number of seconds above 0 "
+                   "(every rank of the group raises this)"), msg
+    msg = D._settings_problem("g", [(True, []), (False, []), (True, [])])
+    assert "WEFT_TORCH_AGREE differs between the ranks (rank 0: always, rank 1: first, rank 2: always)" in msg, msg
+
+
+def test_a_bad_setting_on_one_rank_raises_on_every_rank(wt, monkeypatch):
+    """Two ranks (threads) making one group's weft state: rank 1's bad WEFT_TORCH_AGREE (its
+    _settings, per thread) and, separately, the two ranks' different modes raise the same
+    ValueError on both; neither waits for the other (before, rank 1 raised alone in agree(), and
+    rank 0 waited in the rendezvous for gloo's timeout)."""
+    import threading
+    import weft.torch.dist as D
+    box, barrier, local, destroyed = [None, None], threading.Barrier(2, timeout=20), threading.local(), []
+
+    def all_gather_object(out, obj, group=None):
+        box[local.rank] = obj
+        barrier.wait()
+        out[:] = list(box)
+        barrier.wait()
+    fake = types.SimpleNamespace(
+        get_rank=lambda pg=None: local.rank, get_world_size=lambda pg=None: 2,
+        get_process_group_ranks=lambda pg: [0, 1], new_group=lambda **kw: "gloo-subgroup",
+        all_gather_object=all_gather_object, destroy_process_group=destroyed.append)
+    monkeypatch.setattr(D, "dist", fake)
+    monkeypatch.setattr(D, "_resolve", lambda name: "pg")
+    real = D._settings
+    for case, settings in (("bad", {0: (False, []), 1: (False, ["weft.torch: WEFT_TORCH_AGREE='Always': allowed first"])}),
+                           ("differ", {0: (True, []), 1: (False, [])})):
+        monkeypatch.setattr(D, "_settings", lambda: (real()[0],) + settings[local.rank])
+        got = [None, None]
+
+        def rank(r):
+            local.rank = r
+            try:
+                D._Group("pair", CUDA)
+            except ValueError as e:
+                got[r] = str(e)
+        threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not any(t.is_alive() for t in threads), case
+        assert got[0] is not None and got[0] == got[1], (case, got)
+        want = ("rank 1: WEFT_TORCH_AGREE='Always': allowed first" if case == "bad"
+                else "WEFT_TORCH_AGREE differs between the ranks (rank 0: always, rank 1: first)")
+        assert got[0].startswith("weft.torch: group pair: " + want), got
+    assert destroyed == ["gloo-subgroup"] * 4, destroyed
+
+
+def test_a_bad_setting_in_a_one_rank_world(wt, monkeypatch):
+    import weft.torch.dist as D
+    D.close()   # (the one-rank world of the tests above: made again, reading the settings)
+    monkeypatch.setenv("WEFT_TORCH_AGREE", "every")
+    with pytest.raises(ValueError, match=r"^weft.torch: group weft:self: rank 0: WEFT_TORCH_AGREE='every': allowed first"):
+        wt.matmul_reduce_scatter(bf(8, 64), bf(64, 16))
+    monkeypatch.delenv("WEFT_TORCH_AGREE")
+    assert D._groups.get(D.SELF) is None   # (nothing kept of the failed one)
+
+
 # ---- a problem on one rank reaches the agreement (every rank raises it), never an exception alone --
 
 def test_arn_weight_none_is_agreed_not_raised_alone(wt, monkeypatch):

@@ -22,6 +22,11 @@ Later calls of a known signature skip it (WEFT_TORCH_AGREE=always makes every ea
 a rank whose arguments are then rejected raises alone, and its peers' kernels time out on the
 device (CommTimeoutError, WEFT_SIGNAL_TIMEOUT_MS, default 5 s).
 
+Settings: WEFT_TORCH_TIMEOUT_S and WEFT_TORCH_AGREE are read when a group's weft state is made
+(its first call), and the ranks compare them there: a bad value on any rank, or WEFT_TORCH_AGREE
+set differently, raises the same ValueError on every rank, naming the rank, the variable and the
+value (a rank raising alone would leave its peers waiting for gloo's timeout).
+
 CUDA graphs: once a size class has run eagerly, calls need no host synchronisation and no weft
 allocation (epochs live on the device), so they can be captured and replayed.  Communicators
 are never freed while the process uses them (growing keeps the old one alive), as a captured
@@ -82,6 +87,34 @@ def _agree_always():
         raise ValueError("weft.torch: WEFT_TORCH_AGREE=%r: allowed first (the ranks agree on a signature's first "
                          "call; also unset) or always (on every eager call)" % v)
     return v == "always"
+
+
+def _settings():
+    """(timeout, always, problems): this rank's settings, a bad value a problem (to compare with the
+    other ranks', so that every rank raises it) in place of an exception, its default used."""
+    problems = []
+    try:
+        timeout = _timeout()
+    except ValueError as e:
+        timeout, problems = datetime.timedelta(seconds=300), problems + [str(e)]
+    try:
+        always = _agree_always()
+    except ValueError as e:
+        always, problems = False, problems + [str(e)]
+    return timeout, always, problems
+
+
+def _settings_problem(name, mine):
+    """What is wrong with the ranks' settings, as every rank raises it, or None.  mine: per rank,
+    (always, problems) as _settings gave them."""
+    said = ["rank %d: %s" % (r, p.replace("weft.torch: ", "", 1)) for r, (_, ps) in enumerate(mine) for p in ps]
+    modes = [always for always, _ in mine]
+    if not said and len(set(modes)) > 1:
+        said.append("WEFT_TORCH_AGREE differs between the ranks (%s); every rank must set the same"
+                    % ", ".join("rank %d: %s" % (r, "always" if a else "first") for r, a in enumerate(modes)))
+    if not said:
+        return None
+    return "weft.torch: group %s: %s (every rank of the group raises this)" % (name, "; ".join(said))
 
 
 def group_name(group=None):
@@ -147,7 +180,11 @@ class _Group:
         self.agreed = set()
         self.parts = {}           # config key -> the kernel's parts (gather_then_gemm: [gather, gemm])
         self.lock = threading.RLock()
+        timeout, self.always, problems = _settings()
         if name == SELF:
+            bad = _settings_problem(name, [(self.always, problems)])
+            if bad:
+                raise ValueError(bad)
             self.gloo, rank, size, local = None, 0, 1, (0, 1)
             gather = lambda data: data  # noqa: E731 (one rank: its own bytes)
         else:
@@ -155,14 +192,21 @@ class _Group:
             rank, size = dist.get_rank(pg), dist.get_world_size(pg)
             ranks = dist.get_process_group_ranks(pg)
             # only the group's members create it (use_local_synchronization): the group may be a subgroup
-            self.gloo = dist.new_group(ranks=ranks, backend="gloo", timeout=_timeout(),
+            self.gloo = dist.new_group(ranks=ranks, backend="gloo", timeout=timeout,
                                        use_local_synchronization=True)
             whole = dist.get_world_size() == size
             mine = (socket.gethostname(), _env_int("LOCAL_RANK") if whole else None,
-                    _env_int("LOCAL_WORLD_SIZE") if whole else None)
+                    _env_int("LOCAL_WORLD_SIZE") if whole else None, self.always, problems)
             info = [None] * size
             dist.all_gather_object(info, mine, group=self.gloo)
-            local = _node(info, rank)
+            bad = _settings_problem(name, [i[3:] for i in info])
+            if bad:
+                try:
+                    dist.destroy_process_group(self.gloo)
+                except Exception:   # (nothing more to free: the error below is what the caller needs)
+                    pass
+                raise ValueError(bad)
+            local = _node([i[:3] for i in info], rank)
             gather = self._allgather
         self.rank, self.size = rank, size
         self.world = World(rank, size, local[0], local[1], gather)
@@ -174,10 +218,9 @@ class _Group:
 
     def agree(self, op, sig, problem):
         """The rendezvous of a signature's first call; raises the same error on every rank."""
-        always = _agree_always()
         # a rank's own argument error names the rank, as the mismatch its peers get does
         own = problem and "%s (rank %d of group %s)" % (problem, self.rank, self.name)
-        if sig in self.agreed and not always:
+        if sig in self.agreed and not self.always:
             if problem:
                 raise ValueError(own)
             return

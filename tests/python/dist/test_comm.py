@@ -808,6 +808,36 @@ def bad_args_case():
 
 
 @case
+def settings_case():
+    """The last rank's WEFT_TORCH_AGREE is bad, then differs from the others': each time every rank
+    raises the same ValueError naming that rank (a rank raising alone left the others waiting for
+    gloo's timeout).  On groups of their own (the settings are read when a group's state is made)."""
+    last, mine = P - 1, os.environ.get("WEFT_TORCH_AGREE")
+    other = "first" if mine == "always" else "always"
+    for value, needle in (("every", "rank %d: WEFT_TORCH_AGREE='every': allowed first" % last),
+                          (other, "WEFT_TORCH_AGREE differs between the ranks")):
+        sub = dist.new_group(ranks=list(range(P)), backend="gloo")
+        if RANK == last:
+            os.environ["WEFT_TORCH_AGREE"] = value
+        try:
+            wd.all_reduce(torch.ones(64, device=DEV), group=sub)
+            raise AssertionError("WEFT_TORCH_AGREE=%r on rank %d: no error" % (value, last))
+        except ValueError as e:
+            if needle not in str(e) or "every rank of the group raises this" not in str(e):
+                raise AssertionError("WEFT_TORCH_AGREE=%r on rank %d: %s" % (value, last, e))
+            log("settings: got, as expected: %s" % str(e)[:300])
+        finally:
+            if mine is None:
+                os.environ.pop("WEFT_TORCH_AGREE", None)
+            else:
+                os.environ["WEFT_TORCH_AGREE"] = mine
+    y = wd.all_reduce(torch.full((64,), 1.0, device=DEV), group=sub)   # made again with good settings
+    torch.cuda.synchronize()
+    close("all_reduce after the settings' errors", y, torch.full((64,), float(P), dtype=torch.float64), 0.0, 0.0)
+    wd.close(sub)
+
+
+@case
 def timeout_case():
     """Rank 0 never sends "ready" (WEFT_FAULT): every other rank's check() raises CommTimeoutError
     naming rank 0, and the next launch reports it too.  On a group of its own (fresh communicators)."""
@@ -870,6 +900,7 @@ def main_cases(quick):
     bad_args_case()
     if P > 1:
         mismatch_case()
+        settings_case()
         timeout_case()
     if COUNTS["poisoned"] == 0:
         fail("poison", "no output reused a poisoned block: the checks never saw NaN-filled outputs")
