@@ -869,10 +869,11 @@ M.MAX_STAGES = 8   -- 8 over 6 stages: 2-7 % at decode and M = 128 (64 x 128; be
 M.MAX_STAGES_SWAP = 16
 -- One-consumer 64-row tiles up to 96 wide (a stage of at most 20 KB: 64 x 64 fits 13 stages) are
 -- the M = 64-256 tiles that stream B in one round, where a k-block's time is the ring's latency;
--- cuBLASLt runs 64 x 64 with 13 stages at 128 x 4096 x 4096 and x 14336.  Held at MAX_STAGES
--- until a GPU run says otherwise: on one H100 (bench/data/gemm_offset_s25c.tsv) the deeper ring
--- of the same tile ran 0.2-8.4 % faster in all 6 pairs; bench/deep_ring_probe.sh times the set's
--- shapes where 13 would move the rule's pick, both ways in one call.
+-- cuBLASLt runs 64 x 64 with 13 stages at 128 x 4096 x 4096 and x 14336.  Held at MAX_STAGES:
+-- on one H100 (bench/data/gemm_offset_s25c.tsv) the deeper ring of the same tile ran 0.2-8.4 %
+-- faster in all 6 pairs, but bench/deep_ring_probe.sh (the rule both ways on the 12 groups 13
+-- moves) on an H200 gained in 6 groups and lost in 6, auto / cuBLASLt 0.977 -> 0.978
+-- (bench/RESULTS.md, thirty-fifth session).
 M.MAX_STAGES_NARROW = 8
 local function max_stages(r)
   if M.swapped(r) or M.thin(r) then return M.MAX_STAGES_SWAP end
