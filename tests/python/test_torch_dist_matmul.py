@@ -7,6 +7,7 @@ launch (the gemm_rs kernel chosen for one rank and compiled, then the launch say
 The correctness of both paths on real GPUs: tests/python/dist/test_comm.py (WEFT_TEST_ONLY=mrs).
 """
 import math
+import re
 import sys
 import types
 
@@ -295,13 +296,14 @@ def test_env_torch_timeout(wt, monkeypatch):
     import weft.torch.dist as D
     monkeypatch.delenv("WEFT_TORCH_TIMEOUT_S", raising=False)
     assert D._timeout().total_seconds() == 300
-    for v, s in (("", 300), ("2.5", 2.5), ("86400", 86400)):
+    for v, s in (("", 300), ("2.5", 2.5), ("86400", 86400), ("0.001", 0.001)):
         monkeypatch.setenv("WEFT_TORCH_TIMEOUT_S", v)
         assert D._timeout().total_seconds() == s
-    for v in ("0", "-1", "soon", "nan", "inf", "86401", " 30", "30s", "5_0"):
+    # (1e-7 and 0.0004 were taken: gloo's whole milliseconds made them no wait at all)
+    for v in ("0", "-1", "soon", "nan", "inf", "86401", " 30", "30s", "5_0", "1e-7", "0.0004", "\uff15"):
         monkeypatch.setenv("WEFT_TORCH_TIMEOUT_S", v)
-        with pytest.raises(ValueError, match=r"WEFT_TORCH_TIMEOUT_S=%s: allowed a number of seconds above 0"
-                           % repr(v).replace("+", r"\+")):
+        with pytest.raises(ValueError, match=r"WEFT_TORCH_TIMEOUT_S=%s: allowed a number of seconds from 0.001 to 86400"
+                           % re.escape(repr(v))):
             D._timeout()
 
 
@@ -331,30 +333,45 @@ def test_settings_compared_across_ranks():
 
 
 def test_a_bad_setting_on_one_rank_raises_on_every_rank(wt, monkeypatch):
-    """Two ranks (threads) making one group's weft state: rank 1's bad WEFT_TORCH_AGREE (its
-    _settings, per thread) and, separately, the two ranks' different modes raise the same
-    ValueError on both; neither waits for the other (before, rank 1 raised alone in agree(), and
-    rank 0 waited in the rendezvous for gloo's timeout)."""
+    """Two ranks (threads) making one group's weft state, each reading its own settings (the
+    readers, per thread): rank 1's bad WEFT_TORCH_AGREE, rank 1's bad WEFT_TORCH_TIMEOUT_S, and the
+    two ranks' different modes each raise the same ValueError on both; neither waits for the other
+    (before, rank 1 raised alone, in agree() or before gloo's subgroup, and rank 0 waited in the
+    rendezvous for gloo's timeout).  A bad timeout makes the subgroup with the default, 300 s."""
+    import datetime
     import threading
     import weft.torch.dist as D
-    box, barrier, local, destroyed = [None, None], threading.Barrier(2, timeout=20), threading.local(), []
+    box, barrier, local, made = [None, None], threading.Barrier(2, timeout=20), threading.local(), {}
 
     def all_gather_object(out, obj, group=None):
         box[local.rank] = obj
         barrier.wait()
         out[:] = list(box)
         barrier.wait()
+
+    def new_group(**kw):
+        made[local.rank] = kw["timeout"]
+        return "gloo-subgroup"
     fake = types.SimpleNamespace(
         get_rank=lambda pg=None: local.rank, get_world_size=lambda pg=None: 2,
-        get_process_group_ranks=lambda pg: [0, 1], new_group=lambda **kw: "gloo-subgroup",
-        all_gather_object=all_gather_object, destroy_process_group=destroyed.append)
+        get_process_group_ranks=lambda pg: [0, 1], new_group=new_group, all_gather_object=all_gather_object)
     monkeypatch.setattr(D, "dist", fake)
     monkeypatch.setattr(D, "_resolve", lambda name: "pg")
-    real = D._settings
-    for case, settings in (("bad", {0: (False, []), 1: (False, ["weft.torch: WEFT_TORCH_AGREE='Always': allowed first"])}),
-                           ("differ", {0: (True, []), 1: (False, [])})):
-        monkeypatch.setattr(D, "_settings", lambda: (real()[0],) + settings[local.rank])
-        got = [None, None]
+
+    def refuse(msg):
+        raise ValueError(msg)
+    five = datetime.timedelta(seconds=5)
+    for case, timeouts, modes, want in (
+            ("bad mode", (five, five), (False, "WEFT_TORCH_AGREE='Always': allowed first"),
+             "rank 1: WEFT_TORCH_AGREE='Always': allowed first"),
+            ("bad timeout", (five, "WEFT_TORCH_TIMEOUT_S='soon': allowed a number"), (False, False),
+             "rank 1: WEFT_TORCH_TIMEOUT_S='soon': allowed a number"),
+            ("modes differ", (five, five), (True, False),
+             "WEFT_TORCH_AGREE differs between the ranks (rank 0: always, rank 1: first)")):
+        for fn, vals in (("_timeout", timeouts), ("_agree_always", modes)):
+            monkeypatch.setattr(D, fn, lambda vals=vals: (refuse("weft.torch: " + vals[local.rank])
+                                                          if isinstance(vals[local.rank], str) else vals[local.rank]))
+        got, made = [None, None], {}
 
         def rank(r):
             local.rank = r
@@ -369,10 +386,10 @@ def test_a_bad_setting_on_one_rank_raises_on_every_rank(wt, monkeypatch):
             t.join(30)
         assert not any(t.is_alive() for t in threads), case
         assert got[0] is not None and got[0] == got[1], (case, got)
-        want = ("rank 1: WEFT_TORCH_AGREE='Always': allowed first" if case == "bad"
-                else "WEFT_TORCH_AGREE differs between the ranks (rank 0: always, rank 1: first)")
-        assert got[0].startswith("weft.torch: group pair: " + want), got
-    assert destroyed == ["gloo-subgroup"] * 4, destroyed
+        assert got[0].startswith("weft.torch: group pair: " + want), (case, got)
+        assert got[0].endswith("(every rank of the group raises this)"), (case, got)
+        want_made = {0: five, 1: datetime.timedelta(seconds=300) if case == "bad timeout" else five}
+        assert made == want_made, (case, made)
 
 
 def test_a_bad_setting_in_a_one_rank_world(wt, monkeypatch):
@@ -381,8 +398,11 @@ def test_a_bad_setting_in_a_one_rank_world(wt, monkeypatch):
     monkeypatch.setenv("WEFT_TORCH_AGREE", "every")
     with pytest.raises(ValueError, match=r"^weft.torch: group weft:self: rank 0: WEFT_TORCH_AGREE='every': allowed first"):
         wt.matmul_reduce_scatter(bf(8, 64), bf(64, 16))
-    monkeypatch.delenv("WEFT_TORCH_AGREE")
     assert D._groups.get(D.SELF) is None   # (nothing kept of the failed one)
+    monkeypatch.delenv("WEFT_TORCH_AGREE")
+    a, b = bf(2, 3, 12), bf(12, 10)   # made again, with good settings
+    assert wt.matmul_all_reduce(a, b, fuse=False).data == reference(a, b, "row")
+    assert D._groups[D.SELF].always is False
 
 
 # ---- a problem on one rank reaches the agreement (every rank raises it), never an exception alone --

@@ -23,9 +23,10 @@ a rank whose arguments are then rejected raises alone, and its peers' kernels ti
 device (CommTimeoutError, WEFT_SIGNAL_TIMEOUT_MS, default 5 s).
 
 Settings: WEFT_TORCH_TIMEOUT_S and WEFT_TORCH_AGREE are read when a group's weft state is made
-(its first call), and the ranks compare them there: a bad value on any rank, or WEFT_TORCH_AGREE
-set differently, raises the same ValueError on every rank, naming the rank, the variable and the
-value (a rank raising alone would leave its peers waiting for gloo's timeout).
+(its first call; a later change takes effect after close(group)), and the ranks compare them
+there: a bad value on any rank, or WEFT_TORCH_AGREE set differently, raises the same ValueError
+on every rank, naming the rank, the variable and the value (a rank raising alone would leave its
+peers waiting for gloo's timeout).  Valid timeouts may differ: each rank waits its own.
 
 CUDA graphs: once a size class has run eagerly, calls need no host synchronisation and no weft
 allocation (epochs live on the device), so they can be captured and replayed.  Communicators
@@ -68,14 +69,16 @@ AG_STAGES, AG_CONSUMERS = 4, 2
 
 
 def _timeout():
-    """WEFT_TORCH_TIMEOUT_S: the gloo subgroup's timeout (seconds above 0, at most a day; unset: 300)."""
+    """WEFT_TORCH_TIMEOUT_S: the gloo subgroup's timeout (seconds, 0.001 to a day; unset: 300)."""
     v = os.environ.get("WEFT_TORCH_TIMEOUT_S", "")
     try:
         s = float(v) if v != "" else 300.0
     except ValueError:
         s = -1.0
-    if not 0 < s <= 86400 or v != v.strip() or "_" in v:   # (float() takes "5_0"; the C parsers do not)
-        raise ValueError("weft.torch: WEFT_TORCH_TIMEOUT_S=%r: allowed a number of seconds above 0 and at most 86400 "
+    # (float() takes "5_0" and other scripts' digits; the C parsers do not.  gloo counts whole
+    # milliseconds: below one, the wait would be none.)
+    if not 0.001 <= s <= 86400 or v != v.strip() or "_" in v or not v.isascii():
+        raise ValueError("weft.torch: WEFT_TORCH_TIMEOUT_S=%r: allowed a number of seconds from 0.001 to 86400 "
                          "(how long weft's gloo subgroup waits for the other ranks; unset: 300)" % v)
     return datetime.timedelta(seconds=s)
 
@@ -200,11 +203,7 @@ class _Group:
             info = [None] * size
             dist.all_gather_object(info, mine, group=self.gloo)
             bad = _settings_problem(name, [i[3:] for i in info])
-            if bad:
-                try:
-                    dist.destroy_process_group(self.gloo)
-                except Exception:   # (nothing more to free: the error below is what the caller needs)
-                    pass
+            if bad:   # (the gloo subgroup stays, as close() leaves it: destroying one lets torch reuse its name)
                 raise ValueError(bad)
             local = _node([i[:3] for i in info], rank)
             gather = self._allgather

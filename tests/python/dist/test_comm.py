@@ -44,7 +44,9 @@ from weft.torch import dist as wd  # noqa: E402
 import matmul_cases  # noqa: E402 (beside this script)
 
 faulthandler.dump_traceback_later(float(os.environ.get("WEFT_TEST_TIMEOUT_S", "900")), exit=True)
-dist.init_process_group("gloo", timeout=wd._timeout())   # WEFT_TORCH_TIMEOUT_S, read as weft.torch reads it
+# WEFT_TORCH_TIMEOUT_S, read as weft.torch reads it (a bad value: the default here, and weft.torch's
+# first call raises it on every rank; raising here alone would leave the other ranks waiting)
+dist.init_process_group("gloo", timeout=wd._settings()[0])
 RANK, P = dist.get_rank(), dist.get_world_size()
 LOCAL = int(os.environ.get("LOCAL_RANK", "0"))
 DEV = torch.device("cuda", LOCAL % torch.cuda.device_count())
@@ -819,22 +821,30 @@ def settings_case():
         sub = dist.new_group(ranks=list(range(P)), backend="gloo")
         if RANK == last:
             os.environ["WEFT_TORCH_AGREE"] = value
+        said = None
         try:
             wd.all_reduce(torch.ones(64, device=DEV), group=sub)
-            raise AssertionError("WEFT_TORCH_AGREE=%r on rank %d: no error" % (value, last))
         except ValueError as e:
-            if needle not in str(e) or "every rank of the group raises this" not in str(e):
-                raise AssertionError("WEFT_TORCH_AGREE=%r on rank %d: %s" % (value, last, e))
-            log("settings: got, as expected: %s" % str(e)[:300])
+            said = str(e)
         finally:
             if mine is None:
                 os.environ.pop("WEFT_TORCH_AGREE", None)
             else:
                 os.environ["WEFT_TORCH_AGREE"] = mine
-    y = wd.all_reduce(torch.full((64,), 1.0, device=DEV), group=sub)   # made again with good settings
-    torch.cuda.synchronize()
-    close("all_reduce after the settings' errors", y, torch.full((64,), float(P), dtype=torch.float64), 0.0, 0.0)
-    wd.close(sub)
+        if said is None or needle not in said or "every rank of the group raises this" not in said:
+            raise AssertionError("WEFT_TORCH_AGREE=%r on rank %d: %s" % (value, last, said or "no error"))
+        everyone = [None] * P
+        dist.all_gather_object(everyone, said)
+        if len(set(everyone)) != 1:
+            raise AssertionError("WEFT_TORCH_AGREE=%r on rank %d: the ranks said different things: %s"
+                                 % (value, last, everyone))
+        log("settings: every rank got, as expected: %s" % said[:300])
+    try:
+        y = wd.all_reduce(torch.full((64,), 1.0, device=DEV), group=sub)   # made again with good settings
+        torch.cuda.synchronize()
+        close("all_reduce after the settings' errors", y, torch.full((64,), float(P), dtype=torch.float64), 0.0, 0.0)
+    finally:
+        wd.close(sub)
 
 
 @case
