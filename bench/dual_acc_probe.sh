@@ -9,6 +9,8 @@
 # C poisoned, a double reference), then timed beside cuBLASLt in the same process.  One device call
 # (repo root, build/ carried); logs under $OUT.
 #   CONFIGS: "SHAPE k=v ...;..." (the timed shape, then the config over examples/gemm.lua)
+#   DRY=1: no GPU: only build each config from the changed copy (weft build: its registers, and
+#   ptxas's warning if the two accumulator sets serialised the WGMMAs) -- ctest bench.dual_acc_probe_dry
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -57,6 +59,13 @@ i=0
 for c in "${CFGS[@]}"; do
   i=$((i + 1))
   read -r shp rest <<<"$c"
+  if [ "${DRY:-0}" = 1 ]; then
+    # shellcheck disable=SC2046
+    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR="$OUT/cache" build/weft build examples/gemm.lua --set b_layout=col $(set_args "$rest") \
+      -o "$OUT/build_$i" > "$OUT/build_$i.txt" 2>&1
+    echo "== $i built ($rest): rc $? | $(grep -o 'registers [0-9]*, .*spill loads [0-9]* bytes' "$OUT/build_$i.txt") |$(grep -o 'wgmma.mma_async instructions are serialized' "$OUT/build_$i.txt")"
+    continue
+  fi
   for way in one two; do
     if [ $way = two ]; then export WEFT_SOURCE_DIR=$src; else unset WEFT_SOURCE_DIR; fi
     # shellcheck disable=SC2046
