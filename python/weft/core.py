@@ -285,6 +285,16 @@ def shape_text(shape):
     raise TypeError("weft: a shape is a dict of sizes or a str (\"rows=4096 cols=50257\"), not %s" % type(shape).__name__)
 
 
+def refuse_open_comms(comms, lead, tail="", keep=None):
+    """ValueError where any of `comms` (those `keep` selects) is still open: "weft: <lead> N open
+    communicator(s)<tail>: close them first".  The caller holds the lock a Comm registers itself
+    under (its context's), so that none can open between this check and the free that follows."""
+    n = sum(1 for c in list(comms) if c._h is not None and (keep is None or keep(c)))
+    if n:
+        raise ValueError("weft: %s %d open communicator(s)%s: close them first (Comm.close is collective)"
+                         % (lead, n, tail))
+
+
 def _take_handle(obj):
     """obj._h for the one close() that frees it; None for every other caller, at once.
 
@@ -421,11 +431,8 @@ class Context:
     def close(self):
         if getattr(self, "_h", None) is None:
             return
-        open_comms = [c for c in list(self._comms) if c._h is not None]
-        if open_comms:   # their kernels would be freed under them
-            raise ValueError("weft: this context still has %d open communicator(s): close them first "
-                             "(Comm.close is collective)" % len(open_comms))
         with self.lock:
+            refuse_open_comms(self._comms, "this context still has")   # (their kernels would be freed under them)
             for k in list(self._kernels):
                 k.close()
             h, self._h = self._h, None
@@ -851,11 +858,8 @@ class Kernel:
         refused while a communicator over it is open (close that first: Comm.close is collective)."""
         owner = self._owner or self
         with self.ctx.lock:   # (a Comm registers itself under it: none can appear between check and free)
-            open_comms = [c for c in list(self.ctx._comms) if c._h is not None
-                          and (c.kernel is owner or getattr(c.kernel, "_owner", None) is owner)]
-            if open_comms:
-                raise ValueError("weft: kernel %s has %d open communicator(s) over it: close them first "
-                                 "(Comm.close is collective)" % (self.manifest.name, len(open_comms)))
+            refuse_open_comms(self.ctx._comms, "kernel %s has" % self.manifest.name, " over it",
+                              lambda c: c.kernel is owner or getattr(c.kernel, "_owner", None) is owner)
             self._free()
 
     def _free(self):

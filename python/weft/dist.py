@@ -12,7 +12,7 @@ import weakref
 
 from . import _lib
 from ._lib import lib
-from .core import Kernel, WeftError, _take_handle, error, stream_handle, whole
+from .core import Kernel, WeftError, _take_handle, error, refuse_open_comms, stream_handle, whole
 
 
 class World:
@@ -114,10 +114,7 @@ class World:
         closed first: closing one talks to the other ranks through this world.  Waits for an
         agree() that another thread is in (which ends when its all-gather does)."""
         with self.lock:   # (waits for an agree() on another thread)
-            open_comms = [c for c in list(self._comms) if c._h is not None]
-            if open_comms:
-                raise ValueError("weft: this world still has %d open communicator(s): close them first "
-                                 "(Comm.close is collective)" % len(open_comms))
+            refuse_open_comms(self._comms, "this world still has")
             h = _take_handle(self)   # one free, whatever threads close it at once
             if h:
                 lib.weft_world_destroy(h)

@@ -672,6 +672,37 @@ def test_kernel_close_refused_under_an_open_comm(tmp_path, softmax):
     c.close()
 
 
+def test_context_close_checks_for_comms_under_its_lock(tmp_path, softmax):
+    # A Comm registers itself under its context's lock.  close() checked for open ones before
+    # taking the lock, so a Comm made on another thread between the check and the free had its
+    # kernel freed under it; the check is now under the lock, and sees it.
+    c = weft.Context(cache_dir=tmp_path / "cache")
+    k = c.compile(softmax)
+
+    class OpenComm:
+        _h, kernel = object(), k
+
+    comm, said = OpenComm(), []
+
+    def close():
+        try:
+            c.close()
+        except ValueError as e:
+            said.append(str(e))
+    with c.lock:   # a Comm being made: it holds the lock until it is registered
+        t = threading.Thread(target=close)
+        t.start()
+        time.sleep(0.2)   # (close() is now at the lock, or before: either way it must see the Comm)
+        c._comms.add(comm)
+    t.join(10)
+    assert not t.is_alive()
+    assert said and "weft: this context still has 1 open communicator(s): close them first" in said[0], said
+    assert k.handle is not None
+    comm._h = None   # (closed)
+    c.close()
+    assert k.handle is None
+
+
 def test_world_close_from_threads_frees_once(monkeypatch):
     from weft import dist
     rec = _OnceRecorder(dist.lib)
