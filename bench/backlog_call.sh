@@ -37,7 +37,7 @@ for s in ${STEPS:-1 2 3}; do
   case $s in
     1) built_at=$(link_built_at "$(pwd)") || exit 1
        . "$here/mps.sh"
-       step 1 "${CAP1:-300}" dist.txt bash -c "cd '$built_at/build' && ctest -R 'python\.dist\.np[12]\$' -V --timeout 220"
+       step 1 "${CAP1:-300}" dist.txt bash -c 'cd "$1/build" && exec ctest -R "python\.dist\.np[12]\$" -V --timeout 220' _ "$built_at"
        mps_stop > /dev/null 2>&1 ;;
     2) step 2 "${CAP2:-160}" narrow.txt env OUT="$out/narrow" GEMM_BUDGET=140 bash "$here/gemm_llm.sh" \
          --models llama3-8b,llama3-70b --m 64,128 --dtype bf16 --candidates 2 --rounds 8 \

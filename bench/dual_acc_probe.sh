@@ -11,14 +11,16 @@
 #   CONFIGS: "SHAPE k=v ...;..." (the timed shape, then the config over examples/gemm.lua)
 #   DRY=1: no GPU: only build each config from the changed copy (weft build: its registers, and
 #   ptxas's warning if the two accumulator sets serialised the WGMMAs) -- ctest bench.dual_acc_probe_dry
+#   WEFT: the CLI (build/weft)
 set -u
+set -f   # (CONFIGS' words are split into --set pairs, never globbed)
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
 OUT=${OUT:-/tmp/dual_acc}
 mkdir -p "$OUT" || exit 1
 src=$(mktemp -d /tmp/weft-dual-XXXXXX) || exit 1
 trap 'rm -rf "$src"' EXIT
-cp -r gen templates "$src"/ || exit 1
+cp -r gen templates tune "$src"/ || exit 1   # (tune/: the shipped tables, as in the tree)
 python3 - "$src/templates/weft/gemm_mainloop.cuh" <<'PY' || exit 1
 import sys
 p = sys.argv[1]
@@ -40,11 +42,15 @@ assert s.count(old) == 1, "gemm_mainloop.cuh: the main loop's end moved"
 s = s.replace(old, """    p.next();
   }
   wgmma_wait<0>();
-  if (kb1 - kb0 >= 2) {
+  if (kb1 - kb0 >= 2) {   // (both sets pinned after the wait, as mainloop_drain pins acc: no add moves above it)
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
-      for (int q = 0; q < Cfg::ACC_N / 2; ++q) acc[mi][q] += acc2[mi][q];
+      for (int q = 0; q < Cfg::ACC_N / 2; ++q) {
+        fence_reg(acc[mi][q]);
+        fence_reg(acc2[mi][q]);
+        acc[mi][q] += acc2[mi][q];
+      }
   }
   return prev;""")
 open(p, "w").write(s)
@@ -61,7 +67,7 @@ for c in "${CFGS[@]}"; do
   read -r shp rest <<<"$c"
   if [ "${DRY:-0}" = 1 ]; then
     # shellcheck disable=SC2046
-    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR="$OUT/cache" build/weft build examples/gemm.lua --set b_layout=col $(set_args "$rest") \
+    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR="$OUT/cache" "${WEFT:-build/weft}" build examples/gemm.lua --set b_layout=col $(set_args "$rest") \
       -o "$OUT/build_$i" > "$OUT/build_$i.txt" 2>&1
     echo "== $i built ($rest): rc $? | $(grep -o 'registers [0-9]*, .*spill loads [0-9]* bytes' "$OUT/build_$i.txt") |$(grep -o 'wgmma.mma_async instructions are serialized' "$OUT/build_$i.txt")"
     continue
@@ -69,7 +75,7 @@ for c in "${CFGS[@]}"; do
   for way in one two; do
     if [ $way = two ]; then export WEFT_SOURCE_DIR=$src; else unset WEFT_SOURCE_DIR; fi
     # shellcheck disable=SC2046
-    WEFT_CACHE_DIR=/tmp/weft-dual-cache-$way build/weft run examples/gemm.lua --set b_layout=col $(set_args "$rest") \
+    WEFT_CACHE_DIR=/tmp/weft-dual-cache-$way "${WEFT:-build/weft}" run examples/gemm.lua --set b_layout=col $(set_args "$rest") \
       --shapes-only --shape 3x1000x520 --shape 255x1032x1000 --shape 17x1000x64 --time-shape "$shp" --iters 50 \
       > "$OUT/run_${i}_$way.txt" 2>&1
     echo "== $i $way ($c): rc $? | $(grep -cE 'PASS' "$OUT/run_${i}_$way.txt") PASS, $(grep -cE 'FAIL' "$OUT/run_${i}_$way.txt") FAIL | $(grep -E '^ag_gemm ' "$OUT/run_${i}_$way.txt" | tail -1)"

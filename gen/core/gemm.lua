@@ -872,8 +872,9 @@ M.MAX_STAGES_SWAP = 16
 -- cuBLASLt runs 64 x 64 with 13 stages at 128 x 4096 x 4096 and x 14336.  Held at MAX_STAGES:
 -- on one H100 (bench/data/gemm_offset_s25c.tsv) the deeper ring of the same tile ran 0.2-8.4 %
 -- faster in all 6 pairs, but bench/deep_ring_probe.sh (the rule both ways on the 12 groups 13
--- moves) on an H200 gained in 6 groups and lost in 6, auto / cuBLASLt 0.977 -> 0.978
--- (bench/RESULTS.md, thirty-fifth session).
+-- moves) on an H200: auto / cuBLASLt, each run's own, 0.977 -> 0.978, 6 groups up and 6 down; in
+-- time 7 of 12 faster, geomean 0.993, less than the runs' cuBLASLt moved (bench/RESULTS.md,
+-- thirty-fifth session).
 M.MAX_STAGES_NARROW = 8
 local function max_stages(r)
   if M.swapped(r) or M.thin(r) then return M.MAX_STAGES_SWAP end

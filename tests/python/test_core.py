@@ -674,10 +674,12 @@ def test_kernel_close_refused_under_an_open_comm(tmp_path, softmax):
 
 def test_context_close_checks_for_comms_under_its_lock(tmp_path, softmax):
     # A Comm registers itself under its context's lock.  close() checked for open ones before
-    # taking the lock, so a Comm made on another thread between the check and the free had its
-    # kernel freed under it; the check is now under the lock, and sees it.
+    # taking the lock: a Comm made on another thread between that check and the lock went unseen,
+    # and close() went on to free the context's other kernels before its kernel refused (a context
+    # half closed, with a kernel's message).  The check is now under the lock: nothing is freed.
     c = weft.Context(cache_dir=tmp_path / "cache")
-    k = c.compile(softmax)
+    k, other = c.compile(softmax), c.compile(softmax)
+    assert k.handle is not None and other.handle is not None and k is not other
 
     class OpenComm:
         _h, kernel = object(), k
@@ -696,11 +698,11 @@ def test_context_close_checks_for_comms_under_its_lock(tmp_path, softmax):
         c._comms.add(comm)
     t.join(10)
     assert not t.is_alive()
-    assert said and "weft: this context still has 1 open communicator(s): close them first" in said[0], said
-    assert k.handle is not None
+    assert said and said[0].startswith("weft: this context still has 1 open communicator(s): close them first"), said
+    assert k.handle is not None and other.handle is not None   # (nothing freed)
     comm._h = None   # (closed)
     c.close()
-    assert k.handle is None
+    assert k.handle is None and other.handle is None
 
 
 def test_world_close_from_threads_frees_once(monkeypatch):

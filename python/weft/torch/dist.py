@@ -69,16 +69,17 @@ AG_STAGES, AG_CONSUMERS = 4, 2
 
 
 def _timeout():
-    """WEFT_TORCH_TIMEOUT_S: the gloo subgroup's timeout (seconds, 0.001 to a day; unset: 300)."""
+    """WEFT_TORCH_TIMEOUT_S: the gloo subgroup's timeout (seconds, 1 to a day; unset: 300)."""
     v = os.environ.get("WEFT_TORCH_TIMEOUT_S", "")
     try:
         s = float(v) if v != "" else 300.0
     except ValueError:
         s = -1.0
     # (float() takes "5_0" and other scripts' digits; the C parsers do not.  gloo counts whole
-    # milliseconds: below one, the wait would be none.)
-    if not 0.001 <= s <= 86400 or v != v.strip() or "_" in v or not v.isascii():
-        raise ValueError("weft.torch: WEFT_TORCH_TIMEOUT_S=%r: allowed a number of seconds from 0.001 to 86400 "
+    # milliseconds, and a rank with a wait of a few would time out alone in the group's first
+    # gather, its peers waiting theirs: at least a second.)
+    if not 1 <= s <= 86400 or v != v.strip() or "_" in v or not v.isascii():
+        raise ValueError("weft.torch: WEFT_TORCH_TIMEOUT_S=%r: allowed a number of seconds from 1 to 86400 "
                          "(how long weft's gloo subgroup waits for the other ranks; unset: 300)" % v)
     return datetime.timedelta(seconds=s)
 
