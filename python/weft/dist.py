@@ -20,6 +20,8 @@ class World:
 
     allgather(data: bytes) -> bytes must return every rank's `data` concatenated in rank order
     (size * len(data) bytes) and be collective (torch.distributed.all_gather_object, a store, MPI).
+    Where it raises, the call fails on every rank (WeftError naming the rank; on that rank, what it
+    raised), and a KeyboardInterrupt or SystemExit comes back as itself on its rank.
     Ranks that share a node are consecutive: local_rank / local_size among them."""
 
     def __init__(self, rank, size, local_rank, local_size, allgather):
@@ -49,15 +51,24 @@ class World:
         err = ctypes.create_string_buffer(1024)
         st = lib.weft_world_create_with(ctypes.byref(b), ctypes.byref(h), err, len(err))
         if st:
-            raise error(st, self._with_failure(err.value.decode("utf-8", "replace")))
+            self._raise(st, err.value.decode("utf-8", "replace"))
         self._h = h
 
-    def _with_failure(self, msg):
-        # What this rank's callback raised; the other ranks learn only that it failed (from C).
-        if self._failure is not None:
-            msg += " (this rank's all-gather raised %r)" % (self._failure,)
-            self._failure = None
-        return msg
+    def _take_failure(self):
+        f, self._failure = self._failure, None
+        return f
+
+    def _raise(self, st, msg):
+        """The error of a call whose all-gather may have failed on this rank.  What the callback
+        raised is named in the message (the other ranks learn only that it failed, from C); a
+        KeyboardInterrupt or SystemExit is raised as itself (Ctrl-C stops the program, as it
+        would have without weft between), after C has unwound."""
+        f = self._take_failure()
+        if f is not None and not isinstance(f, Exception):
+            raise f
+        if f is not None:
+            msg += " (this rank's all-gather raised %r)" % (f,)
+        raise error(st, msg)
 
     def _gather(self, send, recv, nbytes, user):
         try:
@@ -107,7 +118,7 @@ class World:
             h = self._live()
             st = lib.weft_world_agree(h, what.encode(), desc.encode())
             if st:
-                raise error(st, self._with_failure(_lib.text(lib.weft_world_error(h))))
+                self._raise(st, _lib.text(lib.weft_world_error(h)))
 
     def close(self):
         """Collective-free: releases this rank's side (no communication).  Its communicators must be
@@ -144,9 +155,9 @@ class Comm:
                 raise ValueError("weft: Comm over a closed %s" % ("kernel" if kernel.handle is None else "world"))
             max_elems = whole(max_elems, "Comm: max_elems", 1, 1 << 62)
             st = lib.weft_comm_create(kernel.handle, world.handle, max_elems, ctypes.byref(h))
-            if st:
-                raise error(st, _lib.text(lib.weft_kernel_error(kernel.handle)) or
-                            _lib.text(lib.weft_ctx_error(kernel.ctx._h)))
+            if st:   # (the world's all-gather exchanged the buffers' handles: it may be what failed)
+                world._raise(st, _lib.text(lib.weft_kernel_error(kernel.handle)) or
+                             _lib.text(lib.weft_ctx_error(kernel.ctx._h)))
             self._h = h
             self.max_elems = max_elems
             # registered under the locks: the world, the context and the kernel each refuse to
@@ -210,7 +221,13 @@ class Comm:
         with self.world.lock, self.kernel.ctx.lock:
             h = _take_handle(self)   # one free, whatever threads close it at once
             if h:
-                lib.weft_comm_destroy(h)
+                lib.weft_comm_destroy(h)   # (its last step a barrier through the world's all-gather)
+                f = self.world._take_failure()
+                if f is not None and not isinstance(f, Exception):
+                    raise f   # (Ctrl-C during the barrier: as itself; the communicator is freed)
+                if f is not None:
+                    raise RuntimeError("weft: Comm.close: freed, but this rank's all-gather raised %r in the closing "
+                                       "barrier (the other ranks' closes may have failed too)" % (f,))
 
     def __enter__(self):
         return self

@@ -31,7 +31,7 @@ class Gather:
         self.barrier = threading.Barrier(n, timeout=JOIN_S)
         self.calls = [0] * n
 
-    def fn(self, rank, fail_on=None, wrong_len=False):
+    def fn(self, rank, fail_on=None, wrong_len=False, exc=RuntimeError):
         def allgather(data):
             self.calls[rank] += 1
             self.slots[rank] = data
@@ -39,7 +39,7 @@ class Gather:
             out = b"".join(self.slots)
             self.barrier.wait()   # nobody overwrites its slot before everyone has read
             if fail_on is not None and fail_on(self.calls[rank]):
-                raise RuntimeError("rank %d: transport failed" % rank)
+                raise exc("rank %d: transport failed" % rank)
             return out[:-1] if wrong_len else out
         return allgather
 
@@ -161,6 +161,36 @@ def test_allgather_raising_in_agree(n):
     assert "transport failed" in str(out[0])
     assert all("on rank 0" in str(e) for e in out), out
     assert {e.status_name for e in out} == {"IO"}
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("n", [1, 2])
+def test_an_interrupt_in_the_allgather_is_raised_as_itself(n, exc):
+    # Ctrl-C (or sys.exit) inside the callback: that rank gets the KeyboardInterrupt back once C has
+    # unwound, not a WeftError (it was "this rank's all-gather raised KeyboardInterrupt"); the other
+    # ranks get the usual WeftError naming it.  In creation, then in agree.
+    g = Gather(n)
+
+    def body(r):
+        weft.World(r, n, 0, 1, g.fn(r, fail_on=(lambda c: c == 1) if r == n - 1 else None, exc=exc)).close()
+
+    out = on_ranks(n, body)
+    assert isinstance(out[n - 1], exc), out
+    assert all(isinstance(e, weft.WeftError) and ("on rank %d" % (n - 1)) in str(e) for e in out[:n - 1]), out
+    g = Gather(n)
+
+    def body2(r):
+        armed = []
+        w = weft.World(r, n, 0, 1, g.fn(r, fail_on=lambda c: r == n - 1 and bool(armed), exc=exc))
+        armed.append(True)
+        try:
+            w.agree("what", "same")
+        finally:
+            w.close()
+
+    out = on_ranks(n, body2)
+    assert isinstance(out[n - 1], exc), out
+    assert all(isinstance(e, weft.WeftError) for e in out[:n - 1]), out
 
 
 def test_allgather_wrong_length_is_an_error():
