@@ -254,6 +254,32 @@ def test_an_input_requiring_grad_goes_through_the_dispatcher(wt, monkeypatch):
     assert wt.matmul_all_reduce(a, b, fuse=False).data == reference(a, b, "row") and len(calls) == 1
 
 
+@pytest.mark.parametrize("kw, msg", [({"reduce_op": 5}, "reduce_op = 5"), ({"b_layout": None}, "b_layout = None"),
+                                     ({"scatter_dim": "0"}, "scatter_dim = '0'")])
+def test_a_wrongly_typed_argument_is_agreed_on_not_raised_by_the_dispatcher(wt, monkeypatch, kw, msg):
+    # An input requiring grad routes the op through torch.ops.weft, whose schema check raised a
+    # TypeError on this rank alone, before the agreement: a rank whose grad mode differed from its
+    # peers' left them waiting.  A wrongly typed argument now takes the eager path, whose checks
+    # are agreed on (every rank raises them).
+    import weft.torch.dist as D
+    torch = sys.modules["torch"]
+    calls, seen = [], []
+    monkeypatch.setattr(torch.ops, "weft", types.SimpleNamespace(
+        matmul_reduce_scatter=lambda *a: calls.append(a) or "dispatched"), raising=False)
+    real = D._Group.agree
+
+    def spy(self, op, sig, problem):
+        seen.append(problem)
+        return real(self, op, sig, problem)
+    monkeypatch.setattr(D._Group, "agree", spy)
+    a, b = bf(8, 64), bf(64, 16)
+    b.requires_grad = True
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        wt.matmul_reduce_scatter(a, b, **kw)
+    assert not calls and seen and msg in (seen[-1] or ""), (calls, seen)
+    assert wt.matmul_reduce_scatter(a, b) == "dispatched" and len(calls) == 1   # (well typed: dispatched)
+
+
 def test_in_place_on_a_tensor_requiring_grad_is_refused(wt, monkeypatch):
     # all_reduce_ returns nothing torch could attach a backward to: t would keep its old history
     # and backward run through it as if unchanged.  Refused (through the agreement), before a launch.

@@ -20,6 +20,14 @@ def via_dispatcher(*tensors):
         isinstance(t, torch.Tensor) and t.requires_grad for t in tensors))
 
 
+def schema_types_ok(*pairs):
+    """True where each (value, type) pair is what a torch.ops.weft schema takes (int: not a bool).
+    The distributed ops route through the dispatcher only then: torch's own type check would
+    raise on this rank alone, before the agreement, and its peers would wait in it.  Otherwise
+    the eager path runs, whose checks go through the agreement and raise on every rank."""
+    return all(isinstance(v, t) and not (t is int and isinstance(v, bool)) for v, t in pairs)
+
+
 def in_place_grad_problem(op, written, **tensors):
     """The message for an op that writes `written` in place when autograd is on and one of its
     tensors requires grad, else None.  A custom op that returns nothing gives torch nothing to

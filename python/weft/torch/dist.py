@@ -416,7 +416,7 @@ def all_reduce(t, op="sum", group=None):
     t seen so far and grows (collectively) from the call's arguments alone, so every rank must call
     with the same shapes in the same order (the module's docstring says what a mismatch does)."""
     name = group_name(group)
-    if _common.via_dispatcher(t):
+    if _common.via_dispatcher(t) and _common.schema_types_ok((op, str)):
         return torch.ops.weft.all_reduce(t, op, name)
     return _all_reduce_eager(t, op, name)
 
@@ -701,7 +701,7 @@ def all_gather_matmul(a_shard, b, group=None, return_a=False, gather_dim=0):
 
 def _ag_call(a_shard, b, gather_dim, group, return_a, layout):
     name = group_name(group)
-    if _common.via_dispatcher(a_shard, b):
+    if _common.via_dispatcher(a_shard, b) and _common.schema_types_ok((gather_dim, int)):
         a, c = torch.ops.weft.all_gather_matmul(a_shard, b, gather_dim, name, group_size(name), bool(return_a),
                                                  layout)
     else:
