@@ -21,7 +21,8 @@ class World:
     allgather(data: bytes) -> bytes must return every rank's `data` concatenated in rank order
     (size * len(data) bytes) and be collective (torch.distributed.all_gather_object, a store, MPI).
     Where it raises, the call fails on every rank (WeftError naming the rank; on that rank, what it
-    raised), and a KeyboardInterrupt or SystemExit comes back as itself on its rank.
+    raised), or, where only this rank's status exchange failed, the next collective call does;
+    a KeyboardInterrupt or SystemExit comes back as itself on its rank at once.
     Ranks that share a node are consecutive: local_rank / local_size among them."""
 
     def __init__(self, rank, size, local_rank, local_size, allgather):
@@ -53,10 +54,20 @@ class World:
         if st:
             self._raise(st, err.value.decode("utf-8", "replace"))
         self._h = h
+        if self._interrupted():   # (the other ranks' creation succeeded: C reports this rank's failure
+            h = _take_handle(self)   # at their next call; this rank's side is freed, no talking)
+            if h:
+                lib.weft_world_destroy(h)
+            raise self._take_failure()
 
     def _take_failure(self):
         f, self._failure = self._failure, None
         return f
+
+    def _interrupted(self):
+        # An interrupt in a call C still finished (only this rank's status exchange failed: C
+        # reports that at the next collective call), raised now rather than held until then.
+        return self._failure is not None and not isinstance(self._failure, Exception)
 
     def _raise(self, st, msg):
         """The error of a call whose all-gather may have failed on this rank.  What the callback
@@ -81,7 +92,10 @@ class World:
                 ctypes.memmove(recv, bytes(out), len(out))
             return 0
         except BaseException as e:  # a callback must not unwind through C
-            self._failure = e
+            # C may call again in the same operation (its status exchange): the first failure
+            # stays, but an interrupt (KeyboardInterrupt, SystemExit) is kept over an error
+            if self._failure is None or (isinstance(self._failure, Exception) and not isinstance(e, Exception)):
+                self._failure = e
             return 1
 
     @property
@@ -119,6 +133,8 @@ class World:
             st = lib.weft_world_agree(h, what.encode(), desc.encode())
             if st:
                 self._raise(st, _lib.text(lib.weft_world_error(h)))
+            if self._interrupted():
+                raise self._take_failure()
 
     def close(self):
         """Collective-free: releases this rank's side (no communication).  Its communicators must be
@@ -222,12 +238,11 @@ class Comm:
             h = _take_handle(self)   # one free, whatever threads close it at once
             if h:
                 lib.weft_comm_destroy(h)   # (its last step a barrier through the world's all-gather)
-                f = self.world._take_failure()
-                if f is not None and not isinstance(f, Exception):
-                    raise f   # (Ctrl-C during the barrier: as itself; the communicator is freed)
-                if f is not None:
-                    raise RuntimeError("weft: Comm.close: freed, but this rank's all-gather raised %r in the closing "
-                                       "barrier (the other ranks' closes may have failed too)" % (f,))
+                # Ctrl-C in that barrier: raised as itself, the communicator freed.  An error is
+                # left to C, which reports it at the next collective call on every rank (raising
+                # it here, on this rank alone, would stop this rank's closes and not its peers').
+                if self.world._interrupted():
+                    raise self.world._take_failure()
 
     def __enter__(self):
         return self

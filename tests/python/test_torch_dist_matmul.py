@@ -255,7 +255,8 @@ def test_an_input_requiring_grad_goes_through_the_dispatcher(wt, monkeypatch):
 
 
 @pytest.mark.parametrize("kw, msg", [({"reduce_op": 5}, "reduce_op = 5"), ({"b_layout": None}, "b_layout = None"),
-                                     ({"scatter_dim": "0"}, "scatter_dim = '0'")])
+                                     ({"scatter_dim": "0"}, "scatter_dim = '0'"), ({"scatter_dim": 0.0}, "scatter_dim = 0.0"),
+                                     ({"b": None}, "b_shard")])
 def test_a_wrongly_typed_argument_is_agreed_on_not_raised_by_the_dispatcher(wt, monkeypatch, kw, msg):
     # An input requiring grad routes the op through torch.ops.weft, whose schema check raised a
     # TypeError on this rank alone, before the agreement: a rank whose grad mode differed from its
@@ -273,9 +274,10 @@ def test_a_wrongly_typed_argument_is_agreed_on_not_raised_by_the_dispatcher(wt, 
         return real(self, op, sig, problem)
     monkeypatch.setattr(D._Group, "agree", spy)
     a, b = bf(8, 64), bf(64, 16)
-    b.requires_grad = True
-    with pytest.raises(ValueError, match=re.escape(msg)):
-        wt.matmul_reduce_scatter(a, b, **kw)
+    a.requires_grad = b.requires_grad = True
+    args = {"b": kw.pop("b")} if "b" in kw else {"b": b}
+    with pytest.raises((ValueError, TypeError), match=re.escape(msg)):
+        wt.matmul_reduce_scatter(a, args["b"], **kw)
     assert not calls and seen and msg in (seen[-1] or ""), (calls, seen)
     assert wt.matmul_reduce_scatter(a, b) == "dispatched" and len(calls) == 1   # (well typed: dispatched)
 

@@ -193,6 +193,37 @@ def test_an_interrupt_in_the_allgather_is_raised_as_itself(n, exc):
     assert all(isinstance(e, weft.WeftError) for e in out[:n - 1]), out
 
 
+def test_an_interrupt_is_not_lost_to_a_later_error_or_a_pending_status():
+    n = 2
+    # The callback raises KeyboardInterrupt, then (C calls it again in the same operation, for the
+    # status exchange) a RuntimeError: the interrupt is what comes back (the second had replaced it).
+    g = Gather(n)
+
+    def body(r):
+        inner, calls = g.fn(r), []
+
+        def cb(data):
+            out = inner(data)
+            calls.append(1)
+            if r == n - 1 and len(calls) <= 2:
+                raise (KeyboardInterrupt if len(calls) == 1 else RuntimeError)("rank %d" % r)
+            return out
+        weft.World(r, n, 0, 1, cb).close()
+
+    out = on_ranks(n, body)
+    assert isinstance(out[n - 1], KeyboardInterrupt) and isinstance(out[0], weft.WeftError), out
+    # Only the status exchange fails, on one rank: C finishes the creation everywhere and would
+    # report it at the next collective call; the interrupt comes back at once (it was held until then).
+    g = Gather(n)
+
+    def body2(r):
+        weft.World(r, n, 0, 1, g.fn(r, fail_on=(lambda c: c == 2) if r == n - 1 else None, exc=KeyboardInterrupt)).close()
+        return "made"
+
+    out = on_ranks(n, body2)
+    assert out[0] == "made" and isinstance(out[n - 1], KeyboardInterrupt), out
+
+
 def test_allgather_wrong_length_is_an_error():
     n = 2
     g = Gather(n)

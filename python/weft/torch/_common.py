@@ -1,5 +1,6 @@
 """What every weft.torch op shares: argument checks that name the argument, the weft dtype of a
 tensor, the current stream, and a kernel cache per (device, config) in the process."""
+import operator
 import threading
 
 import torch
@@ -25,7 +26,19 @@ def schema_types_ok(*pairs):
     The distributed ops route through the dispatcher only then: torch's own type check would
     raise on this rank alone, before the agreement, and its peers would wait in it.  Otherwise
     the eager path runs, whose checks go through the agreement and raise on every rank."""
-    return all(isinstance(v, t) and not (t is int and isinstance(v, bool)) for v, t in pairs)
+    return all(_is(v, t) for v, t in pairs)
+
+
+def _is(v, t):
+    if t is int:   # (an int, or what stands for one: numpy's; not a bool, not 0.0)
+        if isinstance(v, bool):
+            return False
+        try:
+            operator.index(v)
+        except TypeError:
+            return False
+        return True
+    return isinstance(v, t)
 
 
 def in_place_grad_problem(op, written, **tensors):

@@ -263,13 +263,19 @@ class _Group:
         return p
 
     def close(self):
-        for lst in self.comms.values():
-            for c in lst:
+        # Every communicator and then the world, whatever one raises (the peers close theirs in
+        # the same order: a rank stopping part-way would leave them waiting); the first error last.
+        first = None
+        for c in [c for lst in self.comms.values() for c in lst] + [self.world]:
+            try:
                 c.close()
+            except BaseException as e:  # noqa: B902 (raised below, once all are closed)
+                first = first or e
         self.comms.clear()
         self.agreed.clear()
         self.parts.clear()
-        self.world.close()
+        if first is not None:
+            raise first
 
 
 _groups = {}
@@ -601,7 +607,7 @@ def _ag_shapes(opname, a, b, b_layout, ranks):
 def _all_gather_matmul_run(a, b, gather_dim, name, return_a, b_layout):
     opname = "all_gather_matmul" if b_layout == "row" else "all_gather_linear"
     problems = []
-    if gather_dim != 0:
+    if not _common.schema_types_ok((gather_dim, int)) or gather_dim != 0:   # (0.0 and False were taken)
         problems.append("weft.torch.%s: gather_dim = %r; weft gathers along dim 0 only" % (opname, gather_dim))
     if b_layout not in ("row", "col"):
         problems.append("weft.torch.%s: b_layout = %r; allowed: row, col" % (opname, b_layout))
@@ -701,7 +707,8 @@ def all_gather_matmul(a_shard, b, group=None, return_a=False, gather_dim=0):
 
 def _ag_call(a_shard, b, gather_dim, group, return_a, layout):
     name = group_name(group)
-    if _common.via_dispatcher(a_shard, b) and _common.schema_types_ok((gather_dim, int)):
+    if _common.via_dispatcher(a_shard, b) and _common.schema_types_ok(
+            (a_shard, torch.Tensor), (b, torch.Tensor), (gather_dim, int)):
         a, c = torch.ops.weft.all_gather_matmul(a_shard, b, gather_dim, name, group_size(name), bool(return_a),
                                                  layout)
     else:

@@ -213,8 +213,9 @@ def _mrs_call(op, a, b, group, scatter_dim, b_layout, fuse, reduce_op):
              and 0 < scatter_dim <= a.dim() - 2)
     if moved:
         a = a.movedim(scatter_dim, 0).contiguous()
-    if _common.via_dispatcher(a, b) and _common.schema_types_ok((reduce_op, str), (b_layout, str)) and (
-            scatter_dim == 0 or moved):   # (else the eager path: its checks are agreed on)
+    if _common.via_dispatcher(a, b) and _common.schema_types_ok(
+            (a, torch.Tensor), (b, torch.Tensor), (reduce_op, str), (b_layout, str)) and (
+            moved or (_common.schema_types_ok((scatter_dim, int)) and scatter_dim == 0)):   # (else the eager path: its checks are agreed on)
         c = torch.ops.weft.matmul_reduce_scatter(a, b, reduce_op, name, group_size(name), b_layout,
                                                  _fuse_text(fuse))
     else:
@@ -258,7 +259,8 @@ def matmul_all_reduce(a_shard, b_shard, group=None, b_layout="row", fuse="auto",
     rank-order f32 fold: any M, N, k); "auto" configs.choose_fuse (the gemm_rs crossover: gemm_ar
     has not been measured), unfused where the fused kernel cannot take the shape."""
     name = group_name(group)
-    if _common.via_dispatcher(a_shard, b_shard) and _common.schema_types_ok((reduce_op, str), (b_layout, str)):
+    if _common.via_dispatcher(a_shard, b_shard) and _common.schema_types_ok(
+            (a_shard, torch.Tensor), (b_shard, torch.Tensor), (reduce_op, str), (b_layout, str)):
         return torch.ops.weft.matmul_all_reduce(a_shard, b_shard, reduce_op, name, group_size(name), b_layout,
                                                 _fuse_text(fuse))
     return _run("matmul_all_reduce", a_shard, b_shard, name, b_layout, fuse, False, reduce_op)
