@@ -473,3 +473,12 @@ def test_not_a_tensor_or_group_is_named(wt):
         O.rms_norm(None, bf(64))
     with pytest.raises(TypeError, match=r"group = 5: a ProcessGroup, its name \(str\) or None"):
         D.group_name(5)
+
+
+@pytest.mark.parametrize("gather_dim", [0.0, False, "0", 1])
+def test_all_gather_matmul_gather_dim_is_the_int_0(wt, gather_dim):
+    # 0.0 and False compared equal to 0 and ran (on the eager path, without autograd); refused now,
+    # through the agreement, as any other value but 0
+    import weft.torch.dist as D
+    with pytest.raises(ValueError, match="gather_dim = %s; weft gathers along dim 0 only" % re.escape(repr(gather_dim))):
+        D.all_gather_matmul(bf(8, 64), bf(64, 16), gather_dim=gather_dim)
