@@ -143,20 +143,26 @@ def test_allgather_raising_on_one_rank_fails_every_rank(n):
     assert {e.status_name for e in out} == {"IO"}
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_allgather_raising_in_agree(n):
+def agree_failing_on(n, rank, exc=RuntimeError):
+    """Every rank makes a World and agrees once; `rank`'s transport raises `exc` once creation is
+    done, in agree.  [result or exception] by rank."""
     g = Gather(n)
 
     def body(r):
-        armed = []   # rank 0's transport fails once creation is done: in agree
-        w = weft.World(r, n, 0, 1, g.fn(r, fail_on=lambda c: r == 0 and bool(armed)))
+        armed = []
+        w = weft.World(r, n, 0, 1, g.fn(r, fail_on=lambda c: r == rank and bool(armed), exc=exc))
         armed.append(True)
         try:
             w.agree("what", "same")
         finally:
             w.close()
 
-    out = on_ranks(n, body)
+    return on_ranks(n, body)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_allgather_raising_in_agree(n):
+    out = agree_failing_on(n, 0)
     assert all(isinstance(e, weft.WeftError) for e in out), out
     assert "transport failed" in str(out[0])
     assert all("on rank 0" in str(e) for e in out), out
@@ -177,18 +183,7 @@ def test_an_interrupt_in_the_allgather_is_raised_as_itself(n, exc):
     out = on_ranks(n, body)
     assert isinstance(out[n - 1], exc), out
     assert all(isinstance(e, weft.WeftError) and ("on rank %d" % (n - 1)) in str(e) for e in out[:n - 1]), out
-    g = Gather(n)
-
-    def body2(r):
-        armed = []
-        w = weft.World(r, n, 0, 1, g.fn(r, fail_on=lambda c: r == n - 1 and bool(armed), exc=exc))
-        armed.append(True)
-        try:
-            w.agree("what", "same")
-        finally:
-            w.close()
-
-    out = on_ranks(n, body2)
+    out = agree_failing_on(n, n - 1, exc)
     assert isinstance(out[n - 1], exc), out
     assert all(isinstance(e, weft.WeftError) for e in out[:n - 1]), out
 
