@@ -1,6 +1,5 @@
 """What every weft.torch op shares: argument checks that name the argument, the weft dtype of a
 tensor, the current stream, and a kernel cache per (device, config) in the process."""
-import operator
 import threading
 
 import torch
@@ -30,12 +29,10 @@ def schema_types_ok(*pairs):
 
 
 def _is(v, t):
-    if t is int:   # (an int, or what stands for one: numpy's; not a bool, not 0.0)
-        if isinstance(v, bool):
-            return False
+    if t is int:   # (core.whole's whole number: an int or what stands for one, numpy's; not a bool, not 0.0)
         try:
-            operator.index(v)
-        except TypeError:
+            core.whole(v, "", -(1 << 63), (1 << 63) - 1)   # (the schema's int is 64 bits)
+        except (TypeError, ValueError):
             return False
         return True
     return isinstance(v, t)
