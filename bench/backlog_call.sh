@@ -15,7 +15,11 @@
 #   3. shapes off the set that the rule misses most (224 x 1536 x 8960, 200 x 2048 x 7168,
 #      200 x 3072 x 12288, 640 x 2048 x 7168): 128-row two-consumer tiles split 4 ways along K
 #      beside the rule's four candidates, 8 rounds.
-#   STEPS ("1 2 3"), CAP1..CAP3 (seconds: 300 160 100; 560 in all, under the call's 600)
+#   4. bench/dual_acc_probe.sh: one consumer with two accumulator sets against one (six configs,
+#      checked and timed beside cuBLASLt; the thirty-sixth session's first call);
+#   5. weft.torch's distributed ops at 4 and 8 ranks under MPS (python.dist.np4/np8: the settings
+#      case at P > 2; np4 took 128 s in the tenth session).
+#   STEPS ("1 2 3"), CAP1..CAP5 (seconds: 300 160 100 150 420)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -52,7 +56,12 @@ for s in ${STEPS:-1 2 3}; do
          --extra "tile.m=128,tile.n=96,stages=5,epilogue=tma,$split" \
          --extra "tile.m=128,tile.n=128,stages=4,epilogue=tma,$split" \
          --extra "tile.m=128,tile.n=64,stages=7,epilogue=direct,$split" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3)" >&2; exit 2 ;;
+    4) step 4 "${CAP4:-150}" probe.txt env OUT="$out/probe" bash "$here/dual_acc_probe.sh" ;;
+    5) built_at=$(link_built_at "$(pwd)") || exit 1
+       . "$here/mps.sh"
+       step 5 "${CAP5:-420}" dist48.txt bash -c 'cd "$1/build" && exec ctest -R "python\.dist\.np[48]\$" -V --timeout 300' _ "$built_at"
+       mps_stop > /dev/null 2>&1 ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
