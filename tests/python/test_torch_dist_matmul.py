@@ -306,6 +306,28 @@ def test_another_scatter_dim_moves_it_to_the_front_and_back(wt):
     assert c.contiguous().data == want
 
 
+class IntLike:   # numpy's integers and other int-likes: an __index__, not an int
+    def __init__(self, v):
+        self.v = v
+
+    def __index__(self):
+        return self.v
+
+    def __repr__(self):
+        return "IntLike(%d)" % self.v
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_an_int_like_scatter_dim_is_the_int_it_stands_for(wt, dim):
+    # dim 1 as an int-like had been refused ("scatter_dim = IntLike(1); allowed: 0 .. 1"): the
+    # move to the front took only a plain int, and the check then saw dim 1 unmoved
+    a, b = bf(2, 3, 16), bf(16, 8)
+    c = wt.matmul_reduce_scatter(a, b, scatter_dim=IntLike(dim), fuse=False)
+    assert c.shape == (2, 3, 8) and c.contiguous().data == reference(a, b, "row")
+    with pytest.raises(ValueError, match=r"scatter_dim = 2; allowed: 0 \.\. 1"):
+        wt.matmul_reduce_scatter(a, b, scatter_dim=IntLike(2), fuse=False)
+
+
 @pytest.mark.parametrize("family", ["gemm_rs", "gemm_ar"])
 def test_the_fused_path_chooses_the_one_rank_kernel(wt, family):
     a, b = bf(64, 64), bf(64, 64)

@@ -23,6 +23,8 @@ Everything dist.py's docstring says about groups, the first-call agreement (the 
 kernel's name are part of the signature: ranks that chose differently fail together with
 MISMATCH), CUDA graphs and timeouts holds here.  Every rank calls with the same shapes.
 """
+import operator
+
 import torch
 
 from .. import core
@@ -207,6 +209,13 @@ def _check_size(op, name, size):
 
 def _mrs_call(op, a, b, group, scatter_dim, b_layout, fuse, reduce_op):
     name = group_name(group)
+    # an int-like dim (numpy's, anything with __index__) as the int it stands for, so that the
+    # tests below and the eager path's check see the same value (a bool stays itself: refused)
+    if not isinstance(scatter_dim, bool):
+        try:
+            scatter_dim = operator.index(scatter_dim)
+        except TypeError:
+            pass
     # another leading dim: brought to the front by one transposing copy of a, and the result's
     # rows moved back (a view), as torch's op does for an A not laid out that way
     moved = (isinstance(a, torch.Tensor) and not isinstance(scatter_dim, bool) and isinstance(scatter_dim, int)
