@@ -19,12 +19,19 @@ M.ACC_REGS_SHIFTED = 160
 -- the producer 32 (weft/gemm_kernel.cuh): 96 accumulators, a 192 x 192 tile (cuBLASLt's tile at
 -- 3072^3).
 M.ACC_REGS_THREE = 96
+-- mma = "kturns": each warpgroup holds the whole tile and adds the other's sums to it; at 128
+-- accumulators (64 x 256, 128 x 128, swapped 256 x 64 and 128 x 128) ptxas spilled 456-464 bytes, at
+-- 96 (64 x 192, swapped 192 x 64) nothing.
+M.ACC_REGS_KTURNS = 96
 function M.acc_regs(cfg)
   if cfg.consumers == 3 then return M.ACC_REGS_THREE end
+  if cfg.mma == "kturns" then return M.ACC_REGS_KTURNS end
   return (cfg.family == "gemm" and cfg.mma == "cooperative" and cfg.consumers == 2 and not M.swapped(cfg)
           and not cfg.stream_k)   -- (stream-K's hand-over spilled 16 bytes at 256 x 160)
     and M.ACC_REGS_SHIFTED or M.ACC_REGS
 end
+-- Consumer warpgroups that split one tile's rows (pingpong and kturns: each holds all of them).
+function M.owners(cfg) return (cfg.mma == "pingpong" or cfg.mma == "kturns") and 1 or cfg.consumers end
 -- Whether a config's tile.m takes whole 64-row WGMMA groups over its consumers: 64, 128, 256,
 -- and 192 with three consumers.
 local function rows_ok(cfg)
@@ -96,6 +103,8 @@ end
 -- kernel name's).  `pre` starts each doc line ("wgmma: " where a family also has scalar kernels).
 function M.fields(pre)
   pre = pre or ""
+  local mma_doc = pre .. "2 consumers: cooperative (both split each tile by rows) or pingpong (each owns whole tiles, "
+    .. "taking turns, so one's epilogue overlaps the other's WGMMAs)"
   return {
     b_layout = { name = "b_layout", kind = "enum", values = { "row", "col" }, default = "row", tag = "b",
       doc = "row: B is K x N row-major; col: B is stored N x K (a linear layer's weight), C = A . B^T of that" },
@@ -106,8 +115,12 @@ function M.fields(pre)
         .. "gemm's 192-row tiles (tile.m = 192, n up to 192; cooperative, unswapped, unsplit). The rule does not "
         .. "pick them: set tile with it" },
     mma = { name = "mma", kind = "enum", values = { "cooperative", "pingpong" }, default = "cooperative", tag = "",
-      doc = pre .. "2 consumers: cooperative (both split each tile by rows) or pingpong (each owns whole tiles, "
-        .. "taking turns, so one's epilogue overlaps the other's WGMMAs)" },
+      doc = mma_doc },
+    -- family gemm's: also kturns (weft/gemm_kernel.cuh KTURNS)
+    mma_kturns = { name = "mma", kind = "enum", values = { "cooperative", "pingpong", "kturns" }, default = "cooperative",
+      tag = "", doc = mma_doc .. "; or kturns (both take turns along K on every tile, each a whole tile's "
+        .. "accumulators, summed in shared memory before one stores it: for narrow tiles, whose WGMMAs alone leave the "
+        .. "tensor cores idle between them; stages even, 4 or more; unsplit)" },
     cluster = { name = "cluster", kind = "custom", check = M.cluster_check, default = { m = 1, n = 1 }, tag = "cl",
       doc = pre .. "CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
         .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA. At most 2 CTAs; "
@@ -219,9 +232,10 @@ local function check_swapped(cfg, errs)
   if t.m % 8 ~= 0 or t.m < 8 or t.m > 256 then
     errs.add("tile.m", t.m, "with swap_ab, tile.m is the WGMMA's n: 8, 16, 24, ..., 256")
   end
-  if not has(M.WGMMA_N, t.n) or (t.n // 64) % cfg.consumers ~= 0 then
+  local owners = M.owners(cfg)
+  if not has(M.WGMMA_N, t.n) or (t.n // 64) % owners ~= 0 then
     errs.add("tile.n", t.n, string.format("with swap_ab, tile.n is B's rows in 64-row WGMMA groups, split over the "
-      .. "%d consumer warpgroup(s): %s", cfg.consumers, cfg.consumers == 2 and "128 or 256" or "64, 128, 192 or 256"))
+      .. "%d consumer warpgroup(s): %s", owners, owners == 2 and "128 or 256" or "64, 128, 192 or 256"))
   end
   if cfg.mma == "pingpong" then errs.add("mma", cfg.mma, 'swap_ab has the cooperative main loop: mma = "cooperative"') end
   if cfg.cluster.m * cfg.cluster.n > 1 and cfg.split_k > 1 then
@@ -231,11 +245,12 @@ local function check_swapped(cfg, errs)
   if cfg.epilogue ~= "direct" then
     errs.add("epilogue", cfg.epilogue, 'swap_ab stores C (transposed) from the accumulators: epilogue = "direct"')
   end
-  local regs = (t.n // 64 // cfg.consumers) * (t.m // 2)
-  if t.m % 8 == 0 and has(M.WGMMA_N, t.n) and regs > M.ACC_REGS then
+  local regs = (t.n // 64 // owners) * (t.m // 2)
+  if t.m % 8 == 0 and has(M.WGMMA_N, t.n) and regs > M.acc_regs(cfg) then
     errs.add("tile", t.tag, string.format("with swap_ab, %d x %d over %d consumer warpgroup(s) is %d f32 accumulators "
-      .. "per thread; at most %d fit (use %sa smaller tile.m or tile.n)", t.m, t.n, cfg.consumers, regs, M.ACC_REGS,
-      cfg.consumers == 1 and "consumers = 2, " or ""))
+      .. "per thread; at most %d fit (use %sa smaller tile.m or tile.n)", t.m, t.n, owners, regs, M.acc_regs(cfg),
+      owners == 1 and (cfg.mma == "kturns" and 'mma = "cooperative" (B\'s rows split over the two), ' or "consumers = 2, ")
+        or ""))
   end
 end
 
@@ -252,10 +267,12 @@ local function check_thin(cfg, errs)
     errs.add("tile.n", t.n, M.any_width(cfg) and "family gemm with b_layout = \"col\" takes n = 16, 32, ..., 256"
       or "with b_layout = \"row\", n in {64, 128, 192, 256} (B arrives in 64-column boxes)")
   end
-  if cfg.mma ~= "cooperative" then
-    errs.add("mma", cfg.mma, 'a tile under 64 rows is one WGMMA group: mma = "cooperative", consumers = 1')
-  elseif cfg.consumers ~= 1 then
-    errs.add("consumers", cfg.consumers, string.format("tile.m = %d is one 64-row WGMMA group: consumers = 1", t.m))
+  if cfg.mma == "pingpong" then
+    errs.add("mma", cfg.mma, 'a tile under 64 rows is one WGMMA group: mma = "cooperative", consumers = 1 (or mma = '
+      .. '"kturns", consumers = 2)')
+  elseif cfg.mma == "cooperative" and cfg.consumers ~= 1 then
+    errs.add("consumers", cfg.consumers, string.format("tile.m = %d is one 64-row WGMMA group: consumers = 1 (or mma = "
+      .. '"kturns", two taking turns along K)', t.m))
   end
   if cfg.cluster.m * cfg.cluster.n > 1 then
     errs.add("cluster", M.cluster_value(cfg), "a tile under 64 rows takes no multicast cluster: cluster = "
@@ -289,6 +306,19 @@ function M.check(cfg, errs)
   if cfg.any_n and not (cfg.b_layout == "col" and cfg.epilogue == "direct") then
     errs.add("any_n", cfg.any_n, 'any N is stored by the direct epilogue from column-major B: b_layout = "col" and '
       .. 'epilogue = "direct" (it is ' .. string.format('b_layout = "%s", epilogue = "%s")', cfg.b_layout, cfg.epilogue))
+  end
+  if cfg.mma == "kturns" then
+    if cfg.consumers ~= 2 then
+      errs.add("consumers", cfg.consumers, 'mma = "kturns" is two consumer warpgroups taking turns along K: consumers = 2')
+    end
+    if cfg.stages % 2 ~= 0 or cfg.stages < 4 then
+      errs.add("stages", cfg.stages, 'mma = "kturns" gives each consumer warpgroup every other stage, one of them in flight '
+        .. "while it waits for its next: an even count, 4 or more")
+    end
+    if cfg.split_k > 1 then
+      errs.add("split_k", cfg.split_k, 'mma = "kturns" sums its two halves of K inside the CTA: split_k = 1')
+    end
+    if cfg.consumers ~= 2 then return end
   end
   if cfg.consumers == 3 then
     local why = cfg.family ~= "gemm" and "three consumer warpgroups are family gemm's (192-row tiles); this family "
@@ -327,18 +357,20 @@ function M.check(cfg, errs)
     errs.add("split_k", cfg.split_k, "split-K's cluster is its CTAs along K; leave cluster = { m = 1, n = 1 } "
       .. "(no multicast with it)")
   end
-  if cfg.mma ~= "pingpong" and rows_ok(cfg) and t.m // 64 < cfg.consumers then
+  if M.owners(cfg) > 1 and rows_ok(cfg) and t.m // 64 < cfg.consumers then
     errs.add("consumers", cfg.consumers, string.format("tile.m = %d has %d 64-row group(s); use consumers <= %d",
       t.m, t.m // 64, t.m // 64))
   elseif cfg.mma == "pingpong" and cfg.consumers ~= 2 then
     errs.add("mma", cfg.mma, "pingpong alternates two consumer warpgroups: set consumers = 2")
   elseif rows_ok(cfg) and M.n_ok(cfg) then
-    local owners = cfg.mma == "pingpong" and 1 or cfg.consumers   -- warpgroups sharing a tile
+    local owners = M.owners(cfg)   -- warpgroups sharing a tile's rows
     local regs, cap = t.m * t.n // (128 * owners), M.acc_regs(cfg)
     if regs > cap then
       errs.add("tile", t.tag, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
         .. "at most %d fit (%s)", t.m, t.n, owners, regs, cap,
         cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
+        or cfg.mma == "kturns" and string.format('kturns gives each warpgroup a whole tile: m x n <= %d, or mma = '
+          .. '"cooperative"', cap * 128)
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile"
           or string.format("use a smaller tile: m x n <= %d%s", cap * 128 * owners,
             cfg.stream_k and cfg.family == "gemm"
@@ -371,7 +403,7 @@ end
 
 -- Rows of C one consumer warpgroup stores per tile (its TMA epilogue's box and stage).
 function M.epi_rows(cfg)
-  return cfg.mma == "pingpong" and cfg.tile.m or cfg.tile.m // cfg.consumers
+  return cfg.tile.m // M.owners(cfg)
 end
 
 local function align(x, a) return (x + a - 1) // a * a end
@@ -385,7 +417,8 @@ local function align(x, a) return (x + a - 1) // a * a end
 --               load: the bytes TMA writes into a stage (full[s]'s expect_tx), A's box and B's
 --   full, empty STAGES mbarriers each, after the stages
 --   red_bar     split-K: red_full, red_empty; then red, the f32 partial tile (16-byte aligned; a
---               swapped tile's flat sum keeps its slots in it, weft/gemm_splitk.cuh)
+--               swapped tile's flat sum keeps its slots in it, weft/gemm_splitk.cuh); mma = "kturns":
+--               red alone, one warpgroup's sums handed to the other (weft/gemm_mainloop.cuh)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
 --               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
@@ -406,7 +439,7 @@ function M.layout(cfg)
   L.empty = L.full + 8 * cfg.stages
   L.red_bar = L.empty + 8 * cfg.stages
   L.red = L.red_bar + 16
-  local used = cfg.split_k > 1 and L.red + mma_rows(cfg) * t.n * 4 or L.red_bar
+  local used = (cfg.split_k > 1 or cfg.mma == "kturns") and L.red + mma_rows(cfg) * t.n * 4 or L.red_bar
   L.epi = align(used, 1024)
   -- Each warpgroup's C leaves in 64-column chunks of rows x 128 bytes: a buffer per chunk where
   -- they fit beside the ring (the whole tile written, then stored; a last, narrow chunk of BN % 64
@@ -451,6 +484,7 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr int BM = %d, BN = %d, STAGES = %d, CONSUMERS = %d;", t.m, t.n, cfg.stages,
       cfg.consumers),
     "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ";",
+    "  static constexpr bool KTURNS = " .. b(cfg.mma == "kturns") .. ";",
     string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k),
     "  static constexpr bool SPLIT_TAIL = " .. b(cfg.split_k_tail == true) .. ";",
     "  static constexpr bool STREAM_K = " .. b(cfg.stream_k == true) .. ";",
@@ -544,6 +578,8 @@ function M.smem_hint(cfg)
   local t = cfg.tile
   return "use fewer stages or a smaller tile" .. (cfg.split_k > 1
     and string.format(" (split_k = %d also holds the f32 partial tile, %d x %d x 4 bytes)", cfg.split_k, mma_rows(cfg), t.n)
+    or cfg.mma == "kturns"
+    and string.format(' (mma = "kturns" also holds one warpgroup\'s f32 sums, %d x %d x 4 bytes)', mma_rows(cfg), t.n)
     or "")
     .. (cfg.epilogue == "tma"
       and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two (three consumers: one), per consumer warpgroup)" or "")
@@ -803,7 +839,9 @@ function M.estimate(cfg, shape, sms, shards, dram)
   if M.thin_row_blocks(cfg, rows) then t_kb = t_kb * P.THIN_KB end
   local pingpong = cfg.mma == "pingpong"
   local elems = t.m * t.n
-  local epi = elems / (P.EPI_ELEMS_PER_US * (pingpong and 1 or cfg.consumers)) *
+  -- (kturns: one warpgroup stores each tile; its main loop is priced as the cooperative one's --
+  -- the model has no term for the gaps between narrow WGMMAs it fills, and the rule lists no kturns)
+  local epi = elems / (P.EPI_ELEMS_PER_US * M.owners(cfg)) *
     (cfg.epilogue == "tma" and 1 or P.DIRECT)
   -- split-K's tree: log2(S) hand-overs, each of the rows that exist (a warp past M sends nothing)
   local steps = 0

@@ -18,7 +18,7 @@ F.fields = {
   common.dtype({ "f16", "bf16" }, "bf16"),
   G.b_layout,
   gemm.tile_field(),
-  G.stages, G.consumers, G.mma, G.cluster, G.split_k, G.split_k_tail, G.epilogue, G.group,
+  G.stages, G.consumers, G.mma_kturns, G.cluster, G.split_k, G.split_k_tail, G.epilogue, G.group,
   { name = "pdl", kind = "bool", default = false, tag = "pdl",
     doc = "programmatic dependent launch (the kernel may start while the previous one in its stream finishes; it "
       .. "sets up its shared memory, then waits for it before touching global memory)" },

@@ -60,6 +60,8 @@ enum GemmBarrier {
   BAR_TILE_WG0 = 8,       // gemm_rs fold = "tiles": the 128 threads of consumer warpgroup 0 (a tile's
   BAR_TILE_WG1 = 9,       //   stores before its flag, a flag's wait before the fold) ... and of warpgroup 1
   BAR_EPILOGUE_WG2 = 10,  // TMA epilogue: the 128 threads of consumer warpgroup 2 (family gemm's 192-row tiles)
+  BAR_KTURNS_WG0 = 11,    // KTURNS: a tile's sums handed over to consumer warpgroup 0, which waits (bar.sync) while
+  BAR_KTURNS_WG1 = 12,    //   1 arrives: 256 threads ... and to warpgroup 1 (the next tile's: a barrier per storer)
 };
 // Consumer warpgroup cw's TMA epilogue barrier (cw = 0, 1, 2).
 __device__ __forceinline__ int epilogue_bar(int cw) { return cw < 2 ? BAR_EPILOGUE_WG0 + cw : BAR_EPILOGUE_WG2; }
@@ -68,6 +70,12 @@ __device__ __forceinline__ bool elect_one() {
   u32 one;
   asm volatile("{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 %0, 1, 0, p;\n}" : "=r"(one));
   return one != 0;
+}
+__device__ __forceinline__ void st_shared_f32(u32 addr, float v) { asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory"); }
+__device__ __forceinline__ float ld_shared_f32(u32 addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
 }
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }

@@ -43,6 +43,13 @@
 // cluster synchronises once the barriers exist (before any CTA writes into another) and again
 // before exit (no CTA leaves while a partner may still arrive on its barriers).
 //
+// KTURNS (family gemm, 2 consumers): both warpgroups work on every tile, taking turns along K --
+// warpgroup c reads the stages s with s % 2 == c (STAGES even), so each stage keeps one reader
+// and each warpgroup's ring is the plain one's, every other stage -- each into accumulators of
+// the whole tile.  With one warpgroup per SM sub-partition's tensor core streaming narrow
+// WGMMAs, the other's fill the gaps (cuBLASLt's kernel at 224 x 1536 x 8960 runs this way).
+// Tile i's sums meet in warpgroup i % 2, which stores it (weft/gemm_mainloop.cuh kturns_sum).
+//
 // SPLITK = S > 1: a cluster of S CTAs along K, summed in a fixed order (weft/gemm_splitk.cuh: a
 // tree to rank 0; swap_ab, flat, each CTA its slice).
 //
@@ -102,9 +109,14 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
                                                 const TensorMap &tb, const TensorMap *tc, Src &src,
                                                 const TensorMap *tct = nullptr, void *ws = nullptr) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, STAGES = Cfg::STAGES, CONSUMERS = Cfg::CONSUMERS;
-  constexpr bool PINGPONG = Cfg::PINGPONG;
+  constexpr bool PINGPONG = Cfg::PINGPONG, KTURNS = Cfg::KTURNS;
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
+  static_assert(!KTURNS || (CONSUMERS == 2 && !PINGPONG && STAGES % 2 == 0 && STAGES >= 4 && SPLITK == 1 &&
+                            !Cfg::STREAM_K && !Src::STORES && !Src::SHARDED),
+                "kturns: family gemm's two consumers, each its own stages of an even ring (one in flight while "
+                "it waits for its next: 4 at least), unsplit");
+  constexpr int OWNERS = PINGPONG || KTURNS ? 1 : CONSUMERS;       // consumer warpgroups splitting one tile's rows
   constexpr bool SWAP = Cfg::SWAP;
   static_assert(SWAP ? CM * CN <= 8 && (CM & (CM - 1)) == 0 && (CN & (CN - 1)) == 0 : CM * CN <= 2,
                 "multicast clusters of at most two CTAs; swapped, up to 8 (CM x CN, powers of two)");
@@ -117,14 +129,14 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
                 "swap_ab: family gemm, cooperative, B column-major, the direct epilogue");
   constexpr int ACC_N = Cfg::ACC_N;                                 // the accumulators' columns (the WGMMA's n)
   constexpr bool THIN = !SWAP && BM < 64;
-  static_assert(!THIN || (CONSUMERS == 1 && !PINGPONG && CM * CN == 1 && !Src::STORES && !Src::SHARDED && BM % 8 == 0),
+  static_assert(!THIN || (OWNERS == 1 && !PINGPONG && CM * CN == 1 && !Src::STORES && !Src::SHARDED && BM % 8 == 0),
                 "a thin tile: family gemm, one consumer, no multicast, whole 8-row groups of A");
   static_assert(!THIN || Cfg::SMEM_STAGE >= 64 * 128, "a thin tile's stage holds the 64 rows its WGMMA reads");
   // 64-row WGMMA groups per consumer: of the tile's rows, or swapped, of B's
-  constexpr int MR = SWAP ? BN / (64 * CONSUMERS) : THIN ? 1 : PINGPONG ? BM / 64 : BM / (64 * CONSUMERS);
+  constexpr int MR = SWAP ? BN / (64 * OWNERS) : THIN ? 1 : BM / (64 * OWNERS);
   // rows of C a consumer stores per tile (swapped: its columns, MR * 64 of B's rows)
   constexpr int WG_ROWS = THIN ? BM : MR * 64;
-  constexpr int STAGE_WARPS = PINGPONG ? 4 : CONSUMERS * 4;         // consumer warps that read a stage
+  constexpr int STAGE_WARPS = OWNERS * 4;                           // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512), 512 threads 128 (65536).  Where a
   // consumer holds more than 64 accumulators, the loading warpgroup gives most of its share to
   // them (a source's comm warps need a little more than TMA issue alone); smaller tiles keep the
@@ -243,12 +255,25 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
     for (int i = PINGPONG ? cw : 0; i < mine; i += step) {   // i: the CTA's i-th tile
       const GemmWork w = walk.item(src, i);
       if (PINGPONG && i > 0) bar_sync(BAR_PINGPONG_WG0 + cw, 256);   // the other's main loop of tile i-1 was issued
-      const int prev = mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, PINGPONG ? 0 : cw * MR * 64, release);
+      int prev;
+      if constexpr (KTURNS) {   // this warpgroup's k-blocks: those in its stages (the even or the odd ones)
+        const int first = w.kb0 + ((p.s & 1) != cw);
+        Pipe<STAGES> q = p;
+        if (first > w.kb0) q.next();
+        if (first < w.kb1) prev = mainloop<Cfg, MR, 2>(acc, ring, q, first, w.kb1, 0, release);
+        else prev = -1, zero_acc(acc);                  // (one k-block, the other's)
+        p.skip(w.kb1 - w.kb0);
+      } else {
+        prev = mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, OWNERS == 1 ? 0 : cw * MR * 64, release);
+      }
       if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start
       mainloop_drain(acc, prev, release);
       if (PINGPONG) p.skip(kblocks);                    // the other warpgroup's next tile
+      if constexpr (KTURNS) {                           // the sums meet in warpgroup i % 2, which stores the tile
+        if (!kturns_sum(acc, smem_addr(ring.base + Cfg::SMEM_RED), i % 2, i % 2 == cw)) continue;
+      }
       // this consumer's first row of C, or swapped, its first column (its 64-row groups of B)
-      const long r0 = SWAP ? (long)w.bn * BN + cw * MR * 64 : (long)w.bm * BM + (PINGPONG ? 0 : cw * MR * 64);
+      const long r0 = (SWAP ? (long)w.bn * BN : (long)w.bm * BM) + (OWNERS == 1 ? 0 : cw * MR * 64);
       if constexpr (SPLITK > 1) {
         if (w.split) {
           if (w.kb0 == w.kb1) zero_acc(acc);   // (fewer k-blocks than CTAs: this one's share is empty)

@@ -55,16 +55,18 @@ template <int MR, int N> __device__ __forceinline__ void zero_acc(float (&acc)[M
     for (int q = 0; q < N; ++q) acc[mi][q] = 0.f;
 }
 
-// The k-blocks [kb0, kb1) of one tile into acc (rows row0 .. row0 + 64 * MR of the stage's A
-// tile; swapped, of its B tile).
-// One group of WGMMAs stays in flight: once k-block kb's are issued, kb-1's are waited for and
-// its stage released (release(stage): the caller's arrivals on empty[]).  Returns the stage
-// still in flight (-1: none), which mainloop_drain releases.
-template <class Cfg, int MR, class Release>
+// The k-blocks kb0, kb0 + STEP, ... below kb1 of one tile into acc (rows row0 .. row0 + 64 * MR
+// of the stage's A tile; swapped, of its B tile); p is at kb0's stage and moves STEP stages per
+// k-block (STEP 2: KTURNS, this warpgroup's turns, the other's stages between them).
+// One group of WGMMAs stays in flight: once k-block kb's are issued, the previous one's are
+// waited for and its stage released (release(stage): the caller's arrivals on empty[]).
+// Returns the stage still in flight (-1: none), which mainloop_drain releases.
+template <class Cfg, int MR, int STEP = 1, class Release>
 __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const Ring<Cfg> &ring, Pipe<Cfg::STAGES> &p, int kb0,
                                         int kb1, int row0, Release release) {
+  static_assert(STEP == 1 || STEP == 2, "every k-block, or every other one");
   int prev = -1;
-  for (int kb = kb0; kb < kb1; ++kb) {
+  for (int kb = kb0; kb < kb1; kb += STEP) {
     mbar_wait(&ring.full[p.s], p.phase);
     wgmma_fence();   // every k-block: with it only before a tile's first, ptxas serialised
                      // the WGMMAs (C7520): 1.1-1.3x slower (bench/RESULTS.md)
@@ -74,8 +76,40 @@ __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const 
     if (kb > kb0) release(prev);
     prev = p.s;
     p.next();
+    if constexpr (STEP == 2) p.next();
   }
   return prev;
+}
+
+// KTURNS: the two consumer warpgroups of a CTA take turns along K on one tile, each into its own
+// accumulators; here the one that does not store this tile hands its sums over through shared
+// memory (sum: Cfg::SMEM_RED, each thread's MR x N floats at a stride of 128, so a warp's stores
+// and loads hit 32 banks once) and the one that does (`stores`, warpgroup `storer`) adds them to
+// its own.  The storer alternates by tile, and each has its barrier (BAR_KTURNS_WG0 + storer:
+// the writer arrives, the storer waits).  So each warpgroup's accesses to the buffer alternate,
+// write then read, and each is ordered after the other's last: a write follows the writer's own
+// read of the tile before, which followed the other's write through a barrier; a read follows
+// its tile's write through a barrier.  One barrier for both would not do: a warpgroup that
+// arrived could reach its next tile's wait before the other reached this one's, and complete
+// the barrier with itself.  The sum is acc(these k-blocks) + acc(the others), whichever warpgroup
+// adds: the same bits every run.
+template <int MR, int N>
+__device__ __forceinline__ bool kturns_sum(float (&acc)[MR][N], u32 sum, int storer, bool stores) {
+  const u32 at = sum + 4 * (threadIdx.x % 128);
+  if (!stores) {
+#pragma unroll
+    for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+      for (int q = 0; q < N; ++q) st_shared_f32(at + (mi * N + q) * 512, acc[mi][q]);
+    bar_arrive(BAR_KTURNS_WG0 + storer, 256);
+    return false;
+  }
+  bar_sync(BAR_KTURNS_WG0 + storer, 256);
+#pragma unroll
+  for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+    for (int q = 0; q < N; ++q) acc[mi][q] += ld_shared_f32(at + (mi * N + q) * 512);
+  return true;
 }
 
 // The last group: its WGMMAs done, the accumulators pinned (no use may move above the wait),

@@ -72,13 +72,16 @@ local function tile_tag(t) return string.format("%dx%dx%d", t.m, t.n, t.k) end
 -- empty mbarrier per stage, 1024 bytes of slack for the alignment of the swizzled stages
 local function ag_smem(cfg)
   if cfg.compute ~= "wgmma" or cfg.variant == "gather_then_gemm" then return 0 end   -- (its GEMM is the second launch)
-  -- split-K adds the f32 partial tile the second CTA writes into the first, and its two barriers
-  local split = (cfg.split_k or 1) > 1 and 16 + cfg.tile.m * cfg.tile.n * 4 or 0
+  -- split-K adds the f32 partial tile the second CTA writes into the first, and its two barriers;
+  -- kturns the same bytes: one warpgroup's sums for the other (the barriers' 16 bytes unused)
+  -- (a thin tile's WGMMAs, and so its sums, have 64 rows)
+  local mrows = (not cfg.swap_ab and cfg.tile.m < 64) and 64 or cfg.tile.m
+  local split = ((cfg.split_k or 1) > 1 or cfg.mma == "kturns") and 16 + mrows * cfg.tile.n * 4 or 0
   local used = cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + split
   -- the TMA-store epilogue stages C after all that, 1024-byte aligned: each consumer warpgroup
-  -- its rows (the tile's share, or the whole tile with pingpong) in at most two 64-column chunks
+  -- its rows (the tile's share, or the whole tile with pingpong and kturns) in at most two 64-column chunks
   if cfg.epilogue == "tma" then
-    local rows = cfg.mma == "pingpong" and cfg.tile.m or cfg.tile.m // cfg.consumers
+    local rows = (cfg.mma == "pingpong" or cfg.mma == "kturns") and cfg.tile.m or cfg.tile.m // cfg.consumers
     local chunks = (cfg.tile.n + 63) // 64   -- a buffer per chunk if they fit, else two
     used = (used + 1023) // 1024 * 1024
     local whole = used + cfg.consumers * rows * 128 * chunks
@@ -175,7 +178,7 @@ local function check_ag_gemm(m, cfg, where)
                 dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m // cl.n, 1, 1 }, swizzle = 128 }
     end
     if cfg.epilogue == "tma" then   -- C by consumer warpgroup rows x 64 columns; per shard in the fused kernel
-      local rows = cfg.mma == "pingpong" and t.m or t.m // cfg.consumers
+      local rows = (cfg.mma == "pingpong" or cfg.mma == "kturns") and t.m or t.m // cfg.consumers
       tm[#tm + 1] = cfg.variant == "gemm"
         and { name = "tc", source = "c", dtype = cfg.dtype, dims = { "n", "m" }, box = { 64, rows }, swizzle = 128 }
         or { name = "tc", source = "c", dtype = cfg.dtype, dims = { "n", "m/ranks", "ranks" }, box = { 64, rows, 1 },
@@ -239,6 +242,7 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, string.format("  static constexpr int BM = %d, BN = %d, STAGES = %d, CONSUMERS = %d;", t.m, t.n,
       cfg.stages, cfg.consumers), where .. " cfg tile")
     T.contains(s, "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ";", where .. " cfg mma")
+    T.contains(s, "  static constexpr bool KTURNS = " .. b(cfg.mma == "kturns") .. ";", where .. " cfg mma kturns")
     T.contains(s, string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k or 1),
       where .. " cfg cluster")
     T.contains(s, string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"),
@@ -887,6 +891,8 @@ local function fixup(cfg, field)
   if cfg.family == "gemm" or cfg.family == "gemm_rs" or cfg.family == "gemm_ar" then   -- the same GEMM rules as ag_gemm's wgmma variants
     if field == "consumers" and cfg.consumers == 1 then cfg.tile = { m = 64, n = 256, k = 64 } end
     if field == "mma" and cfg.mma == "pingpong" then cfg.tile = { m = 128, n = 128, k = 64 } end
+    -- kturns: each of the two warpgroups a whole tile (96 accumulators at most), an even ring
+    if field == "mma" and cfg.mma == "kturns" then cfg.tile = { m = 64, n = 128, k = 64 } end
     if field == "split_k" and cfg.split_k > 1 then cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "split_k_tail" and cfg.split_k_tail then cfg.split_k = 2; cfg.tile = { m = 128, n = 128, k = 64 } end
     if field == "epilogue" and cfg.epilogue == "tma" then cfg.stages = 3 end
@@ -1426,6 +1432,59 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
   T.eq(e, 'ag.lua: mma = "pingpong": pingpong alternates two consumer warpgroups: set consumers = 2')
   _, e = gm('mma = "pingpong", consumers = 1, tile = { m = 128, n = 128, k = 64 }')
   T.eq(e, 'gemm.lua: mma = "pingpong": pingpong alternates two consumer warpgroups: set consumers = 2')
+end)
+
+T.test("gemm: mma = kturns is named, rendered, laid out with one warpgroup's sums, and bounded", function()
+  -- two consumer warpgroups take turns along K on every tile: each holds a whole tile (the TMA
+  -- epilogue's box is the tile's rows), and the layout keeps one warpgroup's f32 sums after the
+  -- ring where split-K keeps its partial tile
+  local cases = { { 'b_layout = "col", tile = { m = 64, n = 64, k = 64 }, epilogue = "tma", stages = 10', 64, 64, 64 },
+                  { 'b_layout = "col", swap_ab = true, tile = { m = 56, n = 64, k = 64 }, stages = 14', 56, 64, 56 },
+                  { 'b_layout = "col", tile = { m = 16, n = 128, k = 64 }, stages = 8, l2_promotion = 128', 64, 128, 16 } }
+  for _, c in ipairs(cases) do
+    local fields = 'mma = "kturns", consumers = 2, ' .. c[1]
+    local m, e = gm(fields)
+    T.ok(m, fields .. ": " .. tostring(e))
+    T.contains(m.name, "_c2_kturns_cl1x1_sk1_", fields .. " name")
+    T.contains(m.source, "static constexpr bool KTURNS = true;", fields .. " KTURNS")
+    T.contains(m.source, "static constexpr bool PINGPONG = false;", fields .. " not PINGPONG")
+    T.eq(param(m, "mma"), "kturns", fields .. " param")
+    local L = m.smem_layout
+    local rows, n = c[2], c[3]   -- (the WGMMAs' rows -- a thin tile's 64 -- by the tile's width)
+    T.eq(L.red, L.red_bar + 16, fields .. " red")
+    T.ok(L.bytes >= L.red + rows * n * 4, fields .. " the sums fit")
+    T.deq(m.block, { 384, 1, 1 }, fields .. " block")
+    for _, tm in ipairs(m.tmaps) do
+      if tm.name == "tc" then T.eq(tm.box[2], c[4], fields .. " C's box: the whole tile's rows") end
+    end
+    check_manifest(m, complete(assert(load("return { family = \"gemm\", " .. fields .. " }", "=gm", "t", {}))()),
+      "gemm.lua", fields)
+  end
+  -- one warpgroup's sums take the bytes of split-K's partial tile: the same shared memory
+  local k = assert(gm('mma = "kturns", tile = { m = 64, n = 128, k = 64 }, stages = 4'))
+  local s2 = assert(gm('consumers = 1, tile = { m = 64, n = 128, k = 64 }, stages = 4, split_k = 2'))
+  T.eq(k.smem, s2.smem, "kturns' sums and split-K's partial tile")
+  -- the rules, each with its own message
+  local function refused(fields, want)
+    local _, e = gm(fields)
+    T.eq(e, "gemm.lua: " .. want, fields)
+  end
+  local t64 = 'tile = { m = 64, n = 128, k = 64 }, '
+  refused(t64 .. 'mma = "kturns", consumers = 1', 'consumers = 1: mma = "kturns" is two consumer warpgroups taking '
+    .. "turns along K: consumers = 2")
+  for _, st in ipairs({ 2, 3, 5 }) do
+    refused(t64 .. 'mma = "kturns", stages = ' .. st, "stages = " .. st .. ': mma = "kturns" gives each consumer '
+      .. "warpgroup every other stage, one of them in flight while it waits for its next: an even count, 4 or more")
+  end
+  refused(t64 .. 'mma = "kturns", split_k = 2', 'split_k = 2: mma = "kturns" sums its two halves of K inside the CTA: '
+    .. "split_k = 1")
+  refused('tile = { m = 64, n = 256, k = 64 }, mma = "kturns"', 'tile = "64x256x64": 64 x 256 over 1 consumer '
+    .. "warpgroup(s) is 128 f32 accumulators per thread; at most 96 fit (kturns gives each warpgroup a whole tile: "
+    .. 'm x n <= 12288, or mma = "cooperative")')
+  T.ok(gm('tile = { m = 64, n = 192, k = 64 }, mma = "kturns"'), "64 x 192: 96 accumulators fit")
+  -- family gemm's alone: the fused families' mma takes cooperative and pingpong
+  local _, e = ag('variant = "fused", mma = "kturns"')
+  T.contains(e, 'mma = "kturns": must be one of "cooperative", "pingpong"', "ag_gemm")
 end)
 
 T.test("ag_gemm: every rule's message at once, each starting with the file", function()

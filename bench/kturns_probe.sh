@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# bench/kturns_probe.sh: mma = "kturns" (family gemm: two consumer warpgroups taking turns along K
+# on every tile, weft/gemm_kernel.cuh) on a GPU, in one device call (repo root; build/weft and
+# build/python carried); logs under $OUT.
+#   1. checked: `weft run` of each CHECK config at odd shapes (M = 1, 3, 17, 255; one k-block, so
+#      one warpgroup has none; 2048 x 1536 x 576, several tiles per CTA with 9 k-blocks each, so
+#      the warpgroups' first turns swap from tile to tile), random data, C poisoned, a double
+#      reference, 20 launches bit-identical;
+#   2. timed: bench/gemm_llm.sh at SHAPES (where narrow one-consumer tiles lose to cuBLASLt's
+#      two-warpgroup kernels), the rule's candidates beside each EXTRA config, ROUNDS rounds.
+#   CHECK: "k=v ...;..." (over examples/gemm.lua, b_layout=col unless a config says otherwise)
+#   EXTRAS: "k=v,k=v ...;..." (gemm_llm.py --extra), SHAPES, DTYPE (bf16), ROUNDS (6),
+#   GEMM_BUDGET (200), STEPS ("1 2"), WEFT (build/weft)
+set -u
+set -f   # (config words are split into --set pairs, never globbed)
+here=$(dirname "${BASH_SOURCE[0]}")
+. "$here/env.sh"
+OUT=${OUT:-/tmp/kturns}
+mkdir -p "$OUT" || exit 1
+IFS=';' read -r -a CHECKS <<<"${CHECK:-swap_ab=true tile.m=56 tile.n=64 stages=14 epilogue=direct pdl=true;\
+swap_ab=true tile.m=104 tile.n=64 stages=8 cluster.n=2 epilogue=direct;\
+tile.m=64 tile.n=48 stages=10 epilogue=tma pdl=true;\
+tile.m=16 tile.n=128 stages=8 epilogue=direct;\
+b_layout=row tile.m=64 tile.n=192 stages=4 epilogue=tma;\
+b_layout=row tile.m=128 tile.n=64 stages=6 cluster.m=2 epilogue=tma;\
+dtype=f16 swap_ab=true tile.m=192 tile.n=64 stages=4 epilogue=direct}"
+IFS=';' read -r -a EXTRA <<<"${EXTRAS:-swap_ab=true,tile.m=56,tile.n=64,stages=14,epilogue=direct,pdl=true;\
+swap_ab=true,tile.m=64,tile.n=64,stages=14,epilogue=direct,pdl=true;\
+tile.m=64,tile.n=32,stages=12,epilogue=tma,pdl=true;\
+tile.m=64,tile.n=48,stages=10,epilogue=tma,pdl=true;\
+tile.m=64,tile.n=64,stages=10,epilogue=tma,pdl=true;\
+tile.m=128,tile.n=64,stages=6,epilogue=tma,pdl=true}"
+for s in ${STEPS:-1 2}; do
+  case $s in
+    1) i=0
+       for c in "${CHECKS[@]}"; do
+         i=$((i + 1))
+         # shellcheck disable=SC2046
+         WEFT_CACHE_DIR="$OUT/cache" "${WEFT:-build/weft}" run examples/gemm.lua --set b_layout=col \
+           $(set_args "mma=kturns consumers=2 $c") --no-time --shapes-only --shape 1x1000x520 --shape 3x1032x1000 \
+           --shape 17x1000x64 --shape 255x1032x1000 --shape 1000x1000x1000 --shape 2048x1536x576 > "$OUT/check_$i.txt" 2>&1
+         echo "== check $i ($c): rc $? | $(grep -c PASS "$OUT/check_$i.txt") PASS, $(grep -c FAIL "$OUT/check_$i.txt") FAIL"
+       done ;;
+    2) args=()
+       for e in "${EXTRA[@]}"; do args+=(--extra "mma=kturns,consumers=2,$e"); done
+       OUT="$OUT/timed" GEMM_BUDGET=${GEMM_BUDGET:-200} bash "$here/gemm_llm.sh" \
+         --shapes "${SHAPES:-224x1536x8960,200x2048x7168,640x2048x7168,64x6144x4096,64x4096x14336,128x4096x14336,128x4096x4096}" \
+         --dtype "${DTYPE:-bf16}" --candidates 2 --rounds "${ROUNDS:-6}" "${args[@]}" > "$OUT/timed.txt" 2>&1
+       echo "== timed: rc $?"
+       tail -30 "$OUT/timed/gemm_llm.log" 2>/dev/null ;;
+    *) echo "kturns_probe.sh: STEPS: no step '$s' (1 2)" >&2; exit 2 ;;
+  esac
+done
