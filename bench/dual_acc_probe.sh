@@ -31,15 +31,17 @@ new = """    if (((kb - kb0) & 1) == 0) consume_kblock<Cfg, MR>(acc, smem_addr(r
 assert s.count(old) == 1, "gemm_mainloop.cuh: the main loop's consume_kblock call moved"
 s = s.replace(old, new)
 old = """  int prev = -1;
-  for (int kb = kb0; kb < kb1; ++kb) {"""
+  for (int kb = kb0; kb < kb1; kb += STEP) {"""
 assert s.count(old) == 1, "gemm_mainloop.cuh: the main loop's head moved"
 s = s.replace(old, "  int prev = -1;\n  float acc2[MR][Cfg::ACC_N / 2];   // (written first by k-block kb0 + 1: no other definition)\n"
-              "  for (int kb = kb0; kb < kb1; ++kb) {")
+              "  for (int kb = kb0; kb < kb1; kb += STEP) {")
 old = """    p.next();
+    if constexpr (STEP == 2) p.next();
   }
   return prev;"""
 assert s.count(old) == 1, "gemm_mainloop.cuh: the main loop's end moved"
 s = s.replace(old, """    p.next();
+    if constexpr (STEP == 2) p.next();
   }
   wgmma_wait<0>();
   if (kb1 - kb0 >= 2) {   // (both sets pinned after the wait, as mainloop_drain pins acc: no add moves above it)

@@ -34,7 +34,7 @@ fi
 dry=(); [ "${DRY:-0}" = 1 ] && dry=(--dry-run)
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader > "$O/gpu.txt"
 case " ${PHASES:-off bf16} " in
-  *" dram "*) WEFT_AUTO_TABLE=none build/weft suggest tests/configs/auto_gemm.lua 64x6144x4096 > "$O/dram.txt" 2>&1
+  *" dram "*) WEFT_AUTO_TABLE=none build/weft suggest tests/configs/auto_gemm.lua 64x4096x4096 > "$O/dram.txt" 2>&1
              grep -o "DRAM [0-9]* GB/s[^;]*\|kernel: .*" "$O/dram.txt" ;;
 esac
 runs=()

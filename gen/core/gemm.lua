@@ -914,8 +914,14 @@ M.MAX_STAGES_SWAP = 16
 -- time 7 of 12 faster, geomean 0.993, less than the runs' cuBLASLt moved (bench/RESULTS.md,
 -- thirty-fifth session).
 M.MAX_STAGES_NARROW = 8
+-- The 64-row tiles under 64 wide (32, 48: M.fitted_tiles, at M <= 64) hold few bytes per stage, and
+-- a deeper ring keeps as many in flight: on an H100, 64 x 32 with 12 stages ran 3.5-4.5 % faster
+-- than with 8 at 64 and 60 x 4096 x 4096 in both dtypes (14.51 us against 15.08-15.14), 64 x 48
+-- with 12 the same as with 8 at 64 x 6144 x 4096 (bench/RESULTS.md, thirty-sixth session).
+M.MAX_STAGES_NARROWEST = 12
 local function max_stages(r)
   if M.swapped(r) or M.thin(r) then return M.MAX_STAGES_SWAP end
+  if r.tile.m == 64 and r.consumers == 1 and r.tile.n < 64 then return M.MAX_STAGES_NARROWEST end
   if r.tile.m == 64 and r.consumers == 1 and r.tile.n <= 96 then return M.MAX_STAGES_NARROW end
   return M.MAX_STAGES
 end
@@ -1003,8 +1009,9 @@ end
 -- Tile widths fitted to the waves (family gemm with column-major B, which takes any multiple of
 -- 16): for 128-row tiles over two consumers and 64-row tiles over one, the two widths in 80..240
 -- (not multiples of 64: ENUM_TILES has those) whose rounds cost least, rounds x width (ties: the
--- wider).  cuBLASLt does the same (its kernel names: 176 x 128 at 1024 x 14336 x 4096, 112 x 128
--- at 256 x 14336 x 4096, 96 x 64 at 128 x 6144 x 4096; bench/RESULTS.md).
+-- wider); and at M <= 64, 64 x 32 and 64 x 48 (below).  cuBLASLt does the same (its kernel
+-- names: 176 x 128 at 1024 x 14336 x 4096, 112 x 128 at 256 x 14336 x 4096, 96 x 64 at 128 x 6144 x
+-- 4096; bench/RESULTS.md).
 -- And 256-row tiles over two consumers, 80..160 wide (M.ACC_REGS_SHIFTED), where M >= M.TALL_M
 -- and K leaves the rows of A and B off the 128-byte lines (`unaligned`): there L2 binds the loads
 -- (M.estimate), and the taller tile, with A multicast along N, reads less per output.  5000^3
@@ -1029,6 +1036,13 @@ function M.fitted_tiles(shape, sms, unaligned)
     for _, bn in ipairs(cheapest_widths(shape, sms, bm[1], 80, bm[3], true, 2, per_kb)) do
       out[#out + 1] = { bm[1], bn, bm[2], "cooperative" }
     end
+  end
+  -- M <= 64 (one 64-row block): 64-row tiles 32 and 48 wide too, which fill the SMs at N = 4096
+  -- and 6144 without a split (128 tiles); they were the fastest of the rule's five candidates at 20
+  -- of the 22 groups of M = 64 whose pick they moved, 1-7 % ahead of the best of the rest (an
+  -- H100, bench/data/gemm_narrow_s36.tsv; bench/RESULTS.md, thirty-sixth session)
+  if shape.m <= M.SWAP_BELOW then
+    for _, bn in ipairs({ 32, 48 }) do out[#out + 1] = { 64, bn, 1, "cooperative" } end
   end
   return out
 end
