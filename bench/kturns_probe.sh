@@ -8,9 +8,12 @@
 #      reference, 20 launches bit-identical;
 #   2. timed: bench/gemm_llm.sh at SHAPES (where narrow one-consumer tiles lose to cuBLASLt's
 #      two-warpgroup kernels), the rule's candidates beside each EXTRA config, ROUNDS rounds.
+#   3. compute-sanitizer's racecheck and synccheck over two CHECK configs (the first and third) at
+#      255 x 1032 x 1000 and 2048 x 1536 x 576 (several tiles per CTA: the hand-over buffer reused);
+#      the cuBLASLt baseline `weft run` also launches is not weft's (its hazards are listed apart).
 #   CHECK: "k=v ...;..." (over examples/gemm.lua, b_layout=col unless a config says otherwise)
 #   EXTRAS: "k=v,k=v ...;..." (gemm_llm.py --extra), SHAPES, DTYPE (bf16), ROUNDS (6),
-#   GEMM_BUDGET (200), STEPS ("1 2"), WEFT (build/weft)
+#   GEMM_BUDGET (200), STEPS ("1 2"; 3 on request), WEFT (build/weft), SANITIZER (compute-sanitizer)
 set -u
 set -f   # (config words are split into --set pairs, never globbed)
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -48,6 +51,17 @@ for s in ${STEPS:-1 2}; do
          --dtype "${DTYPE:-bf16}" --candidates 2 --rounds "${ROUNDS:-6}" "${args[@]}" > "$OUT/timed.txt" 2>&1
        echo "== timed: rc $?"
        tail -30 "$OUT/timed/gemm_llm.log" 2>/dev/null ;;
-    *) echo "kturns_probe.sh: STEPS: no step '$s' (1 2)" >&2; exit 2 ;;
+    3) cs=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+       for i in 0 2; do
+         for tool in racecheck synccheck; do
+           log="$OUT/$tool.$i.txt"
+           # shellcheck disable=SC2046
+           WEFT_CACHE_DIR="$OUT/cache" timeout 200 "$cs" --tool "$tool" --print-limit 10 "${WEFT:-build/weft}" run \
+             examples/gemm.lua --set b_layout=col $(set_args "mma=kturns consumers=2 ${CHECKS[$i]}") --no-time \
+             --shapes-only --shape 255x1032x1000 --shape 2048x1536x576 > "$log" 2>&1
+           echo "== $tool (${CHECKS[$i]}): rc $? | $(grep -c PASS "$log") PASS | weft's kernels: $(grep -c 'Race reported.* weft\|Error.*weft_gemm\|at weft::' "$log") report line(s) | $(grep 'SUMMARY' "$log" | tr '\n' ' ')"
+         done
+       done ;;
+    *) echo "kturns_probe.sh: STEPS: no step '$s' (1 2 3)" >&2; exit 2 ;;
   esac
 done

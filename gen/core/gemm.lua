@@ -249,7 +249,7 @@ local function check_swapped(cfg, errs)
   if t.m % 8 == 0 and has(M.WGMMA_N, t.n) and regs > M.acc_regs(cfg) then
     errs.add("tile", t.tag, string.format("with swap_ab, %d x %d over %d consumer warpgroup(s) is %d f32 accumulators "
       .. "per thread; at most %d fit (use %sa smaller tile.m or tile.n)", t.m, t.n, owners, regs, M.acc_regs(cfg),
-      owners == 1 and (cfg.mma == "kturns" and 'mma = "cooperative" (B\'s rows split over the two), ' or "consumers = 2, ")
+      owners == 1 and (cfg.mma == "kturns" and 'mma = "cooperative" with consumers = 1 (128 fit), ' or "consumers = 2, ")
         or ""))
   end
 end
@@ -273,6 +273,13 @@ local function check_thin(cfg, errs)
   elseif cfg.mma == "cooperative" and cfg.consumers ~= 1 then
     errs.add("consumers", cfg.consumers, string.format("tile.m = %d is one 64-row WGMMA group: consumers = 1 (or mma = "
       .. '"kturns", two taking turns along K)', t.m))
+  end
+  -- (kturns: each warpgroup holds the WGMMA's 64 rows by n, and adds the other's; one consumer's
+  -- 128 -- 64 x 256 -- fit without that)
+  if cfg.mma == "kturns" and M.n_ok(cfg) and t.n // 2 > M.acc_regs(cfg) then
+    errs.add("tile", t.tag, string.format('%d x %d is the WGMMA\'s 64 rows by %d: %d f32 accumulators per thread; mma = '
+      .. '"kturns" holds at most %d (tile.n <= %d, or mma = "cooperative" with consumers = 1)', t.m, t.n, t.n, t.n // 2,
+      M.acc_regs(cfg), 2 * M.acc_regs(cfg)))
   end
   if cfg.cluster.m * cfg.cluster.n > 1 then
     errs.add("cluster", M.cluster_value(cfg), "a tile under 64 rows takes no multicast cluster: cluster = "
@@ -370,7 +377,7 @@ function M.check(cfg, errs)
         .. "at most %d fit (%s)", t.m, t.n, owners, regs, cap,
         cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
         or cfg.mma == "kturns" and string.format('kturns gives each warpgroup a whole tile: m x n <= %d, or mma = '
-          .. '"cooperative"', cap * 128)
+          .. '"cooperative"%s', cap * 128, t.m < 128 and " with consumers = 1" or "")
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile"
           or string.format("use a smaller tile: m x n <= %d%s", cap * 128 * owners,
             cfg.stream_k and cfg.family == "gemm"
@@ -1038,9 +1045,10 @@ function M.fitted_tiles(shape, sms, unaligned)
     end
   end
   -- M <= 64 (one 64-row block): 64-row tiles 32 and 48 wide too, which fill the SMs at N = 4096
-  -- and 6144 without a split (128 tiles); they were the fastest of the rule's five candidates at 20
-  -- of the 22 groups of M = 64 whose pick they moved, 1-7 % ahead of the best of the rest (an
-  -- H100, bench/data/gemm_narrow_s36.tsv; bench/RESULTS.md, thirty-sixth session)
+  -- and 6144 without a split (128 tiles).  Where they moved the pick, the new one ran 0.96 of the
+  -- old one's time in geomean over 22 groups of M = 64 and 0.91 over 14 held out at M = 57-64;
+  -- faster at 28 of the 32 groups that moved, 2-3 % slower at four (an H100,
+  -- bench/data/gemm_narrow_s36*.tsv; bench/RESULTS.md, thirty-sixth session)
   if shape.m <= M.SWAP_BELOW then
     for _, bn in ipairs({ 32, 48 }) do out[#out + 1] = { 64, bn, 1, "cooperative" } end
   end

@@ -91,8 +91,12 @@ __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const 
 // read of the tile before, which followed the other's write through a barrier; a read follows
 // its tile's write through a barrier.  One barrier for both would not do: a warpgroup that
 // arrived could reach its next tile's wait before the other reached this one's, and complete
-// the barrier with itself.  The sum is acc(these k-blocks) + acc(the others), whichever warpgroup
-// adds: the same bits every run.
+// the barrier with itself.  (PTX: an arrive's earlier loads and stores are performed for every
+// thread of the barrier once it completes.  compute-sanitizer's racecheck does not take an
+// arrive as ordering: it reports the next tile's stores against the loads of the tile before,
+// where the buffer is reused; a copy whose writer waits (bar.sync) instead ran clean of
+// hazards -- bench/RESULTS.md, thirty-sixth session.)  The sum is acc(these k-blocks) +
+// acc(the others), whichever warpgroup adds: the same bits every run.
 template <int MR, int N>
 __device__ __forceinline__ bool kturns_sum(float (&acc)[MR][N], u32 sum, int storer, bool stores) {
   const u32 at = sum + 4 * (threadIdx.x % 128);

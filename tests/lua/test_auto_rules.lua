@@ -513,7 +513,8 @@ T.test("gemm: the device's DRAM rate scales the split's hand-over, not the copy 
   -- bench/data/gemm_llm_s25.tsv, gemm_midm_s25d.tsv)
   -- (since the thirty-sixth session's narrow 64-row tiles, both devices take 64 x 48 unsplit
   -- there, 128 tiles in one round: 19.8 us on an H100, bench/data/gemm_narrow_s36.tsv; the split
-  -- 64 x 96 an H200 took before ran 22.3 on that H100)
+  -- 64 x 96 an H200 took before ran 22.3 on that H100, gemm_narrow_s36a.tsv.  The shape no
+  -- longer tells the devices apart; 120 x 2560 x 2560 and 64 x 4096 x 4096 below do)
   T.eq(first(64, 6144, 4096, H200), "64x48 split 1")
   T.eq(first(64, 6144, 4096, H100), "64x48 split 1")
   T.eq(select(2, first(120, 2560, 2560, H200)).split_k, 2)

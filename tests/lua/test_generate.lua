@@ -1452,7 +1452,7 @@ T.test("gemm: mma = kturns is named, rendered, laid out with one warpgroup's sum
     local L = m.smem_layout
     local rows, n = c[2], c[3]   -- (the WGMMAs' rows -- a thin tile's 64 -- by the tile's width)
     T.eq(L.red, L.red_bar + 16, fields .. " red")
-    T.ok(L.bytes >= L.red + rows * n * 4, fields .. " the sums fit")
+    T.ok(L.epi >= L.red + rows * n * 4, fields .. " the sums end before C's stages")
     T.deq(m.block, { 384, 1, 1 }, fields .. " block")
     for _, tm in ipairs(m.tmaps) do
       if tm.name == "tc" then T.eq(tm.box[2], c[4], fields .. " C's box: the whole tile's rows") end
@@ -1480,8 +1480,13 @@ T.test("gemm: mma = kturns is named, rendered, laid out with one warpgroup's sum
     .. "split_k = 1")
   refused('tile = { m = 64, n = 256, k = 64 }, mma = "kturns"', 'tile = "64x256x64": 64 x 256 over 1 consumer '
     .. "warpgroup(s) is 128 f32 accumulators per thread; at most 96 fit (kturns gives each warpgroup a whole tile: "
-    .. 'm x n <= 12288, or mma = "cooperative")')
+    .. 'm x n <= 12288, or mma = "cooperative" with consumers = 1)')
   T.ok(gm('tile = { m = 64, n = 192, k = 64 }, mma = "kturns"'), "64 x 192: 96 accumulators fit")
+  -- a thin tile's WGMMA has 64 rows whatever tile.m: 32 x 256 holds 128 (it spilled 472 bytes)
+  T.ok(gm('b_layout = "col", tile = { m = 32, n = 192, k = 64 }, mma = "kturns"'), "thin 32 x 192: 96 fit")
+  refused('b_layout = "col", tile = { m = 32, n = 256, k = 64 }, mma = "kturns"', 'tile = "32x256x64": 32 x 256 is the '
+    .. "WGMMA's 64 rows by 256: 128 f32 accumulators per thread; mma = \"kturns\" holds at most 96 (tile.n <= 192, or "
+    .. 'mma = "cooperative" with consumers = 1)')
   -- family gemm's alone: the fused families' mma takes cooperative and pingpong
   local _, e = ag('variant = "fused", mma = "kturns"')
   T.contains(e, 'mma = "kturns": must be one of "cooperative", "pingpong"', "ag_gemm")
