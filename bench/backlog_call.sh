@@ -19,7 +19,12 @@
 #      checked and timed beside cuBLASLt; the thirty-sixth session's first call);
 #   5. weft.torch's distributed ops at 4 and 8 ranks under MPS (python.dist.np4/np8: the settings
 #      case at P > 2; np4 took 128 s in the tenth session).
-#   STEPS ("1 2 3"), CAP1..CAP5 (seconds: 300 160 100 150 420)
+#   6. the narrow 64-row tiles where an H200's rule moved its pick (the thirty-sixth session timed
+#      them on H100s only): 64 x 6144 x 4096 (0.94 of cuBLASLt by the old pick on an H200), 64 x
+#      4096 x 4096, 64 x 2560 x 2560, 64 x 3072 x 3072 and 60 x 2560 x 2560, both dtypes, the rule's
+#      pick and next five candidates, 6 rounds;
+#   7. bench/kturns_probe.sh steps 1 and 3: the kturns checks, then racecheck and synccheck.
+#   STEPS ("1 2 3"), CAP1..CAP7 (seconds: 300 160 100 150 420 120 200)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -61,7 +66,11 @@ for s in ${STEPS:-1 2 3}; do
        . "$here/mps.sh"
        step 5 "${CAP5:-420}" dist48.txt bash -c 'cd "$1/build" && exec ctest -R "python\.dist\.np[48]\$" -V --timeout 300' _ "$built_at"
        mps_stop > /dev/null 2>&1 ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5)" >&2; exit 2 ;;
+    6) step 6 "${CAP6:-120}" narrow64.txt env OUT="$out/narrow64" GEMM_BUDGET=100 bash "$here/gemm_llm.sh" \
+         --shapes 64x6144x4096,64x4096x4096,64x2560x2560,64x3072x3072,60x2560x2560 --dtype bf16,f16 \
+         --candidates 5 --rounds 6 ;;
+    7) step 7 "${CAP7:-200}" kturns.txt env OUT="$out/kturns" STEPS="1 3" bash "$here/kturns_probe.sh" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
