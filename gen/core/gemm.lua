@@ -20,8 +20,8 @@ M.ACC_REGS_SHIFTED = 160
 -- 3072^3).
 M.ACC_REGS_THREE = 96
 -- mma = "kturns": each warpgroup holds the whole tile and adds the other's sums to it; at 128
--- accumulators (64 x 256, 128 x 128, swapped 256 x 64 and 128 x 128) ptxas spilled 456-464 bytes, at
--- 96 (64 x 192, swapped 192 x 64) nothing.
+-- accumulators (64 x 256, 128 x 128, swapped 256 x 64 and 128 x 128, thin 32 x 256) ptxas spilled
+-- 456-472 bytes, at 96 (64 x 192, swapped 192 x 64, thin 32 x 192) nothing.
 M.ACC_REGS_KTURNS = 96
 function M.acc_regs(cfg)
   if cfg.consumers == 3 then return M.ACC_REGS_THREE end
