@@ -40,14 +40,18 @@ step() {   # step N CAP LOG CMD...: CMD under timeout, its tail shown, its statu
   echo "== step $n: rc $rc$([ $rc = 124 ] && echo " (its cap of $cap s)") in $((SECONDS - t0)) s"
   tail -6 "$out/$log"
 }
+dist_step() {   # dist_step N CAP LOG RANKS TIMEOUT: python.dist.np<RANKS> under MPS, ctest's whole output
+  local built_at
+  built_at=$(link_built_at "$(pwd)") || exit 1
+  . "$here/mps.sh"
+  step "$1" "$2" "$3" bash -c 'cd "$1/build" && exec ctest -R "python\.dist\.np[$2]\$" -V --timeout "$3"' _ "$built_at" "$4" "$5"
+  mps_stop > /dev/null 2>&1
+}
 narrow="consumers=1,pdl=true"
 split="consumers=2,split_k=4,pdl=true"
 for s in ${STEPS:-1 2 3}; do
   case $s in
-    1) built_at=$(link_built_at "$(pwd)") || exit 1
-       . "$here/mps.sh"
-       step 1 "${CAP1:-300}" dist.txt bash -c 'cd "$1/build" && exec ctest -R "python\.dist\.np[12]\$" -V --timeout 220' _ "$built_at"
-       mps_stop > /dev/null 2>&1 ;;
+    1) dist_step 1 "${CAP1:-300}" dist.txt 12 220 ;;
     2) step 2 "${CAP2:-160}" narrow.txt env OUT="$out/narrow" GEMM_BUDGET=140 bash "$here/gemm_llm.sh" \
          --models llama3-8b,llama3-70b --m 64,128 --dtype bf16 --candidates 2 --rounds 8 \
          --extra "tile.m=64,tile.n=64,stages=13,split_k=1,epilogue=tma,$narrow" \
@@ -62,10 +66,7 @@ for s in ${STEPS:-1 2 3}; do
          --extra "tile.m=128,tile.n=128,stages=4,epilogue=tma,$split" \
          --extra "tile.m=128,tile.n=64,stages=7,epilogue=direct,$split" ;;
     4) step 4 "${CAP4:-150}" probe.txt env OUT="$out/probe" bash "$here/dual_acc_probe.sh" ;;
-    5) built_at=$(link_built_at "$(pwd)") || exit 1
-       . "$here/mps.sh"
-       step 5 "${CAP5:-420}" dist48.txt bash -c 'cd "$1/build" && exec ctest -R "python\.dist\.np[48]\$" -V --timeout 300' _ "$built_at"
-       mps_stop > /dev/null 2>&1 ;;
+    5) dist_step 5 "${CAP5:-420}" dist48.txt 48 300 ;;
     6) step 6 "${CAP6:-120}" narrow64.txt env OUT="$out/narrow64" GEMM_BUDGET=100 bash "$here/gemm_llm.sh" \
          --shapes 64x6144x4096,64x4096x4096,64x2560x2560,64x3072x3072,60x2560x2560 --dtype bf16,f16 \
          --candidates 5 --rounds 6 ;;
