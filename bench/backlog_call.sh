@@ -23,8 +23,12 @@
 #      them on H100s only): 64 x 6144 x 4096 (0.94 of cuBLASLt by the old pick on an H200), 64 x
 #      4096 x 4096, 64 x 2560 x 2560, 64 x 3072 x 3072 and 60 x 2560 x 2560, both dtypes, the rule's
 #      pick and next five candidates, 6 rounds;
-#   7. bench/kturns_probe.sh steps 1 and 3: the kturns checks, then racecheck and synccheck.
-#   STEPS ("1 2 3"), CAP1..CAP7 (seconds: 300 160 100 150 420 120 200)
+#   7. bench/mma_probe.sh steps 1 and 3: the kturns checks, then racecheck and synccheck.
+#   8. bench/mma_probe.sh with MMA=pingpong, steps 1 and 2: pingpong tiles wider than 128 x 128
+#      (up to 192 accumulators per thread; one C buffer per warpgroup where two do not fit) checked,
+#      then timed at large shapes, where cuBLASLt's kernel at 1024 x 14336 x 4096 is a 128 x 176
+#      pingpong, both dtypes, the rule's four candidates, 6 rounds.
+#   STEPS ("1 2 3"), CAP1..CAP8 (seconds: 300 160 100 150 420 120 200 300)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -70,8 +74,17 @@ for s in ${STEPS:-1 2 3}; do
     6) step 6 "${CAP6:-120}" narrow64.txt env OUT="$out/narrow64" GEMM_BUDGET=100 bash "$here/gemm_llm.sh" \
          --shapes 64x6144x4096,64x4096x4096,64x2560x2560,64x3072x3072,60x2560x2560 --dtype bf16,f16 \
          --candidates 5 --rounds 6 ;;
-    7) step 7 "${CAP7:-200}" kturns.txt env OUT="$out/kturns" STEPS="1 3" bash "$here/kturns_probe.sh" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7)" >&2; exit 2 ;;
+    7) step 7 "${CAP7:-200}" kturns.txt env OUT="$out/kturns" STEPS="1 3" bash "$here/mma_probe.sh" ;;
+    8) pp="tile.m=128 epilogue=tma"
+       step 8 "${CAP8:-300}" pingpong.txt env OUT="$out/pingpong" MMA=pingpong STEPS="1 2" CANDIDATES=4 \
+         DTYPE=bf16,f16 GEMM_BUDGET=240 \
+         CHECK="$pp tile.n=176 stages=5 cluster.m=2;$pp tile.n=176 stages=5;$pp tile.n=160 stages=5 dtype=f16;\
+$pp tile.n=192 stages=4 b_layout=row cluster.m=2;$pp tile.n=144 stages=5 cluster.n=2;tile.m=256 tile.n=80 stages=3 epilogue=direct" \
+         EXTRAS="tile.m=128,epilogue=tma,tile.n=176,stages=5,cluster.m=2;tile.m=128,epilogue=tma,tile.n=176,stages=5;\
+tile.m=128,epilogue=tma,tile.n=192,stages=4,cluster.m=2;tile.m=128,epilogue=tma,tile.n=160,stages=5,cluster.m=2" \
+         SHAPES=1024x14336x4096,1024x4096x14336,1024x6144x4096,1024x10240x8192,4096x14336x4096,16384x6144x4096,3072x3072x3072,2048x8192x8192 \
+         bash "$here/mma_probe.sh" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&

@@ -23,9 +23,17 @@ M.ACC_REGS_THREE = 96
 -- accumulators (64 x 256, 128 x 128, swapped 256 x 64 and 128 x 128, thin 32 x 256) ptxas spilled
 -- 456-472 bytes, at 96 (64 x 192, swapped 192 x 64, thin 32 x 192) nothing.
 M.ACC_REGS_KTURNS = 96
+-- Pingpong in family gemm: each warpgroup holds a whole tile, up to 128 x 192 (cuBLASLt's kernel
+-- at 1024 x 14336 x 4096 runs 128 x 176 tiles this way); at 192 accumulators and 232 registers
+-- ptxas spilled nothing.  The fused families keep 128 (their consumers get 216 registers).
+M.ACC_REGS_PINGPONG = 192
+function M.wide_pingpong(cfg)
+  return cfg.family == "gemm" and cfg.mma == "pingpong" and cfg.tile.m * cfg.tile.n > 128 * 128
+end
 function M.acc_regs(cfg)
   if cfg.consumers == 3 then return M.ACC_REGS_THREE end
   if cfg.mma == "kturns" then return M.ACC_REGS_KTURNS end
+  if cfg.family == "gemm" and cfg.mma == "pingpong" then return M.ACC_REGS_PINGPONG end
   return (cfg.family == "gemm" and cfg.mma == "cooperative" and cfg.consumers == 2 and not M.swapped(cfg)
           and not cfg.stream_k)   -- (stream-K's hand-over spilled 16 bytes at 256 x 160)
     and M.ACC_REGS_SHIFTED or M.ACC_REGS
@@ -375,9 +383,9 @@ function M.check(cfg, errs)
     if regs > cap then
       errs.add("tile", t.tag, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
         .. "at most %d fit (%s)", t.m, t.n, owners, regs, cap,
-        cfg.mma == "pingpong" and 'pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative"'
-        or cfg.mma == "kturns" and string.format('kturns gives each warpgroup a whole tile: m x n <= %d, or mma = '
-          .. '"cooperative"%s', cap * 128, t.m < 128 and " with consumers = 1" or "")
+        (cfg.mma == "pingpong" or cfg.mma == "kturns") and string.format('%s gives each warpgroup a whole tile: '
+          .. 'm x n <= %d, or mma = "cooperative"%s', cfg.mma, cap * 128,
+          cfg.mma == "kturns" and t.m < 128 and " with consumers = 1" or "")
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile"
           or string.format("use a smaller tile: m x n <= %d%s", cap * 128 * owners,
             cfg.stream_k and cfg.family == "gemm"
@@ -463,8 +471,10 @@ function M.layout(cfg)
       L.epi_bufs, L.epi_stage = 2, rows * 128 * 2
     end
     -- three consumers (192-row tiles): one buffer each where two do not fit, so that 192 x 192
-    -- keeps four stages (the rule never picks these tiles, so no other layout moves)
-    if cfg.consumers == 3 and L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT and chunks > 1 then
+    -- keeps four stages; and pingpong tiles wider than 128 x 128 (five stages at 128 x 176).  No
+    -- layout of any other tile moves.
+    if (cfg.consumers == 3 or M.wide_pingpong(cfg)) and L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT
+        and chunks > 1 then
       L.epi_bufs, L.epi_stage = 1, rows * 128
     end
   end

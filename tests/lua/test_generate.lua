@@ -1412,8 +1412,9 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
     T.ne(c.name, m.name, fam .. " names differ")
     T.deq(c.block, m.block, fam .. " block"); T.eq(c.smem, m.smem, fam .. " smem")
   end
-  -- each warpgroup holds a whole tile's accumulators: m x n <= 16384 (the bound is exact)
-  for _, t in ipairs({ "128, n = 128", "256, n = 64" }) do
+  -- each warpgroup holds a whole tile's accumulators: in family gemm m x n <= 24576, in the
+  -- fused families 16384 (the bounds are exact)
+  for _, t in ipairs({ "128, n = 128", "256, n = 64", "128, n = 192" }) do
     local f = 'mma = "pingpong", tile = { m = ' .. t .. ', k = 64 }'
     local m, e = gm(f)
     T.ok(m, f .. ": " .. tostring(e))
@@ -1421,11 +1422,11 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
   local _, e = ag('variant = "fused", mma = "pingpong"')
   T.eq(e, 'ag.lua: tile = "128x256x64": 128 x 256 over 1 consumer warpgroup(s) is 256 f32 accumulators per '
     .. 'thread; at most 128 fit (pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative")')
-  for _, t in ipairs({ "128x192", "256x128", "256x256" }) do
+  for _, t in ipairs({ "128x256", "256x128", "256x256" }) do
     local mm, nn = t:match("(%d+)x(%d+)")
     _, e = gm(string.format('mma = "pingpong", tile = { m = %s, n = %s, k = 64 }', mm, nn))
     T.contains(e, string.format('gemm.lua: tile = "%sx64": %s x %s over 1 consumer warpgroup(s)', t, mm, nn), t)
-    T.contains(e, "m x n <= 16384", t)
+    T.contains(e, "at most 192 fit (pingpong gives each warpgroup a whole tile: m x n <= 24576", t)
   end
   -- it alternates two warpgroups: one consumer is refused, with only that message
   _, e = ag('variant = "fused", mma = "pingpong", consumers = 1')
