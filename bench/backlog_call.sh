@@ -28,7 +28,11 @@
 #      (up to 192 accumulators per thread; one C buffer per warpgroup where two do not fit) checked,
 #      then timed at large shapes, where cuBLASLt's kernel at 1024 x 14336 x 4096 is a 128 x 176
 #      pingpong, both dtypes, the rule's four candidates, 6 rounds.
-#   STEPS ("1 2 3"), CAP1..CAP8 (seconds: 300 160 100 150 420 120 200 300)
+#   9. kturns' hand-over with the writer waiting (bar.sync, this tree) against a copy whose writer
+#      arrives (bar.arrive, the thirty-sixth session's), made here from this tree's gen/ and
+#      templates/: `weft run` timing each (graph replay, beside cuBLASLt) in turn, three times, at
+#      224 x 1536 x 8960 and 64 x 4096 x 14336 (swapped 56 x 64) and 2048 x 1536 x 576 (64 x 48).
+#   STEPS ("1 2 3"), CAP1..CAP9 (seconds: 300 160 100 150 420 120 200 300 150)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -84,7 +88,28 @@ $pp tile.n=192 stages=4 b_layout=row cluster.m=2;$pp tile.n=144 stages=5 cluster
 tile.m=128,epilogue=tma,tile.n=192,stages=4,cluster.m=2;tile.m=128,epilogue=tma,tile.n=160,stages=5,cluster.m=2" \
          SHAPES=1024x14336x4096,1024x4096x14336,1024x6144x4096,1024x10240x8192,4096x14336x4096,16384x6144x4096,3072x3072x3072,2048x8192x8192 \
          bash "$here/mma_probe.sh" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8)" >&2; exit 2 ;;
+    9) arrive="$out/kturns_arrive_src"
+       rm -rf "$arrive" && mkdir -p "$arrive" && cp -r gen templates "$arrive/" &&
+         perl -0pi -e 's/bar_sync\(BAR_KTURNS_WG0 \+ storer, 256\);\n    return false;/bar_arrive(BAR_KTURNS_WG0 + storer, 256);\n    return false;/' \
+           "$arrive/templates/weft/gemm_mainloop.cuh" &&
+         grep -q "bar_arrive(BAR_KTURNS_WG0" "$arrive/templates/weft/gemm_mainloop.cuh" || { echo "step 9: no arrive copy" >&2; exit 1; }
+       step 9 "${CAP9:-150}" kturns_writer.txt bash -c '. bench/env.sh
+         for r in 1 2 3; do
+           for v in sync arrive; do
+             for c in "swap_ab=true tile.m=56 tile.n=64 stages=14 epilogue=direct pdl=true|--time-shape 224x1536x8960 --time-shape 64x4096x14336" \
+                      "tile.m=64 tile.n=48 stages=10 epilogue=tma pdl=true|--time-shape 2048x1536x576"; do
+               src=.; [ $v = arrive ] && src=$1
+               # shellcheck disable=SC2046
+               WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=$2/cache_$v timeout 40 build/weft run examples/gemm.lua --set b_layout=col \
+                 --set mma=kturns --set consumers=2 $(set_args "${c%%|*}") --shapes-only --shape 255x1032x1000 ${c#*|} \
+                 --iters 50 > "$2/t.log" 2>&1
+               echo "== round $r $v ${c%%|*}: rc $? $(grep -c PASS "$2/t.log") pass $(grep -c FAIL "$2/t.log") fail"
+               awk '"'"'$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}'"'"' "$2/t.log"
+             done
+           done
+         done' _ "$arrive" "$out"
+       rm -rf "$arrive" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&

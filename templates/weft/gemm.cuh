@@ -60,8 +60,8 @@ enum GemmBarrier {
   BAR_TILE_WG0 = 8,       // gemm_rs fold = "tiles": the 128 threads of consumer warpgroup 0 (a tile's
   BAR_TILE_WG1 = 9,       //   stores before its flag, a flag's wait before the fold) ... and of warpgroup 1
   BAR_EPILOGUE_WG2 = 10,  // TMA epilogue: the 128 threads of consumer warpgroup 2 (family gemm's 192-row tiles)
-  BAR_KTURNS_WG0 = 11,    // KTURNS: a tile's sums handed over to consumer warpgroup 0, which waits (bar.sync) while
-  BAR_KTURNS_WG1 = 12,    //   1 arrives: 256 threads ... and to warpgroup 1 (the next tile's: a barrier per storer)
+  BAR_KTURNS_WG0 = 11,    // KTURNS: a tile's sums handed over to consumer warpgroup 0 (both warpgroups wait:
+  BAR_KTURNS_WG1 = 12,    //   256 threads) ... and to warpgroup 1 (the next tile's: a barrier per storer)
 };
 // Consumer warpgroup cw's TMA epilogue barrier (cw = 0, 1, 2).
 __device__ __forceinline__ int epilogue_bar(int cw) { return cw < 2 ? BAR_EPILOGUE_WG0 + cw : BAR_EPILOGUE_WG2; }

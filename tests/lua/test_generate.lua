@@ -1637,6 +1637,17 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
     "two consumers keep two buffers: 128 x 192 at five stages does not fit")
   local m1 = assert(gm('epilogue = "tma", stages = 4, consumers = 3, tile = { m = 192, n = 192, k = 64 }'))
   T.contains(m1.source, "static constexpr int EPI_BUFS = 1;", "one buffer reaches the device code")
+  -- pingpong tiles wider than 128 x 128 (family gemm) drop to one buffer each where two do not
+  -- fit: 128 x 176 keeps five stages; 128 x 128 and four stages keep theirs
+  local pp = 'epilogue = "tma", mma = "pingpong", b_layout = "col", tile = { m = 128, n = 176, k = 64 }, '
+  l = L(pp .. "stages = 5")
+  T.eq(l.epi_bufs, 1, "pingpong 128 x 176 at five stages: one buffer each"); T.eq(l.epi_stage, 128 * 128)
+  T.eq(l.epi, 194560 + 1024, "align(5 * 38912 + 80, 1024)"); T.eq(l.smem, l.epi + 2 * 16384 + 1024, "fits 227 KB")
+  T.eq(L(pp .. "stages = 4").epi_bufs, 2, "... two at four")
+  T.eq(L('epilogue = "tma", mma = "pingpong", stages = 5, tile = { m = 128, n = 128, k = 64 }').epi_bufs, 2,
+    "pingpong 128 x 128 keeps its two")
+  T.ok(not gm('epilogue = "tma", mma = "pingpong", stages = 5, tile = { m = 128, n = 192, k = 64 }'),
+    "128 x 192 at five stages does not fit even so")
   -- invariants over a spread of configs, for both families
   local cases = { "", 'epilogue = "tma", stages = 3', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }',
                   'split_k = 2, epilogue = "tma", tile = { m = 64, n = 128, k = 64 }, consumers = 1, stages = 3',
