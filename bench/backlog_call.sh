@@ -92,7 +92,8 @@ tile.m=128,epilogue=tma,tile.n=192,stages=4,cluster.m=2;tile.m=128,epilogue=tma,
        rm -rf "$arrive" && mkdir -p "$arrive" && cp -r gen templates "$arrive/" &&
          perl -0pi -e 's/bar_sync\(BAR_KTURNS_WG0 \+ storer, 256\);\n    return false;/bar_arrive(BAR_KTURNS_WG0 + storer, 256);\n    return false;/' \
            "$arrive/templates/weft/gemm_mainloop.cuh" &&
-         grep -q "bar_arrive(BAR_KTURNS_WG0" "$arrive/templates/weft/gemm_mainloop.cuh" || { echo "step 9: no arrive copy" >&2; exit 1; }
+         grep -q "bar_arrive(BAR_KTURNS_WG0" "$arrive/templates/weft/gemm_mainloop.cuh" ||
+         { echo "== step 9: skipped: the copy whose writer arrives could not be made" >&2; rm -rf "$arrive"; continue; }
        step 9 "${CAP9:-150}" kturns_writer.txt bash -c '. bench/env.sh
          for r in 1 2 3; do
            for v in sync arrive; do

@@ -22,6 +22,10 @@ set -f   # (config words are split into --set pairs, never globbed)
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
 MMA=${MMA:-kturns}
+if [ "$MMA" != kturns ] && { [ -z "${CHECK:-}" ] || [ -z "${EXTRAS:-}" ]; }; then
+  echo "mma_probe.sh: MMA=$MMA needs CHECK and EXTRAS (the defaults are kturns' configs: swapped and thin tiles)" >&2
+  exit 2
+fi
 OUT=${OUT:-/tmp/$MMA}
 mkdir -p "$OUT" || exit 1
 IFS=';' read -r -a CHECKS <<<"${CHECK:-swap_ab=true tile.m=56 tile.n=64 stages=14 epilogue=direct pdl=true;\

@@ -23,9 +23,9 @@ M.ACC_REGS_THREE = 96
 -- accumulators (64 x 256, 128 x 128, swapped 256 x 64 and 128 x 128, thin 32 x 256) ptxas spilled
 -- 456-472 bytes, at 96 (64 x 192, swapped 192 x 64, thin 32 x 192) nothing.
 M.ACC_REGS_KTURNS = 96
--- Pingpong in family gemm: each warpgroup holds a whole tile, up to 128 x 192 (cuBLASLt's kernel
--- at 1024 x 14336 x 4096 runs 128 x 176 tiles this way); at 192 accumulators and 232 registers
--- ptxas spilled nothing.  The fused families keep 128 (their consumers get 216 registers).
+-- Pingpong in family gemm: each warpgroup holds a whole tile, up to 192 accumulators (128 x 192,
+-- and with column-major B 256 x 96; cuBLASLt's kernel at 1024 x 14336 x 4096 runs 128 x 176 tiles
+-- this way); at 192 accumulators and 232 registers ptxas spilled nothing.  The fused families keep 128 (their consumers get 216 registers).
 M.ACC_REGS_PINGPONG = 192
 function M.wide_pingpong(cfg)
   return cfg.family == "gemm" and cfg.mma == "pingpong" and cfg.tile.m * cfg.tile.n > 128 * 128
@@ -599,7 +599,7 @@ function M.smem_hint(cfg)
     and string.format(' (mma = "kturns" also holds one warpgroup\'s f32 sums, %d x %d x 4 bytes)', mma_rows(cfg), t.n)
     or "")
     .. (cfg.epilogue == "tma"
-      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two (three consumers: one), per consumer warpgroup)" or "")
+      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two (three consumers, and pingpong tiles wider than 128 x 128: one), per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end
@@ -1180,8 +1180,11 @@ local function score_all(shape, fixed, sms, opts)
         r.cluster = type(r.cluster) == "table" and M.cluster_check(r.cluster) or nil
         local ok = r.tile and r.cluster and common.ESIZE[r.dtype] and math.type(r.split_k) == "integer"
           and math.type(r.consumers) == "integer" and r.split_k >= 1 and r.split_k <= M.MAX_SPLIT_K
-          -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured)
+          -- (a fixed 64-row tile would make ENUM's pingpong rows 64-row pingpong: unmeasured;
+          -- a fixed pingpong would make its wider rows wide pingpong tiles, slower where timed --
+          -- bench/RESULTS.md, thirty-seventh session)
           and (r.mma ~= "pingpong" or r.tile.m == 128 or not open("mma"))
+          and not (open("tile") and M.wide_pingpong(r))
         if ok and open("stages") then
           ok = M.fit_stages(r, max_stages(r), select(3, M.waves(r, shape, sms, opts.shards)), M.unaligned(r, shape)) ~= nil
           c.stages = r.stages

@@ -85,17 +85,17 @@ __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const 
 // accumulators; here the one that does not store this tile hands its sums over through shared
 // memory (sum: Cfg::SMEM_RED, each thread's MR x N floats at a stride of 128, so a warp's stores
 // and loads hit 32 banks once) and the one that does (`stores`, warpgroup `storer`) adds them to
-// its own.  The storer alternates by tile, and each has its barrier (BAR_KTURNS_WG0 + storer),
-// on which both wait (bar.sync): the writer after its stores, the storer before its loads.  So
-// each warpgroup's accesses to the buffer alternate, write then read, and each is ordered after
-// the other's last through a barrier both passed: a write follows the writer's own read of the
-// tile before, which followed the other's write; a read follows its tile's write.  One barrier
-// for both would not do: a warpgroup could reach its next tile's wait before the other left this
-// one's.  (A writer that only arrived (bar.arrive) ordered its stores as well -- PTX performs an
+// its own.  The storer alternates by tile, and both wait (bar.sync) on the storer's barrier
+// (BAR_KTURNS_WG0 + storer): the writer after its stores, the storer before its loads.  So each
+// warpgroup's accesses to the buffer alternate, write then read, and each is ordered after the
+// other's last through a barrier both passed: a write follows the writer's own read of the tile
+// before, which followed the other's write; a read follows its tile's write.  (With both waiting
+// one id would do; a writer that only arrived (bar.arrive) needed the two, or it could complete
+// the next tile's barrier with itself.  Its stores were ordered as well -- PTX performs an
 // arrive's earlier accesses for the barrier's threads once it completes -- but
 // compute-sanitizer's racecheck does not take an arrive as ordering and reported every reuse of
-// the buffer; with both waiting it reports none: bench/RESULTS.md, thirty-sixth and
-// thirty-seventh sessions.)  The sum is acc(these k-blocks) + acc(the others), whichever
+// the buffer, where a copy whose writer waited ran clean: bench/RESULTS.md, thirty-sixth
+// session.)  The sum is acc(these k-blocks) + acc(the others), whichever
 // warpgroup adds: the same bits every run.
 template <int MR, int N>
 __device__ __forceinline__ bool kturns_sum(float (&acc)[MR][N], u32 sum, int storer, bool stores) {

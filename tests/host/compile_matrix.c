@@ -584,27 +584,27 @@ static const entry matrix[] = {
   /* mma kturns: two consumer warpgroups take turns along K on every tile (each the stages of
    * its parity), each holding the whole tile; one hands its sums over through shared memory
    * (st.shared.f32 / ld.shared.f32, one per accumulator) and a named barrier both wait on
-   * (bar.sync; no bar.arrive: compute-sanitizer's racecheck does not see an arrive order) to the
+   * (bar.sync, every GEMM's; never bar.arrive, whose order compute-sanitizer's racecheck does not see) to the
    * one storing the tile.  Swapped 56 x 64 (28 accumulators: no register shift), 64 x 192 over
    * row-major B by the TMA epilogue (96: the consumers take the producer's registers), a thin
    * 16 x 128 (its WGMMAs' 64 rows summed), 128 x 64 in a multicast cluster along M */
   {"gemm.lua", {"mma=kturns", "consumers=2", "b_layout=col", "swap_ab=true", "tile.m=56", "tile.n=64", "stages=14",
                 "epilogue=direct", "pdl=true"},
-   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n56k16.f32.bf16.bf16", "bar.sync", "st.shared.f32",
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n56k16.f32.bf16.bf16", "st.shared.f32",
     "ld.shared.f32", "st.global.u16", "griddepcontrol.wait"},
    {"setmaxnreg", "multicast::cluster", "st.shared::cluster", "bar.arrive"}},
   {"gemm.lua", {"mma=kturns", "consumers=2", "b_layout=row", "tile.m=64", "tile.n=192", "stages=4", "epilogue=tma"},
-   {GEMM_PTX, B_ROW_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", "bar.sync", "st.shared.f32",
+   {GEMM_PTX, B_ROW_PTX, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", "st.shared.f32",
     "ld.shared.f32", "setmaxnreg.inc.sync.aligned.u32 232", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"},
    {"multicast::cluster", "st.shared::cluster", "bar.arrive"}},
   {"gemm.lua", {"mma=kturns", "consumers=2", "b_layout=col", "tile.m=16", "tile.n=128", "stages=8", "epilogue=direct",
                 "dtype=f16"},
-   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "STAGE_BYTESE = 18432;", "bar.sync",
+   {GEMM_PTX, B_COL_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "STAGE_BYTESE = 18432;",
     "st.shared.f32", "ld.shared.f32", "st.global.u32"},
    {"setmaxnreg", "multicast::cluster", "st.shared::cluster", "bar.arrive"}},
   {"gemm.lua", {"mma=kturns", "consumers=2", "b_layout=row", "tile.m=128", "tile.n=64", "stages=6", "cluster.m=2",
                 "epilogue=tma"},
-   {GEMM_PTX, B_ROW_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "bar.sync", "st.shared.f32",
+   {GEMM_PTX, B_ROW_PTX, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "st.shared.f32",
     "ld.shared.f32", "multicast::cluster", "mbarrier.arrive.shared::cluster.b64"},
    {"setmaxnreg", "st.shared::cluster", "bar.arrive"}},
   /* thin tiles (decode, unswapped, tile.m < 64): A's box is tile.m rows, so full[s] expects

@@ -641,6 +641,18 @@ T.test("gemm: pingpong only with 128-row tiles unless the user fixes it (the onl
   local list = F.auto({ m = 16, n = 14336, k = 4096 }, { family = "gemm", tile = { m = 64, n = 128, k = 64 }, mma = "pingpong" }, H200)
   T.eq(merged({ family = "gemm", tile = { m = 64, n = 128, k = 64 }, mma = "pingpong" }, list[1]).mma, "pingpong",
     "a fixed pingpong stays")
+  -- a fixed pingpong with the tile left open gets 128 x 128 at most (wider pingpong tiles are
+  -- valid in family gemm, and were slower where timed: the thirty-seventh session)
+  for _, s in ipairs({ { 1024, 14336, 4096 }, { 3072, 3072, 3072 }, { 16384, 6144, 4096 }, { 1024, 6144, 4096 } }) do
+    local fixed = { family = "gemm", mma = "pingpong", b_layout = "col", epilogue = "tma" }
+    local cands = F.auto({ m = s[1], n = s[2], k = s[3] }, copy(fixed), H200)
+    T.ok(#cands > 0, "candidates at " .. table.concat(s, "x"))
+    for _, c in ipairs(cands) do
+      local ncfg = merged(fixed, c)
+      T.eq(ncfg.mma, "pingpong", "the fixed mma")
+      T.ok(ncfg.tile.m * ncfg.tile.n <= 128 * 128, "pingpong tile " .. ncfg.tile.tag .. " at " .. table.concat(s, "x"))
+    end
+  end
 end)
 
 T.test("gemm: column-major B takes any N (the direct stores); row-major B and the TMA epilogue are refused with the way out", function()

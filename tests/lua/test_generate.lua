@@ -1422,11 +1422,22 @@ T.test("ag_gemm: mma = pingpong is named, rendered and bounded by whole tiles pe
   local _, e = ag('variant = "fused", mma = "pingpong"')
   T.eq(e, 'ag.lua: tile = "128x256x64": 128 x 256 over 1 consumer warpgroup(s) is 256 f32 accumulators per '
     .. 'thread; at most 128 fit (pingpong gives each warpgroup a whole tile: m x n <= 16384, or mma = "cooperative")')
-  for _, t in ipairs({ "128x256", "256x128", "256x256" }) do
-    local mm, nn = t:match("(%d+)x(%d+)")
-    _, e = gm(string.format('mma = "pingpong", tile = { m = %s, n = %s, k = 64 }', mm, nn))
-    T.contains(e, string.format('gemm.lua: tile = "%sx64": %s x %s over 1 consumer warpgroup(s)', t, mm, nn), t)
+  for _, t in ipairs({ "128x256", "256x128", "256x256", "128x208 col", "256x112 col" }) do
+    local mm, nn, col = t:match("(%d+)x(%d+)( ?c?o?l?)")
+    _, e = gm(string.format('mma = "pingpong", tile = { m = %s, n = %s, k = 64 }%s', mm, nn,
+      col ~= "" and ', b_layout = "col"' or ""))
+    T.contains(e, string.format('gemm.lua: tile = "%sx%sx64": %s x %s over 1 consumer warpgroup(s)', mm, nn, mm, nn), t)
     T.contains(e, "at most 192 fit (pingpong gives each warpgroup a whole tile: m x n <= 24576", t)
+  end
+  -- the edge: 192 accumulators (256 x 96 with column-major B) in family gemm; the fused families
+  -- refuse 128 x 192, with their bound
+  T.ok(gm('mma = "pingpong", b_layout = "col", tile = { m = 256, n = 96, k = 64 }, stages = 3'), "256 x 96 pingpong")
+  for _, fam in ipairs({ "ag_gemm", "gemm_rs", "gemm_ar" }) do
+    local src = fam == "ag_gemm" and 'family = "ag_gemm", variant = "fused"' or string.format('family = "%s", ranks = 2', fam)
+    local ok, e2 = gen("return { " .. src .. ', consumers = 2, mma = "pingpong", tile = { m = 128, n = 192, k = 64 }, '
+      .. "stages = 3 }", "f.lua")
+    T.ok(not ok, fam .. " 128 x 192 pingpong refused")
+    T.contains(tostring(e2), "at most 128 fit (pingpong gives each warpgroup a whole tile: m x n <= 16384", fam)
   end
   -- it alternates two warpgroups: one consumer is refused, with only that message
   _, e = ag('variant = "fused", mma = "pingpong", consumers = 1')
@@ -1648,6 +1659,7 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
     "pingpong 128 x 128 keeps its two")
   T.ok(not gm('epilogue = "tma", mma = "pingpong", stages = 5, tile = { m = 128, n = 192, k = 64 }'),
     "128 x 192 at five stages does not fit even so")
+  T.contains(assert(gm(pp .. "stages = 5")).source, "static constexpr int EPI_BUFS = 1;", "one buffer reaches the device code")
   -- invariants over a spread of configs, for both families
   local cases = { "", 'epilogue = "tma", stages = 3', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }',
                   'split_k = 2, epilogue = "tma", tile = { m = 64, n = 128, k = 64 }, consumers = 1, stages = 3',
