@@ -105,10 +105,12 @@ __device__ __forceinline__ bool kturns_sum(float (&acc)[MR][N], u32 sum, int sto
     for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
       for (int q = 0; q < N; ++q) st_shared_f32(at + (mi * N + q) * 512, acc[mi][q]);
-    bar_sync(BAR_KTURNS_WG0 + storer, 256);
-    return false;
   }
+  // one bar.sync for both warpgroups, the same instruction: bar.sync is barrier.sync.aligned,
+  // which PTX defines only where every thread reaching the barrier executes the same one
+  // (compute-sanitizer's synccheck flagged a wait in each branch as divergent)
   bar_sync(BAR_KTURNS_WG0 + storer, 256);
+  if (!stores) return false;
 #pragma unroll
   for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
