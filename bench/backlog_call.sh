@@ -28,8 +28,8 @@
 #      (up to 192 accumulators per thread; one C buffer per warpgroup where two do not fit) checked,
 #      then timed at large shapes, where cuBLASLt's kernel at 1024 x 14336 x 4096 is a 128 x 176
 #      pingpong, both dtypes, the rule's four candidates, 6 rounds.
-#   9. kturns' hand-over with the writer waiting (bar.sync, this tree) against a copy whose writer
-#      arrives (bar.arrive, the thirty-sixth session's), made here from this tree's gen/ and
+#   9. kturns' hand-over with both warpgroups waiting at one bar.sync (this tree) against a copy
+#      whose writer arrives (bar.arrive, the thirty-sixth session's), made here from this tree's gen/ and
 #      templates/: `weft run` timing each (graph replay, beside cuBLASLt) in turn, three times, at
 #      224 x 1536 x 8960 and 64 x 4096 x 14336 (swapped 56 x 64) and 2048 x 1536 x 576 (64 x 48).
 #   STEPS ("1 2 3"), CAP1..CAP9 (seconds: 300 160 100 150 420 120 200 300 150)
@@ -90,7 +90,7 @@ tile.m=128,epilogue=tma,tile.n=192,stages=4,cluster.m=2;tile.m=128,epilogue=tma,
          bash "$here/mma_probe.sh" ;;
     9) arrive="$out/kturns_arrive_src"
        rm -rf "$arrive" && mkdir -p "$arrive" && cp -r gen templates "$arrive/" &&
-         perl -0pi -e 's/bar_sync\(BAR_KTURNS_WG0 \+ storer, 256\);\n    return false;/bar_arrive(BAR_KTURNS_WG0 + storer, 256);\n    return false;/' \
+         perl -0pi -e 's/  bar_sync\(BAR_KTURNS_WG0 \+ storer, 256\);\n  if \(!stores\) return false;/  if (!stores) { bar_arrive(BAR_KTURNS_WG0 + storer, 256); return false; }\n  bar_sync(BAR_KTURNS_WG0 + storer, 256);/' \
            "$arrive/templates/weft/gemm_mainloop.cuh" &&
          grep -q "bar_arrive(BAR_KTURNS_WG0" "$arrive/templates/weft/gemm_mainloop.cuh" ||
          { echo "== step 9: skipped: the copy whose writer arrives could not be made" >&2; rm -rf "$arrive"; continue; }

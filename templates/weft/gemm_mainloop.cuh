@@ -91,11 +91,10 @@ __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const 
 // other's last through a barrier both passed: a write follows the writer's own read of the tile
 // before, which followed the other's write; a read follows its tile's write.  (With both waiting
 // one id would do; a writer that only arrived (bar.arrive) needed the two, or it could complete
-// the next tile's barrier with itself.  Its stores were ordered as well -- PTX performs an
-// arrive's earlier accesses for the barrier's threads once it completes -- but
-// compute-sanitizer's racecheck does not take an arrive as ordering and reported every reuse of
-// the buffer, where a copy whose writer waited ran clean: bench/RESULTS.md, thirty-sixth
-// session.)  The sum is acc(these k-blocks) + acc(the others), whichever
+// the next tile's barrier with itself.  compute-sanitizer on an H100, bench/RESULTS.md
+// thirty-sixth and thirty-seventh sessions: synccheck finds nothing; racecheck reported the
+// buffer's reuse with the arriving writer, and with this wait still reports it in a 64 x 48 tile
+// with the TMA epilogue, though not in a swapped 56 x 64 with direct stores.)  The sum is acc(these k-blocks) + acc(the others), whichever
 // warpgroup adds: the same bits every run.
 template <int MR, int N>
 __device__ __forceinline__ bool kturns_sum(float (&acc)[MR][N], u32 sum, int storer, bool stores) {
