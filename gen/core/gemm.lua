@@ -25,7 +25,8 @@ M.ACC_REGS_THREE = 96
 M.ACC_REGS_KTURNS = 96
 -- Pingpong in family gemm: each warpgroup holds a whole tile, up to 192 accumulators (128 x 192,
 -- and with column-major B 256 x 96; cuBLASLt's kernel at 1024 x 14336 x 4096 runs 128 x 176 tiles
--- this way); at 192 accumulators and 232 registers ptxas spilled nothing.  The fused families keep 128 (their consumers get 216 registers).
+-- this way); at 192 accumulators and 232 registers ptxas spilled nothing.  The fused families
+-- keep 128 (their consumers get 216 registers).
 M.ACC_REGS_PINGPONG = 192
 function M.wide_pingpong(cfg)
   return cfg.family == "gemm" and cfg.mma == "pingpong" and cfg.tile.m * cfg.tile.n > 128 * 128

@@ -94,8 +94,8 @@ __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const 
 // the next tile's barrier with itself.  compute-sanitizer on an H100, bench/RESULTS.md
 // thirty-sixth and thirty-seventh sessions: synccheck finds nothing; racecheck reported the
 // buffer's reuse with the arriving writer, and with this wait still reports it in a 64 x 48 tile
-// with the TMA epilogue, though not in a swapped 56 x 64 with direct stores.)  The sum is acc(these k-blocks) + acc(the others), whichever
-// warpgroup adds: the same bits every run.
+// with the TMA epilogue, though not in a swapped 56 x 64 with direct stores.)  The sum is
+// acc(these k-blocks) + acc(the others), whichever warpgroup adds: the same bits every run.
 template <int MR, int N>
 __device__ __forceinline__ bool kturns_sum(float (&acc)[MR][N], u32 sum, int storer, bool stores) {
   const u32 at = sum + 4 * (threadIdx.x % 128);
