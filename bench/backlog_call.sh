@@ -30,8 +30,9 @@
 #      pingpong, both dtypes, the rule's four candidates, 6 rounds.
 #   9. kturns' hand-over with both warpgroups waiting at one bar.sync (this tree) against a copy
 #      whose writer arrives (bar.arrive, the thirty-sixth session's), made here from this tree's gen/ and
-#      templates/: `weft run` timing each (graph replay, beside cuBLASLt) in turn, three times, at
-#      224 x 1536 x 8960 and 64 x 4096 x 14336 (swapped 56 x 64) and 2048 x 1536 x 576 (64 x 48).
+#      templates/: bench/mma_probe.sh step 4, `weft run` timing each (graph replay, beside cuBLASLt)
+#      in turn, three rounds, swapped 56 x 64 and 64 x 48 at 224 x 1536 x 8960, 64 x 4096 x 14336
+#      and 2048 x 1536 x 576.
 #   STEPS ("1 2 3"), CAP1..CAP9 (seconds: 300 160 100 150 420 120 200 300 150)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -94,21 +95,9 @@ tile.m=128,epilogue=tma,tile.n=192,stages=4,cluster.m=2;tile.m=128,epilogue=tma,
            "$arrive/templates/weft/gemm_mainloop.cuh" &&
          grep -q "bar_arrive(BAR_KTURNS_WG0" "$arrive/templates/weft/gemm_mainloop.cuh" ||
          { echo "== step 9: skipped: the copy whose writer arrives could not be made" >&2; rm -rf "$arrive"; continue; }
-       step 9 "${CAP9:-150}" kturns_writer.txt bash -c '. bench/env.sh
-         for r in 1 2 3; do
-           for v in sync arrive; do
-             for c in "swap_ab=true tile.m=56 tile.n=64 stages=14 epilogue=direct pdl=true|--time-shape 224x1536x8960 --time-shape 64x4096x14336" \
-                      "tile.m=64 tile.n=48 stages=10 epilogue=tma pdl=true|--time-shape 2048x1536x576"; do
-               src=.; [ $v = arrive ] && src=$1
-               # shellcheck disable=SC2046
-               WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=$2/cache_$v timeout 40 build/weft run examples/gemm.lua --set b_layout=col \
-                 --set mma=kturns --set consumers=2 $(set_args "${c%%|*}") --shapes-only --shape 255x1032x1000 ${c#*|} \
-                 --iters 50 > "$2/t.log" 2>&1
-               echo "== round $r $v ${c%%|*}: rc $? $(grep -c PASS "$2/t.log") pass $(grep -c FAIL "$2/t.log") fail"
-               awk '"'"'$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}'"'"' "$2/t.log"
-             done
-           done
-         done' _ "$arrive" "$out"
+       step 9 "${CAP9:-150}" kturns_writer.txt env OUT="$out/kturns_writer" OTHER_SRC="$arrive" STEPS=4 ROUNDS=3 \
+         CHECK="swap_ab=true tile.m=56 tile.n=64 stages=14 epilogue=direct pdl=true;tile.m=64 tile.n=48 stages=10 epilogue=tma pdl=true" \
+         TIME_SHAPES="224x1536x8960 64x4096x14336 2048x1536x576" bash "$here/mma_probe.sh"
        rm -rf "$arrive" ;;
     *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9)" >&2; exit 2 ;;
   esac

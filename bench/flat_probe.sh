@@ -43,7 +43,7 @@ for c in "tile.m=136 stages=7 split_k=4" "tile.m=72 stages=12 split_k=2" "tile.m
       --shape 1000x1000x1000 --shapes-only $TS --iters 30 > "$O/t.log" 2>&1
     cat "$O/t.log" >> "$O/time_$v.log"
     echo "== $v $c: $(grep -c PASS "$O/t.log") pass $(grep -c FAIL "$O/t.log") fail; $(grep -m1 "^launch" "$O/t.log")"
-    awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/t.log"
+    gemm_run_rows "$O/t.log"
     grep -iE "error" "$O/t.log" | head -2 | cut -c1-200
   done
 done
@@ -51,7 +51,7 @@ echo "== no sum at all (diag_gemm_bounds.sh nored: each CTA stores its own parti
 OUT=$O/nored DIAG_KINDS="nored" DIAG_SHAPES="--time-shape 130x1536x8960 --time-shape 130x1536x64 --time-shape 100x2048x7168" \
   timeout 200 bash bench/diag_gemm_bounds.sh "${S//--set /} tile.m=136 stages=7 split_k=4" "${S//--set /} tile.m=104 stages=9 split_k=3" \
   > "$O/nored.log" 2>&1
-awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/nored.log"
+gemm_run_rows "$O/nored.log"
 echo "== the rule's picks (new: the flat sum in the model, RED_FLAT_US=${RED_FLAT_US:-1.5}; old: main's), WEFT_AUTO_TABLE=none"
 NEW=/tmp/weft_flat_model; rm -rf "$NEW" && mkdir -p "$NEW" && cp -r gen templates "$NEW"/
 sed -i "s|^  RED_FLAT_US = [^,]*,|  RED_FLAT_US = ${RED_FLAT_US:-1.5},|" "$NEW/gen/core/gemm.lua"

@@ -38,7 +38,7 @@ for c in "tile.m=136 stages=7 split_k=4" "tile.m=104 stages=9 split_k=3" "tile.m
       --shape 1000x1000x1000 --shapes-only $TS --iters 30 > "$O/t.log" 2>&1
     cat "$O/t.log" >> "$O/time_$v.log"
     echo "== $v $c: $(grep -c PASS "$O/t.log") pass $(grep -c FAIL "$O/t.log") fail"
-    awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/t.log"
+    gemm_run_rows "$O/t.log"
     grep -iE "error" "$O/t.log" | head -2 | cut -c1-200
   done
 done
@@ -46,4 +46,4 @@ echo "== no sum at all (diag_gemm_bounds.sh nored): the floor any hand-over can 
 OUT=$O/nored DIAG_KINDS="nored" DIAG_SHAPES="$TS" timeout 200 bash bench/diag_gemm_bounds.sh \
   "${S//--set /} tile.m=136 stages=7 split_k=4" "${S//--set /} tile.m=104 stages=9 split_k=3" "${S//--set /} tile.m=136 stages=7 split_k=5" \
   "${S//--set /} tile.m=72 stages=12 split_k=2" "${S//--set /} tile.m=72 stages=12 split_k=8" > "$O/nored.log" 2>&1
-awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$O/nored.log"
+gemm_run_rows "$O/nored.log"
