@@ -28,24 +28,34 @@ M.ACC_REGS_KTURNS = 96
 -- this way); at 192 accumulators and 232 registers ptxas spilled nothing.  The fused families
 -- keep 128 (their consumers get 216 registers).
 M.ACC_REGS_PINGPONG = 192
+-- mma = "cooperative_n" (family gemm): the two consumers split each tile by columns, each all of
+-- its rows by half its width (cuBLASLt's coopB kernels: 192 x 192 at 3072^3 and 16384 x 6144 x
+-- 4096, each warpgroup 192 x 96).  The same 232-register consumers as pingpong's, so the same 192.
+function M.coop_n(cfg) return cfg.mma == "cooperative_n" end
 function M.wide_pingpong(cfg)
   return cfg.family == "gemm" and cfg.mma == "pingpong" and cfg.tile.m * cfg.tile.n > 128 * 128
 end
 function M.acc_regs(cfg)
   if cfg.consumers == 3 then return M.ACC_REGS_THREE end
   if cfg.mma == "kturns" then return M.ACC_REGS_KTURNS end
-  if cfg.family == "gemm" and cfg.mma == "pingpong" then return M.ACC_REGS_PINGPONG end
+  if cfg.family == "gemm" and (cfg.mma == "pingpong" or M.coop_n(cfg)) then return M.ACC_REGS_PINGPONG end
   return (cfg.family == "gemm" and cfg.mma == "cooperative" and cfg.consumers == 2 and not M.swapped(cfg)
           and not cfg.stream_k)   -- (stream-K's hand-over spilled 16 bytes at 256 x 160)
     and M.ACC_REGS_SHIFTED or M.ACC_REGS
 end
--- Consumer warpgroups that split one tile's rows (pingpong and kturns: each holds all of them).
-function M.owners(cfg) return (cfg.mma == "pingpong" or cfg.mma == "kturns") and 1 or cfg.consumers end
+-- Consumer warpgroups that split one tile's rows (pingpong, kturns and cooperative_n: each holds
+-- all of them).
+function M.owners(cfg)
+  return (cfg.mma == "pingpong" or cfg.mma == "kturns" or M.coop_n(cfg)) and 1 or cfg.consumers
+end
+-- Consumer warpgroups that store parts of each tile (pingpong, kturns: one; cooperative_n: both,
+-- each its columns).
+function M.storers(cfg) return M.coop_n(cfg) and cfg.consumers or M.owners(cfg) end
 -- Whether a config's tile.m takes whole 64-row WGMMA groups over its consumers: 64, 128, 256,
--- and 192 with three consumers.
+-- and 192 with three consumers or cooperative_n.
 local function rows_ok(cfg)
   for _, x in ipairs(M.WGMMA_M) do if x == cfg.tile.m then return true end end
-  return cfg.tile.m == 192 and cfg.consumers == 3
+  return cfg.tile.m == 192 and (cfg.consumers == 3 or M.coop_n(cfg))
 end
 M.DEFAULT_TILE = { m = 128, n = 256, k = 64 }
 M.MAX_SPLIT_K = 8   -- a cluster of up to 8 CTAs (the portable cluster size)
@@ -126,10 +136,13 @@ function M.fields(pre)
     mma = { name = "mma", kind = "enum", values = { "cooperative", "pingpong" }, default = "cooperative", tag = "",
       doc = mma_doc },
     -- family gemm's: also kturns (weft/gemm_kernel.cuh KTURNS)
-    mma_kturns = { name = "mma", kind = "enum", values = { "cooperative", "pingpong", "kturns" }, default = "cooperative",
-      tag = "", doc = mma_doc .. "; or kturns (both take turns along K on every tile, each a whole tile's "
-        .. "accumulators, summed in shared memory before one stores it: for narrow tiles, whose WGMMAs alone leave the "
-        .. "tensor cores idle between them; stages even, 4 or more; unsplit)" },
+    mma_kturns = { name = "mma", kind = "enum", values = { "cooperative", "pingpong", "kturns", "cooperative_n" },
+      default = "cooperative", tag = "", doc = mma_doc .. "; or kturns (both take turns along K on every tile, each "
+        .. "a whole tile's accumulators, summed in shared memory before one stores it: for narrow tiles, whose WGMMAs "
+        .. "alone leave the tensor cores idle between them; stages even, 4 or more; unsplit); or cooperative_n (both "
+        .. "split each tile by columns, each all its rows by tile.n / 2: tile.m in {64, 128, 192, 256}; b_layout = "
+        .. "\"row\" takes tile.n = 128 or 256, \"col\" any multiple of 16; unswapped, unsplit). The rule does not pick "
+        .. "cooperative_n: set tile with it" },
     cluster = { name = "cluster", kind = "custom", check = M.cluster_check, default = { m = 1, n = 1 }, tag = "cl",
       doc = pre .. "CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
         .. "column blocks share each A tile); the shared tile is loaded once and multicast by TMA. At most 2 CTAs; "
@@ -226,8 +239,11 @@ function M.thin(cfg) return cfg.family == "gemm" and not M.swapped(cfg) and cfg.
 function M.thin_row_blocks(cfg, rows) return M.thin(cfg) and rows > M.SWAP_BELOW and cfg.split_k == 1 end
 -- Rows of the tile the WGMMAs compute (a thin tile's 64; swapped: its n, A's rows).
 local function mma_rows(cfg) return M.thin(cfg) and 64 or cfg.tile.m end
--- The WGMMA's n, the accumulators' columns: the tile's width, or swapped, its rows.
-function M.wgmma_n(cfg) return M.swapped(cfg) and cfg.tile.m or cfg.tile.n end
+-- The WGMMA's n, the accumulators' columns: the tile's width (cooperative_n: half of it, each
+-- consumer's), or swapped, its rows.
+function M.wgmma_n(cfg)
+  return M.swapped(cfg) and cfg.tile.m or M.coop_n(cfg) and cfg.tile.n // 2 or cfg.tile.n
+end
 
 -- The rules of a swapped tile: tile.m is the WGMMA's n, tile.n whole 64-row groups of B over the
 -- consumers; B column-major (its rows K-major, as the WGMMA's A operand reads them); the
@@ -336,6 +352,27 @@ function M.check(cfg, errs)
     end
     if cfg.consumers ~= 2 then return end
   end
+  if M.coop_n(cfg) then
+    local field, why
+    if cfg.consumers ~= 2 then
+      field, why = "consumers", 'mma = "cooperative_n" splits each tile\'s columns over two consumer warpgroups: consumers = 2'
+    elseif M.swapped(cfg) then
+      field, why = "swap_ab", 'mma = "cooperative_n" splits an unswapped tile\'s columns: swap_ab = false (or mma = '
+        .. '"cooperative")'
+    elseif t.m < 64 then
+      field, why = "tile.m", string.format('mma = "cooperative_n" gives each consumer all of a tile\'s rows in 64-row '
+        .. "WGMMA groups: tile.m in {64, 128, 192, 256} (it is %d)", t.m)
+    elseif cfg.split_k > 1 then
+      field, why = "split_k", 'mma = "cooperative_n" runs unsplit tiles: split_k = 1'
+    elseif cfg.b_layout == "row" and t.n % 128 ~= 0 then
+      field, why = "tile.n", 'with b_layout = "row" and mma = "cooperative_n" each consumer\'s half of the tile is '
+        .. 'whole 64-column boxes of B: tile.n = 128 or 256 (b_layout = "col" takes any multiple of 16)'
+    end
+    if why then
+      errs.add(field, field == "tile.m" and t.m or field == "tile.n" and t.n or cfg[field], why)
+      return
+    end
+  end
   if cfg.consumers == 3 then
     local why = cfg.family ~= "gemm" and "three consumer warpgroups are family gemm's (192-row tiles); this family "
         .. "takes 1 or 2"
@@ -379,16 +416,16 @@ function M.check(cfg, errs)
   elseif cfg.mma == "pingpong" and cfg.consumers ~= 2 then
     errs.add("mma", cfg.mma, "pingpong alternates two consumer warpgroups: set consumers = 2")
   elseif rows_ok(cfg) and M.n_ok(cfg) then
-    local owners = M.owners(cfg)   -- warpgroups sharing a tile's rows
-    local regs, cap = t.m * t.n // (128 * owners), M.acc_regs(cfg)
+    local share = M.storers(cfg)   -- warpgroups sharing a tile's accumulators
+    local regs, cap = t.m * t.n // (128 * share), M.acc_regs(cfg)
     if regs > cap then
       errs.add("tile", t.tag, string.format("%d x %d over %d consumer warpgroup(s) is %d f32 accumulators per thread; "
-        .. "at most %d fit (%s)", t.m, t.n, owners, regs, cap,
+        .. "at most %d fit (%s)", t.m, t.n, share, regs, cap,
         (cfg.mma == "pingpong" or cfg.mma == "kturns") and string.format('%s gives each warpgroup a whole tile: '
           .. 'm x n <= %d, or mma = "cooperative"%s', cfg.mma, cap * 128,
           cfg.mma == "kturns" and t.m < 128 and " with consumers = 1" or "")
         or (cfg.consumers == 1 and "use consumers = 2 or a smaller tile"
-          or string.format("use a smaller tile: m x n <= %d%s", cap * 128 * owners,
+          or string.format("use a smaller tile: m x n <= %d%s", cap * 128 * share,
             cfg.stream_k and cfg.family == "gemm"
               and string.format(", or stream_k = false (which holds %d)", M.ACC_REGS_SHIFTED) or ""))))
     end
@@ -417,9 +454,11 @@ function M.wgmma_struct(n, dtype, b_row)
   }, "\n")
 end
 
--- Rows of C one consumer warpgroup stores per tile (its TMA epilogue's box and stage).
+-- Rows of C in one box of a consumer warpgroup's TMA epilogue: its rows of the tile, or
+-- cooperative_n's 64 (each 64-row group of its columns leaves in boxes of its own, so that its
+-- chunk buffers stay small beside a deep ring: 192 x 192 keeps four stages).
 function M.epi_rows(cfg)
-  return cfg.tile.m // M.owners(cfg)
+  return M.coop_n(cfg) and 64 or cfg.tile.m // M.owners(cfg)
 end
 
 local function align(x, a) return (x + a - 1) // a * a end
@@ -437,6 +476,7 @@ local function align(x, a) return (x + a - 1) // a * a end
 --               red alone, one warpgroup's sums handed to the other (weft/gemm_mainloop.cuh)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
 --               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes
+--               (epi_rows: cooperative_n's 64, a chunk per 64-row group and 64 columns)
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
 --               consumer warp's slice of a finished tile, 8 rows x 64 f32 (rows RS_LD floats apart),
 --               staged for the bulk copy or reduce-add (the ring stays the producer's: the kernel is
@@ -462,8 +502,12 @@ function M.layout(cfg)
   -- columns in dense rows takes rows x 2W bytes, a multiple of 1024 as the next warpgroup's stage
   -- needs), else two whole-chunk buffers in turn (128 x 256 with four stages; weft/gemm_epilogue.cuh),
   -- and for three consumers, where two do not fit either, one
-  local chunks, rows = (t.n * esize + 127) // 128, M.epi_rows(cfg)
-  local narrow = (t.n % 64) * esize
+  -- (cooperative_n: each consumer's tile.n / 2 columns, in chunks of 64 rows each, so each of its
+  -- 64-row groups has its own chunks, a narrow one among them: every buffer a whole chunk's size)
+  local width = M.wgmma_n(cfg)
+  local groups = M.coop_n(cfg) and t.m // 64 or 1
+  local chunks, rows = groups * ((width * esize + 127) // 128), M.epi_rows(cfg)
+  local narrow = groups == 1 and (width % 64) * esize or 0
   L.epi_bufs, L.epi_stage = 0, 0
   if cfg.epilogue == "tma" then
     L.epi_bufs = chunks
@@ -472,9 +516,9 @@ function M.layout(cfg)
       L.epi_bufs, L.epi_stage = 2, rows * 128 * 2
     end
     -- three consumers (192-row tiles): one buffer each where two do not fit, so that 192 x 192
-    -- keeps four stages; and pingpong tiles wider than 128 x 128 (five stages at 128 x 176).  No
-    -- layout of any other tile moves.
-    if (cfg.consumers == 3 or M.wide_pingpong(cfg)) and L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT
+    -- keeps four stages; pingpong tiles wider than 128 x 128 (five stages at 128 x 176); and
+    -- cooperative_n.  No layout of any other tile moves.
+    if (cfg.consumers == 3 or M.wide_pingpong(cfg) or M.coop_n(cfg)) and L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT
         and chunks > 1 then
       L.epi_bufs, L.epi_stage = 1, rows * 128
     end
@@ -503,6 +547,7 @@ function M.cfg_struct(name, cfg, L, extra)
       cfg.consumers),
     "  static constexpr bool PINGPONG = " .. b(cfg.mma == "pingpong") .. ";",
     "  static constexpr bool KTURNS = " .. b(cfg.mma == "kturns") .. ";",
+    "  static constexpr bool COOP_N = " .. b(M.coop_n(cfg)) .. ";   // the consumers split each tile by columns",
     string.format("  static constexpr int CM = %d, CN = %d, SPLITK = %d;", cl.m, cl.n, cfg.split_k),
     "  static constexpr bool SPLIT_TAIL = " .. b(cfg.split_k_tail == true) .. ";",
     "  static constexpr bool STREAM_K = " .. b(cfg.stream_k == true) .. ";",
@@ -600,7 +645,7 @@ function M.smem_hint(cfg)
     and string.format(' (mma = "kturns" also holds one warpgroup\'s f32 sums, %d x %d x 4 bytes)', mma_rows(cfg), t.n)
     or "")
     .. (cfg.epilogue == "tma"
-      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two (three consumers, and pingpong tiles wider than 128 x 128: one), per consumer warpgroup)" or "")
+      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two (three consumers, pingpong tiles wider than 128 x 128 and cooperative_n: one), per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end
@@ -840,7 +885,7 @@ function M.estimate(cfg, shape, sms, shards, dram)
   local compute = 2 * mma_rows(cfg) * t.n * 64 / 1e6 * P.US_PER_MFLOP
   -- shared memory per k-block: every WGMMA reads its 64 rows of A and n rows of B (each warpgroup
   -- its own; swapped, A's operand is B's rows), and the TMA writes the stage's m + n rows
-  local groups = (M.swapped(cfg) and t.n or mma_rows(cfg)) // 64
+  local groups = (M.swapped(cfg) and t.n or mma_rows(cfg)) // 64 * (M.coop_n(cfg) and cfg.consumers or 1)
   local smem = (groups * (64 + M.wgmma_n(cfg)) + t.m + t.n) * 128 / 1024 * P.SMEM_US_PER_KB
   -- An operand whose rows do not start on 128-byte lines (A's rows are K long; B's are K long
   -- column-major, N long row-major): each 128-byte row of a box spans two lines, and L2's reads,
@@ -859,7 +904,7 @@ function M.estimate(cfg, shape, sms, shards, dram)
   local elems = t.m * t.n
   -- (kturns: one warpgroup stores each tile; its main loop is priced as the cooperative one's --
   -- the model has no term for the gaps between narrow WGMMAs it fills, and the rule lists no kturns)
-  local epi = elems / (P.EPI_ELEMS_PER_US * M.owners(cfg)) *
+  local epi = elems / (P.EPI_ELEMS_PER_US * M.storers(cfg)) *
     (cfg.epilogue == "tma" and 1 or P.DIRECT)
   -- split-K's tree: log2(S) hand-overs, each of the rows that exist (a warp past M sends nothing)
   local steps = 0

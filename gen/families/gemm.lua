@@ -32,7 +32,9 @@ function F.derive(cfg)
   local args = gemm.cab_args(dt)
   local tmaps = gemm.tmaps_ab(cfg, "m")
   local epi_tma = cfg.epilogue == "tma"
-  local tail = cfg.tile.n % 64   -- (column-major B: a tile may end in a chunk narrower than 64 columns)
+  -- (column-major B: a consumer's columns -- the tile's, or cooperative_n's half -- may end in a
+  -- chunk narrower than 64)
+  local tail = gemm.wgmma_n(cfg) % 64
   if epi_tma then   -- the epilogue's map over C: each consumer warpgroup's rows x 64 columns per box
     tmaps[3] = { name = "tc", source = "c", dtype = dt, swizzle = 128, dims = { "n", "m" }, box = { 64, gemm.epi_rows(cfg) } }
     if tail > 0 then   -- ... and its last, narrow chunk (dense rows of tail * 2 bytes)

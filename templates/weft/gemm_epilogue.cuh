@@ -98,12 +98,14 @@ __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
 // the warpgroup writes ch.  Every way, the first barrier of a tile covers the last tile's stores.
 // ROWS: the warpgroup's rows of the tile, MR * 64, or a thin tile's fewer (the map's box; the
 // accumulator rows past them are not C's and are not written).
-template <class T, int BN, int MR, int ROWS, bool SHARD, int BUFS>
+template <class T, int BN, int MR, int ROWS, bool SHARD, int BUFS, int GROUPS = 1>
 __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const TensorMap *tct, char *stage, int bar_id, int row0,
                                                int shard, int col0, const float (&acc)[MR][BN / 2]) {
   constexpr int CHUNK = ROWS * 128, W = BN % 64, NCH = (BN + 63) / 64;
+  constexpr int NQ = GROUPS * NCH;   // chunks in all: each 64-row group's NCH of its own where GROUPS = MR
   static_assert(ROWS % 8 == 0 && ROWS <= MR * 64, "whole 8-row swizzle groups of the accumulators' rows");
-  constexpr bool ALL = BUFS == NCH;   // a buffer per chunk
+  static_assert(GROUPS == 1 || (GROUPS == MR && ROWS == 64 && !SHARD), "a box per 64-row group, or one for all the rows");
+  constexpr bool ALL = BUFS == NQ;   // a buffer per chunk
   static_assert(BN % 8 == 0 && W % 8 == 0 && (W == 0 || !SHARD), "64-column chunks, and a narrow last one in family gemm");
   constexpr bool ONE = !ALL && BUFS == 1;   // one buffer: each chunk waits for the last one's store to read it
   static_assert(ALL || BUFS == 2 || ONE, "a buffer per chunk, two in turn, or one");
@@ -112,41 +114,44 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   bar_sync(bar_id, 128);
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
   const u32 base = smem_addr(stage);
-  auto narrow = [](int ch) { return W != 0 && ch == NCH - 1; };   // the last chunk, BN % 64 wide
-  auto store = [&](int ch) {   // thread 0
-    const char *src = stage + (ch % BUFS) * CHUNK;
-    if constexpr (SHARD) tma_store_3d(tc, col0 + 64 * ch, row0, shard, src);
-    else tma_store_2d(narrow(ch) ? *tct : tc, col0 + 64 * ch, row0, src);
+  auto narrow = [](int q) { return W != 0 && q % NCH == NCH - 1; };   // a group's last chunk, BN % 64 wide
+  auto store = [&](int q) {   // thread 0: chunk q, 64-row group q / NCH's (GROUPS > 1), columns q % NCH's
+    const char *src = stage + (q % BUFS) * CHUNK;
+    const int col = col0 + 64 * (q % NCH), row = row0 + (GROUPS > 1 ? 64 * (q / NCH) : 0);
+    if constexpr (SHARD) tma_store_3d(tc, col, row, shard, src);
+    else tma_store_2d(narrow(q) ? *tct : tc, col, row, src);
   };
 #pragma unroll
-  for (int ch = 0; ch < NCH; ++ch) {
+  for (int q = 0; q < NQ; ++q) {
+    const int ch = q % NCH, g = q / NCH;
     if constexpr (ONE) {
-      if (ch > 0) {
-        if (t == 0) bulk_wait_read();   // chunk ch - 1's store has read the buffer
+      if (q > 0) {
+        if (t == 0) bulk_wait_read();   // chunk q - 1's store has read the buffer
         bar_sync(bar_id, 128);
       }
     }
-    const u32 buf = base + (u32)((ch % BUFS) * CHUNK);
+    const u32 buf = base + (u32)((q % BUFS) * CHUNK);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = mi * 64 + r_in + 8 * h;
-        if (ROWS < MR * 64 && r >= ROWS) continue;
+        if (GROUPS > 1 && mi != g) continue;
+        const int r = (GROUPS > 1 ? 0 : mi * 64) + r_in + 8 * h;   // the row in the box
+        if (ROWS < MR * 64 && GROUPS == 1 && r >= ROWS) continue;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {   // the chunk's 8-column groups
           if (8 * (8 * ch + j) >= BN) break;
           const float lo = acc[mi][4 * (8 * ch + j) + 2 * h], hi = acc[mi][4 * (8 * ch + j) + 2 * h + 1];
-          if (narrow(ch)) st_shared_u32(buf + (u32)(r * (2 * W) + 2 * (8 * j + c_in)), pack2<T>(lo, hi));
+          if (narrow(q)) st_shared_u32(buf + (u32)(r * (2 * W) + 2 * (8 * j + c_in)), pack2<T>(lo, hi));
           else st_shared_u32(buf + (u32)(r * 128 + (j ^ (r % 8)) * 16 + 2 * c_in), pack2<T>(lo, hi));
         }
       }
     if constexpr (!ALL) {
       fence_proxy_async_shared();
-      if (!ONE && t == 0 && ch + 1 < NCH) bulk_wait_read();   // chunk ch + 1's buffer: ch - 1's store read it
+      if (!ONE && t == 0 && q + 1 < NQ) bulk_wait_read();   // chunk q + 1's buffer: q - 1's store read it
       bar_sync(bar_id, 128);
       if (t == 0) {
-        store(ch);
+        store(q);
         bulk_commit();
       }
     }
@@ -156,26 +161,27 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
     bar_sync(bar_id, 128);
     if (t == 0) {
 #pragma unroll
-      for (int ch = 0; ch < NCH; ++ch) store(ch);
+      for (int q = 0; q < NQ; ++q) store(q);
       bulk_commit();
     }
   }
 }
 
-// The tile of consumer warpgroup cw (rows r0.. of shard s, column block bn; ROWS of them at
-// most, fewer than its accumulators' in a thin tile) by Cfg's epilogue.
+// The tile of consumer warpgroup cw (rows r0.. of shard s, its columns from col0; ROWS of them at
+// most, fewer than its accumulators' in a thin tile) by Cfg's epilogue.  COOP_N: each 64-row
+// group of the warpgroup's columns leaves in boxes of 64 rows (gen/core/gemm.lua epi_rows).
 // Its C stage is cw's, at Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, with barrier
 // epilogue_bar(cw).  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
 // tct: C's map for a narrow last chunk (BN not a multiple of 64), else unused.
 template <class Cfg, int MR, int ROWS, bool SHARD>
 __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, const TensorMap *tct, char *smem_base, int cw,
-                                         long rows, long n, long r0, int s, int bn, const float (&acc)[MR][Cfg::BN / 2]) {
+                                         long rows, long n, long r0, int s, long col0, const float (&acc)[MR][Cfg::ACC_N / 2]) {
   if constexpr (Cfg::EPI_TMA) {
-    if (r0 < rows && (long)bn * Cfg::BN < n)   // (a cluster partner's tile past the edge stores nothing)
-      store_tile_tma<typename Cfg::T, Cfg::BN, MR, ROWS, SHARD, Cfg::EPI_BUFS>(
-          *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, epilogue_bar(cw), (int)r0, s, bn * Cfg::BN, acc);
+    if (r0 < rows && col0 < n)   // (a cluster partner's tile past the edge stores nothing)
+      store_tile_tma<typename Cfg::T, Cfg::ACC_N, MR, Cfg::COOP_N ? 64 : ROWS, SHARD, Cfg::EPI_BUFS, Cfg::COOP_N ? MR : 1>(
+          *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, epilogue_bar(cw), (int)r0, s, (int)col0, acc);
   } else {
-    store_tile<typename Cfg::T, Cfg::BN, MR, Cfg::ANY_N>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS, (long)bn * Cfg::BN, acc);
+    store_tile<typename Cfg::T, Cfg::ACC_N, MR, Cfg::ANY_N>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS, col0, acc);
   }
 }
 

@@ -43,6 +43,10 @@
 // cluster synchronises once the barriers exist (before any CTA writes into another) and again
 // before exit (no CTA leaves while a partner may still arrive on its barriers).
 //
+// COOP_N (family gemm, 2 consumers): both split every tile by columns instead, each all its rows
+// by BN / 2 columns, its B operand that far into the stage (cuBLASLt's coopB kernels, 192 x 192
+// at 3072^3); each stores its half.
+//
 // KTURNS (family gemm, 2 consumers): both warpgroups work on every tile, taking turns along K --
 // warpgroup c reads the stages s with s % 2 == c (STAGES even), so each stage keeps one reader
 // and each warpgroup's ring is the plain one's, every other stage -- each into accumulators of
@@ -109,14 +113,14 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
                                                 const TensorMap &tb, const TensorMap *tc, Src &src,
                                                 const TensorMap *tct = nullptr, void *ws = nullptr) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, STAGES = Cfg::STAGES, CONSUMERS = Cfg::CONSUMERS;
-  constexpr bool PINGPONG = Cfg::PINGPONG, KTURNS = Cfg::KTURNS;
+  constexpr bool PINGPONG = Cfg::PINGPONG, KTURNS = Cfg::KTURNS, COOP_N = Cfg::COOP_N;
   constexpr int CM = Cfg::CM, CN = Cfg::CN, SPLITK = Cfg::SPLITK;
   static_assert(!PINGPONG || CONSUMERS == 2, "pingpong alternates two consumer warpgroups");
   static_assert(!KTURNS || (CONSUMERS == 2 && !PINGPONG && STAGES % 2 == 0 && STAGES >= 4 && SPLITK == 1 &&
                             !Cfg::STREAM_K && !Src::STORES && !Src::SHARDED),
                 "kturns: family gemm's two consumers, each its own stages of an even ring (one in flight while "
                 "it waits for its next: 4 at least), unsplit");
-  constexpr int OWNERS = PINGPONG || KTURNS ? 1 : CONSUMERS;       // consumer warpgroups splitting one tile's rows
+  constexpr int OWNERS = PINGPONG || KTURNS || COOP_N ? 1 : CONSUMERS;   // consumer warpgroups splitting one tile's rows
   constexpr bool SWAP = Cfg::SWAP;
   static_assert(SWAP ? CM * CN <= 8 && (CM & (CM - 1)) == 0 && (CN & (CN - 1)) == 0 : CM * CN <= 2,
                 "multicast clusters of at most two CTAs; swapped, up to 8 (CM x CN, powers of two)");
@@ -129,6 +133,10 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
                 "swap_ab: family gemm, cooperative, B column-major, the direct epilogue");
   constexpr int ACC_N = Cfg::ACC_N;                                 // the accumulators' columns (the WGMMA's n)
   constexpr bool THIN = !SWAP && BM < 64;
+  static_assert(!COOP_N || (CONSUMERS == 2 && !PINGPONG && !KTURNS && !SWAP && !THIN && SPLITK == 1 && !Cfg::STREAM_K &&
+                            !Src::STORES && !Src::SHARDED && 2 * ACC_N == BN && (!Cfg::B_ROW || ACC_N % 64 == 0)),
+                "cooperative_n: family gemm's two consumers, each all the rows by half the columns (row-major B: whole "
+                "64-column boxes), unswapped, unsplit");
   static_assert(!THIN || (OWNERS == 1 && !PINGPONG && CM * CN == 1 && !Src::STORES && !Src::SHARDED && BM % 8 == 0),
                 "a thin tile: family gemm, one consumer, no multicast, whole 8-row groups of A");
   static_assert(!THIN || Cfg::SMEM_STAGE >= 64 * 128, "a thin tile's stage holds the 64 rows its WGMMA reads");
@@ -136,7 +144,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   constexpr int MR = SWAP ? BN / (64 * OWNERS) : THIN ? 1 : BM / (64 * OWNERS);
   // rows of C a consumer stores per tile (swapped: its columns, MR * 64 of B's rows)
   constexpr int WG_ROWS = THIN ? BM : MR * 64;
-  constexpr int STAGE_WARPS = OWNERS * 4;                           // consumer warps that read a stage
+  constexpr int STAGE_WARPS = (COOP_N ? CONSUMERS : OWNERS) * 4;   // consumer warps that read a stage
   // 384 threads were given 168 registers each at launch (64512), 512 threads 128 (65536).  Where a
   // consumer holds more than 64 accumulators, the loading warpgroup gives most of its share to
   // them (a source's comm warps need a little more than TMA issue alone); smaller tiles keep the
@@ -264,7 +272,10 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         else prev = -1, zero_acc(acc);                  // (one k-block, the other's)
         p.skip(w.kb1 - w.kb0);
       } else {
-        prev = mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, OWNERS == 1 ? 0 : cw * MR * 64, release);
+        // (COOP_N: this warpgroup's B operand, its half of the tile's columns: ACC_N rows of a
+        // column-major stage, ACC_N / 64 boxes of a row-major one)
+        const u32 b_off = COOP_N ? (u32)cw * (Cfg::B_ROW ? ACC_N / 64 * 8192 : ACC_N * 128) : 0;
+        prev = mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, OWNERS == 1 ? 0 : cw * MR * 64, release, b_off);
       }
       if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start
       mainloop_drain(acc, prev, release);
@@ -305,7 +316,8 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       }
       if constexpr (SWAP) store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc);
       else if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
-      else epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
+      else epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s,
+                                                    (long)w.bn * BN + (COOP_N ? cw * ACC_N : 0), acc);
     }
     epilogue_finish<Cfg>();
     if constexpr (Src::STORES) src.template consumers_done<Cfg>(c, ms, n);

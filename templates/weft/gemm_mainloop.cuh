@@ -56,21 +56,22 @@ template <int MR, int N> __device__ __forceinline__ void zero_acc(float (&acc)[M
 }
 
 // The k-blocks kb0, kb0 + STEP, ... below kb1 of one tile into acc (rows row0 .. row0 + 64 * MR
-// of the stage's A tile; swapped, of its B tile); p is at kb0's stage and moves STEP stages per
+// of the stage's A tile; swapped, of its B tile; the B operand b_off bytes into the stage's B tile:
+// COOP_N's columns); p is at kb0's stage and moves STEP stages per
 // k-block (STEP 2: KTURNS, this warpgroup's turns, the other's stages between them).
 // One group of WGMMAs stays in flight: once k-block kb's are issued, the previous one's are
 // waited for and its stage released (release(stage): the caller's arrivals on empty[]).
 // Returns the stage still in flight (-1: none), which mainloop_drain releases.
 template <class Cfg, int MR, int STEP = 1, class Release>
 __device__ __forceinline__ int mainloop(float (&acc)[MR][Cfg::ACC_N / 2], const Ring<Cfg> &ring, Pipe<Cfg::STAGES> &p, int kb0,
-                                        int kb1, int row0, Release release) {
+                                        int kb1, int row0, Release release, u32 b_off = 0) {
   static_assert(STEP == 1 || STEP == 2, "every k-block, or every other one");
   int prev = -1;
   for (int kb = kb0; kb < kb1; kb += STEP) {
     mbar_wait(&ring.full[p.s], p.phase);
     wgmma_fence();   // every k-block: with it only before a tile's first, ptxas serialised
                      // the WGMMAs (C7520): 1.1-1.3x slower (bench/RESULTS.md)
-    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0);
+    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)) + b_off, row0, kb == kb0);
     wgmma_commit();
     wgmma_wait<1>();   // the previous k-block's WGMMAs are done: its stage may be refilled
     if (kb > kb0) release(prev);

@@ -447,6 +447,20 @@ static const entry matrix[] = {
    {GEMM_PTX, "bar.arrive", "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16", B_COL_PTX,
     "setmaxnreg.inc.sync.aligned.u32 232", "cp.async.bulk.wait_group.read 0"},
    {"multicast::cluster", "st.shared.f32"}},
+  /* cooperative_n: the two consumers split each tile by columns, each all its rows by half its
+   * width (three m64n96 WGMMAs per k-step at 192 x 192, no spill: checked below); each 64-row
+   * group leaves in boxes of its own (a narrow one of 32 columns), through two buffers in turn;
+   * row-major B: each consumer its own 64-column boxes (128 x 256: m64n128) */
+  {"gemm.lua", {"tile.m=192", "tile.n=192", "mma=cooperative_n", "stages=4", "b_layout=col", "cluster.m=2", "epilogue=tma"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16", B_COL_PTX, "setmaxnreg.inc.sync.aligned.u32 232",
+    "multicast::cluster", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "_ZN7GemmCfg6COOP_NE = 1;"},
+   {"m64n192k16", "bar.arrive", "st.shared.f32"}},
+  {"gemm.lua", {"tile.n=256", "mma=cooperative_n", "stages=4", "epilogue=tma", "dtype=f16"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_ROW_PTX, "_ZN7GemmCfg6COOP_NE = 1;"},
+   {"m64n256k16", "bar.arrive"}},
+  {"gemm.lua", {"tile.m=256", "tile.n=160", "mma=cooperative_n", "stages=3", "b_layout=col", "epilogue=direct"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16", B_COL_PTX, "st.global.u32"},
+   {"cp.async.bulk.tensor.2d.global.shared::cta"}},
   {"ag_gemm.lua", {"comm=threadload", "tile.n=128", "mma=pingpong"},
    {"bar.arrive", "wgmma.mma_async.sync.aligned.m64n128k16", "cp.async.bulk.tensor.4d", AG_SIGNAL_PTX,
     "_param_9[136]", "barrier.cta.red.or.pred"},

@@ -79,10 +79,14 @@ local function ag_smem(cfg)
   local split = ((cfg.split_k or 1) > 1 or cfg.mma == "kturns") and 16 + mrows * cfg.tile.n * 4 or 0
   local used = cfg.stages * (cfg.tile.m + cfg.tile.n) * 128 + 16 * cfg.stages + split
   -- the TMA-store epilogue stages C after all that, 1024-byte aligned: each consumer warpgroup
-  -- its rows (the tile's share, or the whole tile with pingpong and kturns) in at most two 64-column chunks
+  -- its rows (the tile's share, or the whole tile with pingpong and kturns) in at most two 64-column
+  -- chunks; cooperative_n's half of the columns in chunks of 64 rows each
   if cfg.epilogue == "tma" then
-    local rows = (cfg.mma == "pingpong" or cfg.mma == "kturns") and cfg.tile.m or cfg.tile.m // cfg.consumers
-    local chunks = (cfg.tile.n + 63) // 64   -- a buffer per chunk if they fit, else two
+    local coop_n = cfg.mma == "cooperative_n"
+    local rows = coop_n and 64 or (cfg.mma == "pingpong" or cfg.mma == "kturns") and cfg.tile.m
+      or cfg.tile.m // cfg.consumers
+    local chunks = coop_n and cfg.tile.m // 64 * ((cfg.tile.n // 2 + 63) // 64)
+      or (cfg.tile.n + 63) // 64   -- a buffer per chunk if they fit, else two
     used = (used + 1023) // 1024 * 1024
     local whole = used + cfg.consumers * rows * 128 * chunks
     used = whole + 1024 <= common.SMEM_LIMIT and whole or used + cfg.consumers * rows * 128 * math.min(2, chunks)
@@ -178,11 +182,17 @@ local function check_ag_gemm(m, cfg, where)
                 dims = { "k", "m/ranks", "ranks", "halves" }, box = { 64, t.m // cl.n, 1, 1 }, swizzle = 128 }
     end
     if cfg.epilogue == "tma" then   -- C by consumer warpgroup rows x 64 columns; per shard in the fused kernel
-      local rows = (cfg.mma == "pingpong" or cfg.mma == "kturns") and t.m or t.m // cfg.consumers
+      local rows = cfg.mma == "cooperative_n" and 64 or (cfg.mma == "pingpong" or cfg.mma == "kturns") and t.m
+        or t.m // cfg.consumers
       tm[#tm + 1] = cfg.variant == "gemm"
         and { name = "tc", source = "c", dtype = cfg.dtype, dims = { "n", "m" }, box = { 64, rows }, swizzle = 128 }
         or { name = "tc", source = "c", dtype = cfg.dtype, dims = { "n", "m/ranks", "ranks" }, box = { 64, rows, 1 },
              swizzle = 128 }
+      -- (a consumer's columns ending in a chunk narrower than 64: its own map, dense rows)
+      local w = (cfg.mma == "cooperative_n" and t.n // 2 or t.n) % 64
+      if cfg.variant == "gemm" and w > 0 then
+        tm[#tm + 1] = { name = "tct", source = "c", dtype = cfg.dtype, dims = { "n", "m" }, box = { w, rows }, swizzle = 0 }
+      end
     end
     T.deq(m.tmaps, tm, where .. " tmaps")
   else
@@ -231,7 +241,8 @@ local function check_ag_gemm(m, cfg, where)
   local ring = tostring(cfg.schedule == "ring")
   local comm_id = "weft::COMM_" .. cfg.comm:upper()
   if wg then
-    local wn = cfg.swap_ab and t.m or t.n   -- (swapped: A's rows are the WGMMA's n)
+    -- (swapped: A's rows are the WGMMA's n; cooperative_n: each consumer's half of the columns)
+    local wn = cfg.swap_ab and t.m or cfg.mma == "cooperative_n" and t.n // 2 or t.n
     T.contains(s, "wgmma.mma_async.sync.aligned.m64n" .. wn .. "k16.f32." .. dt .. "." .. dt, where .. " wgmma shape")
     T.contains(s, "p, 1, 1, 0, " .. (cfg.b_layout == "row" and 1 or 0) .. ";", where .. " wgmma transpose bit")
     T.contains(s, "float (&d)[" .. wn // 2 .. "]", where .. " n/2 accumulators per m64 group")
@@ -257,7 +268,7 @@ local function check_ag_gemm(m, cfg, where)
     T.contains(s, string.format("SMEM_RED_BAR = %d, SMEM_RED = %d, SMEM_EPI = %d, SMEM_EPI_STAGE = %d;", L.red_bar, L.red,
       L.epi, L.epi_stage), where .. " cfg layout (split-K, epilogue)")
     local tc = cfg.epilogue == "tma" and "&tc" or "nullptr"
-    local tct = cfg.epilogue == "tma" and cfg.tile.n % 64 ~= 0 and "&tct" or "nullptr"
+    local tct = cfg.epilogue == "tma" and wn % 64 ~= 0 and "&tct" or "nullptr"
     if cfg.variant == "gemm" then
       T.contains(s, "weft::gemm_wgmma<GemmCfg>(c, (long)m, (long)n, (long)k, ta, tb, " .. tc .. ", " .. tct
         .. (cfg.stream_k and ", ws" or "") .. ");", where .. " kernel")
@@ -1502,6 +1513,60 @@ T.test("gemm: mma = kturns is named, rendered, laid out with one warpgroup's sum
   -- family gemm's alone: the fused families' mma takes cooperative and pingpong
   local _, e = ag('variant = "fused", mma = "kturns"')
   T.contains(e, 'mma = "kturns": must be one of "cooperative", "pingpong"', "ag_gemm")
+end)
+
+T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks, and bounded", function()
+  -- the two consumers split each tile by columns: each WGMMA is tile.n / 2 wide, each consumer's C
+  -- leaves in boxes of 64 rows (a chunk per 64-row group and 64 columns), and both read every
+  -- stage; 192 x 192 keeps four stages beside two 8 KB buffers per consumer
+  local cases = { { 'b_layout = "col", tile = { m = 192, n = 192, k = 64 }, stages = 4, cluster = { m = 2, n = 1 }, '
+                      .. 'epilogue = "tma"', 96, 2, 32 },
+                  { 'tile = { m = 128, n = 256, k = 64 }, stages = 4, epilogue = "tma", dtype = "f16"', 128, 2, nil },
+                  { 'b_layout = "col", tile = { m = 256, n = 160, k = 64 }, stages = 3, epilogue = "direct"', 80, 0, nil },
+                  { 'b_layout = "col", tile = { m = 128, n = 176, k = 64 }, stages = 4, cluster = { m = 1, n = 2 }, '
+                      .. 'epilogue = "tma"', 88, 4, 24 } }
+  for _, c in ipairs(cases) do
+    local fields = 'mma = "cooperative_n", ' .. c[1]
+    local m, e = gm(fields)
+    T.ok(m, fields .. ": " .. tostring(e))
+    T.contains(m.name, "_c2_cooperativen_cl", fields .. " name")
+    T.contains(m.source, "static constexpr bool COOP_N = true;", fields .. " COOP_N")
+    T.contains(m.source, "static constexpr int ACC_N = " .. c[2] .. ";", fields .. " ACC_N: half the width")
+    T.contains(m.source, "aligned.m64n" .. c[2] .. "k16", fields .. " the WGMMA")
+    T.eq(param(m, "mma"), "cooperative_n", fields .. " param")
+    T.eq(m.smem_layout.epi_bufs, c[3], fields .. " C's buffers per consumer")
+    local tct
+    for _, tm in ipairs(m.tmaps) do
+      if tm.name == "tc" then T.deq(tm.box, { 64, 64 }, fields .. " C's box: 64 rows") end
+      if tm.name == "tct" then tct = tm.box end
+    end
+    T.deq(tct, c[4] and { c[4], 64 } or nil, fields .. " the narrow chunk's box")
+    if c[3] > 0 then T.eq(m.smem_layout.epi_stage, c[3] * 64 * 128, fields .. " whole 8 KB buffers") end
+    check_manifest(m, complete(assert(load("return { family = \"gemm\", " .. fields .. " }", "=gm", "t", {}))()),
+      "gemm.lua", fields)
+  end
+  local function refused(fields, want)
+    local _, e = gm(fields)
+    T.eq(e, "gemm.lua: " .. want, fields)
+  end
+  local cn = 'mma = "cooperative_n", '
+  refused(cn .. 'tile = { m = 64, n = 128, k = 64 }, consumers = 1', "consumers = 1: mma = \"cooperative_n\" splits "
+    .. "each tile's columns over two consumer warpgroups: consumers = 2")
+  refused(cn .. 'b_layout = "col", swap_ab = true, epilogue = "direct", tile = { m = 16, n = 128, k = 64 }',
+    'swap_ab = true: mma = "cooperative_n" splits an unswapped tile\'s columns: swap_ab = false (or mma = "cooperative")')
+  refused(cn .. 'b_layout = "col", tile = { m = 32, n = 128, k = 64 }', 'tile.m = 32: mma = "cooperative_n" gives each '
+    .. "consumer all of a tile's rows in 64-row WGMMA groups: tile.m in {64, 128, 192, 256} (it is 32)")
+  refused(cn .. 'tile = { m = 128, n = 128, k = 64 }, split_k = 2', 'split_k = 2: mma = "cooperative_n" runs unsplit '
+    .. "tiles: split_k = 1")
+  refused(cn .. 'tile = { m = 128, n = 192, k = 64 }', 'tile.n = 192: with b_layout = "row" and mma = "cooperative_n" '
+    .. "each consumer's half of the tile is whole 64-column boxes of B: tile.n = 128 or 256 (b_layout = \"col\" takes "
+    .. "any multiple of 16)")
+  refused(cn .. 'tile = { m = 256, n = 256, k = 64 }', 'tile = "256x256x64": 256 x 256 over 2 consumer warpgroup(s) is '
+    .. "256 f32 accumulators per thread; at most 192 fit (use a smaller tile: m x n <= 49152)")
+  T.ok(gm(cn .. 'b_layout = "col", tile = { m = 256, n = 192, k = 64 }, stages = 3'), "256 x 192: 192 accumulators fit")
+  -- family gemm's alone: the fused families' mma takes cooperative and pingpong
+  local _, e = ag('variant = "fused", mma = "cooperative_n"')
+  T.contains(e, 'mma = "cooperative_n": must be one of "cooperative", "pingpong"', "ag_gemm")
 end)
 
 T.test("ag_gemm: every rule's message at once, each starting with the file", function()
