@@ -33,7 +33,14 @@
 #      templates/: bench/mma_probe.sh step 4, `weft run` timing each (graph replay, beside cuBLASLt)
 #      in turn, three rounds, swapped 56 x 64 and 64 x 48 at 224 x 1536 x 8960, 64 x 4096 x 14336
 #      and 2048 x 1536 x 576.
-#   STEPS ("1 2 3"), CAP1..CAP9 (seconds: 300 160 100 150 420 120 200 300 150)
+#  10. mma = "cooperative_n" (the consumers split each tile by columns, cuBLASLt's coopB): six
+#      configs checked by bench/mma_probe.sh step 1, then five timed beside the rule's four
+#      candidates and cuBLASLt at seven large shapes (B column-major), bf16, 6 rounds;
+#  11. the same on the set's squares (B row-major: each consumer its own 64-column boxes), three
+#      configs, bf16, 6 rounds;
+#  12. compute-sanitizer's racecheck and synccheck over two cooperative_n configs (mma_probe.sh
+#      step 3: the first and third CHECK configs).
+#   STEPS ("1 2 3"), CAP1..CAP12 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -99,7 +106,25 @@ tile.m=128,epilogue=tma,tile.n=192,stages=4,cluster.m=2;tile.m=128,epilogue=tma,
          CHECK="swap_ab=true tile.m=56 tile.n=64 stages=14 epilogue=direct pdl=true;tile.m=64 tile.n=48 stages=10 epilogue=tma pdl=true" \
          TIME_SHAPES="224x1536x8960 64x4096x14336 2048x1536x576" bash "$here/mma_probe.sh"
        rm -rf "$arrive" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9)" >&2; exit 2 ;;
+    10) cn="tile.m=192 tile.n=192 stages=4"
+        step 10 "${CAP10:-330}" coop_n.txt env OUT="$out/coop_n" MMA=cooperative_n STEPS="1 2" CANDIDATES=4 \
+          DTYPE=bf16 GEMM_BUDGET=220 \
+          CHECK="$cn cluster.m=2 epilogue=tma;$cn dtype=f16 epilogue=tma;tile.m=256 tile.n=192 stages=3 cluster.m=2 epilogue=tma;\
+b_layout=row tile.m=128 tile.n=256 stages=4 cluster.m=2 epilogue=tma;tile.m=128 tile.n=176 stages=4 cluster.n=2 epilogue=tma;\
+tile.m=64 tile.n=256 stages=4 epilogue=direct" \
+          EXTRAS="tile.m=192,tile.n=192,stages=4,cluster.m=2,epilogue=tma;tile.m=192,tile.n=192,stages=4,epilogue=tma;\
+tile.m=256,tile.n=192,stages=3,cluster.m=2,epilogue=tma;tile.m=128,tile.n=256,stages=4,cluster.m=2,epilogue=tma;\
+tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
+          SHAPES=3072x3072x3072,16384x6144x4096,2304x2304x2304,4096x14336x4096,1024x14336x4096,4096x4096x4096,8192x8192x8192 \
+          bash "$here/mma_probe.sh" ;;
+    11) cr="mma=cooperative_n,consumers=2,stages=4,cluster.m=2,epilogue=tma"
+        step 11 "${CAP11:-200}" coop_n_squares.txt env OUT="$out/coop_n_squares" GEMM_BUDGET=180 bash "$here/gemm_llm.sh" \
+          --models square --dtype bf16 --candidates 4 --rounds 6 --extra "$cr,tile.m=128,tile.n=256" \
+          --extra "$cr,tile.m=256,tile.n=128" --extra "$cr,tile.m=192,tile.n=128" ;;
+    12) step 12 "${CAP12:-240}" coop_n_sanitize.txt env OUT="$out/coop_n_sanitize" MMA=cooperative_n STEPS=3 \
+          CHECK="tile.m=192 tile.n=192 stages=4 cluster.m=2 epilogue=tma;x;tile.m=128 tile.n=176 stages=4 cluster.n=2 epilogue=tma" \
+          EXTRAS=x bash "$here/mma_probe.sh" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
