@@ -25,9 +25,9 @@ python3 - "$src/templates/weft/gemm_mainloop.cuh" <<'PY' || exit 1
 import sys
 p = sys.argv[1]
 s = open(p).read()
-old = """    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0);"""
-new = """    if (((kb - kb0) & 1) == 0) consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0);
-    else consume_kblock<Cfg, MR>(acc2, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)), row0, kb == kb0 + 1);"""
+old = """    consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)) + b_off, row0, kb == kb0);"""
+new = """    if (((kb - kb0) & 1) == 0) consume_kblock<Cfg, MR>(acc, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)) + b_off, row0, kb == kb0);
+    else consume_kblock<Cfg, MR>(acc2, smem_addr(ring.a(p.s)), smem_addr(ring.b(p.s)) + b_off, row0, kb == kb0 + 1);"""
 assert s.count(old) == 1, "gemm_mainloop.cuh: the main loop's consume_kblock call moved"
 s = s.replace(old, new)
 old = """  int prev = -1;
