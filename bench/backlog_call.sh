@@ -33,10 +33,10 @@
 #      templates/: bench/mma_probe.sh step 4, `weft run` timing each (graph replay, beside cuBLASLt)
 #      in turn, three rounds, swapped 56 x 64 and 64 x 48 at 224 x 1536 x 8960, 64 x 4096 x 14336
 #      and 2048 x 1536 x 576.
-#  10. mma = "cooperative_n" (the consumers split each tile by columns, cuBLASLt's coopB): six
+#  10. mma = "cooperative_n" (the consumers split each tile by columns, cuBLASLt's coopB): seven
 #      configs checked by bench/mma_probe.sh step 1, then five timed beside the rule's four
 #      candidates and cuBLASLt at seven large shapes (B column-major), bf16, 6 rounds;
-#  11. the same on the set's squares (B row-major: each consumer its own 64-column boxes), three
+#  11. the same on the set's squares (B row-major: each consumer its own boxes of B), four
 #      configs, bf16, 6 rounds;
 #  12. compute-sanitizer's racecheck and synccheck over two cooperative_n configs (mma_probe.sh
 #      step 3: the first and third CHECK configs).
@@ -111,7 +111,7 @@ tile.m=128,epilogue=tma,tile.n=192,stages=4,cluster.m=2;tile.m=128,epilogue=tma,
           DTYPE=bf16 GEMM_BUDGET=220 \
           CHECK="$cn cluster.m=2 epilogue=tma;$cn dtype=f16 epilogue=tma;tile.m=256 tile.n=192 stages=3 cluster.m=2 epilogue=tma;\
 b_layout=row tile.m=128 tile.n=256 stages=4 cluster.m=2 epilogue=tma;tile.m=128 tile.n=176 stages=4 cluster.n=2 epilogue=tma;\
-tile.m=64 tile.n=256 stages=4 epilogue=direct" \
+tile.m=64 tile.n=256 stages=4 epilogue=direct;b_layout=row $cn cluster.m=2 epilogue=tma" \
           EXTRAS="tile.m=192,tile.n=192,stages=4,cluster.m=2,epilogue=tma;tile.m=192,tile.n=192,stages=4,epilogue=tma;\
 tile.m=256,tile.n=192,stages=3,cluster.m=2,epilogue=tma;tile.m=128,tile.n=256,stages=4,cluster.m=2,epilogue=tma;\
 tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
@@ -120,7 +120,7 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
     11) cr="mma=cooperative_n,consumers=2,stages=4,cluster.m=2,epilogue=tma"
         step 11 "${CAP11:-200}" coop_n_squares.txt env OUT="$out/coop_n_squares" GEMM_BUDGET=180 bash "$here/gemm_llm.sh" \
           --models square --dtype bf16 --candidates 4 --rounds 6 --extra "$cr,tile.m=128,tile.n=256" \
-          --extra "$cr,tile.m=256,tile.n=128" --extra "$cr,tile.m=192,tile.n=128" ;;
+          --extra "$cr,tile.m=256,tile.n=128" --extra "$cr,tile.m=192,tile.n=128" --extra "$cr,tile.m=192,tile.n=192" ;;
     12) step 12 "${CAP12:-240}" coop_n_sanitize.txt env OUT="$out/coop_n_sanitize" MMA=cooperative_n STEPS=3 \
           CHECK="tile.m=192 tile.n=192 stages=4 cluster.m=2 epilogue=tma;x;tile.m=128 tile.n=176 stages=4 cluster.n=2 epilogue=tma" \
           EXTRAS=x bash "$here/mma_probe.sh" ;;

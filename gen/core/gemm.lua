@@ -32,6 +32,9 @@ M.ACC_REGS_PINGPONG = 192
 -- its rows by half its width (cuBLASLt's coopB kernels: 192 x 192 at 3072^3 and 16384 x 6144 x
 -- 4096, each warpgroup 192 x 96).  The same 232-register consumers as pingpong's, so the same 192.
 function M.coop_n(cfg) return cfg.mma == "cooperative_n" end
+-- Row-major B whose halves (cooperative_n) are not whole 64-column boxes (192: 96 each) arrives in
+-- 32-column boxes with the 64-byte swizzle instead, each half of the tile whole boxes of those.
+function M.b_sw64(cfg) return M.coop_n(cfg) and cfg.b_layout == "row" and (cfg.tile.n // 2) % 64 ~= 0 end
 function M.wide_pingpong(cfg)
   return cfg.family == "gemm" and cfg.mma == "pingpong" and cfg.tile.m * cfg.tile.n > 128 * 128
 end
@@ -141,7 +144,7 @@ function M.fields(pre)
         .. "a whole tile's accumulators, summed in shared memory before one stores it: for narrow tiles, whose WGMMAs "
         .. "alone leave the tensor cores idle between them; stages even, 4 or more; unsplit); or cooperative_n (both "
         .. "split each tile by columns, each all its rows by tile.n / 2: tile.m in {64, 128, 192, 256}; b_layout = "
-        .. "\"row\" takes tile.n = 128 or 256, \"col\" any multiple of 16; unswapped, unsplit). The rule does not pick "
+        .. "\"row\" takes tile.n in {64, 128, 192, 256}, \"col\" any multiple of 16; unswapped, unsplit). The rule does not pick "
         .. "cooperative_n: set tile with it" },
     cluster = { name = "cluster", kind = "custom", check = M.cluster_check, default = { m = 1, n = 1 }, tag = "cl",
       doc = pre .. "CTAs per cluster along M and N ({ m = 2 }: two row blocks share each B tile, { n = 2 }: two "
@@ -364,12 +367,9 @@ function M.check(cfg, errs)
         .. "WGMMA groups: tile.m in {64, 128, 192, 256} (it is %d)", t.m)
     elseif cfg.split_k > 1 then
       field, why = "split_k", 'mma = "cooperative_n" runs unsplit tiles: split_k = 1'
-    elseif cfg.b_layout == "row" and t.n % 128 ~= 0 then
-      field, why = "tile.n", 'with b_layout = "row" and mma = "cooperative_n" each consumer\'s half of the tile is '
-        .. 'whole 64-column boxes of B: tile.n = 128 or 256 (b_layout = "col" takes any multiple of 16)'
     end
     if why then
-      errs.add(field, field == "tile.m" and t.m or field == "tile.n" and t.n or cfg[field], why)
+      errs.add(field, field == "tile.m" and t.m or cfg[field], why)
       return
     end
   end
@@ -556,6 +556,8 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr int STREAMK_FLAGS = %d, STREAMK_HEADER = %d;", M.STREAMK_MAX_CTAS,
       M.STREAMK_HEADER),
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
+    -- row-major B in 32-column boxes, 64-byte swizzle (cooperative_n's halves of 96 columns)
+    "  static constexpr bool B_SW64 = " .. b(M.b_sw64(cfg)) .. ";",
     -- N any count, odd included (gen/families/gemm.lua's limits): the direct epilogue's stores
     "  static constexpr bool ANY_N = " .. b(cfg.any_n == true) .. ";",
     string.format("  static constexpr int GROUP = %d;", cfg.group),
@@ -630,7 +632,8 @@ function M.tmaps_ab(cfg, rows)
   local maps = {
     { name = "ta", source = "a", dtype = dt, dims = { "k", rows }, box = { 64, M.a_by_k(cfg) and t.m or t.m // cl.n },
       swizzle = 128 },
-    cfg.b_layout == "row" and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128 }
+    cfg.b_layout == "row" and { name = "tb", source = "b", dtype = dt, dims = { "n", "k" }, box = { M.b_sw64(cfg) and 32 or 64, 64 },
+                                swizzle = M.b_sw64(cfg) and 64 or 128 }
       or { name = "tb", source = "b", dtype = dt, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128 },
   }
   for _, tm in ipairs(maps) do tm.l2_promotion = cfg.l2_promotion end

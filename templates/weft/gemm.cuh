@@ -103,6 +103,10 @@ __device__ __forceinline__ void fence_reg(float &r) { asm volatile("" : "+f"(r):
 __device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
   return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
 }
+// The same with the 64-byte swizzle (layout type 2): row-major B in 32-column boxes.
+__device__ __forceinline__ u64 smem_desc_sw64(u32 addr, u32 lbo, u32 sbo) {
+  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (2ull << 62);
+}
 
 // TMA stores from shared memory (the TMA epilogue, weft/gemm_epilogue.cuh), in bulk groups.
 __device__ __forceinline__ void tma_store_2d(const TensorMap &m, int c0, int c1, const void *src) {

@@ -134,9 +134,11 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
   constexpr int ACC_N = Cfg::ACC_N;                                 // the accumulators' columns (the WGMMA's n)
   constexpr bool THIN = !SWAP && BM < 64;
   static_assert(!COOP_N || (CONSUMERS == 2 && !PINGPONG && !KTURNS && !SWAP && !THIN && SPLITK == 1 && !Cfg::STREAM_K &&
-                            !Src::STORES && !Src::SHARDED && 2 * ACC_N == BN && (!Cfg::B_ROW || ACC_N % 64 == 0)),
+                            !Src::STORES && !Src::SHARDED && 2 * ACC_N == BN &&
+                            (!Cfg::B_ROW || ACC_N % (Cfg::B_SW64 ? 32 : 64) == 0)),
                 "cooperative_n: family gemm's two consumers, each all the rows by half the columns (row-major B: whole "
-                "64-column boxes), unswapped, unsplit");
+                "boxes), unswapped, unsplit");
+  static_assert(!Cfg::B_SW64 || (COOP_N && Cfg::B_ROW), "32-column boxes of B: cooperative_n's row-major halves");
   static_assert(!THIN || (OWNERS == 1 && !PINGPONG && CM * CN == 1 && !Src::STORES && !Src::SHARDED && BM % 8 == 0),
                 "a thin tile: family gemm, one consumer, no multicast, whole 8-row groups of A");
   static_assert(!THIN || Cfg::SMEM_STAGE >= 64 * 128, "a thin tile's stage holds the 64 rows its WGMMA reads");
@@ -232,7 +234,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
             mbar_arrive_expect(full, Ring<Cfg>::STAGE_BYTES);
             if (!A_BY_K || kb % CN == cn)
               src.template load_a<(CN > 1)>(ring.a(p.s) + a_off * 128, ta, kb * GEMM_BK, w.bm * BM + a_off, w.s, full, mask_a);
-            load_b<BN, Cfg::B_ROW, CM>(ring.b(p.s), tb, kb, w.bn * BN, full, cm, mask_b);
+            load_b<BN, Cfg::B_ROW, CM, Cfg::B_SW64>(ring.b(p.s), tb, kb, w.bn * BN, full, cm, mask_b);
             p.next();
           }
         }
@@ -273,8 +275,9 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
         p.skip(w.kb1 - w.kb0);
       } else {
         // (COOP_N: this warpgroup's B operand, its half of the tile's columns: ACC_N rows of a
-        // column-major stage, ACC_N / 64 boxes of a row-major one)
-        const u32 b_off = COOP_N ? (u32)cw * (Cfg::B_ROW ? ACC_N / 64 * 8192 : ACC_N * 128) : 0;
+        // column-major stage, ACC_N / 64 boxes of 8192 bytes (or / 32 of 4096) of a row-major one:
+        // 128 bytes a column either way)
+        const u32 b_off = COOP_N ? (u32)cw * ACC_N * 128 : 0;
         prev = mainloop<Cfg, MR>(acc, ring, p, w.kb0, w.kb1, OWNERS == 1 ? 0 : cw * MR * 64, release, b_off);
       }
       if (PINGPONG && i + 1 < mine) bar_arrive(BAR_PINGPONG_WG0 + (1 - cw), 256);   // tile i+1's main loop may start

@@ -14,13 +14,16 @@ namespace weft {
 // its part and multicasts it to all of them (`mask`: their ranks in the cluster; row-major B:
 // every CM-th 64-column box; column-major B: the part-th BN/CM rows of the box, whose tensor map
 // box is BN/CM tall).
-template <int BN, bool B_ROW, int CM>
+// SW64: row-major B in boxes of 32 columns (64 k-rows x 64 bytes, the 64-byte swizzle), so that
+// each half of a cooperative_n tile of 192 is whole boxes.
+template <int BN, bool B_ROW, int CM, bool SW64 = false>
 __device__ __forceinline__ void load_b(char *dst, const TensorMap &tb, int kb, int n0, u64 *bar, int part, u16 mask) {
   if constexpr (B_ROW) {
+    constexpr int BOX = SW64 ? 32 : 64;   // columns per box: BOX x 2 bytes by 64 k-rows
 #pragma unroll
-    for (int j = 0; j < BN / 64; ++j) {
-      if constexpr (CM == 1) tma_load_2d(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar);
-      else if (j % CM == part) tma_load_2d_mc(dst + j * 8192, tb, n0 + 64 * j, kb * GEMM_BK, bar, mask);
+    for (int j = 0; j < BN / BOX; ++j) {
+      if constexpr (CM == 1) tma_load_2d(dst + j * BOX * 128, tb, n0 + BOX * j, kb * GEMM_BK, bar);
+      else if (j % CM == part) tma_load_2d_mc(dst + j * BOX * 128, tb, n0 + BOX * j, kb * GEMM_BK, bar, mask);
     }
   } else {
     if constexpr (CM == 1) tma_load_2d(dst, tb, kb * GEMM_BK, n0, bar);
@@ -38,8 +41,11 @@ __device__ __forceinline__ void consume_kblock(float (&acc)[MR][Cfg::ACC_N / 2],
   const u32 ga = Cfg::SWAP ? b_stage : a_stage, gb = Cfg::SWAP ? a_stage : b_stage;
 #pragma unroll
   for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
-    // the B operand: K-major advances 32 bytes along the swizzled row; MN-major advances 16 k-rows.
-    const u64 db = Cfg::B_ROW ? smem_desc(gb + kk * 2048, 8192, 1024) : smem_desc(gb + kk * 32, 16, 1024);
+    // the B operand: K-major advances 32 bytes along the swizzled row; MN-major advances 16 k-rows
+    // (the next box along N 8192 bytes on, the next 8 k-rows 1024; with the 64-byte swizzle boxes
+    // of 32 columns: 4096 and 512)
+    const u64 db = Cfg::B_SW64 ? smem_desc_sw64(gb + kk * 1024, 4096, 512)
+                   : Cfg::B_ROW ? smem_desc(gb + kk * 2048, 8192, 1024) : smem_desc(gb + kk * 32, 16, 1024);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi) {
       const u64 da = smem_desc(ga + (wg_row0 + mi * 64) * 128 + kk * 32, 16, 1024);

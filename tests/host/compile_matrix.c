@@ -455,6 +455,11 @@ static const entry matrix[] = {
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16", B_COL_PTX, "setmaxnreg.inc.sync.aligned.u32 232",
     "multicast::cluster", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "_ZN7GemmCfg6COOP_NE = 1;"},
    {"m64n192k16", "bar.arrive", "st.shared.f32"}},
+  /* ... and row-major B whose halves are 96 columns: 32-column boxes with the 64-byte swizzle */
+  {"gemm.lua", {"tile.m=192", "tile.n=192", "mma=cooperative_n", "stages=4", "cluster.m=2", "epilogue=tma"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16", B_ROW_PTX, "_ZN7GemmCfg6B_SW64E = 1;",
+    "multicast::cluster"},
+   {"m64n192k16"}},
   {"gemm.lua", {"tile.n=256", "mma=cooperative_n", "stages=4", "epilogue=tma", "dtype=f16"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_ROW_PTX, "_ZN7GemmCfg6COOP_NE = 1;"},
    {"m64n256k16", "bar.arrive"}},

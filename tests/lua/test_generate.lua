@@ -171,7 +171,11 @@ local function check_ag_gemm(m, cfg, where)
       -- a cluster splits the shared tile's box: A over cluster.n, column-major B over cluster.m
       { name = "ta", source = "a", dtype = cfg.dtype, dims = { "k", rows }, box = { 64, t.m // cl.n }, swizzle = 128,
         l2_promotion = cfg.l2_promotion },
-      cfg.b_layout == "row"
+      -- (cooperative_n's row-major halves of 96 columns: 32-column boxes, the 64-byte swizzle)
+      cfg.b_layout == "row" and cfg.mma == "cooperative_n" and (t.n // 2) % 64 ~= 0
+        and { name = "tb", source = "b", dtype = cfg.dtype, dims = { "n", "k" }, box = { 32, 64 }, swizzle = 64,
+              l2_promotion = cfg.l2_promotion }
+      or cfg.b_layout == "row"
         and { name = "tb", source = "b", dtype = cfg.dtype, dims = { "n", "k" }, box = { 64, 64 }, swizzle = 128,
               l2_promotion = cfg.l2_promotion }
         or { name = "tb", source = "b", dtype = cfg.dtype, dims = { "k", "n" }, box = { 64, t.n // cl.m }, swizzle = 128,
@@ -1524,7 +1528,10 @@ T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks,
                   { 'tile = { m = 128, n = 256, k = 64 }, stages = 4, epilogue = "tma", dtype = "f16"', 128, 2, nil },
                   { 'b_layout = "col", tile = { m = 256, n = 160, k = 64 }, stages = 3, epilogue = "direct"', 80, 0, nil },
                   { 'b_layout = "col", tile = { m = 128, n = 176, k = 64 }, stages = 4, cluster = { m = 1, n = 2 }, '
-                      .. 'epilogue = "tma"', 88, 4, 24 } }
+                      .. 'epilogue = "tma"', 88, 4, 24 },
+                  { 'tile = { m = 192, n = 192, k = 64 }, stages = 4, cluster = { m = 2, n = 1 }, epilogue = "tma"', 96, 2,
+                      32, 64 },
+                  { 'tile = { m = 128, n = 64, k = 64 }, stages = 8, epilogue = "tma"', 32, 2, 32, 64 } }
   for _, c in ipairs(cases) do
     local fields = 'mma = "cooperative_n", ' .. c[1]
     local m, e = gm(fields)
@@ -1541,6 +1548,8 @@ T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks,
       if tm.name == "tct" then tct = tm.box end
     end
     T.deq(tct, c[4] and { c[4], 64 } or nil, fields .. " the narrow chunk's box")
+    -- (row-major B whose halves are not whole 64-column boxes: 32-column ones, the 64-byte swizzle)
+    T.contains(m.source, "static constexpr bool B_SW64 = " .. tostring(c[5] == 64) .. ";", fields .. " B_SW64")
     if c[3] > 0 then T.eq(m.smem_layout.epi_stage, c[3] * 64 * 128, fields .. " whole 8 KB buffers") end
     check_manifest(m, complete(assert(load("return { family = \"gemm\", " .. fields .. " }", "=gm", "t", {}))()),
       "gemm.lua", fields)
@@ -1558,9 +1567,8 @@ T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks,
     .. "consumer all of a tile's rows in 64-row WGMMA groups: tile.m in {64, 128, 192, 256} (it is 32)")
   refused(cn .. 'tile = { m = 128, n = 128, k = 64 }, split_k = 2', 'split_k = 2: mma = "cooperative_n" runs unsplit '
     .. "tiles: split_k = 1")
-  refused(cn .. 'tile = { m = 128, n = 192, k = 64 }', 'tile.n = 192: with b_layout = "row" and mma = "cooperative_n" '
-    .. "each consumer's half of the tile is whole 64-column boxes of B: tile.n = 128 or 256 (b_layout = \"col\" takes "
-    .. "any multiple of 16)")
+  refused(cn .. 'tile = { m = 128, n = 96, k = 64 }', 'tile.n = 96: wgmma tiles take n in {64, 128, 192, 256} (the '
+    .. 'm64nNk16 shape; B arrives in 64-column boxes); with b_layout = "col", any multiple of 16 up to 256')
   refused(cn .. 'tile = { m = 256, n = 256, k = 64 }', 'tile = "256x256x64": 256 x 256 over 2 consumer warpgroup(s) is '
     .. "256 f32 accumulators per thread; at most 192 fit (use a smaller tile: m x n <= 49152)")
   T.ok(gm(cn .. 'b_layout = "col", tile = { m = 256, n = 192, k = 64 }, stages = 3'), "256 x 192: 192 accumulators fit")
