@@ -11,12 +11,13 @@ import math
 import re
 import sys
 
-NAME = re.compile(r"weft_gemm_(bf16|f16)_b(row|col)_(\d+)x(\d+)x(\d+)_s(\d+)_c(\d+)_(cooperative|pingpong)"
+NAME = re.compile(r"weft_gemm_(bf16|f16)_b(row|col)_(\d+)x(\d+)x(\d+)_s(\d+)_c(\d+)_(cooperativen|cooperative|pingpong|kturns)"
                   r"_cl(\d+)x(\d+)_sk(\d+)_skt([01])_ep(tma|direct)_g(\d+)_pdl([01])_sw([01])_l2p(\d+)(?:_stk([01]))?(?:_an([01]))?")
 SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)( |$)")
 FIELDS = ("dtype", "b_layout", "tile.m", "tile.n", "tile.k", "stages", "consumers", "mma", "cluster.m", "cluster.n",
           "split_k", "split_k_tail", "epilogue", "group", "pdl", "swap_ab", "l2_promotion", "stream_k", "any_n")
 BOOLS = ("split_k_tail", "pdl", "swap_ab", "stream_k", "any_n")
+MMA_NAMES = {"cooperativen": "cooperative_n"}   # (a name keeps [A-Za-z0-9]: cooperative_n's underscore goes)
 
 
 def rows(path, lines):
@@ -40,6 +41,7 @@ def rows(path, lines):
         except ValueError:
             raise ValueError("%s: graph_us %r: want a positive, finite number" % (where, us)) from None
         cfg = dict(zip(FIELDS, name.groups()))
+        cfg["mma"] = MMA_NAMES.get(cfg["mma"], cfg["mma"])
         for b in BOOLS:
             cfg[b] = "true" if cfg[b] == "1" else "false"
         for opt in ("stream_k", "any_n"):   # (fields since the 14th and 23rd sessions: absent means false)
