@@ -362,7 +362,7 @@ function M.check(cfg, errs)
     elseif M.swapped(cfg) then
       field, why = "swap_ab", 'mma = "cooperative_n" splits an unswapped tile\'s columns: swap_ab = false (or mma = '
         .. '"cooperative")'
-    elseif t.m < 64 then
+    elseif not rows_ok(cfg) then
       field, why = "tile.m", string.format('mma = "cooperative_n" gives each consumer all of a tile\'s rows in 64-row '
         .. "WGMMA groups: tile.m in {64, 128, 192, 256} (it is %d)", t.m)
     elseif cfg.split_k > 1 then
@@ -461,6 +461,13 @@ function M.epi_rows(cfg)
   return M.coop_n(cfg) and 64 or cfg.tile.m // M.owners(cfg)
 end
 
+-- The chunks one consumer warpgroup's C leaves in by the TMA epilogue: 64 columns each (its
+-- accumulators' width), and with cooperative_n one set per 64-row group.
+function M.epi_chunks(cfg)
+  local groups = M.coop_n(cfg) and cfg.tile.m // 64 or 1
+  return groups * ((M.wgmma_n(cfg) * common.ESIZE[cfg.dtype] + 127) // 128)
+end
+
 local function align(x, a) return (x + a - 1) // a * a end
 
 -- The shared-memory layout, the one place it is computed: byte offsets from the CTA's
@@ -504,10 +511,9 @@ function M.layout(cfg)
   -- and for three consumers, where two do not fit either, one
   -- (cooperative_n: each consumer's tile.n / 2 columns, in chunks of 64 rows each, so each of its
   -- 64-row groups has its own chunks, a narrow one among them: every buffer a whole chunk's size)
-  local width = M.wgmma_n(cfg)
   local groups = M.coop_n(cfg) and t.m // 64 or 1
-  local chunks, rows = groups * ((width * esize + 127) // 128), M.epi_rows(cfg)
-  local narrow = groups == 1 and (width % 64) * esize or 0
+  local chunks, rows = M.epi_chunks(cfg), M.epi_rows(cfg)
+  local narrow = groups == 1 and (M.wgmma_n(cfg) % 64) * esize or 0
   L.epi_bufs, L.epi_stage = 0, 0
   if cfg.epilogue == "tma" then
     L.epi_bufs = chunks
@@ -648,7 +654,7 @@ function M.smem_hint(cfg)
     and string.format(' (mma = "kturns" also holds one warpgroup\'s f32 sums, %d x %d x 4 bytes)', mma_rows(cfg), t.n)
     or "")
     .. (cfg.epilogue == "tma"
-      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk, or two (three consumers, pingpong tiles wider than 128 x 128 and cooperative_n: one), per consumer warpgroup)" or "")
+      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk (cooperative_n: per 64-row group and 64 columns), or two (three consumers, pingpong tiles wider than 128 x 128 and cooperative_n: one), per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end
@@ -1022,7 +1028,7 @@ function M.fit_stages(cfg, cap, rounds, unaligned)
     local L = M.layout(cfg)
     if L.smem <= common.SMEM_LIMIT then
       deepest = deepest or s
-      if cfg.epilogue ~= "tma" or L.epi_bufs * 64 >= cfg.tile.n then whole = s; break end
+      if cfg.epilogue ~= "tma" or L.epi_bufs >= M.epi_chunks(cfg) then whole = s; break end
     end
   end
   local s = deepest

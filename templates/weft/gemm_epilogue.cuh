@@ -100,7 +100,7 @@ __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
 // accumulator rows past them are not C's and are not written).
 template <class T, int BN, int MR, int ROWS, bool SHARD, int BUFS, int GROUPS = 1>
 __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const TensorMap *tct, char *stage, int bar_id, int row0,
-                                               int shard, int col0, const float (&acc)[MR][BN / 2]) {
+                                               int shard, int col0, const float (&acc)[MR][BN / 2], int rows_left = 1 << 30) {
   constexpr int CHUNK = ROWS * 128, W = BN % 64, NCH = (BN + 63) / 64;
   constexpr int NQ = GROUPS * NCH;   // chunks in all: each 64-row group's NCH of its own where GROUPS = MR
   static_assert(ROWS % 8 == 0 && ROWS <= MR * 64, "whole 8-row swizzle groups of the accumulators' rows");
@@ -124,6 +124,9 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
 #pragma unroll
   for (int q = 0; q < NQ; ++q) {
     const int ch = q % NCH, g = q / NCH;
+    // (GROUPS > 1: a 64-row group wholly past C's rows_left is neither written nor stored; the
+    // barriers stay, the same for the whole warpgroup)
+    const bool live = GROUPS == 1 || 64 * g < rows_left;
     if constexpr (ONE) {
       if (q > 0) {
         if (t == 0) bulk_wait_read();   // chunk q - 1's store has read the buffer
@@ -135,7 +138,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
     for (int mi = 0; mi < MR; ++mi)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if (GROUPS > 1 && mi != g) continue;
+        if (GROUPS > 1 && (mi != g || !live)) continue;
         const int r = (GROUPS > 1 ? 0 : mi * 64) + r_in + 8 * h;   // the row in the box
         if (ROWS < MR * 64 && GROUPS == 1 && r >= ROWS) continue;
 #pragma unroll
@@ -151,7 +154,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
       if (!ONE && t == 0 && q + 1 < NQ) bulk_wait_read();   // chunk q + 1's buffer: q - 1's store read it
       bar_sync(bar_id, 128);
       if (t == 0) {
-        store(q);
+        if (live) store(q);
         bulk_commit();
       }
     }
@@ -161,7 +164,8 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
     bar_sync(bar_id, 128);
     if (t == 0) {
 #pragma unroll
-      for (int q = 0; q < NQ; ++q) store(q);
+      for (int q = 0; q < NQ; ++q)
+        if (GROUPS == 1 || 64 * (q / NCH) < rows_left) store(q);
       bulk_commit();
     }
   }
@@ -175,13 +179,21 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
 // tct: C's map for a narrow last chunk (BN not a multiple of 64), else unused.
 template <class Cfg, int MR, int ROWS, bool SHARD>
 __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc, const TensorMap *tct, char *smem_base, int cw,
-                                         long rows, long n, long r0, int s, long col0, const float (&acc)[MR][Cfg::ACC_N / 2]) {
+                                         long rows, long n, long r0, int s, int bn, const float (&acc)[MR][Cfg::ACC_N / 2]) {
+  const int coff = Cfg::COOP_N ? cw * Cfg::ACC_N : 0;   // (COOP_N: this warpgroup's half of the tile's columns)
   if constexpr (Cfg::EPI_TMA) {
-    if (r0 < rows && col0 < n)   // (a cluster partner's tile past the edge stores nothing)
-      store_tile_tma<typename Cfg::T, Cfg::ACC_N, MR, Cfg::COOP_N ? 64 : ROWS, SHARD, Cfg::EPI_BUFS, Cfg::COOP_N ? MR : 1>(
-          *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, epilogue_bar(cw), (int)r0, s, (int)col0, acc);
+    if (r0 < rows && (long)bn * Cfg::BN + coff < n) {   // (a cluster partner's tile past the edge stores nothing)
+      if constexpr (Cfg::COOP_N)
+        store_tile_tma<typename Cfg::T, Cfg::ACC_N, MR, 64, SHARD, Cfg::EPI_BUFS, MR>(
+            *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, epilogue_bar(cw), (int)r0, s, bn * Cfg::BN + coff,
+            acc, rows - r0 < ROWS ? (int)(rows - r0) : ROWS);
+      else
+        store_tile_tma<typename Cfg::T, Cfg::BN, MR, ROWS, SHARD, Cfg::EPI_BUFS>(
+            *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, epilogue_bar(cw), (int)r0, s, bn * Cfg::BN, acc);
+    }
   } else {
-    store_tile<typename Cfg::T, Cfg::ACC_N, MR, Cfg::ANY_N>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS, col0, acc);
+    store_tile<typename Cfg::T, Cfg::ACC_N, MR, Cfg::ANY_N>(c, n, s * rows + r0, rows - r0 < ROWS ? rows - r0 : ROWS,
+                                                           (long)bn * Cfg::BN + coff, acc);
   }
 }
 

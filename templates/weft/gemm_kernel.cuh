@@ -319,8 +319,7 @@ __device__ __forceinline__ void gemm_persistent(typename Cfg::T *c, long m, long
       }
       if constexpr (SWAP) store_tile_swapped<typename Cfg::T, ACC_N, MR>(c, ms, n, (long)w.bm * BM, r0, acc);
       else if constexpr (Src::STORES) src.template store<Cfg, MR>(c, cw, ms, n, r0, w.s, w.bn, acc);
-      else epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s,
-                                                    (long)w.bn * BN + (COOP_N ? cw * ACC_N : 0), acc);
+      else epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(c, tc, tct, ring.base, cw, ms, n, r0, w.s, w.bn, acc);
     }
     epilogue_finish<Cfg>();
     if constexpr (Src::STORES) src.template consumers_done<Cfg>(c, ms, n);

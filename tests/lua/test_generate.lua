@@ -89,7 +89,10 @@ local function ag_smem(cfg)
       or (cfg.tile.n + 63) // 64   -- a buffer per chunk if they fit, else two
     used = (used + 1023) // 1024 * 1024
     local whole = used + cfg.consumers * rows * 128 * chunks
-    used = whole + 1024 <= common.SMEM_LIMIT and whole or used + cfg.consumers * rows * 128 * math.min(2, chunks)
+    local two = used + cfg.consumers * rows * 128 * math.min(2, chunks)
+    -- (cooperative_n, like three consumers and wide pingpong tiles: one buffer where two do not fit)
+    local one = used + cfg.consumers * rows * 128
+    used = whole + 1024 <= common.SMEM_LIMIT and whole or (two + 1024 <= common.SMEM_LIMIT or not coop_n) and two or one
   end
   return used + 1024
 end
@@ -1531,7 +1534,9 @@ T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks,
                       .. 'epilogue = "tma"', 88, 4, 24 },
                   { 'tile = { m = 192, n = 192, k = 64 }, stages = 4, cluster = { m = 2, n = 1 }, epilogue = "tma"', 96, 2,
                       32, 64 },
-                  { 'tile = { m = 128, n = 64, k = 64 }, stages = 8, epilogue = "tma"', 32, 2, 32, 64 } }
+                  { 'tile = { m = 128, n = 64, k = 64 }, stages = 8, epilogue = "tma"', 32, 2, 32, 64 },
+                  -- (five stages of 128 x 192 leave room for one buffer per consumer)
+                  { 'tile = { m = 128, n = 192, k = 64 }, stages = 5, epilogue = "tma"', 96, 1, 32, 64 } }
   for _, c in ipairs(cases) do
     local fields = 'mma = "cooperative_n", ' .. c[1]
     local m, e = gm(fields)
