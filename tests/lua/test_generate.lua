@@ -1155,6 +1155,16 @@ end
 local function gm(fields, overrides)
   return gen("return { family = \"gemm\", " .. (fields or "") .. " }", "gemm.lua", overrides)
 end
+-- gm's message for fields a rule refuses, whole
+local function gm_refused(fields, want)
+  local _, e = gm(fields)
+  T.eq(e, "gemm.lua: " .. want, fields)
+end
+-- gm's manifest against the one the test's own model of the family expects
+local function gm_manifest(m, fields)
+  check_manifest(m, complete(assert(load("return { family = \"gemm\", " .. fields .. " }", "=gm", "t", {}))()),
+    "gemm.lua", fields)
+end
 local AG_PREFIX = "weft_ag_gemm_bf16_"
 local AG_SUFFIX = "_s4_c2_cooperative_cl1x1_sk1_epdirect_g16_ring"
 
@@ -1487,18 +1497,14 @@ T.test("gemm: mma = kturns is named, rendered, laid out with one warpgroup's sum
     for _, tm in ipairs(m.tmaps) do
       if tm.name == "tc" then T.eq(tm.box[2], c[4], fields .. " C's box: the whole tile's rows") end
     end
-    check_manifest(m, complete(assert(load("return { family = \"gemm\", " .. fields .. " }", "=gm", "t", {}))()),
-      "gemm.lua", fields)
+    gm_manifest(m, fields)
   end
   -- one warpgroup's sums take the bytes of split-K's partial tile: the same shared memory
   local k = assert(gm('mma = "kturns", tile = { m = 64, n = 128, k = 64 }, stages = 4'))
   local s2 = assert(gm('consumers = 1, tile = { m = 64, n = 128, k = 64 }, stages = 4, split_k = 2'))
   T.eq(k.smem, s2.smem, "kturns' sums and split-K's partial tile")
   -- the rules, each with its own message
-  local function refused(fields, want)
-    local _, e = gm(fields)
-    T.eq(e, "gemm.lua: " .. want, fields)
-  end
+  local refused = gm_refused
   local t64 = 'tile = { m = 64, n = 128, k = 64 }, '
   refused(t64 .. 'mma = "kturns", consumers = 1', 'consumers = 1: mma = "kturns" is two consumer warpgroups taking '
     .. "turns along K: consumers = 2")
@@ -1556,13 +1562,9 @@ T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks,
     -- (row-major B whose halves are not whole 64-column boxes: 32-column ones, the 64-byte swizzle)
     T.contains(m.source, "static constexpr bool B_SW64 = " .. tostring(c[5] == 64) .. ";", fields .. " B_SW64")
     if c[3] > 0 then T.eq(m.smem_layout.epi_stage, c[3] * 64 * 128, fields .. " whole 8 KB buffers") end
-    check_manifest(m, complete(assert(load("return { family = \"gemm\", " .. fields .. " }", "=gm", "t", {}))()),
-      "gemm.lua", fields)
+    gm_manifest(m, fields)
   end
-  local function refused(fields, want)
-    local _, e = gm(fields)
-    T.eq(e, "gemm.lua: " .. want, fields)
-  end
+  local refused = gm_refused
   local cn = 'mma = "cooperative_n", '
   refused(cn .. 'tile = { m = 64, n = 128, k = 64 }, consumers = 1', "consumers = 1: mma = \"cooperative_n\" splits "
     .. "each tile's columns over two consumer warpgroups: consumers = 2")
