@@ -562,7 +562,7 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr int STREAMK_FLAGS = %d, STREAMK_HEADER = %d;", M.STREAMK_MAX_CTAS,
       M.STREAMK_HEADER),
     string.format("  static constexpr bool EPI_TMA = %s, B_ROW = %s;", b(cfg.epilogue == "tma"), b(cfg.b_layout == "row")),
-    -- row-major B in 32-column boxes, 64-byte swizzle (cooperative_n's halves of 96 columns)
+    -- row-major B in 32-column boxes, 64-byte swizzle (cooperative_n's halves that are not whole 64-column boxes)
     "  static constexpr bool B_SW64 = " .. b(M.b_sw64(cfg)) .. ";",
     -- N any count, odd included (gen/families/gemm.lua's limits): the direct epilogue's stores
     "  static constexpr bool ANY_N = " .. b(cfg.any_n == true) .. ";",
