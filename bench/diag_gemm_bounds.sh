@@ -15,6 +15,9 @@
 #           that write into it (its cluster row, which sends A, and its column, which sends B:
 #           CM + CN - 1) instead of to all CM x CN; a producer then waits for those alone.
 #           Whether the whole cluster's lock-step is what slows weft's 4 x 2.  It computes.
+#   noepi:  the consumers store nothing (no epilogue, swapped or not): what C's stores cost the
+#           tensor cores between tiles, where the cooperative consumers stop multiplying to store.
+#           Unchecked.
 # Patches combine with '+'; a patch that finds nothing to change stops the script.  Usage (GPU
 # machine, build/ built):
 #   DIAG_KINDS="real noload nomma" DIAG_SHAPES="--time-shape ..." bench/diag_gemm_bounds.sh "CONFIG SETS" ...
@@ -76,6 +79,13 @@ def rowcol(s):
            "          mbar_arrive_remote(&ring.empty[st], (u32)peer);\n"
            "        }")
     return s.replace(old, new)
+def noepi(s):
+    # the kernel (weft/gemm_kernel.cuh): the tile's last store statement (swapped, a source's own,
+    # or the epilogue) gone; the accumulators are still drained and zeroed as before
+    a = s.index("      if constexpr (SWAP) store_tile_swapped<")
+    b = s.index("epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(", a)
+    b = s.index(");", b) + 2
+    return s[:a] + "      (void)r0;   // noepi: no store" + s[b:]
 def nored(s):
     # the kernel (weft/gemm_kernel.cuh): a split tile's rank 0 stores its own partial whole, the
     # others store nothing (no tree, no flat sum)
@@ -85,6 +95,7 @@ def nored(s):
     return s[:a] + "if constexpr (SPLITK > 1) {\n        if (w.split && crank != 0) continue;\n      }\n      " + s[b:]
 for kind in kinds:
     if kind == "nored": patch("gemm_kernel.cuh", nored)
+    elif kind == "noepi": patch("gemm_kernel.cuh", noepi)
     elif kind == "rowcol": patch("gemm_kernel.cuh", rowcol)
     elif kind == "noload": patch("gemm_kernel.cuh", noload)
     elif kind == "nomma": patch("gemm_mainloop.cuh", nomma)
@@ -98,7 +109,7 @@ PY
     sets=$(set_args "$cfg")
     echo "== $kind: $cfg"
     chk="--shape 1000x1000x1000"   # checked on an uneven shape too, unless it computes nothing right
-    case $kind in *noload*|*nomma*|*nored*) chk=--no-check;; esac
+    case $kind in *noload*|*nomma*|*nored*|*noepi*) chk=--no-check;; esac
     # shellcheck disable=SC2086
     WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR=/tmp/weft_diag_cache_${kind//+/_} $W run examples/gemm.lua $sets $chk --shapes-only \
       $shapes --iters 30 2>&1 | tee -a "$O/diag_${kind//+/_}.log" | grep -E "^ag_gemm|rror|check: .*(PASS|FAIL)"
