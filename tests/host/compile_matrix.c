@@ -460,6 +460,12 @@ static const entry matrix[] = {
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16", B_ROW_PTX, "_ZN7GemmCfg6B_SW64E = 1;",
     "multicast::cluster"},
    {"m64n192k16"}},
+  /* ... at five stages of 128 x 192 each consumer's chunks go through one buffer: every chunk's
+   * store waits for the last one's read */
+  {"gemm.lua", {"tile.n=192", "mma=cooperative_n", "stages=5", "epilogue=tma"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16", "_ZN7GemmCfg6B_SW64E = 1;",
+    "_ZN7GemmCfg8EPI_BUFSE = 1;", "cp.async.bulk.wait_group.read 0"},
+   {"m64n192k16"}},
   {"gemm.lua", {"tile.n=256", "mma=cooperative_n", "stages=4", "epilogue=tma", "dtype=f16"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_ROW_PTX, "_ZN7GemmCfg6COOP_NE = 1;"},
    {"m64n256k16", "bar.arrive"}},
