@@ -511,9 +511,8 @@ function M.layout(cfg)
   -- and for three consumers, where two do not fit either, one
   -- (cooperative_n: each consumer's tile.n / 2 columns, in chunks of 64 rows each, so each of its
   -- 64-row groups has its own chunks, a narrow one among them: every buffer a whole chunk's size)
-  local groups = M.coop_n(cfg) and t.m // 64 or 1
   local chunks, rows = M.epi_chunks(cfg), M.epi_rows(cfg)
-  local narrow = groups == 1 and (M.wgmma_n(cfg) % 64) * esize or 0
+  local narrow = not M.coop_n(cfg) and (M.wgmma_n(cfg) % 64) * esize or 0
   L.epi_bufs, L.epi_stage = 0, 0
   if cfg.epilogue == "tma" then
     L.epi_bufs = chunks
