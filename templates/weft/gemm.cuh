@@ -107,6 +107,15 @@ __device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
 __device__ __forceinline__ u64 smem_desc_sw64(u32 addr, u32 lbo, u32 sbo) {
   return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (2ull << 62);
 }
+// The descriptor of the address `bytes` past d's: only the start address field (bits 0-13 of the
+// low word, addr >> 4) moves, and it cannot carry out of its 14 bits while the address stays in
+// shared memory (below 2^18), so one 32-bit add on the low word.  A k-block's 4 x MR descriptors
+// are two built ones plus constants (built each, they cost the consumer warps four instructions
+// apiece: the add, mask, shift and or).
+__device__ __forceinline__ u64 smem_desc_add(u64 d, u32 bytes) {
+  const u32 lo = (u32)d + (bytes >> 4), hi = (u32)(d >> 32);
+  return (u64)lo | ((u64)hi << 32);
+}
 
 // TMA stores from shared memory (the TMA epilogue, weft/gemm_epilogue.cuh), in bulk groups.
 __device__ __forceinline__ void tma_store_2d(const TensorMap &m, int c0, int c1, const void *src) {

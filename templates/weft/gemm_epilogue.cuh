@@ -83,6 +83,16 @@ __device__ __forceinline__ void store_tile_swapped(T *c, long m, long n, long m0
 __device__ __forceinline__ void st_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v));
 }
+// Four (two) 8 x 8 matrices of 16-bit values to shared memory by the whole warp: register i of
+// every lane is its fragment of matrix i -- lane l holds row l / 4, columns 2 * (l % 4) and the
+// next, the accumulator fragment's own layout -- and lane 8 * i + r names the 16-byte row r of
+// matrix i (.x2: lanes 0-15).  One instruction where st.shared.u32 took four (two).
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3));
+}
+__device__ __forceinline__ void stmatrix_x2(u32 addr, u32 r0, u32 r1) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(addr), "r"(r0), "r"(r1));
+}
 
 // bar_id: a named barrier for the 128 threads of this warpgroup.  SHARD: the map is 3-d
 // { n, rows of a shard, shard } (the fused kernel: a tile must not spill into the next shard);
@@ -113,6 +123,12 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   if (t == 0) bulk_wait_read();   // the last tile's stores have read their buffers
   bar_sync(bar_id, 128);
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
+  // Whole 16-row warp blocks (every tile but a thin one's fewer rows): stmatrix, whose lane l
+  // addresses row l % 8 of matrix l / 8 -- the warp's rows 0-7 (matrices 0, 2) or 8-15 (1, 3) of
+  // column group j (0, 1) or j + 1 (2, 3).  A thin tile's rows end inside a warp's block: a
+  // 32-bit store per column pair, each row checked.
+  constexpr bool STSM = GROUPS > 1 || ROWS == MR * 64;
+  const int sm_mat = (t % 32) / 8, sm_row = 16 * (t / 32) + 8 * (sm_mat % 2) + t % 8;
   const u32 base = smem_addr(stage);
   auto narrow = [](int q) { return W != 0 && q % NCH == NCH - 1; };   // a group's last chunk, BN % 64 wide
   auto store = [&](int q) {   // thread 0: chunk q, 64-row group q / NCH's (GROUPS > 1), columns q % NCH's
@@ -134,21 +150,41 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
       }
     }
     const u32 buf = base + (u32)((q % BUFS) * CHUNK);
+    // the byte of 16-byte unit u (of the chunk's 8) in row r of the buffer: swizzled, or a narrow
+    // chunk's dense rows
+    auto at = [&](int r, int u) { return buf + (u32)(narrow(q) ? r * (2 * W) + 16 * u : r * 128 + (u ^ (r % 8)) * 16); };
+    if constexpr (STSM) {
 #pragma unroll
-    for (int mi = 0; mi < MR; ++mi)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      for (int mi = 0; mi < MR; ++mi) {
         if (GROUPS > 1 && (mi != g || !live)) continue;
-        const int r = (GROUPS > 1 ? 0 : mi * 64) + r_in + 8 * h;   // the row in the box
-        if (ROWS < MR * 64 && GROUPS == 1 && r >= ROWS) continue;
+        const int r = (GROUPS > 1 ? 0 : mi * 64) + sm_row;   // the row this lane addresses
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {   // the chunk's 8-column groups
-          if (8 * (8 * ch + j) >= BN) break;
-          const float lo = acc[mi][4 * (8 * ch + j) + 2 * h], hi = acc[mi][4 * (8 * ch + j) + 2 * h + 1];
-          if (narrow(q)) st_shared_u32(buf + (u32)(r * (2 * W) + 2 * (8 * j + c_in)), pack2<T>(lo, hi));
-          else st_shared_u32(buf + (u32)(r * 128 + (j ^ (r % 8)) * 16 + 2 * c_in), pack2<T>(lo, hi));
+        for (int j = 0; j < 8; j += 2) {   // the chunk's 8-column groups, two at a time
+          const int J = 8 * ch + j;        // (of the warpgroup's columns)
+          if (8 * J >= BN) break;
+          const float *a = &acc[mi][4 * J];
+          if (8 * (J + 1) < BN)   // groups j, j + 1: rows 0-7 and 8-15 of each
+            stmatrix_x4(at(r, j + sm_mat / 2), pack2<T>(a[0], a[1]), pack2<T>(a[2], a[3]), pack2<T>(a[4], a[5]),
+                        pack2<T>(a[6], a[7]));
+          else   // a narrow chunk's odd last group
+            stmatrix_x2(at(r, j), pack2<T>(a[0], a[1]), pack2<T>(a[2], a[3]));
         }
       }
+    } else {
+#pragma unroll
+      for (int mi = 0; mi < MR; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mi * 64 + r_in + 8 * h;   // the row in the box
+          if (r >= ROWS) continue;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {   // the chunk's 8-column groups
+            if (8 * (8 * ch + j) >= BN) break;
+            const float lo = acc[mi][4 * (8 * ch + j) + 2 * h], hi = acc[mi][4 * (8 * ch + j) + 2 * h + 1];
+            st_shared_u32(at(r, j) + 2 * c_in, pack2<T>(lo, hi));
+          }
+        }
+    }
     if constexpr (!ALL) {
       fence_proxy_async_shared();
       if (!ONE && t == 0 && q + 1 < NQ) bulk_wait_read();   // chunk q + 1's buffer: q - 1's store read it

@@ -39,16 +39,18 @@ template <class Cfg, int MR>
 __device__ __forceinline__ void consume_kblock(float (&acc)[MR][Cfg::ACC_N / 2], u32 a_stage, u32 b_stage, int wg_row0,
                                                bool first) {
   const u32 ga = Cfg::SWAP ? b_stage : a_stage, gb = Cfg::SWAP ? a_stage : b_stage;
+  // the B operand: K-major advances 32 bytes along the swizzled row; MN-major advances 16 k-rows
+  // (the next box along N 8192 bytes on, the next 8 k-rows 1024; with the 64-byte swizzle boxes
+  // of 32 columns: 4096 and 512)
+  const u64 db0 = Cfg::B_SW64 ? smem_desc_sw64(gb, 4096, 512) : Cfg::B_ROW ? smem_desc(gb, 8192, 1024) : smem_desc(gb, 16, 1024);
+  constexpr u32 DB_K = Cfg::B_SW64 ? 1024 : Cfg::B_ROW ? 2048 : 32;   // bytes per k16 step
+  const u64 da0 = smem_desc(ga + wg_row0 * 128, 16, 1024);
 #pragma unroll
   for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
-    // the B operand: K-major advances 32 bytes along the swizzled row; MN-major advances 16 k-rows
-    // (the next box along N 8192 bytes on, the next 8 k-rows 1024; with the 64-byte swizzle boxes
-    // of 32 columns: 4096 and 512)
-    const u64 db = Cfg::B_SW64 ? smem_desc_sw64(gb + kk * 1024, 4096, 512)
-                   : Cfg::B_ROW ? smem_desc(gb + kk * 2048, 8192, 1024) : smem_desc(gb + kk * 32, 16, 1024);
+    const u64 db = smem_desc_add(db0, kk * DB_K);
 #pragma unroll
     for (int mi = 0; mi < MR; ++mi) {
-      const u64 da = smem_desc(ga + (wg_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
+      const u64 da = smem_desc_add(da0, mi * 64 * 128 + kk * 32);
       Cfg::Wgmma::mma(acc[mi], da, db, (first && kk == 0) ? 0 : 1);
     }
   }

@@ -469,6 +469,12 @@ static const entry matrix[] = {
   {"gemm.lua", {"tile.n=256", "mma=cooperative_n", "stages=4", "epilogue=tma", "dtype=f16"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", B_ROW_PTX, "_ZN7GemmCfg6COOP_NE = 1;"},
    {"m64n256k16", "bar.arrive"}},
+  /* ... 176 wide: halves of 88 columns, each 64-row group's narrow chunk 24 wide, whose odd last
+   * 8-column group leaves by stmatrix .x2 */
+  {"gemm.lua", {"tile.n=176", "mma=cooperative_n", "stages=4", "b_layout=col", "epilogue=tma"},
+   {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n88k16.f32.bf16.bf16", B_COL_PTX, "stmatrix.sync.aligned.m8n8.x4.shared.b16",
+    "stmatrix.sync.aligned.m8n8.x2.shared.b16", "_param_9"},
+   {"st.shared.u32", "m64n176k16"}},
   {"gemm.lua", {"tile.m=256", "tile.n=160", "mma=cooperative_n", "stages=3", "b_layout=col", "epilogue=direct"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16", B_COL_PTX, "st.global.u32"},
    {"cp.async.bulk.tensor.2d.global.shared::cta"}},
@@ -538,17 +544,17 @@ static const entry matrix[] = {
   /* the TMA-store epilogue: C swizzled into shared memory, a proxy fence, TMA stores (2-d over C;
    * 3-d per shard in the fused kernel), the stage rewritten only after the stores read it, and
    * no wait for the writes themselves (they complete with the grid) */
-  /* (the stage is written with st.shared through 32-bit addresses, never generic stores: those
-   * cost 2 % of a 8192^3 GEMM) */
+  /* (the stage is written through 32-bit shared addresses, never generic stores: those cost 2 %
+   * of a 8192^3 GEMM; four column pairs of a lane per stmatrix, not one per st.shared.u32) */
   {"gemm.lua", {"epilogue=tma", "stages=3"},
    {GEMM_PTX, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
-    "cp.async.bulk.wait_group.read", "fence.proxy.async.shared::cta", "st.shared.u32"},
-   {"st.global.u32", "cp.async.bulk.tensor.3d", "cp.async.bulk.wait_group 0", "\tst.u32"}},
+    "cp.async.bulk.wait_group.read", "fence.proxy.async.shared::cta", "stmatrix.sync.aligned.m8n8.x4.shared.b16"},
+   {"st.global.u32", "cp.async.bulk.tensor.3d", "cp.async.bulk.wait_group 0", "\tst.u32", "st.shared.u32", "stmatrix.sync.aligned.m8n8.x2"}},
   /* 128 x 256 with four stages: C leaves in 64-column chunks through two buffers per warpgroup, so
    * the ring and the staging fit 227 KB together (with the B multicast of a cluster of two) */
   {"gemm.lua", {"epilogue=tma", "stages=4", "cluster.m=2"},
    {GEMM_PTX, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read",
-    "fence.proxy.async.shared::cta", "st.shared.u32", "multicast::cluster", "m64n256k16"},
+    "fence.proxy.async.shared::cta", "stmatrix.sync.aligned.m8n8.x4.shared.b16", "multicast::cluster", "m64n256k16"},
    {"st.global.u32", "cp.async.bulk.tensor.3d"}},
   /* a tile 176 wide (column-major B): m64n176k16, B's 176-row box (88 per CTA of a cluster along
    * M), and C's last 48 columns through a second, unswizzled map (the kernel's tenth parameter, after c, a, b, m, n, k, ta, tb, tc) */
@@ -647,14 +653,14 @@ static const entry matrix[] = {
   {"gemm.lua", {"epilogue=tma", "b_layout=row", "tile.m=24", "tile.n=128", "consumers=1", "stages=9", "split_k=2",
                 "split_k_tail=true", "pdl=true"},
    {GEMM_PTX, B_ROW_PTX, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "STAGE_BYTESE = 19456;",
-    "st.shared::cluster.v4.f32", "griddepcontrol.wait"},
-   {"st.global.u32", "multicast::cluster", "_param_9"}},
+    "st.shared::cluster.v4.f32", "griddepcontrol.wait", "st.shared.u32"},
+   {"st.global.u32", "multicast::cluster", "_param_9", "stmatrix"}},
   {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.n=192", "stages=4"},
    {GEMM_PTX, "m64n192k16", "_param_8"}, {"_param_9"}},
   {"ag_gemm.lua", {"epilogue=tma", "tile.n=128", "mma=pingpong", "cluster.m=2"},
    {"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read", "multicast::cluster",
-    AG_SIGNAL_PTX, "st.shared.u32"},
-   {"cp.async.bulk.tensor.2d.global.shared::cta", "\tst.u32"}},
+    AG_SIGNAL_PTX, "stmatrix.sync.aligned.m8n8.x4.shared.b16"},
+   {"cp.async.bulk.tensor.2d.global.shared::cta", "\tst.u32", "st.shared.u32"}},
   /* the seed's scalar kernels (256 threads, CUDA cores): no tensor cores, no TMA */
   {"ag_gemm.lua", {"variant=naive_remote", "comm=auto", "tile=auto"},
    {AG_SIGNAL_PTX, "_param_6[136]", "fma.rn.f32", "bar.red.or.pred"},
