@@ -123,7 +123,7 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
           --extra "$cr,tile.m=256,tile.n=128" --extra "$cr,tile.m=192,tile.n=128" --extra "$cr,tile.m=192,tile.n=192" ;;
     12) step 12 "${CAP12:-240}" coop_n_sanitize.txt env OUT="$out/coop_n_sanitize" MMA=cooperative_n STEPS=3 \
           CHECK="tile.m=192 tile.n=192 stages=4 cluster.m=2 epilogue=tma;x;tile.m=128 tile.n=176 stages=4 cluster.n=2 epilogue=tma" \
-          EXTRAS=x bash "$here/mma_probe.sh" ;;
+          bash "$here/mma_probe.sh" ;;
     *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12)" >&2; exit 2 ;;
   esac
 done

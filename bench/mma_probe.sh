@@ -10,7 +10,7 @@
 #      reference, 20 launches bit-identical;
 #   2. timed: bench/gemm_llm.sh at SHAPES, the rule's CANDIDATES (2) beside each EXTRA config,
 #      ROUNDS rounds;
-#   3. compute-sanitizer's racecheck and synccheck over two CHECK configs (the first and third) at
+#   3. compute-sanitizer's racecheck and synccheck over two CHECK configs (the first and third, where there is one) at
 #      255 x 1032 x 1000 and 2048 x 1536 x 576 (several tiles per CTA: kturns' hand-over buffer
 #      reused); the cuBLASLt baseline `weft run` also launches is not weft's (its hazards are
 #      listed apart).
@@ -24,9 +24,15 @@ set -f   # (config words are split into --set pairs, never globbed)
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
 MMA=${MMA:-kturns}
-if [ "$MMA" != kturns ] && { [ -z "${CHECK:-}" ] || [ -z "${EXTRAS:-}" ]; }; then
-  echo "mma_probe.sh: MMA=$MMA needs CHECK and EXTRAS (the defaults are kturns' configs: swapped and thin tiles)" >&2
-  exit 2
+# the defaults are kturns' configs (swapped and thin tiles): another MMA names its own, CHECK for
+# the steps that run configs (1, 3, 4), EXTRAS for the timed one (2)
+if [ "$MMA" != kturns ]; then
+  for s in ${STEPS:-1 2}; do
+    case $s in
+      1|3|4) [ -n "${CHECK:-}" ] || { echo "mma_probe.sh: MMA=$MMA: step $s needs CHECK (the default configs are kturns')" >&2; exit 2; } ;;
+      2) [ -n "${EXTRAS:-}" ] || { echo "mma_probe.sh: MMA=$MMA: step 2 needs EXTRAS (the default configs are kturns')" >&2; exit 2; } ;;
+    esac
+  done
 fi
 OUT=${OUT:-/tmp/$MMA}
 mkdir -p "$OUT" || exit 1
@@ -64,6 +70,7 @@ for s in ${STEPS:-1 2}; do
        tail -30 "$OUT/timed/gemm_llm.log" 2>/dev/null ;;
     3) cs=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
        for i in 0 2; do
+         [ $i -lt ${#CHECKS[@]} ] || continue   # (CHECK of one or two configs: the first alone)
          for tool in racecheck synccheck; do
            log="$OUT/$tool.$i.txt"
            # shellcheck disable=SC2046
