@@ -109,9 +109,9 @@ __device__ __forceinline__ u64 smem_desc_sw64(u32 addr, u32 lbo, u32 sbo) {
 }
 // The descriptor of the address `bytes` past d's: only the start address field (bits 0-13 of the
 // low word, addr >> 4) moves, and it cannot carry out of its 14 bits while the address stays in
-// shared memory (below 2^18), so one 32-bit add on the low word.  A k-block's 4 x MR descriptors
-// are two built ones plus constants (built each, they cost the consumer warps four instructions
-// apiece: the add, mask, shift and or).
+// shared memory (below 2^18), so one 32-bit add on the low word.  A k-block's descriptors (4 x MR
+// of A, 4 of B) are two built ones plus constants (built each, they cost the consumer warps four
+// instructions apiece: the add, mask, shift and or).
 __device__ __forceinline__ u64 smem_desc_add(u64 d, u32 bytes) {
   const u32 lo = (u32)d + (bytes >> 4), hi = (u32)(d >> 32);
   return (u64)lo | ((u64)hi << 32);
