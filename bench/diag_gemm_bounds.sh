@@ -17,7 +17,8 @@
 #           Whether the whole cluster's lock-step is what slows weft's 4 x 2.  It computes.
 #   noepi:  the consumers store nothing (no epilogue, swapped or not): what C's stores cost the
 #           tensor cores between tiles, where the cooperative consumers stop multiplying to store.
-#           Unchecked.
+#           Unchecked.  (A store under a condition that never holds keeps the accumulators read:
+#           without it ptxas dropped the WGMMAs too, and 3072^3 ran above the GPU's peak.)
 # Patches combine with '+'; a patch that finds nothing to change stops the script.  Usage (GPU
 # machine, build/ built):
 #   DIAG_KINDS="real noload nomma" DIAG_SHAPES="--time-shape ..." bench/diag_gemm_bounds.sh "CONFIG SETS" ...
@@ -85,7 +86,15 @@ def noepi(s):
     a = s.index("      if constexpr (SWAP) store_tile_swapped<")
     b = s.index("epilogue<Cfg, MR, WG_ROWS, Src::SHARDED>(", a)
     b = s.index(");", b) + 2
-    return s[:a] + "      (void)r0;   // noepi: no store" + s[b:]
+    # (ptxas drops WGMMAs whose results nothing reads, the whole main loop's with them: a store
+    # that never runs -- C's rows are never negative -- keeps every 64-row group's live)
+    sink = ("      (void)r0;   // noepi: no store\n"
+            "      if (ms < 0) {\n"
+            "        float sink = 0.f;\n"
+            "        for (int mi = 0; mi < MR; ++mi) sink += acc[mi][0];\n"
+            "        c[threadIdx.x] = from_f32<typename Cfg::T>(sink);\n"
+            "      }")
+    return s[:a] + sink + s[b:]
 def nored(s):
     # the kernel (weft/gemm_kernel.cuh): a split tile's rank 0 stores its own partial whole, the
     # others store nothing (no tree, no flat sum)
