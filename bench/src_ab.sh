@@ -7,8 +7,10 @@
 # random data, C poisoned, a double reference); then ROUNDS rounds, each running every tree's
 # every config in turn at SHAPES, each `weft run` timing cuBLASLt in the same process.  Prints
 # each (config, shape, tree)'s median graph-replay time with its rounds and cuBLASLt's.
-#   SRCS   trees ("old_src ."), DIAG (patch kinds, ""), CFGS ("k=v ...;..." over examples/gemm.lua),
-#   SHAPES ("3072x3072x3072 16384x6144x4096"), ROUNDS (3), ITERS (30), OUT (/tmp/src_ab)
+#   SRCS   trees ("."; each named by its folder's name, "this" for ".", and no two alike),
+#   DIAG (patch kinds, ""; their copies are not checked: they compute nothing right), CFGS ("k=v
+#   ...;..." over examples/gemm.lua), SHAPES ("3072x3072x3072 16384x6144x4096"), ROUNDS (3),
+#   ITERS (30), OUT (/tmp/src_ab: its earlier rounds' logs are removed first), WEFT (build/weft)
 # --dry-run: print the runs, run none (the host test).  --table LOG: the table of an earlier
 # run's $OUT/all.log.
 set -u
@@ -24,11 +26,12 @@ for line in open(sys.argv[1]):
         cur = (int(m.group(2)), m.group(1))
     elif line.startswith("ag_gemm ") and cur:
         f = line.split()   # ... M N K P iters weft_ev weft_gr TF_ev TF_gr cublas_ev cublas_gr ...
-        rows[(cur[0], "x".join(f[4:7]), cur[1])].append((float(f[10]), float(f[14]) if f[14] != "-" else float("nan")))
-print("cfg  shape  tree  weft_gr_median_us  [rounds]  cuBLASLt_gr [rounds]")
+        num = lambda x: float(x) if x != "-" else float("nan")
+        rows[(cur[0], "x".join(f[4:7]), cur[1])].append((num(f[10]), num(f[14])))
+print("cfg  shape  tree  weft_gr_median_us  [rounds]  cuBLASLt_gr [rounds]  (rounds that timed)")
 for (c, s, t), v in sorted(rows.items()):
     print(c, s, t, "%.1f" % statistics.median(x[0] for x in v), [x[0] for x in v],
-          "%.1f" % statistics.median(x[1] for x in v), [x[1] for x in v])
+          "%.1f" % statistics.median(x[1] for x in v), [x[1] for x in v], "n=%d" % len(v))
 PY
 }
 if [ "${1:-}" = "--table" ]; then
@@ -45,34 +48,45 @@ mkdir -p "$O" || exit 1
 W=${WEFT:-$PWD/build/weft}
 IFS=';' read -r -a CFG <<<"${CFGS:-b_layout=col tile.m=128 tile.n=192 stages=4 cluster.m=2 epilogue=tma}"
 read -r -a SH <<<"${SHAPES:-3072x3072x3072 16384x6144x4096}"
-srcs=()
+srcs=() tags=() checked=()   # each tree, its name in the logs, whether it computes (checked in round 0)
+add_tree() {
+  local t
+  for t in "${tags[@]}"; do
+    [ "$t" != "$2" ] || { echo "src_ab.sh: two trees named '$2' (their logs would mix): name the copies apart" >&2; exit 2; }
+  done
+  srcs+=("$1") tags+=("$2") checked+=("$3")
+}
 for s in ${SRCS:-.}; do
   [ -f "$s/templates/weft/gemm_kernel.cuh" ] || { echo "src_ab.sh: SRCS: '$s' holds no copy of gen/ and templates/" >&2; exit 2; }
-  srcs+=("$s")
+  if [ "$s" = . ]; then add_tree . this 1; else add_tree "$s" "$(basename "$s")" 1; fi
 done
 if [ -n "${DIAG:-}" ]; then
   DIAG_PATCH_ONLY=1 DIAG_KINDS="$DIAG" DIAG_TMP="$O/diag" bash "$here/diag_gemm_bounds.sh" > "$O/patch.log" 2>&1 ||
     { echo "src_ab.sh: DIAG: the patches failed (their log: $O/patch.log)" >&2; cat "$O/patch.log" >&2; exit 2; }
-  for k in $DIAG; do srcs+=("$O/diag/weft_diag_${k//+/_}"); done
+  for k in $DIAG; do add_tree "$O/diag/weft_diag_${k//+/_}" "${k//+/_}" 0; done
 fi
-tag() { case $1 in .) echo this;; */weft_diag_*) echo "${1##*/weft_diag_}";; *) basename "$1";; esac; }
-run() {   # tree round config-index
-  local src=$1 r=$2 i=$3 t sets chk x shapes=()
-  t=$(tag "$src")
+log() { echo "$O/r$1_${tags[$2]}_$3.log"; }   # round, tree, config
+run() {   # round tree config (indices)
+  local r=$1 j=$2 i=$3 sets chk=--no-check x shapes=()
   sets=$(set_args "${CFG[$i]}")
-  chk=--no-check
-  [ "$r" = 0 ] && case $t in noload*|nomma*|nored*|noepi*) ;; *) chk="--shape 1000x1000x1000";; esac
+  [ "$r" = 0 ] && [ "${checked[$j]}" = 1 ] && chk="--shape 1000x1000x1000"
   if [ "$r" = 0 ]; then shapes=(--time-shape "${SH[0]}"); else for x in "${SH[@]}"; do shapes+=(--time-shape "$x"); done; fi
-  if [ $dry = 1 ]; then echo "WEFT_SOURCE_DIR=$src $W run examples/gemm.lua $sets $chk --shapes-only ${shapes[*]}"; return; fi
+  if [ $dry = 1 ]; then echo "WEFT_SOURCE_DIR=${srcs[$j]} $W run examples/gemm.lua $sets $chk --shapes-only ${shapes[*]}"; return; fi
   # shellcheck disable=SC2086
-  { echo "== r$r $t cfg$i: ${CFG[$i]}"
-    WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR="$O/cache_$t" timeout 120 "$W" run examples/gemm.lua $sets $chk --shapes-only \
-      "${shapes[@]}" --iters "${ITERS:-30}" 2>&1; } > "$O/r${r}_${t}_$i.log"
+  { echo "== r$r ${tags[$j]} cfg$i: ${CFG[$i]}"
+    WEFT_SOURCE_DIR=${srcs[$j]} WEFT_CACHE_DIR="$O/cache_${tags[$j]}" timeout 120 "$W" run examples/gemm.lua $sets $chk \
+      --shapes-only "${shapes[@]}" --iters "${ITERS:-30}" 2>&1; } > "$(log "$r" "$j" "$i")"
 }
-for s in "${srcs[@]}"; do for i in "${!CFG[@]}"; do run "$s" 0 "$i" & done; done
+rounds=$(seq 0 "${ROUNDS:-3}")
+if [ $dry = 0 ]; then   # (an earlier run's logs in this OUT would join the table)
+  for r in $rounds; do for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do rm -f "$(log "$r" "$j" "$i")"; done; done; done
+fi
+for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do run 0 "$j" "$i" & done; done
 wait
-[ $dry = 1 ] || grep -h -E "^== |check:|FAIL|rror" "$O"/r0_*.log
-for r in $(seq "${ROUNDS:-3}"); do for s in "${srcs[@]}"; do for i in "${!CFG[@]}"; do run "$s" "$r" "$i"; done; done; done
+if [ $dry = 0 ]; then
+  for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do grep -h -E "^== |check:|FAIL|rror" "$(log 0 "$j" "$i")"; done; done
+fi
+for r in $(seq "${ROUNDS:-3}"); do for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do run "$r" "$j" "$i"; done; done; done
 [ $dry = 1 ] && exit 0
-cat "$O"/r[1-9]*_*.log > "$O/all.log"
+for r in $(seq "${ROUNDS:-3}"); do for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do cat "$(log "$r" "$j" "$i")"; done; done; done > "$O/all.log"
 src_ab_table "$O/all.log"

@@ -123,9 +123,9 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   if (t == 0) bulk_wait_read();   // the last tile's stores have read their buffers
   bar_sync(bar_id, 128);
   const int r_in = 16 * (t / 32) + (t % 32) / 4, c_in = 2 * (t % 4);
-  // Whole 16-row warp blocks (every tile but a thin one's fewer rows): stmatrix, whose lane l
-  // addresses row l % 8 of matrix l / 8 -- the warp's rows 0-7 (matrices 0, 2) or 8-15 (1, 3) of
-  // column group j (0, 1) or j + 1 (2, 3).  A thin tile's rows end inside a warp's block: a
+  // Every 64-row group whole (every tile but a thin one): stmatrix, whose lane l addresses row
+  // l % 8 of matrix l / 8 -- the warp's rows 0-7 (matrices 0, 2) or 8-15 (1, 3) of column group
+  // j (0, 1) or j + 1 (2, 3).  A thin tile's ROWS (8, 16, ... 56) may end inside a warp's 16: a
   // 32-bit store per column pair, each row checked.
   constexpr bool STSM = GROUPS > 1 || ROWS == MR * 64;
   const int sm_mat = (t % 32) / 8, sm_row = 16 * (t / 32) + 8 * (sm_mat % 2) + t % 8;

@@ -555,7 +555,7 @@ static const entry matrix[] = {
   {"gemm.lua", {"epilogue=tma", "stages=4", "cluster.m=2"},
    {GEMM_PTX, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read",
     "fence.proxy.async.shared::cta", "stmatrix.sync.aligned.m8n8.x4.shared.b16", "multicast::cluster", "m64n256k16"},
-   {"st.global.u32", "cp.async.bulk.tensor.3d"}},
+   {"st.global.u32", "cp.async.bulk.tensor.3d", "st.shared.u32"}},
   /* a tile 176 wide (column-major B): m64n176k16, B's 176-row box (88 per CTA of a cluster along
    * M), and C's last 48 columns through a second, unswizzled map (the kernel's tenth parameter, after c, a, b, m, n, k, ta, tb, tc) */
   {"gemm.lua", {"epilogue=tma", "b_layout=col", "tile.n=176", "stages=5", "cluster.m=2"},
