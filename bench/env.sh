@@ -21,9 +21,11 @@ set_args() {   # set_args "k=v k2=v2" -> "--set k=v --set k2=v2" (a config as th
   for kv in $1; do out="$out --set $kv"; done
   echo "$out"
 }
-gemm_run_rows() {   # gemm_run_rows LOG...: each `weft run` GEMM timing row (ag_gemm) of the logs, as
-  # "  MxNxK weft US cublas US ratio R" (graph replay)
-  awk '$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}' "$@"
+# each `weft run` GEMM timing row (ag_gemm) as "  MxNxK weft US cublas US ratio R" (graph replay):
+# the one place that knows the row's columns (an awk program, for scripts that add to it)
+GEMM_RUN_ROW='$1=="ag_gemm"{printf "  %sx%sx%s weft %s cublas %s ratio %s\n", $5, $6, $7, $11, $15, $19}'
+gemm_run_rows() {   # gemm_run_rows LOG...: those rows of the logs
+  awk "$GEMM_RUN_ROW" "$@"
 }
 link_built_at() {   # built_at=$(link_built_at ROOT) || exit 1: the path build/ was made at, made to reach ROOT
   # ctest's files hold absolute paths into the tree build/ was made in (WEFT_BUILT_AT; else the

@@ -15,24 +15,28 @@
 # run's $OUT/all.log.
 set -u
 set -f   # (config words are split into --set pairs, never globbed)
-# the median per (config, shape, tree) of the rounds' logs (`weft run`'s table rows)
+here=$(dirname "${BASH_SOURCE[0]}")
+. "$here/env.sh"
+# the median per (config, shape, tree) of the rounds' logs (their headers, and `weft run`'s timing
+# rows as env.sh's GEMM_RUN_ROW reads them)
 src_ab_table() {
-  python3 - "$1" <<'PY'
+  awk '/^== r[0-9]/ { print; next } '"$GEMM_RUN_ROW" "$1" | python3 -c "$(cat <<'PY'
 import collections, re, statistics, sys
 rows, cur = collections.defaultdict(list), None
-for line in open(sys.argv[1]):
+for line in sys.stdin:
     m = re.match(r"== r\d+ (\S+) cfg(\d+)", line)
     if m:
         cur = (int(m.group(2)), m.group(1))
-    elif line.startswith("ag_gemm ") and cur:
-        f = line.split()   # ... M N K P iters weft_ev weft_gr TF_ev TF_gr cublas_ev cublas_gr ...
+    elif cur:   # "  MxNxK weft US cublas US ratio R"
+        f = line.split()
         num = lambda x: float(x) if x != "-" else float("nan")
-        rows[(cur[0], "x".join(f[4:7]), cur[1])].append((num(f[10]), num(f[14])))
+        rows[(cur[0], f[0], cur[1])].append((num(f[2]), num(f[4])))
 print("cfg  shape  tree  weft_gr_median_us  [rounds]  cuBLASLt_gr [rounds]  (rounds that timed)")
 for (c, s, t), v in sorted(rows.items()):
     print(c, s, t, "%.1f" % statistics.median(x[0] for x in v), [x[0] for x in v],
           "%.1f" % statistics.median(x[1] for x in v), [x[1] for x in v], "n=%d" % len(v))
 PY
+)"
 }
 if [ "${1:-}" = "--table" ]; then
   [ -r "${2:-}" ] || { echo "src_ab.sh: --table: cannot read '${2:-}' (an earlier run's all.log)" >&2; exit 2; }
@@ -41,8 +45,6 @@ if [ "${1:-}" = "--table" ]; then
 fi
 dry=0
 [ "${1:-}" = "--dry-run" ] && dry=1
-here=$(dirname "${BASH_SOURCE[0]}")
-. "$here/env.sh"
 O=${OUT:-/tmp/src_ab}
 mkdir -p "$O" || exit 1
 W=${WEFT:-$PWD/build/weft}
