@@ -77,7 +77,7 @@ run() {   # round tree config (indices)
   # shellcheck disable=SC2086
   { echo "== r$r ${tags[$j]} cfg$i: ${CFG[$i]}"
     WEFT_SOURCE_DIR=${srcs[$j]} WEFT_CACHE_DIR="$O/cache_${tags[$j]}" timeout 120 "$W" run examples/gemm.lua $sets $chk \
-      --shapes-only "${shapes[@]}" --iters "${ITERS:-30}" 2>&1; } > "$(log "$r" "$j" "$i")"
+      --shapes-only "${shapes[@]}" --iters "${ITERS:-30}" 2>&1; echo "== rc $?"; } > "$(log "$r" "$j" "$i")"
 }
 rounds=$(seq 0 "${ROUNDS:-3}")
 if [ $dry = 0 ]; then   # (an earlier run's logs in this OUT would join the table)
@@ -85,8 +85,14 @@ if [ $dry = 0 ]; then   # (an earlier run's logs in this OUT would join the tabl
 fi
 for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do run 0 "$j" "$i" & done; done
 wait
-if [ $dry = 0 ]; then
-  for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do grep -h -E "^== |check:|FAIL|rror" "$(log 0 "$j" "$i")"; done; done
+if [ $dry = 0 ]; then   # round 0's checks, and a run that failed (a config refused, no GPU, a wrong answer) stops it
+  bad=0
+  for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do
+    f=$(log 0 "$j" "$i")
+    grep -h -E "^== r|check:|FAIL|rror" "$f"
+    grep -qx "== rc 0" "$f" || { bad=1; echo "src_ab.sh: ${tags[$j]}'s config $i failed ($(grep '^== rc' "$f")); its log ($f) ends:" >&2; tail -3 "$f" >&2; }
+  done; done
+  [ $bad = 0 ] || exit 1
 fi
 for r in $(seq "${ROUNDS:-3}"); do for j in "${!srcs[@]}"; do for i in "${!CFG[@]}"; do run "$r" "$j" "$i"; done; done; done
 [ $dry = 1 ] && exit 0
