@@ -40,7 +40,16 @@
 #      configs, bf16, 6 rounds;
 #  12. compute-sanitizer's racecheck and synccheck over two cooperative_n configs (mma_probe.sh
 #      step 3: the first and third CHECK configs).
-#   STEPS ("1 2 3"), CAP1..CAP12 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240)
+#  13. where the loads' time goes at 3072^3 and 16384 x 6144 x 4096 (B column-major): bench/src_ab.sh
+#      over this tree and diag_gemm_bounds.sh's noepi, noload and nomma copies (cooperative_n 192 x
+#      192 and 128 x 192, both 2 x 1); then cooperative_n 192 x 192 in a 2 x 1 cluster against
+#      1 x 2 (A multicast along N, as cuBLASLt's coopB kernels at other shapes), in turn; then the
+#      SM clock and power of the real kernel and its noload copy at 3072^3 (bench/gemm_clock.py):
+#      whether noload's lead is time not spent waiting for loads, or a clock the power cap allows.
+#  14. compute-sanitizer's racecheck over kturns 64 x 48 with the direct epilogue (pdl) and the TMA
+#      one (mma_probe.sh step 3), whose hand-over the thirty-seventh session's racecheck still
+#      reported with the TMA epilogue.
+#   STEPS ("1 2 3"), CAP1..CAP14 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -124,7 +133,19 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
     12) step 12 "${CAP12:-240}" coop_n_sanitize.txt env OUT="$out/coop_n_sanitize" MMA=cooperative_n STEPS=3 \
           CHECK="tile.m=192 tile.n=192 stages=4 cluster.m=2 epilogue=tma;x;tile.m=128 tile.n=176 stages=4 cluster.n=2 epilogue=tma" \
           bash "$here/mma_probe.sh" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12)" >&2; exit 2 ;;
+    13) cb="b_layout=col stages=4 epilogue=tma" cn="tile.m=192 tile.n=192 mma=cooperative_n"
+        step 13 "${CAP13:-480}" loads.txt bash -c '
+          env SRCS=. DIAG="noepi noload nomma" CFGS="$1 $2 cluster.m=2;$1 tile.m=128 tile.n=192 cluster.m=2" \
+            SHAPES="3072x3072x3072 16384x6144x4096" OUT="$3/ab" bash "$4/src_ab.sh" || exit
+          env SRCS=. CFGS="$1 $2 cluster.m=2;$1 $2 cluster.n=2" SHAPES="3072x3072x3072 16384x6144x4096" \
+            OUT="$3/cluster" bash "$4/src_ab.sh" || exit
+          c=$(echo "$1 $2 cluster.m=2" | tr " " ,)
+          PYTHONPATH=build/python python3 "$4/gemm_clock.py" --out "$3/clock" --secs 2 \
+            --shape "3072x3072x3072:$c;@$3/ab/diag/weft_diag_noload,$c"' _ "$cb" "$cn" "$out/loads" "$here" ;;
+    14) step 14 "${CAP14:-200}" kturns_sanitize.txt env OUT="$out/kturns_sanitize" STEPS=3 \
+          CHECK="tile.m=64 tile.n=48 stages=10 epilogue=direct pdl=true;x;tile.m=64 tile.n=48 stages=10 epilogue=tma" \
+          bash "$here/mma_probe.sh" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
