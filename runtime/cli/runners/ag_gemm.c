@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ag_gemm.h"
+#include "comm_run.h"
 #include "measure.h"
 #include "ref_gemm.h"
 #include "driver.h"
@@ -436,11 +437,7 @@ static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
     goto out;
   }
   if (r.kind != V_GEMM) {
-    if (weft_world_create(NULL, &r.w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
-    if (weft_comm_create(k, r.w, cli_mnk_max_elems(&sh, comm_elems), &r.comm)) {
-      fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
-      goto out;
-    }
+    if (comm_run_open(k, cli_mnk_max_elems(&sh, comm_elems), RANK, &r.w, &r.comm)) goto out;
   }
   {
     int ok = cu_ok(D->cuStreamCreate(&r.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate") &&

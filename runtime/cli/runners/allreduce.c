@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "measure.h"
-#include "runner.h"
+#include "comm_run.h"
 #include "driver.h"
 #include "hostref.h"
-#include "ref_allreduce.h"
 #include "ranks.h"
+#include "ref_allreduce.h"
+#include "runner.h"
 
 static const drv_table *D;
 static int RANK, SIZE;
@@ -38,57 +38,27 @@ typedef struct ar_run {
   size_t es;
 } ar_run;
 
-static uint64_t data_seed(const ar_run *r, int rank, long long n) {
-  return r->o->seed + 7919ull * (uint64_t)(rank + 1) + (uint64_t)n * 104729ull;
-}
-
 static void fill_input(const ar_run *r, int rank, long long n, void *h) {
-  if (r->op == HR_PROD && !r->custom) hr_fill_pow2_for_prod(r->dt, h, (size_t)n, (size_t)n, data_seed(r, rank, n));
-  else hr_fill_uniform(r->dt, h, (size_t)n, data_seed(r, rank, n), -1.0, 1.0);
+  comm_run_fill(r->dt, r->op, r->custom, r->o->seed, rank, n, h);
 }
 
-static int launch(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n) {
-  void *args[3];
-  const char *names[3] = {"y", "x", "n"};
-  void *vals[3] = {&y, &x, &n};
-  if (r->m->n_args > 3 || cli_bind_args(r->m, args, names, vals, 3)) return -1;
-  return cli_comm_launch(r->c, args, NULL, RANK);
-}
+static int launch(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n) { return comm_run_launch_yxn(r->m, r->c, y, x, n, RANK); }
 
 /* wait for the device; a timed-out signal becomes this rank's error */
 static int finish(ar_run *r) { return cli_comm_finish(D, RANK, D->cuCtxSynchronize(), "the allreduce kernel", r->c); }
 
 static void fill_rank(void *ud, int rank, size_t n, void *dst) { fill_input(ud, rank, (long long)n, dst); }
 
-static int fold_ref(void *ud, const double *v, size_t n, double *out) {
-  ar_run *r = ud;
-  if (!weft_reference_fold(r->k, v, n, out)) return 0;
-  fprintf(stderr, "weft run: %s\n", weft_kernel_error(r->k));
-  return -1;
-}
-
 /* the reference for n elements: rank-order fold of every rank's input, in double */
 static int reference(ar_run *r, long long n, double *want, double *scale) {
-  return ref_allreduce(r->dt, r->op, r->custom ? fold_ref : NULL, r, SIZE, (size_t)n, fill_rank, r, want, scale);
+  return ref_allreduce(r->dt, r->op, r->custom ? comm_run_fold : NULL, r->k, SIZE, (size_t)n, fill_rank, r, want, scale);
 }
 
 /* y (n elements on the device) against the reference; prints one line on a failure */
 static int compare(ar_run *r, const char *what, long long n, CUdeviceptr y, const double *want, const double *scale,
                    void *got) {
   if (!cu_ok(D->cuMemcpyDtoH(got, y, (size_t)n * r->es), "cuMemcpyDtoH")) return -1;
-  double rtol = ref_allreduce_rtol(r->dt, r->op, r->custom);
-  double *atol = malloc((size_t)n * sizeof *atol);
-  if (!atol) return -1;
-  for (long long i = 0; i < n; i++) atol[i] = ref_allreduce_atol(r->op, r->custom, scale[i]);
-  hr_report rep;
-  int bad = hr_compare(r->dt, got, want, (size_t)n, atol, (size_t)n, rtol, &rep);
-  free(atol);
-  if (bad) {
-    char line[512];
-    hr_report_format(&rep, line, sizeof line);
-    fprintf(stderr, "check: rank %d: %s n=%lld %s: FAIL (%s)\n", RANK, r->m->name, n, what, line);
-  }
-  return bad ? -1 : 0;
+  return comm_run_compare_fold(r->dt, r->op, r->custom, got, want, scale, n, r->m->name, what, RANK);
 }
 
 /* pdl = true: ten chained pairs, z = allreduce(y) launched right behind y = allreduce(x), with y
@@ -180,24 +150,12 @@ static int ar_finish(void *ud, CUstream s, char *err, size_t len) {
   return finish(((ar_timed *)ud)->r);
 }
 
-/* CUDA events around `iters` back-to-back launches (or copies), after a barrier; the slowest
- * rank's time per launch.  5 rounds after 3 warm-ups, and the median round: one round can catch
- * a hiccup of the machine (a single 8 B row was seen at 3-4x its neighbours', on either side),
- * which would decide a ratio alone.  bench/nccl_bench.c times NCCL the same way. */
-#define TIME_ROUNDS 5
-static const measure_plan ar_plan = {.warmup = 3, .warm_once = 1, .settle = 1, .rounds = TIME_ROUNDS};
-
+/* `iters` back-to-back launches (or copies), timed by comm_run_time's plan: us per launch, or -1 */
 static double time_launches(ar_run *r, CUdeviceptr y, CUdeviceptr x, long long n, int iters, int copy) {
   ar_timed t = {r, y, x, n, copy};
   measure_op op = {ar_launch, &t, 1, ar_finish};
-  measure_plan plan = ar_plan;
-  plan.iters = iters;
-  plan.ranks = measure_ranks_mpi();
   measure_result res;
-  char err[512];
-  if (!measure_run(D, &plan, &op, 1, &res, err, sizeof err)) return res.ev_us;
-  if (err[0]) fprintf(stderr, "weft run: rank %d: %s\n", RANK, err);
-  return -1.0;
+  return comm_run_time(D, RANK, &op, 1, iters, &res) ? -1.0 : res.ev_us;
 }
 
 static int run_allreduce(weft_kernel *k, const run_opts *o) {
@@ -217,27 +175,18 @@ static int run_allreduce(weft_kernel *k, const run_opts *o) {
   CUdeviceptr x = 0, y = 0, z = 0;
   /* the sizes to check and time (the family's run spec: odd sizes to check, 8 B .. 256 MB to
    * time, within the kernel's limits; --elems N or weft tune's shape: N only) */
-  long long max_n = 1;
-  for (int i = 0; i < (o->check ? o->n_check : 0); i++) if (o->check_shapes[i].v[0] > max_n) max_n = o->check_shapes[i].v[0];
-  for (int i = 0; i < (o->timing ? o->n_time : 0); i++) if (o->time_shapes[i].v[0] > max_n) max_n = o->time_shapes[i].v[0];
+  long long max_n = comm_run_max_first(o);
   if (r.custom && !weft_manifest_param(r.m, "op.ref") && o->check) {
     if (RANK == 0) printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end)\n", r.m->name);
   }
-  if (weft_world_create(NULL, &w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
-  if (weft_comm_create(k, w, max_n, &r.c)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
-    goto out;
-  }
+  if (comm_run_open(k, max_n, RANK, &w, &r.c)) goto out;
   {
     size_t bytes = (size_t)max_n * r.es;
     int ok = cu_ok(D->cuMemAlloc(&x, bytes), "cuMemAlloc") && cu_ok(D->cuMemAlloc(&y, bytes), "cuMemAlloc") &&
              cu_ok(D->cuMemAlloc(&z, bytes), "cuMemAlloc");
     if (!ranks_all(ok)) goto out;
   }
-  if (RANK == 0)
-    printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", r.m->name, SIZE, SIZE == 1 ? "" : "s",
-           weft_symm_gpu_share(weft_comm_symm(r.c)), weft_symm_method(weft_comm_symm(r.c)),
-           r.m->comm.multimem ? (weft_comm_multicast(r.c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
+  if (RANK == 0) comm_run_print(r.m, r.c, SIZE);
   if (o->check && o->n_check && !(r.custom && !weft_manifest_param(r.m, "op.ref"))) {
     long long largest = 0;
     for (int i = 0; i < o->n_check; i++) {
@@ -259,7 +208,7 @@ static int run_allreduce(weft_kernel *k, const run_opts *o) {
     if (RANK == 0)
       printf("time: %s, %d ranks; each row: CUDA events around back-to-back launches, the slowest rank, "
              "median of %d rounds\n"
-             "%12s %12s %10s %11s %11s %10s %9s\n", r.m->name, SIZE, TIME_ROUNDS, "bytes", "elements", "time_us", "algbw_GB/s",
+             "%12s %12s %10s %11s %11s %10s %9s\n", r.m->name, SIZE, COMM_RUN_ROUNDS, "bytes", "elements", "time_us", "algbw_GB/s",
              "busbw_GB/s", "copy_us", "vs_copy");
     for (int i = 0; i < o->n_time; i++) {
       long long n = o->time_shapes[i].v[0], bytes = n * (long long)r.es;

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_run.h"
 #include "driver.h"
 #include "hostref.h"
-#include "measure.h"
 #include "ranks.h"
 #include "ref_allreduce_norm.h"
 #include "ref_fp8.h"
@@ -52,7 +52,7 @@ typedef struct arn_run {
 static size_t y_bytes(const arn_run *a) { return a->n * (a->fp8 ? 1 : a->es); }
 
 static uint64_t data_seed(const arn_run *a, int rank) {
-  return a->o->seed + 7919ull * (uint64_t)(rank + 1) + (uint64_t)a->n * 104729ull + (uint64_t)a->cols;
+  return comm_run_seed(a->o->seed, rank, (long long)a->n) + (uint64_t)a->cols;
 }
 static void fill_rank(void *ud, int rank, size_t n, void *dst) {
   hr_fill_uniform(((arn_run *)ud)->dt, dst, n, data_seed(ud, rank), -1.0, 1.0);
@@ -315,7 +315,6 @@ static int arn_finish(void *ud, CUstream s, char *err, size_t len) {
   return finish(t->a->c) || finish(t->u->arc) ? -1 : 0;
 }
 
-#define TIME_ROUNDS 5
 static int time_shape(arn_run *a, unfused *u) {
   const weft_manifest *rm = weft_kernel_manifest(u->rms);
   const char *names[] = {"y", "x", "w", "r", "eps", "rows", "cols"};
@@ -328,14 +327,8 @@ static int time_shape(arn_run *a, unfused *u) {
     t[i] = (arn_timed){a, u, i};
     ops[i] = (measure_op){arn_launch, &t[i], 1, arn_finish};
   }
-  measure_plan plan = {.warmup = 3, .warm_once = 1, .settle = 1, .rounds = TIME_ROUNDS, .ranks = measure_ranks_mpi()};
-  plan.iters = a->n * a->es <= (1u << 20) ? a->o->iters * 4 : a->o->iters;
   measure_result res[T_N];
-  char err[512];
-  if (measure_run(D, &plan, ops, T_N, res, err, sizeof err)) {
-    if (err[0]) fprintf(stderr, "weft run: rank %d: %s\n", RANK, err);
-    return -1;
-  }
+  if (comm_run_time(D, RANK, ops, T_N, a->n * a->es <= (1u << 20) ? a->o->iters * 4 : a->o->iters, res)) return -1;
   double f = res[T_FUSED].ev_us, un = res[T_UNFUSED].ev_us;
   if (RANK == 0)
     printf("%8d %7d %12zu %10.2f %12.2f %10.2f %10.2f %9.3f %11.2f\n", a->rows, a->cols, a->n * a->es, f, un,
@@ -387,17 +380,10 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
       if (rows > max_rows) max_rows = rows;
     }
   }
-  if (weft_world_create(NULL, &w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
   a.max_n = max_n;
-  if (weft_comm_create(k, w, max_n, &a.c)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
-    goto out;
-  }
+  if (comm_run_open(k, max_n, RANK, &w, &a.c)) goto out;
   if (!ranks_all(alloc_all(&a, (size_t)max_n * a.es, (size_t)max_cols * a.es, (size_t)max_rows))) goto out;
-  if (RANK == 0)
-    printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", a.m->name, SIZE, SIZE == 1 ? "" : "s",
-           weft_symm_gpu_share(weft_comm_symm(a.c)), weft_symm_method(weft_comm_symm(a.c)),
-           a.m->comm.multimem ? (weft_comm_multicast(a.c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
+  if (RANK == 0) comm_run_print(a.m, a.c, SIZE);
   if (o->check && o->n_check) {
     for (int i = 0; i < o->n_check; i++) {
       a.rows = (int32_t)cli_size(a.m, &o->check_shapes[i], "rows");
@@ -420,7 +406,7 @@ static int run_allreduce_norm(weft_kernel *k, const run_opts *o) {
     if (RANK == 0)
       printf("time: %s, %d ranks; CUDA events around back-to-back launches, the slowest rank, median of %d rounds; "
              "unfused = weft allreduce then weft rmsnorm (same layout)\n"
-             "%8s %7s %12s %10s %12s %10s %10s %9s %11s\n", a.m->name, SIZE, TIME_ROUNDS, "tokens", "hidden", "bytes",
+             "%8s %7s %12s %10s %12s %10s %10s %9s %11s\n", a.m->name, SIZE, COMM_RUN_ROUNDS, "tokens", "hidden", "bytes",
              "fused_us", "unfused_us", "ar_us", "rms_us", "fused/un", "fused-rms");
     for (int i = 0; i < o->n_time; i++) {
       a.rows = (int32_t)cli_size(a.m, &o->time_shapes[i], "rows");

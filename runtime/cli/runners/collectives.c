@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_run.h"
 #include "driver.h"
 #include "hostref.h"
-#include "measure.h"
 #include "nccl.h"
 #include "ranks.h"
 #include "ref_collectives.h"
@@ -51,31 +51,13 @@ typedef struct co_run {
 static long long in_elems(const co_run *r, long long n) { return r->rs ? n * SIZE : n; }
 static long long out_elems(const co_run *r, long long n) { return r->rs ? n : n * SIZE; }
 
-static uint64_t data_seed(const co_run *r, int rank, long long count) {
-  return r->o->seed + 7919ull * (uint64_t)(rank + 1) + (uint64_t)count * 104729ull;
-}
-
 /* rank's whole input (count elements) */
 static void fill_input(const co_run *r, int rank, long long count, void *h) {
-  if (r->op == HR_PROD && !r->custom) hr_fill_pow2_for_prod(r->dt, h, (size_t)count, (size_t)count, data_seed(r, rank, count));
-  else hr_fill_uniform(r->dt, h, (size_t)count, data_seed(r, rank, count), -1.0, 1.0);
+  comm_run_fill(r->dt, r->op, r->custom, r->o->seed, rank, count, h);
 }
 static void fill_rank(void *ud, int rank, size_t count, void *dst) { fill_input(ud, rank, (long long)count, dst); }
 
-static int fold_ref(void *ud, const double *v, size_t n, double *out) {
-  co_run *r = ud;
-  if (!weft_reference_fold(r->k, v, n, out)) return 0;
-  fprintf(stderr, "weft run: %s\n", weft_kernel_error(r->k));
-  return -1;
-}
-
-static int launch(co_run *r, CUdeviceptr y, CUdeviceptr x, long long n) {
-  void *args[3];
-  const char *names[3] = {"y", "x", "n"};
-  void *vals[3] = {&y, &x, &n};
-  if (r->m->n_args > 3 || cli_bind_args(r->m, args, names, vals, 3)) return -1;
-  return cli_comm_launch(r->c, args, NULL, RANK);
-}
+static int launch(co_run *r, CUdeviceptr y, CUdeviceptr x, long long n) { return comm_run_launch_yxn(r->m, r->c, y, x, n, RANK); }
 
 static int finish(co_run *r) { return cli_comm_finish(D, RANK, D->cuCtxSynchronize(), r->m->family, r->c); }
 
@@ -84,7 +66,7 @@ typedef struct expect { double *want, *scale; void *bits; } expect;
 
 static int expected(co_run *r, long long n, expect *e) {
   if (r->rs)
-    return ref_reduce_scatter(r->dt, r->op, r->custom ? fold_ref : NULL, r, SIZE, RANK, (size_t)n, fill_rank, r,
+    return ref_reduce_scatter(r->dt, r->op, r->custom ? comm_run_fold : NULL, r->k, SIZE, RANK, (size_t)n, fill_rank, r,
                               e->want, e->scale);
   return ref_all_gather(r->dt, SIZE, (size_t)n, fill_rank, r, e->bits);
 }
@@ -100,19 +82,7 @@ static int compare(co_run *r, const char *what, long long n, CUdeviceptr y, cons
             RANK, r->m->name, n, what, i, hr_load(r->dt, got, (size_t)i), i / n, i % n, hr_load(r->dt, e->bits, (size_t)i));
     return -1;
   }
-  double rtol = ref_allreduce_rtol(r->dt, r->op, r->custom);
-  double *atol = malloc((size_t)n * sizeof *atol);
-  if (!atol) return -1;
-  for (long long i = 0; i < n; i++) atol[i] = ref_allreduce_atol(r->op, r->custom, e->scale[i]);
-  hr_report rep;
-  int bad = hr_compare(r->dt, got, e->want, (size_t)n, atol, (size_t)n, rtol, &rep);
-  free(atol);
-  if (bad) {
-    char line[512];
-    hr_report_format(&rep, line, sizeof line);
-    fprintf(stderr, "check: rank %d: %s n=%lld %s: FAIL (%s)\n", RANK, r->m->name, n, what, line);
-  }
-  return bad ? -1 : 0;
+  return comm_run_compare_fold(r->dt, r->op, r->custom, got, e->want, e->scale, n, r->m->name, what, RANK);
 }
 
 /* pdl = true: ten chained pairs, the second launched right behind the first and reading what it
@@ -240,20 +210,12 @@ static int co_finish(void *ud, CUstream s, char *err, size_t len) {
   return cu_ok(D->cuCtxSynchronize(), "the baseline") ? 0 : -1;
 }
 
-#define TIME_ROUNDS 5
-static const measure_plan co_plan = {.warmup = 3, .warm_once = 1, .settle = 1, .rounds = TIME_ROUNDS};
-
+/* `iters` back-to-back launches of one op, timed by comm_run_time's plan: us per launch, or -1 */
 static double time_launches(co_run *r, CUdeviceptr y, CUdeviceptr x, long long n, int iters, int what) {
   co_timed t = {r, y, x, n, what};
   measure_op op = {co_launch, &t, 1, co_finish};
-  measure_plan plan = co_plan;
-  plan.iters = iters;
-  plan.ranks = measure_ranks_mpi();
   measure_result res;
-  char err[512];
-  if (!measure_run(D, &plan, &op, 1, &res, err, sizeof err)) return res.ev_us;
-  if (err[0]) fprintf(stderr, "weft run: rank %d: %s\n", RANK, err);
-  return -1.0;
+  return comm_run_time(D, RANK, &op, 1, iters, &res) ? -1.0 : res.ev_us;
 }
 
 static int time_all(co_run *r, CUdeviceptr x, CUdeviceptr y) {
@@ -263,7 +225,7 @@ static int time_all(co_run *r, CUdeviceptr x, CUdeviceptr y) {
     else printf("baseline: NCCL not run (%s); every rank copying its input instead\n", r->no_nccl);
     printf("time: %s, %d ranks; each row: CUDA events around back-to-back launches, the slowest rank, median of %d "
            "rounds; bytes = the P chunks (nccl-tests' size), busbw = algbw x (P-1)/P\n"
-           "%12s %12s %10s %11s %11s %10s %9s\n", r->m->name, SIZE, TIME_ROUNDS, "bytes", "n", "time_us", "algbw_GB/s",
+           "%12s %12s %10s %11s %11s %10s %9s\n", r->m->name, SIZE, COMM_RUN_ROUNDS, "bytes", "n", "time_us", "algbw_GB/s",
            "busbw_GB/s", r->have_nccl ? "nccl_us" : "copy_us", r->have_nccl ? "vs_nccl" : "vs_copy");
   }
   for (int i = 0; i < o->n_time; i++) {
@@ -295,26 +257,17 @@ static int run_collective(weft_kernel *k, const run_opts *o) {
   int rc = CLI_FAIL;
   weft_world *w = NULL;
   CUdeviceptr x = 0, y = 0, z = 0;
-  long long max_n = 1;
-  for (int i = 0; i < (o->check ? o->n_check : 0); i++) if (o->check_shapes[i].v[0] > max_n) max_n = o->check_shapes[i].v[0];
-  for (int i = 0; i < (o->timing ? o->n_time : 0); i++) if (o->time_shapes[i].v[0] > max_n) max_n = o->time_shapes[i].v[0];
+  long long max_n = comm_run_max_first(o);
   if (!have_ref && o->check && RANK == 0)
     printf("check: %s: NOT CHECKED (custom op without ref: give op.ref = function(a, b) ... end)\n", r.m->name);
-  if (weft_world_create(NULL, &w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", RANK); goto out; }
-  if (weft_comm_create(k, w, max_n, &r.c)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(k));
-    goto out;
-  }
+  if (comm_run_open(k, max_n, RANK, &w, &r.c)) goto out;
   {
     size_t bytes = (size_t)max_n * SIZE * r.es;   /* x, y and z each hold P chunks (in place, the chain) */
     int ok = cu_ok(D->cuMemAlloc(&x, bytes), "cuMemAlloc") && cu_ok(D->cuMemAlloc(&y, bytes), "cuMemAlloc") &&
              cu_ok(D->cuMemAlloc(&z, bytes), "cuMemAlloc");
     if (!ranks_all(ok)) goto out;
   }
-  if (RANK == 0)
-    printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", r.m->name, SIZE, SIZE == 1 ? "" : "s",
-           weft_symm_gpu_share(weft_comm_symm(r.c)), weft_symm_method(weft_comm_symm(r.c)),
-           r.m->comm.multimem ? (weft_comm_multicast(r.c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
+  if (RANK == 0) comm_run_print(r.m, r.c, SIZE);
   if (o->check && o->n_check && have_ref) {
     long long largest = 0;
     for (int i = 0; i < o->n_check; i++) {

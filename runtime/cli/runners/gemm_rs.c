@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "comm_run.h"
 #include "driver.h"
 #include "hostref.h"
 #include "internal.h"
@@ -396,11 +397,7 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
   r.atomic = !strcmp(red, "atomic");
   cli_mnk_shapes(r.m, o, &(cli_mnk){1024ll * r.size, 1536, 512}, &sh);   /* big enough to sample rows */
   const int n_checks = sh.n_check, n_times = sh.n_time;
-  if (weft_world_create(NULL, &r.w)) { fprintf(stderr, "weft run: rank %d: cannot create the world\n", r.rank); goto out; }
-  if (weft_comm_create(k, r.w, cli_mnk_max_elems(&sh, comm_elems), &r.comm)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", r.rank, weft_kernel_error(k));
-    goto out;
-  }
+  if (comm_run_open(k, cli_mnk_max_elems(&sh, comm_elems), r.rank, &r.w, &r.comm)) goto out;
   if (!ranks_all(cu_ok(&r, r.d->cuStreamCreate(&r.s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))) goto out;
   if (r.rank == 0) {
     printf("run: %s: %s, b_layout %s, reduce %s%s, on %d rank%s (%d per GPU)\n", r.m->name, hr_dtype_name(r.dt), bl, red,
