@@ -42,8 +42,10 @@
 #      step 3: the first and third CHECK configs).
 #  13. where the loads' time goes at 3072^3 and 16384 x 6144 x 4096 (B column-major): bench/src_ab.sh
 #      over this tree and diag_gemm_bounds.sh's noepi, noload and nomma copies (cooperative_n 192 x
-#      192 and 128 x 192, both 2 x 1); then cooperative_n 192 x 192 in a 2 x 1 cluster against
-#      1 x 2 (A multicast along N, as cuBLASLt's coopB kernels at other shapes), in turn; then the
+#      192 and 128 x 192, both 2 x 1); then cooperative_n 192 x 192 and 128 x 176 in a 2 x 1
+#      cluster against 1 x 2 (A multicast along N, as cuBLASLt's kernels at 1024 x 14336 x 4096 and
+#      other shapes), and pingpong 128 x 176 s5 1 x 2 (cuBLASLt's 176x128_64x5_1x2 there), in turn,
+#      at those two shapes and 1024 x 14336 x 4096; then the
 #      SM clock and power of the real kernel and its noload copy at 3072^3 (bench/gemm_clock.py):
 #      whether noload's lead is time not spent waiting for loads, or a clock the power cap allows.
 #  14. compute-sanitizer's racecheck over kturns 64 x 48 with the direct epilogue (pdl) and the TMA
@@ -137,8 +139,9 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
         step 13 "${CAP13:-480}" loads.txt bash -c '
           env SRCS=. DIAG="noepi noload nomma" CFGS="$1 $2 cluster.m=2;$1 tile.m=128 tile.n=192 cluster.m=2" \
             SHAPES="3072x3072x3072 16384x6144x4096" OUT="$3/ab" bash "$4/src_ab.sh" || exit
-          env SRCS=. CFGS="$1 $2 cluster.m=2;$1 $2 cluster.n=2" SHAPES="3072x3072x3072 16384x6144x4096" \
-            OUT="$3/cluster" bash "$4/src_ab.sh" || exit
+          t="$1 tile.m=128 tile.n=176"
+          env SRCS=. CFGS="$1 $2 cluster.m=2;$1 $2 cluster.n=2;$t cluster.m=2;$t cluster.n=2;$t mma=pingpong stages=5 cluster.n=2" \
+            SHAPES="3072x3072x3072 16384x6144x4096 1024x14336x4096" OUT="$3/cluster" bash "$4/src_ab.sh" || exit
           c=$(echo "$1 $2 cluster.m=2" | tr " " ,)
           PYTHONPATH=build/python python3 "$4/gemm_clock.py" --out "$3/clock" --secs 2 \
             --shape "3072x3072x3072:$c;@$3/ab/diag/weft_diag_noload,$c"' _ "$cb" "$cn" "$out/loads" "$here" ;;
