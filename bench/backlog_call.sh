@@ -51,7 +51,12 @@
 #  14. compute-sanitizer's racecheck over kturns 64 x 48 with the direct epilogue (pdl) and the TMA
 #      one (mma_probe.sh step 3), whose hand-over the thirty-seventh session's racecheck still
 #      reported with the TMA epilogue.
-#   STEPS ("1 2 3"), CAP1..CAP14 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200)
+#  15. the communicator runners after their shared code moved to runtime/cli/runners/comm_run.c
+#      (the fortieth session; checked on the host only): an MPS test of each (allreduce with sum,
+#      prod and a custom operator, the pdl chain and its must-fail copy, a timeout; reduce_scatter
+#      and all_gather; allreduce_norm; gemm_rs, gemm_ar, ag_gemm), then each collective timed at 2
+#      ranks (the tests run --no-time; the timing path is comm_run_time).
+#   STEPS ("1 2 3"), CAP1..CAP15 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -148,7 +153,20 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
     14) step 14 "${CAP14:-200}" kturns_sanitize.txt env OUT="$out/kturns_sanitize" STEPS=3 \
           CHECK="tile.m=64 tile.n=48 stages=10 epilogue=direct pdl=true;x;tile.m=64 tile.n=48 stages=10 epilogue=tma" \
           bash "$here/mma_probe.sh" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14)" >&2; exit 2 ;;
+    15) t='f32_sum_one_shot|custom_two_shot|f32_sum_one_shot_pdl|allreduce_pdl_nowait_caught|timeout\.ready'
+        t="$t|reduce_scatter_f32_sum|reduce_scatter_custom|all_gather_f32|reduce_scatter_f32_sum_pdl|arn_bf16_one_shot"
+        t="$t|arn_pdl_one_shot|gemm_rs_bf16|gemm_ar_bf16|ag_fused_tma"
+        step 15 "${CAP15:-300}" comm_runners.txt bash -c '
+          set -o pipefail
+          OUT="$1/comm_runners" bash "$2/device_tests.sh" -R "^mps\.(($3)\.np[23]|f32_prod_one_shot\.np4)\$" || exit
+          . "$2/mps.sh"
+          for c in "allreduce.lua --elems 65536" "allreduce.lua --elems 65536 --set pdl=true" \
+                   "reduce_scatter.lua --n 65536" "all_gather.lua --n 65536" "allreduce_norm.lua --rows 64 --cols 4096"; do
+            # shellcheck disable=SC2086
+            timeout 120 $MPIRUN -np 2 build/weft run examples/$c --no-check --iters 20 2>&1 | tail -4 || exit
+          done
+          mps_stop > /dev/null 2>&1' _ "$out" "$here" "$t" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
