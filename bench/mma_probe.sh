@@ -14,8 +14,10 @@
 #      255 x 1032 x 1000 and 2048 x 1536 x 576 (several tiles per CTA: kturns' hand-over buffer
 #      reused); the cuBLASLt baseline `weft run` also launches is not weft's (its hazards are
 #      listed apart).
-#   4. timed against OTHER_SRC (a copy of gen/ and templates/, read through WEFT_SOURCE_DIR): `weft
-#      run` of each CHECK config at TIME_SHAPES, this tree and the copy in turn, ROUNDS (3) rounds.
+#   4. timed against OTHER_SRC (a copy of gen/ and templates/, read through WEFT_SOURCE_DIR):
+#      bench/src_ab.sh over this tree and the copy, each CHECK config checked at 255 x 1032 x 1000
+#      first, then timed at TIME_SHAPES in turn (50 launches, beside cuBLASLt), ROUNDS (3) rounds,
+#      the medians tabled.
 #   CHECK: "k=v ...;..." (over examples/gemm.lua, b_layout=col unless a config says otherwise)
 #   EXTRAS: "k=v,k=v ...;..." (gemm_llm.py --extra), SHAPES, DTYPE (bf16), ROUNDS (6),
 #   GEMM_BUDGET (200), STEPS ("1 2"; 3 on request), WEFT (build/weft), SANITIZER (compute-sanitizer)
@@ -82,20 +84,10 @@ for s in ${STEPS:-1 2}; do
        done ;;
     4) [ -f "${OTHER_SRC:-}/templates/weft/gemm_mainloop.cuh" ] ||
          { echo "mma_probe.sh: step 4: OTHER_SRC='${OTHER_SRC:-}' holds no copy of gen/ and templates/" >&2; exit 2; }
-       ts=(); for t in ${TIME_SHAPES:-224x1536x8960 2048x1536x576}; do ts+=(--time-shape "$t"); done
-       for r in $(seq "${ROUNDS:-3}"); do
-         for v in this other; do
-           src=.; [ $v = other ] && src=$OTHER_SRC
-           for c in "${CHECKS[@]}"; do
-             # shellcheck disable=SC2046
-             WEFT_SOURCE_DIR=$src WEFT_CACHE_DIR="$OUT/cache_$v" timeout 60 "${WEFT:-build/weft}" run examples/gemm.lua \
-               --set b_layout=col $(set_args "mma=$MMA consumers=2 $c") --shapes-only --shape 255x1032x1000 "${ts[@]}" \
-               --iters 50 > "$OUT/t.log" 2>&1
-             echo "== round $r $v ($c): rc $? | $(grep -c PASS "$OUT/t.log") PASS, $(grep -c FAIL "$OUT/t.log") FAIL"
-             gemm_run_rows "$OUT/t.log"
-           done
-         done
-       done ;;
+       cfgs=""
+       for c in "${CHECKS[@]}"; do cfgs="$cfgs${cfgs:+;}b_layout=col mma=$MMA consumers=2 $c"; done
+       SRCS=". $OTHER_SRC" CFGS="$cfgs" SHAPES="${TIME_SHAPES:-224x1536x8960 2048x1536x576}" ROUNDS="${ROUNDS:-3}" \
+         ITERS=50 CHECK_SHAPE=255x1032x1000 OUT="$OUT/ab" WEFT="${WEFT:-build/weft}" bash "$here/src_ab.sh" ;;
     *) echo "mma_probe.sh: STEPS: no step '$s' (1 2 3 4)" >&2; exit 2 ;;
   esac
 done

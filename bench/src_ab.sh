@@ -10,7 +10,8 @@
 #   SRCS   trees ("."; each named by its folder's name, "this" for ".", and no two alike),
 #   DIAG (patch kinds, ""; their copies are not checked: they compute nothing right), CFGS ("k=v
 #   ...;..." over examples/gemm.lua), SHAPES ("3072x3072x3072 16384x6144x4096"), ROUNDS (3),
-#   ITERS (30), OUT (/tmp/src_ab: its earlier rounds' logs are removed first), WEFT (build/weft)
+#   ITERS (30), CHECK_SHAPE (round 0's checked shape, 1000x1000x1000), OUT (/tmp/src_ab: its earlier
+#   rounds' logs are removed first), WEFT (build/weft)
 # --dry-run: print the runs, run none (the host test).  --table LOG: the table of an earlier
 # run's $OUT/all.log.
 set -u
@@ -71,7 +72,7 @@ log() { echo "$O/r$1_${tags[$2]}_$3.log"; }   # round, tree, config
 run() {   # round tree config (indices)
   local r=$1 j=$2 i=$3 sets chk=--no-check x shapes=()
   sets=$(set_args "${CFG[$i]}")
-  [ "$r" = 0 ] && [ "${checked[$j]}" = 1 ] && chk="--shape 1000x1000x1000"
+  [ "$r" = 0 ] && [ "${checked[$j]}" = 1 ] && chk="--shape ${CHECK_SHAPE:-1000x1000x1000}"
   if [ "$r" = 0 ]; then shapes=(--time-shape "${SH[0]}"); else for x in "${SH[@]}"; do shapes+=(--time-shape "$x"); done; fi
   if [ $dry = 1 ]; then echo "WEFT_SOURCE_DIR=${srcs[$j]} $W run examples/gemm.lua $sets $chk --shapes-only ${shapes[*]}"; return; fi
   # shellcheck disable=SC2086
