@@ -38,8 +38,8 @@ void cmd_tune_help(void) {
          "ratio to the best and to the family's baseline, writes DIR/tune-<family>.csv (-o DIR, default .),\n"
          "and stores the results in the tuning database (--db; default $WEFT_TUNE_DB, else\n"
          "$XDG_CACHE_HOME/weft/tune.db or ~/.cache/weft/tune.db), where `weft run --tuned` finds them.\n"
-         "--budget stops cleanly when the time is up (0, the default: no limit); Ctrl-C too, keeping\n"
-         "what was measured.  --plot also writes DIR/tune-<family>.png (gnuplot): time against each\n"
+         "--budget stops cleanly when the time is up (0, the default: no limit); Ctrl-C or SIGTERM too,\n"
+         "keeping what was measured (the same signal again stops at once).  --plot also writes DIR/tune-<family>.png (gnuplot): time against each\n"
          "swept key, per shape.\n"
          "--fake-timing replaces the GPU with made-up times (for testing the tool itself; the output says\n"
          "so).  --export FILE then writes the database's best config per shape on this GPU as a tuning\n"
@@ -77,8 +77,18 @@ typedef struct tune_state {
   int out_of_time;         /* jobs left uncompiled by the budget */
 } tune_state;
 
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+/* Ctrl-C or SIGTERM (timeout, kill, a cancelled job): stop after the kernel at hand, keeping what
+ * was measured and printing it (killed outright, a redirected stdout lost all of its buffered
+ * output); the same signal again: stop now, as without this handler. */
+static volatile sig_atomic_t interrupted;   /* the signal that asked */
+static void on_stop_signal(int sig) {
+  if (interrupted) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  interrupted = sig;
+}
 
 static const char *job_label(const sweep *sw, const job *j) {
   return j->cand < 0 ? "(default: the base config)" : sw->shapes[j->shape].cand[j->cand].label;
@@ -154,14 +164,34 @@ static void gp_quote(util_buf *b, const char *s, size_t max) {
   util_buf_printf(b, "%s'", strlen(s) > max ? "..." : "");
 }
 
+/* A file's path as a gnuplot string.  gnuplot reads a name that begins with '<' as a command whose
+ * output to plot, and one that begins with '|' (set output) as a command to pipe into -- both run
+ * by a shell -- and '-', '+' and '~/' as more than a name: a relative path is written as ./path,
+ * whose first byte is none of those (`-o '<touch x;'` made gnuplot run `touch x`). */
+static void gp_quote_path(util_buf *b, const char *path) {
+  if (path[0] == '/') {
+    gp_quote(b, path, strlen(path));
+    return;
+  }
+  util_buf u = {0};
+  util_buf_printf(&u, "./%s", path);
+  if (u.oom) b->oom = 1;
+  else gp_quote(b, u.p, u.len);
+  util_buf_free(&u);
+}
+
 /* gnuplot SCRIPT, as a program with its argument (posix_spawnp: no shell ever sees a path or a
- * value), its output to /dev/null; 0 when it ran and exited 0. */
+ * value), its output to /dev/null; 0 when it ran and exited 0.  gnuplot loads a script named on
+ * its command line as `load` does, which also runs a name that begins with '<' as a command: a
+ * relative SCRIPT goes as ./SCRIPT. */
 static int run_gnuplot(const char *script) {
+  char arg[4200];
+  if (snprintf(arg, sizeof arg, "%s%s", script[0] == '/' ? "" : "./", script) >= (int)sizeof arg) return -1;
   posix_spawn_file_actions_t fa;
   if (posix_spawn_file_actions_init(&fa)) return -1;
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  char *argv[] = {"gnuplot", (char *)script, NULL};
+  char *argv[] = {"gnuplot", arg, NULL};
   extern char **environ;
   pid_t pid;
   int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
@@ -176,7 +206,7 @@ static int run_gnuplot(const char *script) {
 /* The script's text: its output PNG, then every plot (the same for both scripts below). */
 static void gp_script(util_buf *b, const char *png, const char *body, int width, int height) {
   util_buf_printf(b, "set terminal pngcairo size %d,%d\nset output ", width, height);
-  gp_quote(b, png, strlen(png));
+  gp_quote_path(b, png);
   util_buf_printf(b, "\n%s", body);
 }
 
@@ -234,7 +264,7 @@ static int write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *
         util_buf_printf(&body, " %d", x);
       }
       util_buf_printf(&body, ")\nplot ");
-      gp_quote(&body, dat, sizeof dat);
+      gp_quote_path(&body, dat);
       util_buf_printf(&body, " using ($1 == %d ? $%d : 1/0):2 with points pt 7 ps 0.8 notitle\n", s, 3 + k);
     }
   util_buf_printf(&body, "unset multiplot\n");
@@ -501,7 +531,8 @@ agree:
       n++;
     }
   }
-  signal(SIGINT, on_sigint);
+  signal(SIGINT, on_stop_signal);
+  signal(SIGTERM, on_stop_signal);
   double t0 = util_now_ms();   /* --budget counts from here: compiling and running */
   tune_state ts = {.sw = sw, .jobs = jobs, .n_jobs = n_jobs, .deadline_ms = budget ? t0 + 1e3 * (double)budget : 0};
   pthread_mutex_init(&ts.lock, NULL);
@@ -575,7 +606,7 @@ agree:
   for (int i = 0; i < n_jobs; i++) total_runs += jobs[i].compiled && !jobs[i].rejected;
   double tr0 = util_now_ms();
   printf("running %d kernels on %s (sm_%d, driver %d)%s", total_runs, gpu, sm, driver,
-         budget ? "" : "; no budget: Ctrl-C stops and keeps what was measured");
+         budget ? "" : "; no budget: Ctrl-C (or SIGTERM) stops and keeps what was measured");
   if (ranks_size() > 1) printf("; %d ranks run every candidate together, times are the MAX over ranks", ranks_size());
   printf("\n");
   /* Every rank walks the same jobs in the same order and makes the same collective calls for
@@ -658,7 +689,7 @@ agree:
   }
   if (tty) printf("\n");
   if (stopped) printf("stopped %s after %d of %d runs; keeping what was measured\n",
-                      interrupted ? "by Ctrl-C" : "by the budget", done, total_runs);
+                      interrupted == SIGTERM ? "by SIGTERM" : interrupted ? "by Ctrl-C" : "by the budget", done, total_runs);
 
   /* Rank 0 decides each shape's best and tells the others: every rank must launch the same
    * config, or fused kernels that wait on each other would deadlock. */
