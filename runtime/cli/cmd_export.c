@@ -198,13 +198,15 @@ int cli_export_table(weft_ctx *ctx, const char *who, const char *db_path, const 
       util_buf_free(&seen);
     }
     int bad_time = !v[i].time_ok,
-        bad_ranks = v[i].ranks < 1 || v[i].ranks > AUTOTABLE_MAX_RANKS;
+        bad_ranks = v[i].ranks < 1 || v[i].ranks > AUTOTABLE_MAX_RANKS, bad_tab = strchr(v[i].shape, '\t') != NULL;
     if (bad_time)   /* what the table's reader would refuse (autotable.c): not written */
       snprintf(why, sizeof why, "time_us = %.40s%s: a time is a positive number of microseconds", v[i].time_text,
                strlen(v[i].time_text) > 40 ? "..." : "");
     else if (bad_ranks)
       snprintf(why, sizeof why, "ranks = %lld: a rank count is in 1..%d", v[i].ranks, AUTOTABLE_MAX_RANKS);
-    if (bad_time || bad_ranks || strchr(v[i].shape, '\t') ||
+    else if (bad_tab)
+      snprintf(why, sizeof why, "its shape holds a tab (the table's columns are separated by tabs)");
+    if (bad_time || bad_ranks || bad_tab ||
         autotable_shape(v[i].shape, NULL, 0, canon, sizeof canon, why, sizeof why) ||
         row_config(ctx, &v[i], &cfg, &variant, why, sizeof why)) {
       fprintf(stderr, "%s: skipped %.100s %.40s %.200s (%lld rank%s, kernel %.200s): %s\n", who,
@@ -266,6 +268,7 @@ int cmd_export(int argc, char **argv) {
     file = a;
   }
   if (!file) { cli_err("weft export-table: needs FILE (weft help export-table)\n"); return CLI_USAGE; }
+  if (!file[0]) { cli_err("weft export-table: FILE is empty: name the table's file\n"); return CLI_USAGE; }
   if (given && (given | 2) != 15) {
     cli_err("weft export-table: --gpu, --sm and --driver go together (or none: this machine's GPU)\n");
     return CLI_USAGE;

@@ -97,6 +97,18 @@ rows=$(grep -vc '^#' "$nl")
 [ "$(grep -c '^family' "$nl")" = 1 ] && [ "$(grep -v '^#' "$nl" | head -1 | cut -f1)" = family ] ||
   { echo "FAIL: the file name's newline made a row of the header"; head -9 "$nl"; fails=$((fails + 1)); }
 
+# a fourth review: a shape holding a tab printed an unset message buffer as its reason; an empty
+# FILE got "cannot rename into place"
+python3 - <<'PY'
+import shutil, sqlite3
+shutil.copy("tune.db", "tab.db")
+c = sqlite3.connect("tab.db"); c.execute("update results set shape = 'cols=1024\trows=64' where rowid = (select min(rowid) from results)"); c.commit(); c.close()
+PY
+expect 0 "(1 skipped)" "$W" export-table "${G[@]}" --db tab.db tab.tsv
+out=$(timeout 20 "$W" export-table "${G[@]}" --db tab.db tab.tsv 2>&1)
+[ "$(printf '%s\n' "$out" | grep -c "): its shape holds a tab (the table's columns are separated by tabs)$")" = 1 ] || { echo "FAIL: a skipped tab row's reason: $out" | head -3; fails=$((fails + 1)); }
+expect 2 "FILE is empty: name the table's file" "$W" export-table "${G[@]}" --db tune.db ""
+
 # a second attack review (files weft did not write): export-table with FILE the database itself, or
 # any SQLite file, replaced the measurements with the table
 cp tune.db keep.db
@@ -251,7 +263,7 @@ for e in dat gp; do
   [ "$(cat "keep.$e")" = precious ] && [ -f "pl/tune-row_reduce.$e" ] && [ ! -L "pl/tune-row_reduce.$e" ] ||
     { echo "FAIL: --plot wrote its .$e through a link"; fails=$((fails + 1)); }
 done
-grep -q "^set output 'pl/tune-row_reduce.png'" pl/tune-row_reduce.gp && grep -q "^plot 'pl/tune-row_reduce.dat'" pl/tune-row_reduce.gp ||
+grep -q "^set output './pl/tune-row_reduce.png'" pl/tune-row_reduce.gp && grep -q "^plot './pl/tune-row_reduce.dat'" pl/tune-row_reduce.gp ||
   { echo "FAIL: the kept .gp does not name the final .png and .dat"; head -3 pl/tune-row_reduce.gp; fails=$((fails + 1)); }
 [ "$(cat keep.png)" = precious ] || { echo "FAIL: gnuplot wrote the .png through a link"; fails=$((fails + 1)); }
 if command -v gnuplot > /dev/null; then
