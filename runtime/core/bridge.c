@@ -447,7 +447,13 @@ weft_status bridge_failure(bridge *b, int status, const char *what, const char *
     util_set_err(err, errlen, "out of memory in %s (the machine's memory, not the config sandbox's cap)", what);
     return WEFT_ERR_NOMEM;
   }
-  char prefix[256];
+  char prefix[512];
+  if (b->source_dir) {   /* a tree the user pointed weft at: its gen/ files, not weft's own */
+    snprintf(prefix, sizeof prefix, "%s failed (the generator read from %.200s, WEFT_SOURCE_DIR or the context's "
+             "source_dir: that tree's gen/ files, not those built into weft):\n", what, b->source_dir);
+    util_set_msg(err, errlen, prefix, msg);
+    return WEFT_ERR_INVALID;
+  }
   snprintf(prefix, sizeof prefix, "%s failed (a bug in weft, please report it):\n", what);
   util_set_msg(err, errlen, prefix, msg);
   return WEFT_ERR_INTERNAL;

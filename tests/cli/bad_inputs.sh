@@ -322,6 +322,11 @@ PY
 expect 0 "(NVRTC)" "$W" build rr.lua -o g13
 [ "$(head -c 4 g13/*.cubin | od -An -c | tr -d ' ')" = '177ELF' ] || { echo "FAIL: g13's .cubin is no ELF image"; fails=$((fails + 1)); }
 
+# a WEFT_SOURCE_DIR tree whose generator fails is named as that tree's, exit 2 (it was "a bug in weft")
+mkdir -p broken && cp -r "$SRC/gen" "$SRC/templates" broken/ && echo 'error("broken tree")' >> broken/gen/core/weft.lua
+expect 2 "(the generator read from $T/broken, WEFT_SOURCE_DIR or the context's source_dir" \
+  env WEFT_SOURCE_DIR="$T/broken" "$W" gen rr.lua -o g20
+
 # WEFT_DRIVER_LIB pointing at a library that is no driver at all
 z=$(ls /usr/lib/*/libz.so.1 /lib/*/libz.so.1 2> /dev/null | head -1)
 [ -n "$z" ] && expect 77 "is not an NVIDIA driver (it has no cuInit): check WEFT_DRIVER_LIB" env WEFT_DRIVER_LIB="$z" "$W" run rr.lua
