@@ -413,6 +413,7 @@ function M.parse(s, vars)
       local b = t.k == "op" and BINARY[t.v]
       if not b or b[1] < minprec then return lk, where, lbits end
       take()
+      local first = pos
       local rk, _, rbits = binary(b[1] + 1, d)
       if t.v == "/" and lk == "i" and rk == "i" then
         fail(at(s, t.p, "divides an integer by an integer") .. ": C truncates that (1/2 is 0, and 1/0 is " ..
@@ -427,6 +428,15 @@ function M.parse(s, vars)
         if lk ~= "i" or rk ~= "i" then
           fail(at(s, t.p, "applies " .. t.v .. " to an f32 value (on its " .. (lk ~= "i" and "left" or "right") ..
             ")") .. ": ~ & | ^ << >> take integers (bit patterns: __float_as_int(a), integer literals)")
+        end
+        if t.v == "<<" or t.v == ">>" then   -- (C leaves a count below 0 or of 32 and more undefined)
+          local c = toks[first]
+          local n = pos == first + 1 and c.k == "num" and tonumber((c.v:gsub("[uUlL]+$", "")))
+          if not n or n < 0 or n > 31 then
+            fail(at(s, t.p, "shifts by " .. (pos == first + 1 and quote(c.v) or "an expression")) .. ": the count " ..
+              "of << and >> is an integer literal 0..31 (C leaves a shift by a negative count, or by 32 or more, " ..
+              "undefined)")
+          end
         end
         lk = "i"
       elseif b[2] == "logic" then

@@ -192,6 +192,13 @@ T.test("more refusals: structure, types, names", function()
     { "min(__float_as_int(a), b)", 1, "calls min with an f32 and an integer", "fminf(x, y)" },
     { "a & 1", 3, "applies & to an f32 value (on its left)" }, { "1 | b", 3, "applies | to an f32 value (on its right)" },
     { "__float_as_int(a) ^ 1.0f", 19, "applies ^" }, { "__float_as_int(a) >> b", 19, "applies >>" },
+    -- a shift's count: an integer literal 0..31 (C leaves the rest undefined)
+    { "__int_as_float(__float_as_int(a) >> 40)", 34, 'shifts by "40"', "an integer literal 0..31" },
+    { "__int_as_float(__float_as_int(a) >> 32)", 34, 'shifts by "32"' },
+    { "__int_as_float(1 << -1) * a", 18, "shifts by an expression", "an integer literal 0..31" },
+    { "__int_as_float(__float_as_int(a) >> (1 + 2)) + b", 34, "shifts by an expression" },
+    { "__int_as_float(__float_as_int(a) << __float_as_int(b))", 34, "shifts by an expression" },
+    { "__int_as_float(__float_as_int(a) >> 0x1f) + b", nil, nil }, { "__int_as_float(1u << 31) * a + b", nil, nil },
     { "~(a + b)", 1, "applies ~" }, { "__int_as_float(__float_as_int(a + 1) + 1)", nil, nil },
     { "0.0f", nil, "names neither a nor b" }, { "fmaxf(1.0f, 2.0f)", nil, "names neither a nor b" },
   }
