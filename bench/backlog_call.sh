@@ -157,15 +157,14 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
         t="$t|reduce_scatter_f32_sum|reduce_scatter_custom|all_gather_f32|reduce_scatter_f32_sum_pdl|arn_bf16_one_shot"
         t="$t|arn_pdl_one_shot|gemm_rs_bf16|gemm_ar_bf16|ag_fused_tma"
         step 15 "${CAP15:-300}" comm_runners.txt bash -c '
-          set -o pipefail
           OUT="$1/comm_runners" bash "$2/device_tests.sh" -R "^mps\.(($3)\.np[23]|f32_prod_one_shot\.np4)\$" || exit
           . "$2/mps.sh"
+          trap "mps_stop > /dev/null 2>&1" EXIT   # (a failed run or the cap: no daemon left for later steps)
           for c in "allreduce.lua --elems 65536" "allreduce.lua --elems 65536 --set pdl=true" \
                    "reduce_scatter.lua --n 65536" "all_gather.lua --n 65536" "allreduce_norm.lua --rows 64 --cols 4096"; do
             # shellcheck disable=SC2086
-            timeout 120 $MPIRUN -np 2 build/weft run examples/$c --no-check --iters 20 2>&1 | tail -4 || exit
-          done
-          mps_stop > /dev/null 2>&1' _ "$out" "$here" "$t" ;;
+            timeout 120 $MPIRUN -np 2 build/weft run examples/$c --no-check --iters 20 2>&1 || exit
+          done' _ "$out" "$here" "$t" ;;
     *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)" >&2; exit 2 ;;
   esac
 done

@@ -33,3 +33,4 @@ if [ ${#logs[@]} -gt 0 ]; then
 fi
 if [ "${LIST_ONLY:-0}" = 1 ]; then exec ctest -N -L gpu "$@"; fi
 ctest -L gpu -j "${JOBS:-12}" --output-on-failure --timeout 300 "$@" 2>&1 | tee "$out/ctest_gpu.log" | tail -40
+exit "${PIPESTATUS[0]}"   # ctest's status: a failed test fails the script (it was tail's, always 0)

@@ -461,10 +461,7 @@ static int run_gemms(weft_kernel *k, const run_opts *o, int plain) {
   if (RANK == 0) {
     printf("run: %s: variant %s (%s), %s, b_layout %s, on %d rank%s", r.m->name, r.variant, ag_kind_kernels(r.kind),
            hr_dtype_name(r.dt), bl, SIZE, SIZE == 1 ? "" : "s");
-    if (r.comm)
-      printf(" (%d per GPU; file descriptors by %s)%s", weft_symm_gpu_share(weft_comm_symm(r.comm)),
-             weft_symm_method(weft_comm_symm(r.comm)),
-             r.m->comm.multimem ? (weft_comm_multicast(r.comm) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
+    if (r.comm) comm_run_sharing(r.m, r.comm);
     printf("\n");
     long held = 0;   /* what the persistent grid is capped at: co-resident clusters (or CTAs) */
     const unsigned *cl = r.m->cluster;
@@ -521,8 +518,7 @@ out:
     if (r.ev[1]) D->cuEventDestroy(r.ev[1]);
     if (r.s) D->cuStreamDestroy(r.s);
   }
-  if (r.comm) weft_comm_destroy(r.comm);
-  weft_world_destroy(r.w);
+  comm_run_close(r.w, r.comm);
   if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }

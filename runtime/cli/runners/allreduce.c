@@ -10,7 +10,6 @@
  *          (the floor of an allreduce on one GPU, where the ranks share its memory). */
 #include <math.h>
 #include <mpi.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,7 +211,7 @@ static int run_allreduce(weft_kernel *k, const run_opts *o) {
              "busbw_GB/s", "copy_us", "vs_copy");
     for (int i = 0; i < o->n_time; i++) {
       long long n = o->time_shapes[i].v[0], bytes = n * (long long)r.es;
-      int iters = bytes <= (1 << 20) ? o->iters * 4 : bytes <= (32 << 20) ? o->iters : 10;
+      int iters = comm_run_iters(o, bytes);
       double us = time_launches(&r, y, x, n, iters, 0);
       double cus = time_launches(&r, y, x, n, iters, 1);
       if (us < 0 || cus < 0) goto out;
@@ -227,8 +226,7 @@ out:
   if (x) D->cuMemFree(x);
   if (y) D->cuMemFree(y);
   if (z) D->cuMemFree(z);
-  if (r.c) weft_comm_destroy(r.c);
-  weft_world_destroy(w);
+  comm_run_close(w, r.c);
   rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }

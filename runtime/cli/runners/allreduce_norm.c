@@ -269,24 +269,14 @@ static int unfused_open(arn_run *a, weft_world *w, unfused *u) {
     fprintf(stderr, "weft run: rank %d: the unfused rmsnorm: %s\n", RANK, weft_ctx_error(a->o->ctx));
     return -1;
   }
-  if (weft_comm_create(u->ar, w, a->max_n, &u->arc)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", RANK, weft_kernel_error(u->ar));
-    return -1;
-  }
-  return 0;
+  return comm_run_comm(u->ar, w, a->max_n, RANK, &u->arc);
 }
 
 typedef struct arn_timed { arn_run *a; unfused *u; int which; } arn_timed;
 enum { T_FUSED, T_UNFUSED, T_ALLREDUCE, T_RMSNORM, T_N };
 
 static int ar_only(arn_timed *t) {
-  arn_run *a = t->a;
-  const weft_manifest *m = weft_kernel_manifest(t->u->ar);
-  const char *names[] = {"y", "x", "n"};
-  void *vals[] = {&a->z, &a->x, &t->u->n};
-  void *args[4];
-  if (cli_bind_args(m, args, names, vals, 3)) return -1;
-  return cli_comm_launch(t->u->arc, args, NULL, RANK);
+  return comm_run_launch_yxn(weft_kernel_manifest(t->u->ar), t->u->arc, t->a->z, t->a->x, t->u->n, RANK);
 }
 static int rms_only(arn_timed *t) {
   if (weft_launch(t->u->rms, t->u->rms_args, NULL) == WEFT_OK) return 0;
@@ -426,8 +416,7 @@ out:
   if (u.arc) weft_comm_destroy(u.arc);
   if (u.ar) weft_kernel_destroy(u.ar);
   if (u.rms) weft_kernel_destroy(u.rms);
-  if (a.c) weft_comm_destroy(a.c);
-  weft_world_destroy(w);
+  comm_run_close(w, a.c);
   return ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
 }
 

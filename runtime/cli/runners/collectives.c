@@ -10,12 +10,11 @@
  *          must be the same bits on every rank.  pdl: ten chained pairs whose second launch reads
  *          what the first wrote.
  *   time:  chunks of 8 B .. 32 MB; CUDA events around back-to-back launches, the slowest rank, the
- *          median of 5 rounds (the allreduce's plan); beside it NCCL's collective where every rank
+ *          median of 5 rounds (comm_run_time's plan); beside it NCCL's collective where every rank
  *          has a GPU of its own (NCCL refuses ranks that share one, as under MPS), else every
  *          rank copying its input on its device (the floor where the ranks share its memory). */
 #include <math.h>
 #include <mpi.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,7 +229,7 @@ static int time_all(co_run *r, CUdeviceptr x, CUdeviceptr y) {
   }
   for (int i = 0; i < o->n_time; i++) {
     long long n = o->time_shapes[i].v[0], bytes = n * SIZE * (long long)r->es;
-    int iters = bytes <= (1 << 20) ? o->iters * 4 : bytes <= (32 << 20) ? o->iters : 10;
+    int iters = comm_run_iters(o, bytes);
     double us = time_launches(r, y, x, n, iters, T_WEFT);
     double bus_us = time_launches(r, y, x, n, iters, r->have_nccl ? T_NCCL : T_COPY);
     if (us < 0 || bus_us < 0) return -1;
@@ -306,8 +305,7 @@ out:
   if (x) D->cuMemFree(x);
   if (y) D->cuMemFree(y);
   if (z) D->cuMemFree(z);
-  if (r.c) weft_comm_destroy(r.c);
-  weft_world_destroy(w);
+  comm_run_close(w, r.c);
   rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }

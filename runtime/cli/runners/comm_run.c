@@ -6,6 +6,13 @@
 
 #include "ref_allreduce.h"
 
+int comm_run_comm(weft_kernel *k, weft_world *w, long long max_elems, int rank, weft_comm **c) {
+  *c = NULL;
+  if (!weft_comm_create(k, w, max_elems, c)) return 0;
+  fprintf(stderr, "weft run: rank %d: %s\n", rank, weft_kernel_error(k));
+  return -1;
+}
+
 int comm_run_open(weft_kernel *k, long long max_elems, int rank, weft_world **w, weft_comm **c) {
   *w = NULL;
   *c = NULL;
@@ -13,17 +20,24 @@ int comm_run_open(weft_kernel *k, long long max_elems, int rank, weft_world **w,
     fprintf(stderr, "weft run: rank %d: cannot create the world\n", rank);
     return -1;
   }
-  if (weft_comm_create(k, *w, max_elems, c)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", rank, weft_kernel_error(k));
-    return -1;
-  }
-  return 0;
+  return comm_run_comm(k, *w, max_elems, rank, c);
+}
+
+void comm_run_close(weft_world *w, weft_comm *c) {
+  weft_comm_destroy(c);
+  weft_world_destroy(w);
+}
+
+void comm_run_sharing(const weft_manifest *m, weft_comm *c) {
+  printf(" (%d per GPU; file descriptors by %s)%s", weft_symm_gpu_share(weft_comm_symm(c)),
+         weft_symm_method(weft_comm_symm(c)),
+         m->comm.multimem ? (weft_comm_multicast(c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
 }
 
 void comm_run_print(const weft_manifest *m, weft_comm *c, int size) {
-  printf("run: %s on %d rank%s (%d per GPU; file descriptors by %s)%s\n", m->name, size, size == 1 ? "" : "s",
-         weft_symm_gpu_share(weft_comm_symm(c)), weft_symm_method(weft_comm_symm(c)),
-         m->comm.multimem ? (weft_comm_multicast(c) ? ", multicast" : ", emulated multimem (unicast fan-out)") : "");
+  printf("run: %s on %d rank%s", m->name, size, size == 1 ? "" : "s");
+  comm_run_sharing(m, c);
+  printf("\n");
 }
 
 int comm_run_time(const drv_table *d, int rank, measure_op *ops, int n, int iters, measure_result *res) {
@@ -33,6 +47,10 @@ int comm_run_time(const drv_table *d, int rank, measure_op *ops, int n, int iter
   if (!measure_run(d, &plan, ops, n, res, err, sizeof err)) return 0;
   if (err[0]) fprintf(stderr, "weft run: rank %d: %s\n", rank, err);
   return -1;
+}
+
+int comm_run_iters(const run_opts *o, long long bytes) {
+  return bytes <= (1 << 20) ? o->iters * 4 : bytes <= (32 << 20) ? o->iters : 10;
 }
 
 long long comm_run_max_first(const run_opts *o) {

@@ -264,10 +264,7 @@ static int unfused_coll(rs_run *r, unfused *u) {
   if (!ok) fprintf(stderr, "weft run: rank %d: the unfused %s: %s\n", r->rank, fam, weft_ctx_error(r->o->ctx));
   weft_auto_free(a);
   if (!ranks_all(ok)) return -1;
-  if (weft_comm_create(u->coll, r->w, u->n, &u->cc)) {
-    fprintf(stderr, "weft run: rank %d: %s\n", r->rank, weft_kernel_error(u->coll));
-    return -1;
-  }
+  if (comm_run_comm(u->coll, r->w, u->n, r->rank, &u->cc)) return -1;
   u->tmp = cli_dev_alloc(r->d, (size_t)r->M * (size_t)r->N * r->es);
   if (!u->tmp) return -1;
   const char *gn[] = {"c", "a", "b", "m", "n", "k"}, *cn[] = {"y", "x", "n"};
@@ -456,8 +453,7 @@ static int run_gemm_comm(weft_kernel *k, const run_opts *o, int gather) {
 out:
   if (un.gemm) weft_kernel_destroy(un.gemm);
   if (r.d && r.s) r.d->cuStreamDestroy(r.s);
-  if (r.comm) weft_comm_destroy(r.comm);
-  weft_world_destroy(r.w);
+  comm_run_close(r.w, r.comm);
   if (rc != CLI_NO_GPU) rc = ranks_all(rc == CLI_OK) ? CLI_OK : CLI_FAIL;
   return rc;
 }
