@@ -39,18 +39,37 @@ local function cut(s, max)
 end
 M.cut = cut
 
+-- A key (a field's name, a table's key) as a message shows it: as written, or its first SHOW_MAX
+-- bytes and its length (a megabyte of key pushed the message's reason past the end of its buffer).
+local function show_key(k)
+  local t = tostring(k)
+  if #t > SHOW_MAX then return string.format("%s ... (%d bytes in all)", cut(t, SHOW_MAX), #t) end
+  return t
+end
+M.show_key = show_key
+
+-- A table as a message shows it: "{ k = v, ... }" sorted, each value by show_value, the first
+-- SHOW_ENTRIES entries and their count (a thousand entries pushed the reason past the buffer's end).
+local SHOW_ENTRIES = 16
+function M.show_table(t, show_value)
+  local parts = {}
+  for k, x in pairs(t) do parts[#parts + 1] = show_key(k) .. " = " .. show_value(x) end
+  table.sort(parts)
+  local n = #parts
+  if n > SHOW_ENTRIES then
+    for i = n, SHOW_ENTRIES + 1, -1 do parts[i] = nil end
+    parts[#parts + 1] = string.format("... (%d entries in all)", n)
+  end
+  return "{ " .. table.concat(parts, ", ") .. " }"
+end
+
 local function show(v)
   if type(v) == "function" then return "function" end   -- never its address: messages stay the same run to run
   if type(v) == "string" then
     if #v > SHOW_MAX then return string.format("%s ... (%d bytes in all)", quote(cut(v, SHOW_MAX)), #v) end
     return quote(v)
   end
-  if type(v) == "table" then
-    local parts = {}
-    for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. " = " .. show(x) end
-    table.sort(parts)
-    return "{ " .. table.concat(parts, ", ") .. " }"
-  end
+  if type(v) == "table" then return M.show_table(v, show) end
   return tostring(v)
 end
 M.show = show
@@ -66,7 +85,7 @@ M.list = list
 function M.errors(file)
   local e = { file = file, items = {} }
   function e.add(field, value, allowed)
-    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, field, show(value), allowed)
+    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, show_key(field), show(value), allowed)
   end
   function e.raw(msg) e.items[#e.items + 1] = file .. ": " .. msg end
   function e.ok() return #e.items == 0 end

@@ -34,10 +34,7 @@ local function show(v, depth)
   if type(v) == "table" then
     depth = depth or 0
     if depth >= 4 then return "{ ... }" end
-    local parts = {}
-    for k, x in pairs(v) do parts[#parts + 1] = tostring(k) .. " = " .. show(x, depth + 1) end
-    table.sort(parts)
-    return "{ " .. table.concat(parts, ", ") .. " }"
+    return schema.show_table(v, function(x) return show(x, depth + 1) end)
   end
   return schema.show(v)
 end
@@ -144,7 +141,7 @@ end
 local function errors(file)
   local e = { items = {} }
   function e.add(field, value, allowed)
-    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, field, show(value), allowed)
+    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, schema.show_key(field), show(value), allowed)
   end
   function e.ok() return #e.items == 0 end
   function e.text() return table.concat(e.items, "\n") end

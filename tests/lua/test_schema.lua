@@ -67,6 +67,19 @@ T.test("show: a long string is cut, with its length, so the message still says w
   T.ok(err and #err < 400 and err:find("(100000 bytes in all): must be one of", 1, true), tostring(err):sub(1, 300))
 end)
 
+T.test("show: a long key and a long table are cut too, so the message still says why", function()
+  local key = string.rep("k", 1000000)
+  local _, err = validate({ family = "fam", [key] = 1 })
+  T.ok(err and #err < 600 and err:find(string.rep("k", 160) .. " ... (1000000 bytes in all) = 1: unknown key", 1, true),
+    tostring(err):sub(1, 300))
+  local big = {}
+  for i = 1, 1000 do big[i] = i end
+  local shown = schema.show(big)
+  T.ok(#shown < 300 and shown:find("1 = 1, 10 = 10, 100 = 100", 1, true) and shown:find(", ... (1000 entries in all) }$"),
+    shown:sub(1, 300))
+  T.eq(schema.show({ 1, 2 }), "{ 1 = 1, 2 = 2 }")
+end)
+
 T.test("show: a value on one line (a newline split the message in two), UTF-8 whole", function()
   T.eq(schema.show("f3\n2"), '"f3\\n2"')
   T.eq(schema.show("caf\195\169"), '"caf\195\169"')
