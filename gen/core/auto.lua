@@ -394,8 +394,9 @@ function M.choose(text, file, overrides, shape_s, dev, known, opts)
     local r, bad, why = try_row(k.row, k.d > 0)
     if bad and k.d == 0 and why ~= "another family" and #unused < 4 then
       local line = (k.row.line or 0) > 0 and (":" .. k.row.line) or ""
+      -- (why: the generator's messages, a line each; here one line, so the warning stays one)
       unused[#unused + 1] = string.format("%s%s: its %s row for %s is not used: %s", k.row.where or "?", line,
-        k.row.source, M.shape_text(k.at, fam.sizes), tostring(why))
+        k.row.source, M.shape_text(k.at, fam.sizes), (tostring(why):gsub("\n", "; ")))
     end
     if r then
       add(r)

@@ -196,6 +196,10 @@ expect 1 "there is no tuning database at $PWD/nohome/.cache/weft/tune.db" env -u
 # a table row that no longer checks, at the very shape asked: said, not skipped without a word
 printf '# weft tuning table\n# gpu: NVIDIA H200\n# sm: 90\nfamily\tdtype\tranks\tshape\ttime_us\tconfig\nrow_reduce\tf32\t1\tcols=32768 rows=8192\t10.0\tbogus=2\n' > unk.tsv
 expect 0 "unk.tsv:5: its table row for cols=32768 rows=8192 is not used" env WEFT_AUTO_TABLE=unk.tsv "$W" suggest rr.lua 8192x32768
+# ... with two reasons, on one line (the second was a line of its own, without the file's line)
+printf '# weft tuning table\n# gpu: NVIDIA H200\n# sm: 90\nfamily\tdtype\tranks\tshape\ttime_us\tconfig\nrow_reduce\tf32\t1\tcols=32768 rows=8192\t10.0\tthreads=100;cluster=99\n' > two.tsv
+expect 0 "two.tsv:5: its table row for cols=32768 rows=8192 is not used: two.tsv: cluster = 99: must be an integer in 1..16; two.tsv: threads = 100" \
+  env WEFT_AUTO_TABLE=two.tsv "$W" suggest rr.lua 8192x32768
 
 # a byte-order mark some editors write; a variable checked on a cache hit too; numbers in decimal
 printf '\xef\xbb\xbfreturn { family = "row_reduce", dtype = "f32", op = "sum" }\n' > bom.lua
