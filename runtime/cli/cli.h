@@ -22,6 +22,9 @@ typedef struct cli_common {
  * its message prefixed with cmd ("weft run"), as the command's other messages are. */
 int cli_common_arg(cli_common *c, int argc, char **argv, int *i, const char *cmd);
 int cli_status_exit(weft_status st);   /* map a status to an exit code */
+/* -o DIR names something other than a folder: says what on stderr, "CMD: -o DIR: ...TAIL", a link
+ * with its target (a dangling link is no folder either: mkdir does not follow one). */
+void cli_not_a_folder(const char *cmd, const char *out, const char *tail);
 
 /* ptxas's resource report (--ptxas-options=--verbose), from the NVRTC log; -1 where absent */
 /* ptxas's report from a kernel's NVRTC log; serialized: ptxas serialised its WGMMAs (C7520) */

@@ -75,9 +75,7 @@ typedef struct stage {
   util_buf wrote;         /* "  wrote DIR/x" lines, printed once everything is in place */
 } stage;
 
-/* -o DIR names something other than a folder: says what, naming DIR (a link with its target,
- * for a dangling link is no folder either: mkdir does not follow one), never the staging folder. */
-static void not_a_folder(const char *cmd, const char *out, const char *tail) {
+void cli_not_a_folder(const char *cmd, const char *out, const char *tail) {
   char target[4096];
   ssize_t n = readlink(out, target, sizeof target - 1);
   if (n >= 0) {
@@ -97,14 +95,14 @@ static int stage_open(stage *g, const char *cmd, const char *out) {
   g->cmd = cmd;
   g->out = out;
   if (stat(out, &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) { not_a_folder(cmd, out, ""); return -1; }
+    if (!S_ISDIR(st.st_mode)) { cli_not_a_folder(cmd, out, ""); return -1; }
   } else if (errno == ENOENT) {
     /* nothing, or a dangling link -- or, between the two calls, another weft gen's new DIR */
     if (lstat(out, &st) != 0) {
       if (errno != ENOENT) { cli_err("%s: -o %s: %s\n", cmd, out, strerror(errno)); return -1; }
       g->fresh = 1;
     } else if (!S_ISDIR(st.st_mode) && !(S_ISLNK(st.st_mode) && stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-      not_a_folder(cmd, out, "");   /* (a link whose folder appeared meanwhile is that folder) */
+      cli_not_a_folder(cmd, out, "");   /* (a link whose folder appeared meanwhile is that folder) */
       return -1;
     }
   } else {
@@ -192,7 +190,7 @@ static int stage_commit(stage *g) {
        * go into it file by file, as into any folder that was there */
       g->fresh = 0;
     } else {
-      if (e == ENOTDIR || e == EISDIR) not_a_folder(g->cmd, g->out, " (nothing was written)");
+      if (e == ENOTDIR || e == EISDIR) cli_not_a_folder(g->cmd, g->out, " (nothing was written)");
       else cli_err("%s: cannot move %s to %s: %s (nothing was written)\n", g->cmd, g->dir, g->out, strerror(e));
       stage_drop(g);
       return -1;

@@ -483,7 +483,10 @@ agree:
     int bad = 0;
     if (ranks_rank() == 0 && !no_run) {
       struct stat dst;
-      if (util_mkdirs(out_dir, 0755, err, sizeof err)) { cli_err("weft tune: -o %s: %s\n", out_dir, err); bad = 1; }
+      if (lstat(out_dir, &dst) == 0 && (stat(out_dir, &dst) != 0 || !S_ISDIR(dst.st_mode))) {
+        cli_not_a_folder("weft tune", out_dir, "");   /* (as weft gen says it, and exit 2 as there) */
+        bad = 2;
+      } else if (util_mkdirs(out_dir, 0755, err, sizeof err)) { cli_err("weft tune: -o %s: %s\n", out_dir, err); bad = 1; }
       else if (stat(out_dir, &dst) || !S_ISDIR(dst.st_mode) || access(out_dir, W_OK | X_OK)) {
         cli_err("weft tune: -o %s: not a folder this user can write to\n", out_dir);
         bad = 1;
@@ -492,7 +495,7 @@ agree:
         bad = 1;
       }
     }
-    if ((rc = ranks_agree(bad ? CLI_FAIL : CLI_OK, cli_last_error(), "tune")) != CLI_OK) goto out;
+    if ((rc = ranks_agree(bad == 2 ? CLI_USAGE : bad ? CLI_FAIL : CLI_OK, cli_last_error(), "tune")) != CLI_OK) goto out;
     rc = CLI_FAIL;
   }
 
