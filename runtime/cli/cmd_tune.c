@@ -490,7 +490,7 @@ agree:
       else if (stat(out_dir, &dst) || !S_ISDIR(dst.st_mode) || access(out_dir, W_OK | X_OK)) {
         cli_err("weft tune: -o %s: not a folder this user can write to\n", out_dir);
         bad = 1;
-      } else if (tunedb_open(&db, db_path, err, sizeof err)) {
+      } else if (tunedb_open(&db, db_path, err, sizeof err) || tunedb_check(db, err, sizeof err)) {
         cli_err("weft tune: the tuning database: %s (give --db PATH, or fix WEFT_TUNE_DB)\n", err);
         bad = 1;
       }

@@ -70,6 +70,10 @@ int tunedb_open_readonly(tunedb **out, const char *path, char *err, size_t errle
  * none of the three is set, or out of memory.  Nothing is opened or created. */
 char *tunedb_default_path(char *err, size_t errlen);
 void tunedb_close(tunedb *db);            /* NULL is fine */
+/* SQLite's quick check of every page (a damaged page deep in the file passes the open's checks
+ * and fails only the store it is written in: weft tune asks before its run).  0, or -1 with err
+ * naming the file and the first damage found. */
+int tunedb_check(tunedb *db, char *err, size_t errlen);
 const char *tunedb_path(const tunedb *db);
 /* Stores rows for key in ONE transaction (all or nothing). A row with the same key and config
  * replaces the older one. 0 or -1 with err.

@@ -113,6 +113,27 @@ int tdb_prepare(tunedb *t, const char *sql, sqlite3_stmt **st, const char *what,
   return 0;
 }
 
+int tunedb_check(tunedb *t, char *err, size_t errlen) {
+  sqlite3_stmt *st = NULL;
+  if (tdb_prepare(t, "PRAGMA quick_check(1)", &st, "cannot check it", err, errlen) != 0) return -1;
+  int rc = sqlite3_step(st);
+  const char *res = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+  int ok = res && !strcmp(res, "ok");
+  if (rc != SQLITE_ROW) tdb_err(t, rc, "cannot check it", err, errlen);
+  else if (!ok) {   /* (its report, "*** in database main ***\nOn tree page 5 ...", on one line) */
+    char first[512];
+    if (snprintf(first, sizeof first, "%s", res ? res : "?") >= (int)sizeof first) {
+      /* (cut: its start names the first damaged page, which is what a person needs) */
+    }
+    for (char *c = first; *c; c++)
+      if (*c == '\n' || *c == '\r') *c = ' ';
+    util_set_err(err, errlen, "tune database %s is damaged (SQLite's quick check: %s): move it away; tuning results "
+                 "are only measurements and can be taken again", t->path, first);
+  }
+  sqlite3_finalize(st);
+  return ok ? 0 : -1;
+}
+
 /* Runs a statement that returns one integer (or NULL: *isnull).  0, or -1 with err. */
 static int query_int(tunedb *t, const char *sql, long long *out, int *isnull, const char *what,
                      char *err, size_t errlen) {

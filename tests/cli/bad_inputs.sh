@@ -109,6 +109,17 @@ out=$(timeout 20 "$W" export-table "${G[@]}" --db tab.db tab.tsv 2>&1)
 [ "$(printf '%s\n' "$out" | grep -c "): its shape holds a tab (the table's columns are separated by tabs)$")" = 1 ] || { echo "FAIL: a skipped tab row's reason: $out" | head -3; fails=$((fails + 1)); }
 expect 2 "FILE is empty: name the table's file" "$W" export-table "${G[@]}" --db tune.db ""
 
+# ... a damaged page deep in the database passed the open's checks and failed only the store,
+# after the whole run: weft tune checks every page first
+python3 - <<'PY'
+d = bytearray(open("tune.db", "rb").read())
+for p in range(4, len(d) // 4096):   # (pages 1-3, the schema, kept readable: the damage is deeper)
+    d[p * 4096 + 8:p * 4096 + 200] = b"\xab" * 192
+open("damaged.db", "wb").write(bytes(d))
+PY
+expect 1 "tune database damaged.db is damaged (SQLite's quick check: " "$W" tune "$SW" --fake-timing --db damaged.db -o t11
+[ -e t11/tune-row_reduce.csv ] && { echo "FAIL: tune ran before refusing a damaged database"; fails=$((fails + 1)); }
+
 # a second attack review (files weft did not write): export-table with FILE the database itself, or
 # any SQLite file, replaced the measurements with the table
 cp tune.db keep.db
