@@ -130,6 +130,7 @@ def _lua_value(v, where, depth=0, seen=()):
             if not isinstance(k, str):
                 raise ConfigError(1, "weft: config field %s has key %r (%s): keys must be strings"
                                   % (where or "<config>", k, type(k).__name__))
+            k = str.__str__(k)   # (a str subclass's own __str__ would write other text into the Lua)
             if "\0" in k:   # the generator's message about it would end at the NUL, naming nothing
                 raise ConfigError(1, "weft: config field %s has key %r: a key holding a NUL character is no field"
                                   % (where or "<config>", k))
@@ -190,7 +191,7 @@ def _override_text(v, key):
     if isinstance(v, str):
         # Quoted, so that a str stays a str: the generator reads a bare "128" or "true" as a number or a
         # bool, and strips one pair of outer quotes whatever they hold.
-        return '"%s"' % _no_nul(v, "override %s =" % key)
+        return '"%s"' % str.__str__(_no_nul(v, "override %s =" % key))   # (not a subclass's __str__)
     raise ConfigError(1, "weft: override %s = %r (%s): allowed are bool, int, float, str, or a dict of them "
                       "for nested keys" % (key, v, type(v).__name__))
 
@@ -492,12 +493,14 @@ class Context:
     def compile_manifest(self, manifest):
         if not isinstance(manifest, Manifest):
             raise TypeError("weft: compile_manifest takes a Manifest, not %s" % type(manifest).__name__)
-        if manifest._m is None or not manifest._owned:
-            raise ValueError("weft: this manifest was already compiled (a kernel owns it) or is not a first kernel")
         k = ctypes.c_void_p()
         with self.lock:
             h = self._handle()
-            m, manifest._m, manifest._owned = manifest._m, None, False   # the C side takes it, even on failure
+            with manifest._lock:   # (no parts() or check_size() of it under way)
+                if manifest._m is None or not manifest._owned:
+                    raise ValueError("weft: this manifest was already compiled (a kernel owns it) or is not a first "
+                                     "kernel")
+                m, manifest._m, manifest._owned = manifest._m, None, False   # the C side takes it, even on failure
             st = lib.weft_compile_manifest(h, m, ctypes.byref(k))
             if st:
                 raise self._error(st)
@@ -619,6 +622,13 @@ class Manifest:
         self._m = m
         self._owned = owned
         self._keep = keep          # what owns a borrowed manifest: a Kernel, or the first Manifest
+        # The lock under which the C side may be freed, held by parts() and check_size() from the
+        # check that it is alive to their last C call (another thread's close came between the two:
+        # freed memory read): a kernel's manifest, its context's (Kernel.close holds it); a first
+        # manifest, its own (compile_manifest hands it over under it, inside the context's: always
+        # that order); a part, its first manifest's.
+        self._lock = keep._lock if isinstance(keep, Manifest) else keep.ctx.lock if isinstance(keep, Kernel) else \
+            threading.RLock()
         self.json = _lib.text(m.contents.json)
         self.source = _lib.text(m.contents.source)
         self.data = json.loads(self.json)
@@ -644,19 +654,19 @@ class Manifest:
 
     def parts(self):
         """The config's kernels in launch order (this one first), as manifests."""
-        m = self._live()
-        out = [self]
-        i = 1
-        while True:
-            p = lib.weft_manifest_part(m, i)
-            if not p:
-                return out
-            out.append(Manifest(p, owned=False, keep=self))
-            i += 1
+        with self._lock:
+            m = self._live()
+            out = [self]
+            i = 1
+            while True:
+                p = lib.weft_manifest_part(m, i)
+                if not p:
+                    return out
+                out.append(Manifest(p, owned=False, keep=self))
+                i += 1
 
     def check_size(self, name, value):
         """None if size `name` = value is within the kernel's limits, else the reason."""
-        m = self._live()
         sizes = [a.name for a in self.args if a.role == "size"]
         if name not in sizes:
             raise ValueError("weft: %s has no size argument %r: its sizes are %s" % (self.name, name,
@@ -670,8 +680,9 @@ class Manifest:
         if not _INT64[0] <= v <= _INT64[1]:
             return "%s = %d does not fit in 64 bits" % (name, v)
         why = ctypes.create_string_buffer(512)
-        if lib.weft_manifest_check_size(m, name.encode(), v, why, len(why)) == 0:
-            return None
+        with self._lock:
+            if lib.weft_manifest_check_size(self._live(), name.encode(), v, why, len(why)) == 0:
+                return None
         return why.value.decode("utf-8", "replace")
 
     def __repr__(self):

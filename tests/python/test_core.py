@@ -357,6 +357,39 @@ def test_compile_manifest_ownership(ctx, softmax):
         ctx.compile_manifest("row_softmax.lua")
 
 
+def test_manifest_calls_wait_for_a_close_under_way(ctx, softmax):
+    """parts() and check_size() hold the lock under which the C manifest is freed, from the check
+    that it is alive to their C call: a close() on another thread came between the two, and an
+    AddressSanitizer run read freed memory.  So a call made while a close() holds that lock waits,
+    then says the manifest is gone."""
+    def run(f, out):
+        try:
+            out.append(f())
+        except ValueError as e:
+            out.append(e)
+    k = ctx.compile(softmax)
+    m, out = k.manifest, []
+    with ctx.lock:   # as Kernel.close() holds it while it frees
+        t = threading.Thread(target=run, args=(lambda: m.check_size("cols", 5), out))
+        t.start()
+        time.sleep(0.2)
+        assert t.is_alive(), "check_size() did not wait for the lock close() frees under"
+        k.close()
+    t.join(10)
+    assert len(out) == 1 and isinstance(out[0], ValueError) and "freed" in str(out[0])
+    # a first manifest: compile_manifest hands it over under its own lock, which parts() holds
+    g, out = ctx.generate(softmax), []
+    with g._lock:
+        t = threading.Thread(target=run, args=(lambda: ctx.compile_manifest(g), out))
+        t.start()
+        time.sleep(0.2)
+        assert t.is_alive(), "compile_manifest() did not wait for the manifest's lock"
+        assert g.parts()[0] is g
+    t.join(10)
+    assert len(out) == 1 and isinstance(out[0], weft.Kernel)
+    out[0].close()
+
+
 def test_closed_context_and_kernel(tmp_path, softmax):
     c = weft.Context(cache_dir=tmp_path)
     k = c.compile(softmax)
@@ -901,6 +934,16 @@ def test_number_and_string_subclasses_render_as_their_values():
     text = weft.lua_config({"family": "row_softmax", "eps": F(1.5), "max_cols": I(4096), "dtype": S("f32")})
     assert "os.exit" not in text and "1.5" in text and "4096" in text and '"f32"' in text
     assert weft.overrides({"max_cols": I(4096)}) == ["max_cols=4096"]
+
+    # ... nor a key's or an override string's __str__ (a key's wrote 'dtype = "f16", mode' into the
+    # table: an f16 kernel from a config with no dtype at all)
+    class T(str):
+        def __str__(self):
+            return 'dtype = "f16", mode'
+
+    text = weft.lua_config({"family": "row_softmax", "mode": "onchip", T("zzz"): "onchip"})
+    assert text == 'return {family = "row_softmax", mode = "onchip", zzz = "onchip"}\n' and "f16" not in text
+    assert weft.overrides({"dtype": T("f32")}) == ['dtype="f32"']
 
 
 def test_a_cpu_tensor_is_not_launched_as_a_device_pointer():
