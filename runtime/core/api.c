@@ -188,6 +188,16 @@ static void cache_key(const weft_manifest *m, const char *nvrtc, unsigned char k
   hash_end(h, key);
 }
 
+/* The context's cache folder for this NVRTC: 0, or -1 with c->err. */
+static int ctx_cache_open(weft_ctx *c, const char *nv) {
+  char sub[64];
+  if (snprintf(sub, sizeof sub, "v1-nvrtc%s-sm_90a", nv) >= (int)sizeof sub) {
+    snprintf(c->err, sizeof c->err, "NVRTC version %s: too long for the cache's folder name", nv);
+    return -1;
+  }
+  return cache_open(&c->cache, c->cache_root, sub, c->err, sizeof c->err);
+}
+
 /* One kernel through the cache; k->m = m, which the caller still owns on failure. */
 static weft_status kernel_build(weft_ctx *c, weft_manifest *m, const char *nv, weft_kernel **out) {
   weft_kernel *k = calloc(1, sizeof *k);
@@ -204,10 +214,20 @@ static weft_status kernel_build(weft_ctx *c, weft_manifest *m, const char *nv, w
   cache_result res;
   double t0 = util_now_ms();
   int got = cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err);
+  if (got == CACHE_FAIL && cache_gone(c->cache)) {
+    /* the cache folder was removed while this context used it: made again, once (every later
+     * compile failed: its entries and locks were opened in the removed folder) */
+    cache_entry_free(&k->bin);
+    cache_close(c->cache);
+    c->cache = NULL;
+    if (ctx_cache_open(c, nv) != 0) { free(k); return WEFT_ERR_CACHE; }
+    got = cache_get(c->cache, key, m->name, build_cb, &job, &k->bin, &res, c->err, sizeof c->err);
+  }
   if (got != 0) {
     cache_entry_free(&k->bin);
     free(k);
-    return got == CACHE_FAIL_ENV ? WEFT_ERR_INVALID : got == CACHE_FAIL_NO_COMPILE ? WEFT_ERR_CACHE : WEFT_ERR_COMPILE;
+    /* (NVRTC's failure is a compile error; the folder's, a file's or the lock's the cache's) */
+    return got == CACHE_FAIL_ENV ? WEFT_ERR_INVALID : got == CACHE_FAIL_BUILD ? WEFT_ERR_COMPILE : WEFT_ERR_CACHE;
   }
   k->compile_ms = util_now_ms() - t0;
   k->hit = res == CACHE_HIT;
@@ -228,13 +248,9 @@ weft_status weft_compile_manifest(weft_ctx *c, weft_manifest *m, weft_kernel **o
   }
   char nv[32];
   jit_nvrtc_version(nv, sizeof nv);
-  if (!c->cache) {
-    char sub[64];
-    snprintf(sub, sizeof sub, "v1-nvrtc%s-sm_90a", nv);
-    if (cache_open(&c->cache, c->cache_root, sub, c->err, sizeof c->err) != 0) {
-      weft_manifest_free(m);
-      return WEFT_ERR_CACHE;
-    }
+  if (!c->cache && ctx_cache_open(c, nv) != 0) {
+    weft_manifest_free(m);
+    return WEFT_ERR_CACHE;
   }
   weft_kernel *k;
   weft_status st = kernel_build(c, m, nv, &k);

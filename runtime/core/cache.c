@@ -175,6 +175,11 @@ static int valid_subdir(const char *s) {
   return s && *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
+int cache_gone(const cache *c) {
+  struct stat st;
+  return c && fstat(c->dirfd, &st) == 0 && st.st_nlink == 0;   /* (a removed folder keeps no link) */
+}
+
 int cache_open(cache **out, const char *root, const char *subdir, char *err, size_t errlen) {
   char *r = NULL, *dir = NULL;
   cache *c = NULL;
@@ -647,9 +652,13 @@ int cache_get(cache *c, const unsigned char key[32], const char *name, cache_bui
   if (build(ud, &built, berr, berrlen) != 0) {
     memset(&built, 0, sizeof built);
     if (!berr[0]) util_set_err(err, errlen, "the build of kernel %s failed (no message)", name);
+    rc = CACHE_FAIL_BUILD;
     goto cleanup;
   }
-  if (check_built(&built, name, err, errlen) != 0) goto cleanup;
+  if (check_built(&built, name, err, errlen) != 0) {
+    rc = CACHE_FAIL_BUILD;
+    goto cleanup;
+  }
   if (write_entry(c, &n, key, &built, err, errlen) != 0) {
     /* (its message names a temporary file: say what failed, and where, first) */
     if (err && errlen) {

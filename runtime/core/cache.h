@@ -42,12 +42,16 @@ typedef enum cache_result {
 int cache_open(cache **out, const char *root, const char *subdir, char *err, size_t errlen);
 void cache_close(cache *c);
 const char *cache_dir(const cache *c);   /* <root>/<subdir> */
+/* 1 if the folder cache_open opened has been removed since (rm -rf of the cache while a context
+ * lives): nothing can be written there any more; the caller opens the cache again. */
+int cache_gone(const cache *c);
 
 /* cache_get's failures, each with err: the caller tells them apart by the value, not the text */
 enum {
-  CACHE_FAIL = -1,             /* the folder, a file, the lock, or the build failed */
+  CACHE_FAIL = -1,             /* the folder, a file or the lock failed */
   CACHE_FAIL_ENV = -2,         /* WEFT_NO_COMPILE or WEFT_CACHE_LOCK_SECONDS holds a value it cannot take */
-  CACHE_FAIL_NO_COMPILE = -3   /* a miss (or a corrupt entry) with WEFT_NO_COMPILE set */
+  CACHE_FAIL_NO_COMPILE = -3,  /* a miss (or a corrupt entry) with WEFT_NO_COMPILE set */
+  CACHE_FAIL_BUILD = -4        /* the build callback failed, or built no usable entry */
 };
 /* Look up key; on a miss build it (unless WEFT_NO_COMPILE) and store it. name is used only in
  * messages (the kernel name). Returns 0 and fills *out and *result, or a CACHE_FAIL* with err. */

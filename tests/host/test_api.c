@@ -159,6 +159,41 @@ static void test_compile_and_cache(void **state) {
   weft_ctx_destroy(ctx);
 }
 
+/* The cache folder removed while a context uses it (rm -rf ~/.cache/weft beside a long-running
+ * process): the next compile makes it again; every later compile failed, as a compile error.  A
+ * lock file that is a folder is the cache's error, not NVRTC's. */
+static void test_cache_folder_removed(void **state) {
+  (void)state;
+  char dir[600], cmd[1400];
+  snprintf(dir, sizeof dir, "%s/gone-XXXXXX", cache_dir);
+  assert_non_null(mkdtemp(dir));
+  weft_ctx_options o = {.cache_dir = dir};
+  weft_ctx *ctx;
+  weft_kernel *k;
+  assert_int_equal(weft_ctx_create(&ctx, &o), WEFT_OK);
+  const char *t256[] = {"threads=256"}, *t128[] = {"threads=128"};
+  assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, t256, 1, &k), WEFT_OK);
+  weft_kernel_destroy(k);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, t128, 1, &k), WEFT_OK);
+  assert_int_equal(weft_kernel_cache_hit(k), 0);
+  weft_kernel_destroy(k);
+  assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, t128, 1, &k), WEFT_OK);   /* stored */
+  assert_int_equal(weft_kernel_cache_hit(k), 1);
+  weft_kernel_destroy(k);
+  /* every lock file of the folder a folder: the cache refuses it, as the cache (3), not NVRTC (2) */
+  const char *t64[] = {"threads=64"};
+  assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, t64, 1, &k), WEFT_OK);
+  weft_kernel_destroy(k);
+  snprintf(cmd, sizeof cmd, "cd '%s'/v1-* && for f in *.bin; do rm -f \"$f\" \"${f%%.bin}.lock\"; "
+           "mkdir \"${f%%.bin}.lock\"; done", dir);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(weft_compile_string(ctx, "inline.lua", ROW_REDUCE, t64, 1, &k), WEFT_ERR_CACHE);
+  assert_non_null(strstr(weft_ctx_error(ctx), ".lock"));
+  weft_ctx_destroy(ctx);
+}
+
 /* A custom operator that is not an expression is the config's error, found before NVRTC (it was
  * NVRTC's, as a log; cli.nvrtc_error checks that NVRTC's own errors still point into the template) */
 static void test_bad_op_refused_before_nvrtc(void **state) {
@@ -1028,6 +1063,7 @@ int main(void) {
     cmocka_unit_test(test_gemm_grid_counts_units),
     cmocka_unit_test(test_config_error),
     cmocka_unit_test(test_compile_and_cache),
+    cmocka_unit_test(test_cache_folder_removed),
     cmocka_unit_test(test_bad_op_refused_before_nvrtc),
     cmocka_unit_test(test_launch_without_driver),
     cmocka_unit_test(test_reference_fold),

@@ -529,7 +529,7 @@ static void test_build_failure(void **state) {
   cache_result r = CACHE_HIT;
   char err[512] = "";
 
-  assert_int_equal(cache_get(c, key, "k", build_cb, &ud, &e, &r, err, sizeof err), -1);
+  assert_int_equal(cache_get(c, key, "k", build_cb, &ud, &e, &r, err, sizeof err), CACHE_FAIL_BUILD);
   assert_int_equal(ud.calls, 1);
   assert_string_equal(err, ud.fail); /* exactly its message, nothing prepended */
   assert_null(e.ptx);
@@ -849,7 +849,7 @@ static void test_cubin_not_elf(void **state) {
   key_of("builds-no-elf", key2);
   cache_entry e = {0};
   cache_result r;
-  assert_int_equal(cache_get(c, key2, "k", build_no_elf, &ud, &e, &r, err, sizeof err), -1);
+  assert_int_equal(cache_get(c, key2, "k", build_no_elf, &ud, &e, &r, err, sizeof err), CACHE_FAIL_BUILD);
   assert_non_null(strstr(err, "returned a cubin that is not an ELF image"));
   assert_int_equal(count_names(cache_dir(c), ".bin", NULL), 1);
   cache_close(c);
