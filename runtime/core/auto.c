@@ -437,8 +437,9 @@ weft_status auto_choose_with_device(weft_ctx *c, const char *chunk, const char *
                                     const auto_device *dev, weft_auto **out) {
   if (!c) return WEFT_ERR_INVALID;
   char *err = api_ctx_err(c);
-  if (!text || !shape || !out)
-    return api_refuse(err, "weft_auto_choose: %s is NULL", !text ? "the config text" : !shape ? "shape" : "out");
+  if (!text)   /* (weft_auto_choose passes the file's text: only the string form gets here without one) */
+    return api_refuse(err, "weft_auto_choose_string: the config text is NULL");
+  if (!shape || !out) return api_refuse(err, "weft_auto_choose: %s is NULL", !shape ? "shape" : "out");
   *out = NULL;
   if (ranks < 1) return api_refuse(err, "weft_auto_choose: ranks = %d: the world's size, 1 or more", ranks);
   if (n_cand < 0) return api_refuse(err, "weft_auto_choose: n_candidates = %d: 0 or more", n_cand);

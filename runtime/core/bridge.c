@@ -588,11 +588,13 @@ int bridge_fold(bridge *b, const weft_manifest *m, const double *x, size_t n, do
                  : "it raised an error that is not a message (a table or nil given to error())");
       goto unhook;
     }
-    int isnum;
-    acc = lua_tonumberx(L, -1, &isnum);
+    /* a number, not a string that reads as one (lua_tonumberx converts "12") */
+    int isnum = lua_type(L, -1) == LUA_TNUMBER;
+    const char *got = luaL_typename(L, -1);
+    acc = isnum ? lua_tonumber(L, -1) : 0;
     lua_pop(L, 1);
     if (!isnum) {
-      snprintf(err, errlen, "%s: op.ref returned a non-number", name);
+      snprintf(err, errlen, "%s: op.ref returned a %s, not a number", name, got);
       goto unhook;
     }
   }

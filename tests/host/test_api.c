@@ -986,6 +986,13 @@ static void test_api_fold_ref_is_the_configs_own(void **state) {
   assert_int_equal(weft_reference_fold(kr, x, 3, &r), WEFT_ERR_INVALID);
   assert_non_null(strstr(weft_kernel_error(kr), "op.ref failed: it raised an error that is not a message"));
   weft_kernel_destroy(kr);
+  /* a string that reads as a number is still no number (it was taken as 12) */
+  const char *text = "return { family = 'row_reduce', op = { combine = 'a + b', identity = '0.0f',"
+                     " ref = function(a, b) return '12' end } }";
+  assert_int_equal(weft_compile_string(ctx, "s.lua", text, NULL, 0, &kr), WEFT_OK);
+  assert_int_equal(weft_reference_fold(kr, x, 3, &r), WEFT_ERR_INVALID);
+  assert_non_null(strstr(weft_kernel_error(kr), "op.ref returned a string, not a number"));
+  weft_kernel_destroy(kr);
   /* a manifest of this context compiled in another: its ref is this one's, folded only here
    * (the other context's Lua state may be in use on another thread) */
   weft_ctx *other;
