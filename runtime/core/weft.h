@@ -34,7 +34,8 @@ typedef enum weft_status {
   WEFT_OK = 0,
   WEFT_ERR_CONFIG = 1,    /* the config is invalid: message names file, field, value, allowed */
   WEFT_ERR_COMPILE = 2,   /* NVRTC rejected the generated source (log + saved source in message) */
-  WEFT_ERR_CACHE = 3,     /* cache folder refused, or WEFT_NO_COMPILE set and the kernel is not cached */
+  WEFT_ERR_CACHE = 3,     /* cache folder refused, an entry or its lock unusable (a folder where its file
+                           * belongs, the lock's wait out), or WEFT_NO_COMPILE set and the kernel not cached */
   WEFT_ERR_NO_DRIVER = 4, /* libcuda.so.1 cannot be loaded: no NVIDIA driver on this machine */
   WEFT_ERR_NO_DEVICE = 5, /* driver present but no usable GPU (or not sm_90) */
   WEFT_ERR_CUDA = 6,      /* a driver call failed; the message names the call */
