@@ -152,46 +152,34 @@ static const char *set_value(const job *j, const char *key) {
   return NULL;
 }
 
-/* Text as a gnuplot single-quoted string: no backquote substitution or escapes happen inside
- * one, a quote is doubled; control characters become '?' and long values are cut (a label). */
+/* A label (a title, a tick) as a gnuplot single-quoted string: no backquote substitution or
+ * escapes happen inside one.  A quote becomes '"' (gnuplot 5.4 misreads a run of doubled quotes,
+ * ending the string early), control characters '?', and long values are cut. */
 static void gp_quote(util_buf *b, const char *s, size_t max) {
   util_buf_printf(b, "'");
   for (size_t i = 0; s[i] && i < max; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c == '\'') util_buf_printf(b, "''");
-    else util_buf_printf(b, "%c", c < 32 || c == 127 ? '?' : c);
+    util_buf_printf(b, "%c", c == '\'' ? '"' : c < 32 || c == 127 ? '?' : c);
   }
   util_buf_printf(b, "%s'", strlen(s) > max ? "..." : "");
 }
 
-/* A file's path as a gnuplot string.  gnuplot reads a name that begins with '<' as a command whose
- * output to plot, and one that begins with '|' (set output) as a command to pipe into -- both run
- * by a shell -- and '-', '+' and '~/' as more than a name: a relative path is written as ./path,
- * whose first byte is none of those (`-o '<touch x;'` made gnuplot run `touch x`). */
-static void gp_quote_path(util_buf *b, const char *path) {
-  if (path[0] == '/') {
-    gp_quote(b, path, strlen(path));
-    return;
-  }
-  util_buf u = {0};
-  util_buf_printf(&u, "./%s", path);
-  if (u.oom) b->oom = 1;
-  else gp_quote(b, u.p, u.len);
-  util_buf_free(&u);
-}
-
-/* gnuplot SCRIPT, as a program with its argument (posix_spawnp: no shell ever sees a path or a
- * value), its output to /dev/null; 0 when it ran and exited 0.  gnuplot loads a script named on
- * its command line as `load` does, which also runs a name that begins with '<' as a command: a
- * relative SCRIPT goes as ./SCRIPT. */
-static int run_gnuplot(const char *script) {
-  char arg[4200];
-  if (snprintf(arg, sizeof arg, "%s%s", script[0] == '/' ? "" : "./", script) >= (int)sizeof arg) return -1;
+/* gnuplot on the script `plot.gp` in folder DIR, run there (posix_spawnp: no shell ever sees a
+ * path or a value), its output to /dev/null; 0 when it ran and exited 0.  No path of the user's
+ * reaches gnuplot: it reads a file name that begins with '<' as a command whose output to plot,
+ * an output that begins with '|' as a command to pipe into, its script argument as `load` does
+ * (the same '<'), and misreads doubled quotes (`-o '<touch x;'` ran `touch x`; `-o "a''b"`
+ * truncated a file a').  So the script and its files have fixed names in DIR. */
+static int run_gnuplot(const char *dir) {
   posix_spawn_file_actions_t fa;
   if (posix_spawn_file_actions_init(&fa)) return -1;
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  char *argv[] = {"gnuplot", arg, NULL};
+  if (posix_spawn_file_actions_addchdir_np(&fa, dir)) {
+    posix_spawn_file_actions_destroy(&fa);
+    return -1;
+  }
+  char *argv[] = {"gnuplot", "plot.gp", NULL};
   extern char **environ;
   pid_t pid;
   int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
@@ -203,11 +191,11 @@ static int run_gnuplot(const char *script) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* The script's text: its output PNG, then every plot (the same for both scripts below). */
-static void gp_script(util_buf *b, const char *png, const char *body, int width, int height) {
-  util_buf_printf(b, "set terminal pngcairo size %d,%d\nset output ", width, height);
-  gp_quote_path(b, png);
-  util_buf_printf(b, "\n%s", body);
+/* The script's text: its output PNG and its data by plain names (weft's own: tune-<family>.png,
+ * plot.png, ...) in the folder it runs in, then every plot, which reads `data` (the same body for
+ * both scripts below). */
+static void gp_script(util_buf *b, const char *png, const char *dat, const char *body, int width, int height) {
+  util_buf_printf(b, "set terminal pngcairo size %d,%d\nset output '%s'\ndata = '%s'\n%s", width, height, png, dat, body);
 }
 
 /* DIR/tune-<family>.png: for every shape (rows) and swept key (columns), the time of every
@@ -215,14 +203,19 @@ static void gp_script(util_buf *b, const char *png, const char *body, int width,
  * Nothing is written through a link planted at an output's name: the .dat and .gp are written
  * atomically (a new file renamed into place), and gnuplot, which opens its output plainly, writes
  * the PNG into a private folder beside it, from where it is renamed into place.  The .gp kept
- * beside the results names the final PNG (to re-run by hand); gnuplot runs a copy naming the
- * private one.  0, or -1 (and why on stderr). */
+ * beside the results names the PNG and the data by their names in its folder (to re-run by hand
+ * there); gnuplot runs a copy in the private folder on a copy of the data, all by fixed names
+ * (run_gnuplot: no path of the user's reaches it).  0, or -1 (and why on stderr). */
 static int write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *out_dir) {
-  char dat[4096], gp[4096], png[4096], tmpdir[4096], tmp_gp[4200], tmp_png[4200], err[4400];
+  char dat[4096], gp[4096], png[4096], tmpdir[4096], err[4400];
+  char tmp_gp[4200] = "", tmp_png[4200] = "", tmp_dat[4200] = "";   /* (unlinked at the end: set or empty) */
+  char gp_png[300], gp_dat[300];   /* the kept script's names for its PNG and data, beside it */
   if (snprintf(dat, sizeof dat, "%s/tune-%s.dat", out_dir, sw->family) >= (int)sizeof dat ||
       snprintf(gp, sizeof gp, "%s/tune-%s.gp", out_dir, sw->family) >= (int)sizeof gp ||
       snprintf(png, sizeof png, "%s/tune-%s.png", out_dir, sw->family) >= (int)sizeof png ||
-      snprintf(tmpdir, sizeof tmpdir, "%s/.tune-%s.png.XXXXXX", out_dir, sw->family) >= (int)sizeof tmpdir) {
+      snprintf(tmpdir, sizeof tmpdir, "%s/.tune-%s.png.XXXXXX", out_dir, sw->family) >= (int)sizeof tmpdir ||
+      snprintf(gp_png, sizeof gp_png, "tune-%s.png", sw->family) >= (int)sizeof gp_png ||
+      snprintf(gp_dat, sizeof gp_dat, "tune-%s.dat", sw->family) >= (int)sizeof gp_dat) {
     cli_err("weft tune: --plot: the output folder's name is too long\n");
     return -1;
   }
@@ -263,13 +256,13 @@ static int write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *
         gp_quote(&body, vals[k * n_jobs + x], 40);
         util_buf_printf(&body, " %d", x);
       }
-      util_buf_printf(&body, ")\nplot ");
-      gp_quote_path(&body, dat);
+      util_buf_printf(&body, ")\nplot data");
       util_buf_printf(&body, " using ($1 == %d ? $%d : 1/0):2 with points pt 7 ps 0.8 notitle\n", s, 3 + k);
     }
   util_buf_printf(&body, "unset multiplot\n");
   if (d.oom || body.oom) { cli_err("weft tune: --plot: out of memory\n"); goto done; }
-  gp_script(&f, png, body.p, width, height);
+  util_buf_printf(&f, "# run it in its folder: gnuplot tune-%s.gp\n", sw->family);
+  gp_script(&f, gp_png, gp_dat, body.p, width, height);
   if (f.oom) { cli_err("weft tune: --plot: out of memory\n"); goto done; }
   if (util_write_atomic(dat, d.p, d.len, err, sizeof err) || util_write_atomic(gp, f.p, f.len, err, sizeof err)) {
     cli_err("weft tune: --plot: %s\n", err);
@@ -278,14 +271,18 @@ static int write_plot(const sweep *sw, const job *jobs, int n_jobs, const char *
   if (!mkdtemp(tmpdir)) { cli_err("weft tune: --plot: cannot create a folder %s: %s\n", tmpdir, strerror(errno)); goto done; }
   made_tmp = 1;
   if (snprintf(tmp_gp, sizeof tmp_gp, "%s/plot.gp", tmpdir) >= (int)sizeof tmp_gp ||
-      snprintf(tmp_png, sizeof tmp_png, "%s/plot.png", tmpdir) >= (int)sizeof tmp_png) {
+      snprintf(tmp_png, sizeof tmp_png, "%s/plot.png", tmpdir) >= (int)sizeof tmp_png ||
+      snprintf(tmp_dat, sizeof tmp_dat, "%s/data.dat", tmpdir) >= (int)sizeof tmp_dat) {
     cli_err("weft tune: --plot: the output folder's name is too long\n");
     goto done;
   }
-  gp_script(&tf, tmp_png, body.p, width, height);
+  gp_script(&tf, "plot.png", "data.dat", body.p, width, height);
   if (tf.oom) { cli_err("weft tune: --plot: out of memory\n"); goto done; }
-  if (util_write_atomic(tmp_gp, tf.p, tf.len, err, sizeof err)) { cli_err("weft tune: --plot: %s\n", err); goto done; }
-  if (run_gnuplot(tmp_gp) != 0) {
+  if (util_write_atomic(tmp_gp, tf.p, tf.len, err, sizeof err) || util_write_atomic(tmp_dat, d.p, d.len, err, sizeof err)) {
+    cli_err("weft tune: --plot: %s\n", err);
+    goto done;
+  }
+  if (run_gnuplot(tmpdir) != 0) {
     cli_err("weft tune: could not plot (is gnuplot installed? apt-get install gnuplot-nox); the script is %s\n", gp);
     goto done;
   }
@@ -300,6 +297,7 @@ done:
   if (made_tmp) {   /* the private folder: only what weft and gnuplot put there */
     unlink(tmp_gp);
     unlink(tmp_png);
+    unlink(tmp_dat);
     rmdir(tmpdir);
   }
   util_buf_free(&d);
@@ -431,14 +429,6 @@ static int tune_main(int argc, char **argv, int out_fd) {
     goto agree;
   }
   if (c.out_dir) out_dir = c.out_dir;
-  if (plot) {   /* (gnuplot's script names the .dat and .png by their paths: a control byte cannot be written there) */
-    for (const char *q = out_dir; *q; q++)
-      if ((unsigned char)*q < 32 || *q == 127) {
-        cli_err("weft tune: --plot with -o '%.200s': the folder's name holds a control character (byte %d), which "
-                "gnuplot's script cannot name; give another folder, or drop --plot\n", out_dir, (unsigned char)*q);
-        goto agree;
-      }
-  }
 
   if (util_read_file(c.config, &text, NULL, err, sizeof err)) { cli_err("weft tune: %s\n", err); goto agree; }
   /* under mpirun each rank takes the GPU of its local rank, as `weft run` does (with one

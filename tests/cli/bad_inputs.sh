@@ -264,10 +264,12 @@ long=$T/$(printf 'a%.0s' $(seq 1 5000))
 expect 1 "bytes ...]" env WEFT_CACHE_DIR="$long" "$W" build rr.lua -o g15
 expect 1 "File name too long; set WEFT_CACHE_DIR to a folder of your own" env WEFT_CACHE_DIR="$long" "$W" build rr.lua -o g15
 
-# --plot with a newline in -o: said before the run (gnuplot's script cannot name the folder; it was
-# blamed on gnuplot's absence after the run)
-expect 2 "the folder's name holds a control character (byte 10)" "$W" tune "$SW" --fake-timing --plot -o $'pq/a\nb'
-[ -e pq ] && { echo "FAIL: tune ran before refusing --plot's folder"; fails=$((fails + 1)); }
+# --plot with a newline in -o: plotted (gnuplot's scripts name no path of the user's; the folder's
+# name was refused, and before that blamed on gnuplot's absence after the run)
+if command -v gnuplot > /dev/null; then
+  expect 0 "tune-row_reduce.png" "$W" tune "$SW" --fake-timing --plot -o $'pq/a\nb'
+  [ -s $'pq/a\nb/tune-row_reduce.png' ] || { echo "FAIL: no plot in a folder whose name holds a newline"; fails=$((fails + 1)); }
+fi
 
 # --plot's .dat, .gp and .png go to their names, never through a link planted there (a link is
 # replaced, its target kept); the .gp kept names the final .dat and .png; no private folder is left
@@ -278,7 +280,7 @@ for e in dat gp; do
   [ "$(cat "keep.$e")" = precious ] && [ -f "pl/tune-row_reduce.$e" ] && [ ! -L "pl/tune-row_reduce.$e" ] ||
     { echo "FAIL: --plot wrote its .$e through a link"; fails=$((fails + 1)); }
 done
-grep -q "^set output './pl/tune-row_reduce.png'" pl/tune-row_reduce.gp && grep -q "^plot './pl/tune-row_reduce.dat'" pl/tune-row_reduce.gp ||
+grep -q "^set output 'tune-row_reduce.png'" pl/tune-row_reduce.gp && grep -q "^data = 'tune-row_reduce.dat'" pl/tune-row_reduce.gp ||
   { echo "FAIL: the kept .gp does not name the final .png and .dat"; head -3 pl/tune-row_reduce.gp; fails=$((fails + 1)); }
 [ "$(cat keep.png)" = precious ] || { echo "FAIL: gnuplot wrote the .png through a link"; fails=$((fails + 1)); }
 if command -v gnuplot > /dev/null; then
