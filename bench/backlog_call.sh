@@ -42,8 +42,8 @@
 #      step 3: the first and third CHECK configs).
 #  13. where the loads' time goes at 3072^3 and 16384 x 6144 x 4096 (B column-major): bench/src_ab.sh
 #      over this tree and diag_gemm_bounds.sh's noepi, noload and nomma copies (cooperative_n 192 x
-#      192 and 128 x 192, both 2 x 1); then cooperative_n 192 x 192 and 128 x 176 in a 2 x 1
-#      cluster against 1 x 2 (A multicast along N, as cuBLASLt's kernels at 1024 x 14336 x 4096 and
+#      192 and the rule's cooperative 128 x 192, both 2 x 1); then cooperative_n 192 x 192 and
+#      cooperative 128 x 176 (weft's best there) in a 2 x 1 cluster against 1 x 2 (A multicast along N, as cuBLASLt's kernels at 1024 x 14336 x 4096 and
 #      other shapes), and pingpong 128 x 176 s5 1 x 2 (cuBLASLt's 176x128_64x5_1x2 there), in turn,
 #      at those two shapes and 1024 x 14336 x 4096; then the
 #      SM clock and power of the real kernel and its noload copy at 3072^3 (bench/gemm_clock.py):
