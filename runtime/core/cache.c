@@ -176,8 +176,13 @@ static int valid_subdir(const char *s) {
 }
 
 int cache_gone(const cache *c) {
-  struct stat st;
-  return c && fstat(c->dirfd, &st) == 0 && st.st_nlink == 0;   /* (a removed folder keeps no link) */
+  if (!c) return 0;
+  /* Removed: the handle's folder has no link left (ext4, tmpfs), or cannot be asked (NFS: ESTALE),
+   * or the path no longer leads to it (overlayfs keeps the link count of a removed lower-layer
+   * folder; a folder made again at the path is another inode).  cache_open checks whatever is there. */
+  struct stat held, at;
+  if (fstat(c->dirfd, &held) != 0 || held.st_nlink == 0) return 1;
+  return lstat(c->dir, &at) != 0 || at.st_dev != held.st_dev || at.st_ino != held.st_ino;
 }
 
 int cache_open(cache **out, const char *root, const char *subdir, char *err, size_t errlen) {

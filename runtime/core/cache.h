@@ -43,7 +43,8 @@ int cache_open(cache **out, const char *root, const char *subdir, char *err, siz
 void cache_close(cache *c);
 const char *cache_dir(const cache *c);   /* <root>/<subdir> */
 /* 1 if the folder cache_open opened has been removed since (rm -rf of the cache while a context
- * lives): nothing can be written there any more; the caller opens the cache again. */
+ * lives), or its path leads elsewhere now: nothing can be written there any more; the caller,
+ * after a failure, opens the cache again (with cache_open's checks of whatever is there). */
 int cache_gone(const cache *c);
 
 /* cache_get's failures, each with err: the caller tells them apart by the value, not the text */
