@@ -264,14 +264,16 @@ def _dict_name(config):
     """The chunk name of a dict config: it starts every message, so only a plain family name goes in
     it (the family field's own message shows any other value, quoted)."""
     fam = config.get("family")
-    return ("<dict %s>" % fam if isinstance(fam, str) and _NAME.match(fam) else "<dict>").encode()
+    # (str.__str__: a str subclass's own __str__ or encode never reaches the C string)
+    return ("<dict %s>" % str.__str__(fam) if isinstance(fam, str) and _NAME.match(fam) else "<dict>").encode()
 
 
 def shape_text(shape):
     """A shape as weft's C API takes it: {"rows": 4096, "cols": 50257} -> "cols=50257 rows=4096"
-    (names sorted, as the tuning database keys them); a str passes as it is."""
+    (names sorted, as the tuning database keys them); a str passes as it is (as a plain str: a
+    subclass's __str__ or encode never reaches the C string)."""
     if isinstance(shape, str):
-        return shape
+        return str.__str__(shape)
     if isinstance(shape, dict):
         parts = []
         for k in shape:   # (checked before sorting: a name that is not a str does not sort with the others)
@@ -281,7 +283,7 @@ def shape_text(shape):
             v = shape[k]
             if isinstance(v, bool) or not isinstance(v, int):
                 raise TypeError("weft: shape %s = %r: a size is an int" % (k, v))
-            parts.append("%s=%d" % (k, v))
+            parts.append("%s=%d" % (str.__str__(k), v))
         return " ".join(parts)
     raise TypeError("weft: a shape is a dict of sizes or a str (\"rows=4096 cols=50257\"), not %s" % type(shape).__name__)
 
@@ -493,6 +495,9 @@ class Context:
     def compile_manifest(self, manifest):
         if not isinstance(manifest, Manifest):
             raise TypeError("weft: compile_manifest takes a Manifest, not %s" % type(manifest).__name__)
+        if not manifest._owned:   # (refused before its lock: a kernel's manifest's lock is its context's,
+            # and taking another context's lock inside this one's could deadlock against the reverse call)
+            raise ValueError("weft: this manifest was already compiled (a kernel owns it) or is not a first kernel")
         k = ctypes.c_void_p()
         with self.lock:
             h = self._handle()

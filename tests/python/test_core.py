@@ -945,6 +945,17 @@ def test_number_and_string_subclasses_render_as_their_values():
     assert text == 'return {family = "row_softmax", mode = "onchip", zzz = "onchip"}\n' and "f16" not in text
     assert weft.overrides({"dtype": T("f32")}) == ['dtype="f32"']
 
+    class R(str):
+        def __str__(self):
+            return "rows=1 cols"
+
+        def encode(self, *a, **k):
+            return b"rows=1"
+
+    assert weft.core.shape_text({R("cols"): 5, "rows": 7}) == "cols=5 rows=7"
+    assert type(weft.core.shape_text(R("rows=7 cols=5"))) is str
+    assert weft.core._dict_name({"family": R("row_softmax")}) == b"<dict row_softmax>"
+
 
 def test_a_cpu_tensor_is_not_launched_as_a_device_pointer():
     class HostTensor:   # what matters of a CPU torch.Tensor: is_cuda False, a host data_ptr()
