@@ -39,8 +39,8 @@ void cmd_tune_help(void) {
          "and stores the results in the tuning database (--db; default $WEFT_TUNE_DB, else\n"
          "$XDG_CACHE_HOME/weft/tune.db or ~/.cache/weft/tune.db), where `weft run --tuned` finds them.\n"
          "--budget stops cleanly when the time is up (0, the default: no limit); Ctrl-C or SIGTERM too,\n"
-         "keeping what was measured (the same signal again stops at once).  --plot also writes DIR/tune-<family>.png (gnuplot): time against each\n"
-         "swept key, per shape.\n"
+         "keeping what was measured (a second one stops at once).  --plot also writes\n"
+         "DIR/tune-<family>.png (gnuplot): time against each swept key, per shape.\n"
          "--fake-timing replaces the GPU with made-up times (for testing the tool itself; the output says\n"
          "so).  --export FILE then writes the database's best config per shape on this GPU as a tuning\n"
          "table (weft help export-table; tune/h200.tsv is one).\n"
@@ -79,7 +79,7 @@ typedef struct tune_state {
 
 /* Ctrl-C or SIGTERM (timeout, kill, a cancelled job): stop after the kernel at hand, keeping what
  * was measured and printing it (killed outright, a redirected stdout lost all of its buffered
- * output); the same signal again: stop now, as without this handler. */
+ * output); a second one (either): stop now, as without this handler. */
 static volatile sig_atomic_t interrupted;   /* the signal that asked */
 static void on_stop_signal(int sig) {
   if (interrupted) {
