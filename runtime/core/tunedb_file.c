@@ -122,13 +122,8 @@ int tunedb_check(tunedb *t, char *err, size_t errlen) {
   if (rc != SQLITE_ROW) tdb_err(t, rc, "cannot check it", err, errlen);
   else if (!ok) {   /* (its report, "*** in database main ***\nOn tree page 5 ...", on one line) */
     char first[512];
-    if (snprintf(first, sizeof first, "%s", res ? res : "?") >= (int)sizeof first) {
-      /* (cut: its start names the first damaged page, which is what a person needs) */
-    }
-    for (char *c = first; *c; c++)
-      if (*c == '\n' || *c == '\r') *c = ' ';
     util_set_err(err, errlen, "tune database %s is damaged (SQLite's quick check: %s): move it away; tuning results "
-                 "are only measurements and can be taken again", t->path, first);
+                 "are only measurements and can be taken again", t->path, util_printable(res ? res : "?", first, sizeof first));
   }
   sqlite3_finalize(st);
   return ok ? 0 : -1;
