@@ -56,7 +56,14 @@
 #      prod and a custom operator, the pdl chain and its must-fail copy, a timeout; reduce_scatter
 #      and all_gather; allreduce_norm; gemm_rs, gemm_ar, ag_gemm), then each collective timed at 2
 #      ranks (the tests run --no-time; the timing path is comm_run_time).
-#   STEPS ("1 2 3"), CAP1..CAP15 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300)
+#  16. cooperative_n 192 x 192 at three stages, C through a buffer per chunk (each 64-row group's
+#      narrow chunk dense since the forty-first session, so the whole tile fits beside three
+#      stages) against four stages through two buffers in turn (a wait for each chunk's read):
+#      the gpu.gemm.coop_n_* tests, then bench/src_ab.sh beside cooperative 128 x 192 and 128 x 176
+#      (weft's best at 3072^3 and 16384 x 6144 x 4096) at those shapes and two off the set, B
+#      column-major; then B row-major at 3072^3, 4096^3 and one off the set; 3 rounds.
+#  17. compute-sanitizer's racecheck and synccheck over that three-stage config (mma_probe.sh step 3).
+#   STEPS ("1 2 3"), CAP1..CAP17 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 200)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -165,7 +172,17 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
             # shellcheck disable=SC2086
             timeout 120 $MPIRUN -np 2 build/weft run examples/$c --no-check --iters 20 2>&1 || exit
           done' _ "$out" "$here" "$t" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)" >&2; exit 2 ;;
+    16) c3="tile.m=192 tile.n=192 mma=cooperative_n stages=3 cluster.m=2 epilogue=tma"
+        step 16 "${CAP16:-420}" whole_epi.txt bash -c '
+          OUT="$1/whole_epi/tests" bash "$2/device_tests.sh" -R "^gpu\.gemm\.coop_n_" || exit
+          c4=${3/stages=3/stages=4} t="stages=4 cluster.m=2 epilogue=tma tile.m=128"
+          env SRCS=. CFGS="b_layout=col $3;b_layout=col $c4;b_layout=col $t tile.n=192;b_layout=col $t tile.n=176" \
+            SHAPES="3072x3072x3072 16384x6144x4096 3000x5000x4000 8192x3584x2048" OUT="$1/whole_epi/col" bash "$2/src_ab.sh" || exit
+          env SRCS=. CFGS="$3;$c4;$t tile.n=192;tile.m=128 tile.n=256 stages=3 cluster.m=2 epilogue=tma" \
+            SHAPES="3072x3072x3072 4096x4096x4096 6144x2816x3584" OUT="$1/whole_epi/row" bash "$2/src_ab.sh"' _ "$out" "$here" "$c3" ;;
+    17) step 17 "${CAP17:-200}" whole_epi_sanitize.txt env OUT="$out/whole_epi_sanitize" MMA=cooperative_n STEPS=3 \
+          CHECK="tile.m=192 tile.n=192 mma=cooperative_n stages=3 cluster.m=2 epilogue=tma" bash "$here/mma_probe.sh" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&

@@ -510,13 +510,16 @@ function M.layout(cfg)
   -- needs), else two whole-chunk buffers in turn (128 x 256 with four stages; weft/gemm_epilogue.cuh),
   -- and for three consumers, where two do not fit either, one
   -- (cooperative_n: each consumer's tile.n / 2 columns, in chunks of 64 rows each, so each of its
-  -- 64-row groups has its own chunks, a narrow one among them: every buffer a whole chunk's size)
+  -- 64-row groups has its own chunks, a narrow one among them; with a buffer per chunk each group's
+  -- chunks in turn, its narrow one dense as above; through two or one, each buffer a whole chunk's
+  -- size)
   local chunks, rows = M.epi_chunks(cfg), M.epi_rows(cfg)
-  local narrow = not M.coop_n(cfg) and (M.wgmma_n(cfg) % 64) * esize or 0
+  local groups = M.coop_n(cfg) and cfg.tile.m // 64 or 1
+  local narrow = (M.wgmma_n(cfg) % 64) * esize
   L.epi_bufs, L.epi_stage = 0, 0
   if cfg.epilogue == "tma" then
     L.epi_bufs = chunks
-    L.epi_stage = rows * 128 * (chunks - 1) + rows * (narrow > 0 and narrow or 128)
+    L.epi_stage = groups * rows * (128 * (chunks // groups - 1) + (narrow > 0 and narrow or 128))
     if L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT and chunks > 2 then
       L.epi_bufs, L.epi_stage = 2, rows * 128 * 2
     end

@@ -116,6 +116,12 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   static_assert(ROWS % 8 == 0 && ROWS <= MR * 64, "whole 8-row swizzle groups of the accumulators' rows");
   static_assert(GROUPS == 1 || (GROUPS == MR && ROWS == 64 && !SHARD), "a box per 64-row group, or one for all the rows");
   constexpr bool ALL = BUFS == NQ;   // a buffer per chunk
+  // where chunk q's buffer starts: with a buffer per chunk, each 64-row group's in turn (GROUPS >
+  // 1: its narrow last one dense, ROWS x W elements, as gen/core/gemm.lua's layout() has them);
+  // else buffer q % BUFS, each a whole chunk's size
+  constexpr int GROUP = CHUNK * (NCH - 1) + (W ? ROWS * W * (int)sizeof(T) : CHUNK);
+  static_assert(!ALL || GROUPS == 1 || GROUP % 1024 == 0, "each group's swizzled chunks on the swizzle's 1024 bytes");
+  auto buf_off = [](int q) { return ALL ? (q / NCH) * GROUP + (q % NCH) * CHUNK : (q % BUFS) * CHUNK; };
   static_assert(BN % 8 == 0 && W % 8 == 0 && (W == 0 || !SHARD), "64-column chunks, and a narrow last one in family gemm");
   constexpr bool ONE = !ALL && BUFS == 1;   // one buffer: each chunk waits for the last one's store to read it
   static_assert(ALL || BUFS == 2 || ONE, "a buffer per chunk, two in turn, or one");
@@ -132,7 +138,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
   const u32 base = smem_addr(stage);
   auto narrow = [](int q) { return W != 0 && q % NCH == NCH - 1; };   // a group's last chunk, BN % 64 wide
   auto store = [&](int q) {   // thread 0: chunk q, 64-row group q / NCH's (GROUPS > 1), columns q % NCH's
-    const char *src = stage + (q % BUFS) * CHUNK;
+    const char *src = stage + buf_off(q);
     const int col = col0 + 64 * (q % NCH), row = row0 + (GROUPS > 1 ? 64 * (q / NCH) : 0);
     if constexpr (SHARD) tma_store_3d(tc, col, row, shard, src);
     else tma_store_2d(narrow(q) ? *tct : tc, col, row, src);
@@ -149,7 +155,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
         bar_sync(bar_id, 128);
       }
     }
-    const u32 buf = base + (u32)((q % BUFS) * CHUNK);
+    const u32 buf = base + (u32)buf_off(q);
     // the byte of 16-byte unit u (of the chunk's 8) in row r of the buffer: swizzled, or a narrow
     // chunk's dense rows
     auto at = [&](int r, int u) { return buf + (u32)(narrow(q) ? r * (2 * W) + 16 * u : r * 128 + (u ^ (r % 8)) * 16); };

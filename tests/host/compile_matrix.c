@@ -455,6 +455,13 @@ static const entry matrix[] = {
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16", B_COL_PTX, "setmaxnreg.inc.sync.aligned.u32 232",
     "multicast::cluster", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "_ZN7GemmCfg6COOP_NE = 1;"},
    {"m64n192k16", "bar.arrive", "st.shared.f32"}},
+  /* ... at three stages a buffer per chunk: each 64-row group's 64-column chunk (8 KB), then its
+   * narrow one dense (64 rows x 64 bytes), so the groups' buffers start 12 KB apart from C's stage
+   * at 148480: 160768, 173056 (whole 8 KB buffers would put group 1 at 164864) */
+  {"gemm.lua", {"tile.m=192", "tile.n=192", "mma=cooperative_n", "stages=3", "b_layout=col", "cluster.m=2", "epilogue=tma"},
+   {GEMM_PTX, "_ZN7GemmCfg8EPI_BUFSE = 6;", "_ZN7GemmCfg14SMEM_EPI_STAGEE = 36864;", ", 160768;", ", 173056;",
+    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"},
+   {", 164864;", "st.shared.f32"}},
   /* ... and row-major B whose halves are 96 columns: 32-column boxes with the 64-byte swizzle */
   {"gemm.lua", {"tile.m=192", "tile.n=192", "mma=cooperative_n", "stages=4", "cluster.m=2", "epilogue=tma"},
    {GEMM_PTX, "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16", B_ROW_PTX, "_ZN7GemmCfg6B_SW64E = 1;",

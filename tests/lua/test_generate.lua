@@ -85,10 +85,11 @@ local function ag_smem(cfg)
     local coop_n = cfg.mma == "cooperative_n"
     local rows = coop_n and 64 or (cfg.mma == "pingpong" or cfg.mma == "kturns") and cfg.tile.m
       or cfg.tile.m // cfg.consumers
-    local chunks = coop_n and cfg.tile.m // 64 * ((cfg.tile.n // 2 + 63) // 64)
-      or (cfg.tile.n + 63) // 64   -- a buffer per chunk if they fit, else two
+    local width = coop_n and cfg.tile.n // 2 or cfg.tile.n   -- (a tile's columns per consumer; 16-bit C)
+    local groups, nch = coop_n and cfg.tile.m // 64 or 1, (width + 63) // 64
+    local chunks = groups * nch   -- a buffer per chunk if they fit (a narrow last one dense), else two
     used = (used + 1023) // 1024 * 1024
-    local whole = used + cfg.consumers * rows * 128 * chunks
+    local whole = used + cfg.consumers * groups * rows * (128 * (nch - 1) + (width % 64 > 0 and 2 * (width % 64) or 128))
     local two = used + cfg.consumers * rows * 128 * math.min(2, chunks)
     -- (cooperative_n, like three consumers and wide pingpong tiles: one buffer where two do not fit)
     local one = used + cfg.consumers * rows * 128
@@ -1542,7 +1543,10 @@ T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks,
                       32, 64 },
                   { 'tile = { m = 128, n = 64, k = 64 }, stages = 8, epilogue = "tma"', 32, 2, 32, 64 },
                   -- (five stages of 128 x 192 leave room for one buffer per consumer)
-                  { 'tile = { m = 128, n = 192, k = 64 }, stages = 5, epilogue = "tma"', 96, 1, 32, 64 } }
+                  { 'tile = { m = 128, n = 192, k = 64 }, stages = 5, epilogue = "tma"', 96, 1, 32, 64 },
+                  -- (three stages of 192 x 192: a buffer per chunk, each 64-row group's narrow one dense)
+                  { 'b_layout = "col", tile = { m = 192, n = 192, k = 64 }, stages = 3, cluster = { m = 2, n = 1 }, '
+                      .. 'epilogue = "tma"', 96, 6, 32 } }
   for _, c in ipairs(cases) do
     local fields = 'mma = "cooperative_n", ' .. c[1]
     local m, e = gm(fields)
@@ -1561,7 +1565,15 @@ T.test("gemm: mma = cooperative_n is named, rendered, laid out in 64-row chunks,
     T.deq(tct, c[4] and { c[4], 64 } or nil, fields .. " the narrow chunk's box")
     -- (row-major B whose halves are not whole 64-column boxes: 32-column ones, the 64-byte swizzle)
     T.contains(m.source, "static constexpr bool B_SW64 = " .. tostring(c[5] == 64) .. ";", fields .. " B_SW64")
-    if c[3] > 0 then T.eq(m.smem_layout.epi_stage, c[3] * 64 * 128, fields .. " whole 8 KB buffers") end
+    -- through one or two buffers, each a whole 8 KB chunk's; a buffer per chunk: each 64-row
+    -- group's full chunks of 8 KB, then its narrow one of 64 dense rows
+    local groups, nch = tonumber(fields:match("m = (%d+)")) // 64, (c[2] + 63) // 64
+    local whole = groups * nch == c[3]
+    local group_bytes = 8192 * (nch - 1) + 64 * 2 * (c[4] or 64)
+    if c[3] > 0 then
+      T.eq(m.smem_layout.epi_stage, whole and groups * group_bytes or c[3] * 64 * 128, fields .. " C's stage")
+    end
+    T.contains(m.source, "static constexpr int EPI_BUFS = " .. c[3] .. ";", fields .. " EPI_BUFS")
     gm_manifest(m, fields)
   end
   local refused = gm_refused
