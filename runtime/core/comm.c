@@ -129,7 +129,10 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
     snprintf(msg, sizeof msg, "%s: generated for ranks = %d (its config's field `ranks`), but the world has %d rank%s: "
              "generate it with ranks = %d, or \"any\"", m->name, m->comm.ranks, P, P == 1 ? "" : "s", P);
   }
-  if (!world_all_ok(w, !st, msg, kerr, API_ERRLEN)) { free(c); return st ? st : WEFT_ERR_CUDA; }
+  if (!world_all_ok(w, !st, msg, kerr, API_ERRLEN)) {
+    free(c);
+    return world_failed(w) ? WEFT_ERR_IO : st ? st : WEFT_ERR_CUDA;
+  }
   /* the capacity at one cluster (or block) per SM, for ranks sharing a GPU (below) */
   int sms = 0;
   if (c->d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || sms < 1)
@@ -158,7 +161,7 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
     if (weft_world_agree(w, "weft_comm_create", desc) != WEFT_OK) {
       snprintf(kerr, API_ERRLEN, "%s", weft_world_error(w));
       free(c);
-      return WEFT_ERR_MISMATCH;
+      return world_failed(w) ? WEFT_ERR_IO : WEFT_ERR_MISMATCH;
     }
     if (!m->comm.emulate) {
       snprintf(kerr, API_ERRLEN, "%s: comm = \"multimem\" needs an NVLink multicast object, but %s. "
@@ -241,8 +244,9 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
   }
 local_done:
   if (!world_all_ok(w, msg[0] == 0, msg, kerr, API_ERRLEN)) {
+    weft_status why = world_failed(w) ? WEFT_ERR_IO : WEFT_ERR_CUDA;
     weft_comm_destroy(c);
-    return WEFT_ERR_CUDA;
+    return why;
   }
   *out = c;
   return WEFT_OK;

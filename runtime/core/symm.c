@@ -147,7 +147,7 @@ weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const ch
   snprintf(desc, sizeof desc, "bytes=%zu%s%s", bytes, tag ? " " : "", tag ? tag : "");
   if (weft_world_agree(w, "weft_symm_alloc", desc) != WEFT_OK) {
     snprintf(err, API_ERRLEN, "%s", weft_world_error(w));
-    return WEFT_ERR_MISMATCH;
+    return world_failed(w) ? WEFT_ERR_IO : WEFT_ERR_MISMATCH;
   }
   /* (after the rendezvous: every rank has these bytes, so every rank refuses them alike) */
   if (bytes == 0 || bytes > WEFT_SYMM_MAX_BYTES)
@@ -214,6 +214,7 @@ weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const ch
   return WEFT_OK;
 
 fail:
+  if (world_failed(w)) fail_st = WEFT_ERR_IO;   /* (err holds the transport's message) */
   if (fd >= 0) close(fd);
   for (int r = 0; r < P; r++)
     if (fds[r] >= 0) close(fds[r]);

@@ -130,6 +130,7 @@ int world_scope_size(const weft_world *w, world_scope s) { return s == WORLD_NOD
 static int scope_first(const weft_world *w, world_scope s) { return s == WORLD_NODE ? w->node_first : 0; }
 static MPI_Comm scope_comm(const weft_world *w, world_scope s) { return s == WORLD_NODE ? w->node : w->comm; }
 const char *world_transport_error(const weft_world *w) { return w->xerr; }
+int world_failed(const weft_world *w) { return w->broken != 0; }
 
 int world_allgather(weft_world *w, world_scope s, const void *send, void *recv, size_t bytes) {
   if (w->mpi) {

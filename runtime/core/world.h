@@ -19,6 +19,10 @@ typedef enum { WORLD_MIN = 0, WORLD_MAX = 1 } world_op;
 int world_scope_rank(const weft_world *w, world_scope s);
 int world_scope_size(const weft_world *w, world_scope s);
 const char *world_transport_error(const weft_world *w);
+/* Whether the world's transport has failed (a callback world whose allgather failed somewhere,
+ * learned in an operation that returned -1): a setup step that then fails reports WEFT_ERR_IO,
+ * as weft.h promises, whatever else went wrong on this rank. */
+int world_failed(const weft_world *w);
 
 /* recv: world_scope_size * bytes, rank i's bytes at recv + i * bytes (i counted in the scope).
  * bytes must be the same on every rank. */

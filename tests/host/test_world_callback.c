@@ -185,6 +185,23 @@ static void body_symm_bytes(rank_ctx *r) {
   weft_world_destroy(w);
 }
 
+/* symmetric memory over a world whose callback fails (h->fail_call): WEFT_ERR_IO on every rank,
+ * as weft.h promises for a failed transport, in the rendezvous or in a later step's verdict */
+static void body_symm_fail(rank_ctx *r) {
+  weft_world *w = NULL;
+  r->st = weft_world_create_with(&r->b, &w, r->msg, sizeof r->msg);
+  if (r->st) return;
+  weft_ctx *ctx = NULL;
+  weft_symm *s = NULL;
+  if (weft_ctx_create(&ctx, NULL) == WEFT_OK) {
+    r->st = weft_symm_alloc(ctx, w, 4096, "t", &s);
+    snprintf(r->msg, sizeof r->msg, "%s", weft_ctx_error(ctx));
+    if (s) weft_symm_free(s);
+    weft_ctx_destroy(ctx);
+  }
+  weft_world_destroy(w);
+}
+
 /* ---- tests ---- */
 static void test_agree(void **state) {
   hub h;
@@ -365,11 +382,30 @@ static void test_symm_bytes(void **state) {
   assert_string_equal(c[0].msg2, "weft_symm_alloc: bytes = 0: 1 .. 1099511627776 per rank (none to share)");
 }
 
+static void test_symm_callback_fails(void **state) {
+  (void)state;
+  hub h;
+  rank_ctx c[2];
+  /* calls 0 and 1 made the world; 2-5 are the rendezvous (its reduction, then the digests); 6 the
+   * data call of the next step's verdict, whatever this machine's GPU let the step do */
+  for (int call = 2; call <= 6; call += 4) {
+    run_ranks(&h, c, 2, 2, body_symm_fail);
+    h.fail_rank = 1;
+    h.fail_call = call;
+    go(&h, c);
+    for (int i = 0; i < 2; i++) assert_int_equal(c[i].st, WEFT_ERR_IO);
+    same_everywhere(c, 2);
+    assert_string_equal(c[0].msg, call == 2 ? "weft_symm_alloc: the allgather callback returned -7 on rank 1"
+                                            : "the allgather callback returned -7 on rank 1");
+  }
+}
+
 int main(void) {
   alarm(60);   /* a hang is a failure (the whole file runs in about a second) */
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_agree),          cmocka_unit_test(test_ops), cmocka_unit_test(test_bad_args),
     cmocka_unit_test(test_callback_fails), cmocka_unit_test(test_fdx), cmocka_unit_test(test_symm_bytes),
+    cmocka_unit_test(test_symm_callback_fails),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
