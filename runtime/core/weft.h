@@ -3,7 +3,10 @@
  * A context owns a generator (an embedded Lua state), a kernel cache and, once something is
  * launched, a CUDA device.  Compiling needs no GPU and no driver; launching does.
  * Contexts are not thread-safe: use one per thread.  Errors are status codes; the context
- * (or kernel) keeps a last-error string that names the thing, the value and the fix.
+ * (or kernel) keeps a last-error string that names the thing, the value and the fix.  It quotes
+ * what the caller passed (paths, config text, Lua messages) byte for byte, control bytes
+ * included: a caller that prints it to a terminal or a log of one line per entry should escape
+ * them first, as the weft CLI and the Python package do (`\x1b` for ESC).
  *
  *   weft_ctx *ctx;  weft_kernel *k;
  *   if (weft_ctx_create(&ctx, NULL)) { ... }
