@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "util.h"
 
 typedef struct manifest_impl {
   weft_manifest pub;       /* first: a weft_manifest * is a manifest_impl * */
@@ -271,6 +272,24 @@ int weft_manifest_check_size(const weft_manifest *m, const char *name, long long
   if (!why) why = none, len = sizeof none;   /* (the verdict alone) */
   if (!m || !name) {
     snprintf(why, len, "weft_manifest_check_size: %s is NULL", !m ? "the manifest" : "the size's name");
+    return -1;
+  }
+  /* a name the kernel has no use for (a typo, another family's size) is refused, not allowed:
+   * its arguments, its limits and its config's run sizes (a part of a several-kernel config may
+   * be asked about a size only another part takes) are the names it knows */
+  int known = manifest_arg_index(m, name) >= 0 || weft_run_size_index(&m->run, name) >= 0;
+  for (int i = 0; i < m->n_limits && !known; i++) known = !strcmp(m->limits[i].arg, name);
+  if (!known) {
+    char sizes[256] = "", shown[96];
+    size_t at = 0;
+    for (int i = 0; i < m->n_args && at < sizeof sizes; i++) {
+      if (!strcmp(m->args[i].type, "ptr")) continue;
+      int w = snprintf(sizes + at, sizeof sizes - at, "%s%s", at ? ", " : "", m->args[i].name);
+      if (w < 0 || (size_t)w >= sizeof sizes - at) { sizes[at] = 0; break; }   /* (whole names only) */
+      at += (size_t)w;
+    }
+    snprintf(why, len, "%s: '%s' is no size of this kernel (its sizes: %s)", m->name, util_printable(name, shown, sizeof shown),
+             sizes[0] ? sizes : "none");
     return -1;
   }
   for (int i = 0; i < m->n_limits; i++) {

@@ -1032,6 +1032,11 @@ static void test_api_check_size_edges(void **state) {
   assert_non_null(strstr(why, "a multiple of 8 (cut it to 2147483640)"));
   assert_int_equal(weft_manifest_check_size(m, "k", 1001, why, sizeof why), -1);
   assert_non_null(strstr(why, "a multiple of 8 (pad it to 1008)"));
+  /* a name the kernel does not take is refused (it was "allowed"), its sizes listed */
+  assert_int_equal(weft_manifest_check_size(m, "rows", 5, why, sizeof why), -1);
+  assert_non_null(strstr(why, ": 'rows' is no size of this kernel (its sizes: m, n, k)"));
+  assert_int_equal(weft_manifest_check_size(m, "k\x1b[2J", 8, why, sizeof why), -1);
+  assert_non_null(strstr(why, ": 'k\\x1b[2J' is no size of this kernel"));
   weft_manifest_free(m);
   weft_ctx_destroy(ctx);
 }
