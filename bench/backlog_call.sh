@@ -63,7 +63,7 @@
 #      (weft's best at 3072^3 and 16384 x 6144 x 4096) at those shapes and two off the set, B
 #      column-major; then B row-major at 3072^3, 4096^3 and one off the set; 3 rounds.
 #  17. compute-sanitizer's racecheck and synccheck over that three-stage config (mma_probe.sh step 3).
-#   STEPS ("1 2 3"), CAP1..CAP17 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 200)
+#   STEPS ("1 2 3"), CAP1..CAP17 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 300)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -180,7 +180,7 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
             SHAPES="3072x3072x3072 16384x6144x4096 3000x5000x4000 8192x3584x2048" OUT="$1/whole_epi/col" bash "$2/src_ab.sh" || exit
           env SRCS=. CFGS="$3;$c4;$t tile.n=192;tile.m=128 tile.n=256 stages=3 cluster.m=2 epilogue=tma" \
             SHAPES="3072x3072x3072 4096x4096x4096 6144x2816x3584" OUT="$1/whole_epi/row" bash "$2/src_ab.sh"' _ "$out" "$here" "$c3" ;;
-    17) step 17 "${CAP17:-200}" whole_epi_sanitize.txt env OUT="$out/whole_epi_sanitize" MMA=cooperative_n STEPS=3 \
+    17) step 17 "${CAP17:-300}" whole_epi_sanitize.txt env OUT="$out/whole_epi_sanitize" MMA=cooperative_n STEPS=3 \
           CHECK="tile.m=192 tile.n=192 mma=cooperative_n stages=3 cluster.m=2 epilogue=tma" bash "$here/mma_probe.sh" ;;
     *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17)" >&2; exit 2 ;;
   esac

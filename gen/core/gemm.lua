@@ -482,8 +482,9 @@ local function align(x, a) return (x + a - 1) // a * a end
 --               swapped tile's flat sum keeps its slots in it, weft/gemm_splitk.cuh); mma = "kturns":
 --               red alone, one warpgroup's sums handed to the other (weft/gemm_mainloop.cuh)
 --   epi         epilogue = "tma": C's stages, one per consumer warpgroup (1024-byte aligned:
---               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes
---               (epi_rows: cooperative_n's 64, a chunk per 64-row group and 64 columns)
+--               their 128-byte swizzle), each epi_bufs 64-column chunk buffers of rows x 128 bytes,
+--               or with a buffer per chunk a narrow last one of rows x its width, dense (epi_rows:
+--               cooperative_n's 64, a chunk per 64-row group and 64 columns)
 --   rs          gemm_rs's TMA bulk stores (reduce = "atomic", or comm = "tma") on several ranks only: each
 --               consumer warp's slice of a finished tile, 8 rows x 64 f32 (rows RS_LD floats apart),
 --               staged for the bulk copy or reduce-add (the ring stays the producer's: the kernel is
@@ -656,7 +657,7 @@ function M.smem_hint(cfg)
     and string.format(' (mma = "kturns" also holds one warpgroup\'s f32 sums, %d x %d x 4 bytes)', mma_rows(cfg), t.n)
     or "")
     .. (cfg.epilogue == "tma"
-      and " (epilogue = \"tma\" also stages C: a 64-column chunk buffer per chunk (cooperative_n: per 64-row group and 64 columns), or two (three consumers, pingpong tiles wider than 128 x 128 and cooperative_n: one), per consumer warpgroup)" or "")
+      and " (epilogue = \"tma\" also stages C: a buffer per 64-column chunk, a narrow last one dense (cooperative_n: per 64-row group and 64 columns), or two whole-chunk ones (three consumers, pingpong tiles wider than 128 x 128 and cooperative_n: one), per consumer warpgroup)" or "")
     .. (M.bulk_slices(cfg) and string.format(" (the TMA bulk stores of gemm_rs (reduce = \"atomic\", comm = \"tma\") also "
       .. "stage %d bytes of f32 rows per consumer warp)", M.RS_ROWS * M.RS_LD * 4) or "")
 end

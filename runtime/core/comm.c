@@ -158,10 +158,11 @@ weft_status weft_comm_create(weft_kernel *k, weft_world *w, long long max_elems,
       snprintf(why, sizeof why, "this build of weft does not create multicast objects yet");
     char desc[300];
     snprintf(desc, sizeof desc, "multicast: no (%s)", why);
-    if (weft_world_agree(w, "weft_comm_create", desc) != WEFT_OK) {
+    weft_status agreed = weft_world_agree(w, "weft_comm_create", desc);   /* (MISMATCH, or IO: the transport) */
+    if (agreed != WEFT_OK) {
       snprintf(kerr, API_ERRLEN, "%s", weft_world_error(w));
       free(c);
-      return world_failed(w) ? WEFT_ERR_IO : WEFT_ERR_MISMATCH;
+      return agreed;
     }
     if (!m->comm.emulate) {
       snprintf(kerr, API_ERRLEN, "%s: comm = \"multimem\" needs an NVLink multicast object, but %s. "

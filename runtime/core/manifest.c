@@ -267,6 +267,8 @@ int weft_run_size_index(const weft_run_spec *spec, const char *name) {
   return -1;
 }
 
+static int is_size(const weft_arg *a) { return a->role && !strcmp(a->role, "size"); }
+
 int weft_manifest_check_size(const weft_manifest *m, const char *name, long long v, char *why, size_t len) {
   char none[1];
   if (!why) why = none, len = sizeof none;   /* (the verdict alone) */
@@ -274,16 +276,19 @@ int weft_manifest_check_size(const weft_manifest *m, const char *name, long long
     snprintf(why, len, "weft_manifest_check_size: %s is NULL", !m ? "the manifest" : "the size's name");
     return -1;
   }
-  /* a name the kernel has no use for (a typo, another family's size) is refused, not allowed:
-   * its arguments, its limits and its config's run sizes (a part of a several-kernel config may
-   * be asked about a size only another part takes) are the names it knows */
-  int known = manifest_arg_index(m, name) >= 0 || weft_run_size_index(&m->run, name) >= 0;
+  /* a name the kernel has no use for (a typo, a pointer, another family's size) is refused, not
+   * allowed: its size arguments, its limits and its config's run sizes (a part of a several-kernel
+   * config may be asked about a size only another part takes) are the names it knows; a run
+   * size's alias (allreduce's elems) is checked as the size it names */
+  int run = weft_run_size_index(&m->run, name), known = run >= 0;
+  if (run >= 0) name = m->run.sizes[run];
+  for (int i = 0; i < m->n_args && !known; i++) known = is_size(&m->args[i]) && !strcmp(m->args[i].name, name);
   for (int i = 0; i < m->n_limits && !known; i++) known = !strcmp(m->limits[i].arg, name);
   if (!known) {
     char sizes[256] = "", shown[96];
     size_t at = 0;
     for (int i = 0; i < m->n_args && at < sizeof sizes; i++) {
-      if (!strcmp(m->args[i].type, "ptr")) continue;
+      if (!is_size(&m->args[i])) continue;
       int w = snprintf(sizes + at, sizeof sizes - at, "%s%s", at ? ", " : "", m->args[i].name);
       if (w < 0 || (size_t)w >= sizeof sizes - at) { sizes[at] = 0; break; }   /* (whole names only) */
       at += (size_t)w;

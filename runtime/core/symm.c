@@ -64,17 +64,15 @@ static void symm_release(weft_symm *s) {
 static int gpus_shared(weft_symm *s, CUdevice dev) {
   char bus[64] = "";
   s->d->cuDeviceGetPCIBusId(bus, sizeof bus, dev);
-  int n = world_scope_size(s->w, WORLD_NODE);
-  char *all = calloc((size_t)n, sizeof bus);
-  if (!all) return n;
+  int n = world_scope_size(s->w, WORLD_NODE);   /* (the world's size: weft_symm_alloc checked it) */
+  char all[WEFT_SYMM_MAX_RANKS][sizeof bus];    /* (no allocation that could fail on one rank only) */
   /* a failed gather counts every rank of the node as one GPU's: the safe side */
-  int most = world_allgather(s->w, WORLD_NODE, bus, all, sizeof bus) ? n : 1;
+  int most = n > WEFT_SYMM_MAX_RANKS || world_allgather(s->w, WORLD_NODE, bus, all, sizeof bus) ? n : 1;
   for (int i = 0; i < n && most < n; i++) {
     int same = 0;
-    for (int j = 0; j < n; j++) same += !strcmp(all + i * sizeof bus, all + j * sizeof bus);
+    for (int j = 0; j < n; j++) same += !strcmp(all[i], all[j]);
     if (same > most) most = same;
   }
-  free(all);
   long long world_most = most;
   if (world_reduce_i64(s->w, WORLD_ALL, &world_most, WORLD_MAX)) return n;
   return (int)world_most;
@@ -145,9 +143,10 @@ weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const ch
   /* 1: rendezvous */
   char desc[512];
   snprintf(desc, sizeof desc, "bytes=%zu%s%s", bytes, tag ? " " : "", tag ? tag : "");
-  if (weft_world_agree(w, "weft_symm_alloc", desc) != WEFT_OK) {
+  weft_status agreed = weft_world_agree(w, "weft_symm_alloc", desc);   /* (MISMATCH, or IO: the transport) */
+  if (agreed != WEFT_OK) {
     snprintf(err, API_ERRLEN, "%s", weft_world_error(w));
-    return world_failed(w) ? WEFT_ERR_IO : WEFT_ERR_MISMATCH;
+    return agreed;
   }
   /* (after the rendezvous: every rank has these bytes, so every rank refuses them alike) */
   if (bytes == 0 || bytes > WEFT_SYMM_MAX_BYTES)
@@ -210,11 +209,15 @@ weft_status weft_symm_alloc(weft_ctx *ctx, weft_world *w, size_t bytes, const ch
   step_map(s, fds, &prop, msg, sizeof msg);
   if (!world_all_ok(w, msg[0] == 0, msg, err, API_ERRLEN)) goto fail;
   s->share = gpus_shared(s, dev);
+  if (world_failed(w)) goto fail;   /* (a failure this rank's last verdict call alone saw surfaces here) */
   *out = s;
   return WEFT_OK;
 
 fail:
-  if (world_failed(w)) fail_st = WEFT_ERR_IO;   /* (err holds the transport's message) */
+  if (world_failed(w)) {   /* the transport's failure, whatever else this rank saw */
+    fail_st = WEFT_ERR_IO;
+    snprintf(err, API_ERRLEN, "weft_symm_alloc: %s", world_transport_error(w));
+  }
   if (fd >= 0) close(fd);
   for (int r = 0; r < P; r++)
     if (fds[r] >= 0) close(fds[r]);

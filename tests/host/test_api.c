@@ -1037,6 +1037,14 @@ static void test_api_check_size_edges(void **state) {
   assert_non_null(strstr(why, ": 'rows' is no size of this kernel (its sizes: m, n, k)"));
   assert_int_equal(weft_manifest_check_size(m, "k\x1b[2J", 8, why, sizeof why), -1);
   assert_non_null(strstr(why, ": 'k\\x1b[2J' is no size of this kernel"));
+  assert_int_equal(weft_manifest_check_size(m, "a", 5, why, sizeof why), -1);   /* a pointer is no size */
+  weft_manifest_free(m);
+  /* a run size's alias is checked as the size it names (allreduce's elems for n) */
+  const char *ar = "return { family = 'allreduce', algo = 'one_shot_ll', dtype = 'bf16' }";
+  assert_int_equal(weft_generate_string(ctx, "ar.lua", ar, NULL, 0, &m), WEFT_OK);
+  assert_int_equal(weft_manifest_check_size(m, "elems", -5, why, sizeof why), -1);
+  assert_int_equal(weft_manifest_check_size(m, "n", -5, why, sizeof why), -1);
+  assert_int_equal(weft_manifest_check_size(m, "elems", 4096, why, sizeof why), 0);
   weft_manifest_free(m);
   weft_ctx_destroy(ctx);
 }
