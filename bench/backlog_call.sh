@@ -63,7 +63,11 @@
 #      (weft's best at 3072^3 and 16384 x 6144 x 4096) at those shapes and two off the set, B
 #      column-major; then B row-major at 3072^3, 4096^3 and one off the set; 3 rounds.
 #  17. compute-sanitizer's racecheck and synccheck over that three-stage config (mma_probe.sh step 3).
-#   STEPS ("1 2 3"), CAP1..CAP17 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 300)
+#  18. K off the 128-byte lines (2000 x 7000 x 3000, 384 x 5000 x 5000, 5000 x 3000 x 6000, 5000^3;
+#      2000 x 7000 x 3072 aligned beside them), where the forty-first session found weft at 0.71-0.90
+#      of cuBLASLt: A's and B's tensor maps with each L2 promotion (0, 64, 128, 256) on the best
+#      schedules there, beside the rule's two candidates, bf16 and f16, 4 rounds (gemm_llm.sh).
+#   STEPS ("1 2 3"), CAP1..CAP18 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 300 240)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -182,7 +186,16 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
             SHAPES="3072x3072x3072 4096x4096x4096 6144x2816x3584" OUT="$1/whole_epi/row" bash "$2/src_ab.sh"' _ "$out" "$here" "$c3" ;;
     17) step 17 "${CAP17:-300}" whole_epi_sanitize.txt env OUT="$out/whole_epi_sanitize" MMA=cooperative_n STEPS=3 \
           CHECK="tile.m=192 tile.n=192 mma=cooperative_n stages=3 cluster.m=2 epilogue=tma" bash "$here/mma_probe.sh" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17)" >&2; exit 2 ;;
+    18) x=()
+        for p in 0 64 128 256; do x+=(--extra "tile.m=256,tile.n=160,stages=3,cluster.n=2,epilogue=tma,l2_promotion=$p"); done
+        for p in 0 128; do
+          x+=(--extra "tile.m=128,tile.n=256,stages=4,cluster.m=2,epilogue=tma,l2_promotion=$p")
+          x+=(--extra "tile.m=64,tile.n=240,consumers=1,stages=5,cluster.m=2,epilogue=tma,pdl=true,l2_promotion=$p")
+        done
+        step 18 "${CAP18:-240}" l2p.txt env OUT="$out/l2p" GEMM_BUDGET=$((${CAP18:-240} - 60)) bash "$here/gemm_llm.sh" \
+          --shapes 2000x7000x3000,384x5000x5000,5000x3000x6000,5000x5000x5000,2000x7000x3072 --dtype bf16,f16 \
+          --candidates 2 --rounds 4 "${x[@]}" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
