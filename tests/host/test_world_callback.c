@@ -167,36 +167,21 @@ static void body_fail(rank_ctx *r) {
   weft_world_destroy(w);
 }
 
-/* symmetric memory's size, refused alike on every rank after the rendezvous (SIZE_MAX wrapped
- * to an allocation of 0 bytes when rounded up to the granularity) */
-static void body_symm_bytes(rank_ctx *r) {
+/* symmetric memory: out[2] (1 or 2) allocations of (size_t)out[0], then out[1] bytes, their
+ * statuses and messages in st, msg and st2, msg2 (each freed if it worked) */
+static void body_symm(rank_ctx *r) {
   weft_world *w = NULL;
   r->st = weft_world_create_with(&r->b, &w, r->msg, sizeof r->msg);
   if (r->st) return;
   weft_ctx *ctx = NULL;
-  weft_symm *s = NULL;
   if (weft_ctx_create(&ctx, NULL) == WEFT_OK) {
-    r->st = weft_symm_alloc(ctx, w, (size_t)-1, "t", &s);
-    snprintf(r->msg, sizeof r->msg, "%s", weft_ctx_error(ctx));
-    r->st2 = weft_symm_alloc(ctx, w, 0, "t", &s);
-    snprintf(r->msg2, sizeof r->msg2, "%s", weft_ctx_error(ctx));
-    weft_ctx_destroy(ctx);
-  }
-  weft_world_destroy(w);
-}
-
-/* symmetric memory over a world whose callback fails (h->fail_call): WEFT_ERR_IO on every rank,
- * as weft.h promises for a failed transport, in the rendezvous or in a later step's verdict */
-static void body_symm_fail(rank_ctx *r) {
-  weft_world *w = NULL;
-  r->st = weft_world_create_with(&r->b, &w, r->msg, sizeof r->msg);
-  if (r->st) return;
-  weft_ctx *ctx = NULL;
-  weft_symm *s = NULL;
-  if (weft_ctx_create(&ctx, NULL) == WEFT_OK) {
-    r->st = weft_symm_alloc(ctx, w, 4096, "t", &s);
-    snprintf(r->msg, sizeof r->msg, "%s", weft_ctx_error(ctx));
-    if (s) weft_symm_free(s);
+    for (int i = 0; i < r->out[2]; i++) {
+      weft_symm *s = NULL;
+      weft_status st = weft_symm_alloc(ctx, w, (size_t)r->out[i], "t", &s);
+      snprintf(i ? r->msg2 : r->msg, sizeof r->msg, "%s", weft_ctx_error(ctx));
+      *(i ? &r->st2 : &r->st) = st;
+      if (s) weft_symm_free(s);
+    }
     weft_ctx_destroy(ctx);
   }
   weft_world_destroy(w);
@@ -370,7 +355,10 @@ static void test_fdx(void **state) {
 static void test_symm_bytes(void **state) {
   hub h;
   rank_ctx c[2];
-  run_ranks(&h, c, 2, 2, body_symm_bytes);
+  /* refused alike on every rank after the rendezvous (SIZE_MAX wrapped to an allocation of 0
+   * bytes when rounded up to the granularity) */
+  run_ranks(&h, c, 2, 2, body_symm);
+  for (int i = 0; i < 2; i++) c[i].out[0] = -1, c[i].out[1] = 0, c[i].out[2] = 2;   /* SIZE_MAX, 0 */
   go(&h, c);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(c[i].st, WEFT_ERR_INVALID);
@@ -389,7 +377,10 @@ static void test_symm_callback_fails(void **state) {
   /* calls 0 and 1 made the world; 2-5 are the rendezvous (its reduction, then the digests); 6 the
    * data call of the next step's verdict, whatever this machine's GPU let the step do */
   for (int call = 2; call <= 6; call += 4) {
-    run_ranks(&h, c, 2, 2, body_symm_fail);
+    /* (WEFT_ERR_IO on every rank, as weft.h promises for a failed transport, in the rendezvous or
+     * in a later step's verdict) */
+    run_ranks(&h, c, 2, 2, body_symm);
+    for (int i = 0; i < 2; i++) c[i].out[0] = 4096, c[i].out[2] = 1;
     h.fail_rank = 1;
     h.fail_call = call;
     go(&h, c);
