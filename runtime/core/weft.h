@@ -227,8 +227,9 @@ const char *weft_manifest_param(const weft_manifest *m, const char *key); /* NUL
 const weft_manifest *weft_manifest_part(const weft_manifest *m, int i);
 /* The one check of a size against the kernel's limits (weft_launch makes it too): 0 if
  * `name` = v is allowed, else -1 and why (naming the kernel, the size, the range or multiple).
- * A name that is none of the kernel's arguments, limits or config's run sizes is refused, the
- * message listing its sizes. */
+ * A name that is none of the kernel's size arguments, limits or config's run sizes (an alias,
+ * such as allreduce's elems, checks as the size it names) is refused, the message listing its
+ * sizes. */
 int weft_manifest_check_size(const weft_manifest *m, const char *name, long long v, char *why, size_t len);
 
 /* ---- generate (no compile) ------------------------------------------------------------- */
