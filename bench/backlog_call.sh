@@ -67,7 +67,10 @@
 #      2000 x 7000 x 3072 aligned beside them), where the forty-first session found weft at 0.71-0.90
 #      of cuBLASLt: A's and B's tensor maps with each L2 promotion (0, 64, 128, 256) on the best
 #      schedules there, beside the rule's two candidates, bf16 and f16, 4 rounds (gemm_llm.sh).
-#   STEPS ("1 2 3"), CAP1..CAP18 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 300 240)
+#  19. ncu (the full set, one launch each) of cuBLASLt and weft's best at 2000 x 7000 x 3000 and at
+#      2000 x 7000 x 3072 (aligned): what cuBLASLt does with rows off the lines (L2 sectors per
+#      request, L2 throughput, the tensor pipe) -- bench/gemm_prof.sh's prof phase.
+#   STEPS ("1 2 3"), CAP1..CAP19 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 300 240 240)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -195,7 +198,10 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
         step 18 "${CAP18:-240}" l2p.txt env OUT="$out/l2p" GEMM_BUDGET=$((${CAP18:-240} - 60)) bash "$here/gemm_llm.sh" \
           --shapes 2000x7000x3000,384x5000x5000,5000x3000x6000,5000x5000x5000,2000x7000x3072 --dtype bf16,f16 \
           --candidates 2 --rounds 4 "${x[@]}" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18)" >&2; exit 2 ;;
+    19) w="tile.m=256 tile.n=160 stages=3 cluster.n=2 epilogue=tma"
+        step 19 "${CAP19:-240}" unaligned_prof.txt env OUT="$out/unaligned_prof" PHASES=prof \
+          PROF="2000x7000x3000 torch;2000x7000x3000 $w;2000x7000x3072 torch;2000x7000x3072 $w" bash "$here/gemm_prof.sh" ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&
