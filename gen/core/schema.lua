@@ -81,11 +81,13 @@ local function list(values)
 end
 M.list = list
 
--- An error collector: one per validation, so messages from every field arrive together.
-function M.errors(file)
+-- An error collector: one per validation, so messages from every field arrive together.  show_value:
+-- how a value is shown (default show; the sweep's own shows functions and depth).
+function M.errors(file, show_value)
+  show_value = show_value or show
   local e = { file = file, items = {} }
   function e.add(field, value, allowed)
-    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, show_key(field), show(value), allowed)
+    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, show_key(field), show_value(value), allowed)
   end
   function e.raw(msg) e.items[#e.items + 1] = file .. ": " .. msg end
   function e.ok() return #e.items == 0 end

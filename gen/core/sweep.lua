@@ -138,15 +138,7 @@ end
 
 -- ---- validating the sweep -------------------------------------------------------------------
 
-local function errors(file)
-  local e = { items = {} }
-  function e.add(field, value, allowed)
-    e.items[#e.items + 1] = string.format("%s: %s = %s: %s", file, schema.show_key(field), show(value), allowed)
-  end
-  function e.ok() return #e.items == 0 end
-  function e.text() return table.concat(e.items, "\n") end
-  return e
-end
+local function errors(file) return schema.errors(file, show) end
 
 local function family_names()
   return schema.list(require("gen.core.weft").families())
