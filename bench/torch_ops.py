@@ -103,6 +103,12 @@ def speed(iters):
     a, b = r(4096, 4096), r(4096, 4096)
     xd, wl = r(16, 4096), r(14336, 4096)
     xp = r(8192, 4096)
+    # off the multiples of 8: K padded (copies of both operands), row-major B with N off them
+    # copied column-major; and K off the 128-byte lines, where nothing is copied
+    ap, bp = r(10000, 2500), r(2500, 2500)
+    an, bn = r(3500, 7000), r(7000, 3500)
+    xo, wo = r(2000, 3000), r(7000, 3000)
+    wt4 = r(4096, 4096)
     cases = [
         ("softmax 4096x32000 bf16 (vocab)", lambda: wt.softmax(sm), lambda: torch.softmax(sm, -1)),
         ("rms_norm 8192x4096 bf16", lambda: wt.rms_norm(x1, w1), lambda: F.rms_norm(x1, (4096,), w1, 1e-6)),
@@ -113,6 +119,10 @@ def speed(iters):
         ("matmul 4096^3 bf16", lambda: wt.matmul(a, b), lambda: torch.matmul(a, b)),
         ("linear 16x4096 -> 14336 bf16 (decode)", lambda: wt.linear(xd, wl), lambda: F.linear(xd, wl)),
         ("linear 8192x4096 -> 14336 bf16", lambda: wt.linear(xp, wl), lambda: F.linear(xp, wl)),
+        ("matmul 4096^3 bf16, b = w.t() (no copy)", lambda: wt.matmul(a, wt4.t()), lambda: torch.matmul(a, wt4.t())),
+        ("matmul 10000x2500x2500 bf16 (K padded)", lambda: wt.matmul(ap, bp), lambda: torch.matmul(ap, bp)),
+        ("matmul 3500x3500x7000 bf16 (b copied)", lambda: wt.matmul(an, bn), lambda: torch.matmul(an, bn)),
+        ("linear 2000x3000 -> 7000 bf16 (K off 64)", lambda: wt.linear(xo, wo), lambda: F.linear(xo, wo)),
     ]
     print("(b) device time, CUDA events around 20 back-to-back calls, median of %d after ~200 ms of heat each (us per call); ratio = torch / weft" % iters)
     print("%-40s %10s %10s %8s" % ("op", "weft", "torch", "ratio"))

@@ -263,9 +263,38 @@ def row_reduce(x, op="sum"):
 
 # ---- matmul / linear ----------------------------------------------------------------------
 
+def _gemm_staged(a, b, b_layout, m, n, k):
+    """The operands copied where the kernels cannot read them as they are: their TMA rows must be
+    16-byte aligned, so K off the multiples of 8 is padded with zeros (A and B copied, K rounded
+    up: the zeros add nothing), and row-major B with N off them is copied column-major, where the
+    direct stores take any N.  Returns a, b, b_layout, k for the launch; costs a copy of each
+    operand it touches (bench/torch_ops.py times it)."""
+    kp = (k + 7) // 8 * 8
+    if kp != k:
+        a = torch.nn.functional.pad(a.reshape(m, k), (0, kp - k))
+    if b_layout == "row" and n % 8:
+        bc = b.new_empty((n, kp))
+        bc[:, k:].zero_()
+        bc[:, :k].copy_(b.t())
+        return a, bc, "col", kp
+    if kp != k:
+        b = torch.nn.functional.pad(b, (0, kp - k) if b_layout == "col" else (0, 0, 0, kp - k))
+    return a, b, b_layout, kp
+
+
+def _gemm_oriented(b, b_layout):
+    """A transposed view of a contiguous matrix (w.t() for w [N, K]) is B in the other layout: the
+    kernel reads it as it lies, no copy."""
+    if b.dim() == 2 and not b.is_contiguous() and b.t().is_contiguous():
+        return b.t(), "col" if b_layout == "row" else "row"
+    return b, b_layout
+
+
 def _gemm_impl(op, a, b, b_layout, aname, bname):
     dt = C.dtype_name(a, op, aname, allowed=configs.GEMM_DTYPES)
     C.check_tensor(a, op, aname, dim=(1, 2, 3, 4, 5, 6, 7, 8) if op == "linear" else (2, 3, 4, 5, 6, 7, 8))
+    given = b
+    b, b_layout = _gemm_oriented(b, b_layout)
     C.check_tensor(b, op, bname, dim=2, device=a.device)
     if b.dtype != a.dtype:
         raise TypeError("weft.torch.%s: %s has dtype %s but %s has %s; they must match" % (op, bname, b.dtype, aname,
@@ -274,14 +303,16 @@ def _gemm_impl(op, a, b, b_layout, aname, bname):
     n, kb = (b.shape[1], b.shape[0]) if b_layout == "row" else (b.shape[0], b.shape[1])
     if kb != k:
         raise ValueError("weft.torch.%s: K mismatch: %s is %s (K = %d) but %s is %s (K = %d)"
-                         % (op, aname, tuple(a.shape), k, bname, tuple(b.shape), kb))
+                         % (op, aname, tuple(a.shape), k, bname, tuple(given.shape), kb))
     m = a.numel() // k if k else 0
     c = a.new_empty(a.shape[:-1] + (n,))
     if k == 0:
         return c.zero_()   # an empty sum, as torch.matmul gives
     if m == 0 or n == 0:
         return c
-    pk = (op, a.device, dt, m, n, k)
+    if k % 8 or (b_layout == "row" and n % 8):
+        a, b, b_layout, k = _gemm_staged(a, b, b_layout, m, n, k)
+    pk = (op, a.device, dt, m, n, k, b_layout)
     kern = _plans.get(pk)
     if kern is None:
         cfg, shape = configs.gemm(op, dt, b_layout, m, n, k, a=aname, b=bname)
@@ -326,15 +357,20 @@ def _(x, weight):
 
 def matmul(a, b):
     """a [..., M, K] . b [K, N] -> [..., M, N] (float16 or bfloat16, f32 accumulate); a's leading
-    dims fold into M (a is contiguous, so they are one [M', K] matrix).  K and N are multiples of 8."""
+    dims fold into M (a is contiguous, so they are one [M', K] matrix).  b may be contiguous or a
+    transposed view (w.t() of a contiguous w [N, K]: read as it lies, as linear's weight).  Any K
+    and N: K off the multiples of 8 costs a zero-padded copy of a and b, and N off them with b
+    contiguous a column-major copy of b (the kernels' TMA rows are 16-byte aligned)."""
     if C.via_dispatcher(a, b):
         return torch.ops.weft.matmul(a, b)
     return _gemm_impl("matmul", a, b, "row", "a", "b")
 
 
 def linear(x, weight):
-    """x [..., K] . weight^T for weight [N, K] (torch.nn.functional.linear without bias).  K is a
-    multiple of 8; N any (50257, 1: off the multiples of 8, C is stored without TMA)."""
+    """x [..., K] . weight^T for weight [N, K] (torch.nn.functional.linear without bias; weight
+    contiguous or a transposed view of a contiguous [K, N]).  Any N (50257, 1: off the multiples
+    of 8, C is stored without TMA); K off the multiples of 8 costs a zero-padded copy of x and
+    weight (the kernels' TMA rows are 16-byte aligned)."""
     if C.via_dispatcher(x, weight):
         return torch.ops.weft.linear(x, weight)
     return _gemm_impl("linear", x, weight, "col", "x", "weight")

@@ -239,6 +239,55 @@ def test_linear(dtype, xshape, n):
     gemm_check("linear %s %s -> %d" % (dtype, xshape, n), y, torch.nn.functional.linear(x.double(), w.double()), dt)
 
 
+# any K and N (the kernels' TMA rows are 16-byte aligned): K off the multiples of 8 is padded with
+# zeros, row-major B with N off them is copied column-major; the caller's tensors stay as they were
+ANY_KN = [(4, 16, 100), (1, 8, 3), (17, 1001, 1001), (333, 128, 2500), (64, 20, 64), (1000, 3500, 700), (3, 5, 7)]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("mnk", ANY_KN, ids=lambda s: "x".join(map(str, s)))
+def test_matmul_any_k_and_n(dtype, mnk):
+    m, n, k = mnk
+    dt = DTYPES[dtype]
+    a, b = rand((m, k), dt), rand((k, n), dt)
+    a0, b0 = a.clone(), b.clone()
+    poison(m * n * 2)
+    c = wt.matmul(a, b)
+    gemm_check("matmul %s %s" % (dtype, mnk), c, a.double() @ b.double(), dt)
+    assert torch.equal(a, a0) and torch.equal(b, b0), "matmul %s: an input changed" % (mnk,)
+    assert torch.equal(wt.matmul(a, b), c), "matmul %s: a second launch differs" % (mnk,)
+    with torch.no_grad():   # the registered op, as torch.compile calls it
+        assert torch.equal(torch.ops.weft.matmul(a, b), c), "matmul %s: the registered op differs" % (mnk,)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("xshape,n", [((5, 3, 77), 200), ((1, 4095), 4096), ((300, 2500), 1001), ((2, 9), 3)], ids=str)
+def test_linear_any_k(dtype, xshape, n):
+    dt = DTYPES[dtype]
+    x, w = rand(xshape, dt), rand((n, xshape[-1]), dt)
+    poison(x.numel() // xshape[-1] * n * 2)
+    y = wt.linear(x, w)
+    gemm_check("linear %s %s -> %d" % (dtype, xshape, n), y, torch.nn.functional.linear(x.double(), w.double()), dt)
+
+
+def test_gemm_reads_a_transposed_view_as_it_lies():
+    """b = w.t() (w [N, K] contiguous) is matmul's B column-major, and weight = v.t() (v [K, N]
+    contiguous) linear's B row-major: no copy, the same result as the contiguous operand."""
+    dt = torch.bfloat16
+    a, w, v = rand((64, 512), dt), rand((200, 512), dt), rand((512, 96), dt)
+    poison(64 * 200 * 2)
+    c = wt.matmul(a, w.t())
+    gemm_check("matmul a . w.t()", c, a.double() @ w.double().t(), dt)
+    assert torch.equal(c, wt.linear(a, w)), "matmul(a, w.t()) differs from linear(a, w)"
+    y = wt.linear(a, v.t())
+    gemm_check("linear a . v", y, a.double() @ v.double(), dt)
+    assert torch.equal(y, wt.matmul(a, v)), "linear(a, v.t()) differs from matmul(a, v)"
+    a7, w7 = rand((33, 77), dt), rand((40, 77), dt)   # and K off the multiples of 8
+    gemm_check("matmul a . w.t(), K = 77", wt.matmul(a7, w7.t()), a7.double() @ w7.double().t(), dt)
+    _raises(ValueError, "weft.torch.matmul: K mismatch: a is (64, 512) (K = 512) but b is (77, 40) (K = 77)",
+            lambda: wt.matmul(a, w7.t()))
+
+
 # ---- the launch path: no sync, one allocation ---------------------------------------------
 
 def _calls():
@@ -382,8 +431,8 @@ def test_errors_name_the_op_and_the_argument():
             lambda: wt.linear(a, b))
     _raises(TypeError, "weft.torch.matmul: a has dtype torch.float32; allowed: torch.float16, torch.bfloat16",
             lambda: wt.matmul(x, x))
-    _raises(ValueError, "weft.torch.matmul: K = 100 (a's last dim)", lambda: wt.matmul(rand((4, 100), torch.bfloat16),
-                                                                                     rand((100, 16), torch.bfloat16)))
+    _raises(ValueError, "weft.torch.matmul: b (shape (64, 16), strides (32, 2)) is not contiguous",
+            lambda: wt.matmul(a, rand((64, 32), torch.bfloat16)[:, ::2]))
     _raises(ValueError, "weft.torch.rms_norm: weight has 63 elements but x's last dim is 64",
             lambda: wt.rms_norm(x, rand((63,), torch.float32)))
     _raises(TypeError, "weft.torch.rms_norm: weight has dtype torch.bfloat16 but x has torch.float32",
