@@ -70,15 +70,7 @@
 #  19. ncu (the full set, one launch each) of cuBLASLt and weft's best at 2000 x 7000 x 3000 and at
 #      2000 x 7000 x 3072 (aligned): what cuBLASLt does with rows off the lines (L2 sectors per
 #      request, L2 throughput, the tensor pipe) -- bench/gemm_prof.sh's prof phase.
-#  20. 256-row cooperative tiles at four stages, C by 64-row groups (the forty-second session: one
-#      or two 8 KB buffers per consumer instead of whole-row chunks, as cuBLASLt's 256 x 128 and 256
-#      x 144 keep four stages beside a 16 KB C stage): the gpu.gemm tests (the epilogue changed for
-#      them), then 256 x 144, 256 x 160 and 256 x 128 at four stages in 1 x 2 and 2 x 1 clusters
-#      beside the rule's three candidates at the shapes where cuBLASLt runs its 256-row tiles
-#      (2000 x 7000 x 3000 and 3072, 5000 x 3000 x 6000, 5000^3, and six of the set's), bf16, 4 rounds.
-#  21. compute-sanitizer's racecheck and synccheck over 256 x 144 (one buffer) and 256 x 128 (two).
-#   STEPS ("1 2 3"), CAP1..CAP21 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 300 240 240
-#   300 200)
+#   STEPS ("1 2 3"), CAP1..CAP19 (seconds: 300 160 100 150 420 120 200 300 150 330 200 240 480 200 300 420 300 240 240)
 set -u
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/env.sh"
@@ -209,18 +201,7 @@ tile.m=192,tile.n=160,stages=4,cluster.m=2,epilogue=tma" \
     19) w="tile.m=256 tile.n=160 stages=3 cluster.n=2 epilogue=tma"
         step 19 "${CAP19:-240}" unaligned_prof.txt env OUT="$out/unaligned_prof" PHASES=prof \
           PROF="2000x7000x3000 torch;2000x7000x3000 $w;2000x7000x3072 torch;2000x7000x3072 $w" bash "$here/gemm_prof.sh" ;;
-    20) g="stages=4,epilogue=tma,tile.m=256"
-        step 20 "${CAP20:-300}" grouped.txt bash -c '
-          OUT="$1/grouped/tests" bash "$2/device_tests.sh" -R "^gpu\.gemm\." || exit
-          env OUT="$1/grouped/time" GEMM_BUDGET=130 bash "$2/gemm_llm.sh" --dtype bf16 --candidates 3 --rounds 4 \
-            --shapes 2000x7000x3000,2000x7000x3072,5000x3000x6000,5000x5000x5000,1024x8192x8192,4096x8192x8192,1024x4096x4096,8192x3584x2048,6000x2048x8192,12288x1024x4096 \
-            --extra "$3,tile.n=144,cluster.n=2" --extra "$3,tile.n=144,cluster.m=2" --extra "$3,tile.n=128,cluster.n=2" \
-            --extra "$3,tile.n=128,cluster.m=2" --extra "$3,tile.n=160,cluster.n=2" --extra "$3,tile.n=160,cluster.m=2"' \
-          _ "$out" "$here" "$g" ;;
-    21) step 21 "${CAP21:-200}" grouped_sanitize.txt env OUT="$out/grouped_sanitize" MMA=cooperative STEPS=3 \
-          CHECK="tile.m=256 tile.n=144 stages=4 cluster.n=2 epilogue=tma;tile.m=256 tile.n=160 stages=4 cluster.m=2 epilogue=tma;tile.m=256 tile.n=128 stages=4 epilogue=tma dtype=f16 b_layout=row" \
-          bash "$here/mma_probe.sh" ;;
-    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21)" >&2; exit 2 ;;
+    *) echo "backlog_call.sh: STEPS: no step '$s' (1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && mapfile -t items < <(ls -A | grep -vx backlog.tgz) &&

@@ -454,34 +454,18 @@ function M.wgmma_struct(n, dtype, b_row)
   }, "\n")
 end
 
--- Rows of C in one box of a consumer warpgroup's TMA epilogue: its rows of the tile, or 64 where
--- each 64-row group of them leaves in boxes of its own, so that the chunk buffers stay small
--- beside a deep ring: cooperative_n's (192 x 192 keeps four stages), and M.epi_grouped's.
--- grouped: whether the tile's groups leave on their own (nil: M.epi_grouped decides).
-function M.epi_rows(cfg, grouped)
-  if grouped == nil then grouped = M.epi_grouped(cfg) end
-  return (M.coop_n(cfg) or grouped) and 64 or cfg.tile.m // M.owners(cfg)
+-- Rows of C in one box of a consumer warpgroup's TMA epilogue: its rows of the tile, or
+-- cooperative_n's 64 (each 64-row group of its columns leaves in boxes of its own, so that its
+-- chunk buffers stay small beside a deep ring: 192 x 192 keeps four stages).
+function M.epi_rows(cfg)
+  return M.coop_n(cfg) and 64 or cfg.tile.m // M.owners(cfg)
 end
 
 -- The chunks one consumer warpgroup's C leaves in by the TMA epilogue: 64 columns each (its
--- accumulators' width), one set per 64-row group where those leave on their own.
-function M.epi_chunks(cfg, grouped)
-  local groups = M.epi_rows(cfg, grouped) == 64 and cfg.tile.m // M.owners(cfg) // 64 or 1
+-- accumulators' width), and with cooperative_n one set per 64-row group.
+function M.epi_chunks(cfg)
+  local groups = M.coop_n(cfg) and cfg.tile.m // 64 or 1
   return groups * ((M.wgmma_n(cfg) * common.ESIZE[cfg.dtype] + 127) // 128)
-end
-
--- Whether a cooperative tile of family gemm stores C by 64-row groups, one group's chunks
--- through one or two buffers at a time: where its warpgroup's rows (128: 256-row tiles over two
--- consumers) do not fit beside the ring any other way.  cuBLASLt runs 256 x 128 and 256 x 144
--- with four stages beside a 16 KB C stage (221 KB in all at 2000 x 7000 x 3000); weft's whole-row
--- chunks left those tiles three.  No layout that fitted before moves; M.fit_stages does not
--- choose these (unmeasured against the three-stage ones).
-local function groupable(cfg)
-  return cfg.family == "gemm" and cfg.epilogue == "tma" and cfg.mma == "cooperative" and not M.swapped(cfg)
-    and cfg.tile.m // M.owners(cfg) >= 128
-end
-function M.epi_grouped(cfg)
-  return groupable(cfg) and M.layout(cfg, false).smem > common.SMEM_LIMIT and M.layout(cfg, true).smem <= common.SMEM_LIMIT
 end
 
 local function align(x, a) return (x + a - 1) // a * a end
@@ -512,8 +496,7 @@ M.RS_LD = 72                   -- 64 + 8 floats: a half-warp's 8-byte stores (ro
 function M.bulk_slices(cfg)
   return cfg.family == "gemm_rs" and (cfg.reduce == "atomic" or cfg.comm == "tma") and cfg.ranks ~= 1
 end
-function M.layout(cfg, grouped)
-  if grouped == nil then grouped = groupable(cfg) and M.epi_grouped(cfg) end
+function M.layout(cfg)
   local t, esize = cfg.tile, common.ESIZE[cfg.dtype]
   local L = { b = t.m * 128, stage = math.max(t.m + t.n, mma_rows(cfg)) * 128, load = (t.m + t.n) * 128 }
   L.full = cfg.stages * L.stage
@@ -530,9 +513,9 @@ function M.layout(cfg, grouped)
   -- (cooperative_n: each consumer's tile.n / 2 columns, in chunks of 64 rows each, so each of its
   -- 64-row groups has its own chunks, a narrow one among them; with a buffer per chunk each group's
   -- chunks in turn, its narrow one dense as above; through two or one, each buffer a whole chunk's
-  -- size; `grouped`, M.epi_grouped's cooperative tiles, the same by 64-row groups of their rows)
-  local chunks, rows = M.epi_chunks(cfg, grouped), M.epi_rows(cfg, grouped)
-  local groups = rows == 64 and t.m // M.owners(cfg) // 64 or 1
+  -- size)
+  local chunks, rows = M.epi_chunks(cfg), M.epi_rows(cfg)
+  local groups = M.coop_n(cfg) and cfg.tile.m // 64 or 1
   local narrow = (M.wgmma_n(cfg) % 64) * esize
   L.epi_bufs, L.epi_stage = 0, 0
   if cfg.epilogue == "tma" then
@@ -544,12 +527,11 @@ function M.layout(cfg, grouped)
     -- three consumers (192-row tiles): one buffer each where two do not fit, so that 192 x 192
     -- keeps four stages; pingpong tiles wider than 128 x 128 (five stages at 128 x 176); and
     -- cooperative_n.  No layout of any other tile moves.
-    if (cfg.consumers == 3 or M.wide_pingpong(cfg) or M.coop_n(cfg) or grouped) and L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT
+    if (cfg.consumers == 3 or M.wide_pingpong(cfg) or M.coop_n(cfg)) and L.epi + cfg.consumers * L.epi_stage + 1024 > common.SMEM_LIMIT
         and chunks > 1 then
       L.epi_bufs, L.epi_stage = 1, rows * 128
     end
   end
-  L.epi_groups = cfg.epilogue == "tma" and not M.coop_n(cfg) and groups or 1
   L.bytes = cfg.epilogue == "tma" and L.epi + cfg.consumers * L.epi_stage or used
   if M.bulk_slices(cfg) then   -- (16-byte aligned rows: the bulk source)
     L.rs = align(L.bytes, 128)
@@ -594,8 +576,6 @@ function M.cfg_struct(name, cfg, L, extra)
     string.format("  static constexpr unsigned SMEM_RED_BAR = %d, SMEM_RED = %d, SMEM_EPI = %d, SMEM_EPI_STAGE = %d;",
       L.red_bar, L.red, L.epi, L.epi_stage),
     string.format("  static constexpr int EPI_BUFS = %d;", L.epi_bufs),
-    -- (a cooperative tile whose C leaves by 64-row groups: M.epi_grouped)
-    string.format("  static constexpr int EPI_GROUPS = %d;", L.epi_groups),
     string.format("  static constexpr unsigned SMEM_LOAD = %d;", L.load),
     -- swap_ab: the WGMMA's A operand is B's rows, its n A's; ACC_N: the accumulators' columns
     string.format("  static constexpr bool SWAP = %s;", b(M.swapped(cfg))),
@@ -1049,7 +1029,7 @@ function M.fit_stages(cfg, cap, rounds, unaligned)
   for s = cap, 2, -1 do
     cfg.stages = s
     local L = M.layout(cfg)
-    if L.smem <= common.SMEM_LIMIT and L.epi_groups == 1 then
+    if L.smem <= common.SMEM_LIMIT then
       deepest = deepest or s
       if cfg.epilogue ~= "tma" or L.epi_bufs >= M.epi_chunks(cfg) then whole = s; break end
     end

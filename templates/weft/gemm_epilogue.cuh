@@ -214,9 +214,8 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap &tc, const Tensor
 }
 
 // The tile of consumer warpgroup cw (rows r0.. of shard s, its columns from col0; ROWS of them at
-// most, fewer than its accumulators' in a thin tile) by Cfg's epilogue.  COOP_N, and EPI_GROUPS
-// > 1 (a cooperative tile whose whole rows' chunks do not fit beside the ring): each 64-row group
-// of the warpgroup's columns leaves in boxes of 64 rows (gen/core/gemm.lua epi_rows).
+// most, fewer than its accumulators' in a thin tile) by Cfg's epilogue.  COOP_N: each 64-row
+// group of the warpgroup's columns leaves in boxes of 64 rows (gen/core/gemm.lua epi_rows).
 // Its C stage is cw's, at Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, with barrier
 // epilogue_bar(cw).  SHARD: C's map is 3-d (the fused kernel); rows: the rows of a shard.
 // tct: C's map for a narrow last chunk (BN not a multiple of 64), else unused.
@@ -226,7 +225,7 @@ __device__ __forceinline__ void epilogue(typename Cfg::T *c, const TensorMap *tc
   const int coff = Cfg::COOP_N ? cw * Cfg::ACC_N : 0;   // (COOP_N: this warpgroup's half of the tile's columns)
   if constexpr (Cfg::EPI_TMA) {
     if (r0 < rows && (long)bn * Cfg::BN + coff < n) {   // (a cluster partner's tile past the edge stores nothing)
-      if constexpr (Cfg::COOP_N || Cfg::EPI_GROUPS > 1)
+      if constexpr (Cfg::COOP_N)
         store_tile_tma<typename Cfg::T, Cfg::ACC_N, MR, 64, SHARD, Cfg::EPI_BUFS, MR>(
             *tc, tct, smem_base + Cfg::SMEM_EPI + cw * Cfg::SMEM_EPI_STAGE, epilogue_bar(cw), (int)r0, s, bn * Cfg::BN + coff,
             acc, rows - r0 < ROWS ? (int)(rows - r0) : ROWS);

@@ -447,14 +447,6 @@ static const entry matrix[] = {
    {GEMM_PTX, "bar.arrive", "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16", B_COL_PTX,
     "setmaxnreg.inc.sync.aligned.u32 232", "cp.async.bulk.wait_group.read 0"},
    {"multicast::cluster", "st.shared.f32"}},
-  /* family gemm's 256-row cooperative tiles at four stages: each warpgroup's C leaves by 64-row
-   * groups (EPI_GROUPS = 2; C's boxes 64 rows), at 256 x 144 through one 8 KB buffer (every chunk's
-   * store waits for the last one's read), its narrow 16-column chunks included */
-  {"gemm.lua", {"tile.m=256", "tile.n=144", "stages=4", "b_layout=col", "cluster.n=2", "epilogue=tma"},
-   {GEMM_PTX, "_ZN7GemmCfg10EPI_GROUPSE = 2;", "_ZN7GemmCfg8EPI_BUFSE = 1;", "_ZN7GemmCfg14SMEM_EPI_STAGEE = 8192;",
-    "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16", "stmatrix.sync.aligned.m8n8.x4.shared.b16",
-    "cp.async.bulk.wait_group.read 0", "multicast::cluster", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"},
-   {"st.shared.f32"}},
   /* cooperative_n: the two consumers split each tile by columns, each all its rows by half its
    * width (three m64n96 WGMMAs per k-step at 192 x 192, no spill: checked below); each 64-row
    * group leaves in boxes of its own (a narrow one of 32 columns), through two buffers in turn;

@@ -83,28 +83,17 @@ local function ag_smem(cfg)
   -- chunks; cooperative_n's half of the columns in chunks of 64 rows each
   if cfg.epilogue == "tma" then
     local coop_n = cfg.mma == "cooperative_n"
-    local own = (cfg.mma == "pingpong" or cfg.mma == "kturns") and cfg.tile.m or cfg.tile.m // cfg.consumers
+    local rows = coop_n and 64 or (cfg.mma == "pingpong" or cfg.mma == "kturns") and cfg.tile.m
+      or cfg.tile.m // cfg.consumers
     local width = coop_n and cfg.tile.n // 2 or cfg.tile.n   -- (a tile's columns per consumer; 16-bit C)
-    local nch = (width + 63) // 64
+    local groups, nch = coop_n and cfg.tile.m // 64 or 1, (width + 63) // 64
+    local chunks = groups * nch   -- a buffer per chunk if they fit (a narrow last one dense), else two
     used = (used + 1023) // 1024 * 1024
-    -- C in boxes of `rows`, `groups` of them per warpgroup: a buffer per chunk if they fit (a
-    -- narrow last one dense), else two, else (one_ok) one
-    local function stage(rows, groups, one_ok)
-      local whole = used + cfg.consumers * groups * rows * (128 * (nch - 1) + (width % 64 > 0 and 2 * (width % 64) or 128))
-      local two = used + cfg.consumers * rows * 128 * math.min(2, groups * nch)
-      local one = used + cfg.consumers * rows * 128
-      return whole + 1024 <= common.SMEM_LIMIT and whole or (two + 1024 <= common.SMEM_LIMIT or not one_ok) and two or one
-    end
-    -- (cooperative_n, like three consumers and wide pingpong tiles: one buffer where two do not fit;
-    -- cooperative_n's chunks of 64 rows each)
-    used = coop_n and stage(64, cfg.tile.m // 64, true) or stage(own, 1, false)
-    -- family gemm's cooperative tiles of 128 rows or more a warpgroup: by 64-row groups where
-    -- only that fits
-    if used + 1024 > common.SMEM_LIMIT and cfg.family == "gemm" and cfg.mma == "cooperative" and not cfg.swap_ab
-        and own >= 128 then
-      local grouped = stage(64, own // 64, true)
-      if grouped + 1024 <= common.SMEM_LIMIT then used = grouped end
-    end
+    local whole = used + cfg.consumers * groups * rows * (128 * (nch - 1) + (width % 64 > 0 and 2 * (width % 64) or 128))
+    local two = used + cfg.consumers * rows * 128 * math.min(2, chunks)
+    -- (cooperative_n, like three consumers and wide pingpong tiles: one buffer where two do not fit)
+    local one = used + cfg.consumers * rows * 128
+    used = whole + 1024 <= common.SMEM_LIMIT and whole or (two + 1024 <= common.SMEM_LIMIT or not coop_n) and two or one
   end
   return used + 1024
 end
@@ -1763,32 +1752,6 @@ T.test("gemm layout: aligned, in order, not overlapping, and the manifest's", fu
   T.ok(not gm('epilogue = "tma", mma = "pingpong", stages = 5, tile = { m = 128, n = 192, k = 64 }'),
     "128 x 192 at five stages does not fit even so")
   T.contains(assert(gm(pp .. "stages = 5")).source, "static constexpr int EPI_BUFS = 1;", "one buffer reaches the device code")
-  -- 256-row cooperative tiles, whose warpgroups' whole rows do not fit beside four stages: C by
-  -- 64-row groups (boxes of 64 rows), one group's chunks through two buffers (256 x 128) or one
-  -- (256 x 144, its narrow 16-column chunk among them); at three stages as before; and the rule
-  -- (fit_stages) does not choose them
-  local tall = 'epilogue = "tma", b_layout = "col", cluster = { m = 1, n = 2 }, '
-  l = L(tall .. "stages = 4, tile = { m = 256, n = 144, k = 64 }")
-  T.eq(l.epi, 205824, "align(4 * 51200 + 64, 1024)"); T.eq(l.epi_groups, 2, "two 64-row groups a warpgroup")
-  T.eq(l.epi_bufs, 1); T.eq(l.epi_stage, 64 * 128); T.eq(l.smem, 205824 + 2 * 8192 + 1024, "fits 227 KB")
-  l = L(tall .. "stages = 4, tile = { m = 256, n = 128, k = 64 }")
-  T.eq(l.epi_groups, 2); T.eq(l.epi_bufs, 2); T.eq(l.epi_stage, 2 * 64 * 128); T.eq(l.smem, 197632 + 2 * 16384 + 1024)
-  l = L(tall .. "stages = 3, tile = { m = 256, n = 144, k = 64 }")
-  T.eq(l.epi_groups, 1, "three stages: whole rows"); T.eq(l.epi_bufs, 3); T.eq(l.epi_stage, 128 * (2 * 128 + 32))
-  local mt = assert(gm(tall .. "stages = 4, tile = { m = 256, n = 144, k = 64 }"))
-  T.contains(mt.source, "static constexpr int EPI_GROUPS = 2;", "the groups reach the device code")
-  T.contains(mt.source, "static constexpr int EPI_BUFS = 1;")
-  local boxes = {}
-  for _, tm in ipairs(mt.tmaps) do boxes[tm.name] = tm.box end
-  T.deq(boxes.tc, { 64, 64 }, "C's box: 64 rows"); T.deq(boxes.tct, { 16, 64 }, "the narrow chunk's: 16 columns, 64 rows")
-  T.contains(assert(gm(tall .. "stages = 3, tile = { m = 256, n = 144, k = 64 }")).source,
-    "static constexpr int EPI_GROUPS = 1;", "whole rows at three stages")
-  T.ok(not gm(tall .. "stages = 5, tile = { m = 256, n = 128, k = 64 }"), "256 x 128 at five stages does not fit even so")
-  local fit = { family = "gemm", tile = { m = 256, n = 144, k = 64 }, cluster = { m = 1, n = 2 }, consumers = 2,
-                mma = "cooperative", split_k = 1, epilogue = "tma", dtype = "bf16", b_layout = "col" }
-  T.eq(G.fit_stages(fit, 8), 3, "the rule keeps 256 x 144 at three stages")
-  fit.family, fit.stages = "ag_gemm", 4
-  T.ok(G.layout(fit).epi_groups == 1 and G.layout(fit).smem > common.SMEM_LIMIT, "ag_gemm's C is never grouped")
   -- invariants over a spread of configs, for both families
   local cases = { "", 'epilogue = "tma", stages = 3', 'split_k = 2, tile = { m = 128, n = 128, k = 64 }',
                   'split_k = 2, epilogue = "tma", tile = { m = 64, n = 128, k = 64 }, consumers = 1, stages = 3',
