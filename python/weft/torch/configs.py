@@ -47,7 +47,8 @@ def gemm(op, dtype, b_layout, m, n, k, a="a", b="b"):
     m >= 1, k >= 8 in multiples of 8 (its TMA rows are 16-byte aligned), and n >= 8 in multiples of
     8 with B row-major; column-major B (a weight as nn.Linear holds it) takes any n >= 1, through
     the direct stores where n is not a multiple of 8.  These are checked here so the message names
-    the tensor."""
+    the tensor; weft.torch.matmul and linear copy their operands into shapes the family takes
+    before they get here (ops._gemm_staged)."""
     if dtype not in GEMM_DTYPES:
         raise TypeError("weft.torch.%s: %s has dtype %s; weft's GEMM takes float16 and bfloat16" % (op, a, dtype))
     if k < 8 or k % 8:
