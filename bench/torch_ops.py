@@ -120,7 +120,7 @@ def speed(iters):
         ("linear 16x4096 -> 14336 bf16 (decode)", lambda: wt.linear(xd, wl), lambda: F.linear(xd, wl)),
         ("linear 8192x4096 -> 14336 bf16", lambda: wt.linear(xp, wl), lambda: F.linear(xp, wl)),
         ("matmul 4096^3 bf16, b = w.t() (no copy)", lambda: wt.matmul(a, wt4.t()), lambda: torch.matmul(a, wt4.t())),
-        ("matmul 10000x2500x2500 bf16 (K padded)", lambda: wt.matmul(ap, bp), lambda: torch.matmul(ap, bp)),
+        ("matmul 10000x2500x2500 bf16 (K padded, b copied)", lambda: wt.matmul(ap, bp), lambda: torch.matmul(ap, bp)),
         ("matmul 3500x3500x7000 bf16 (b copied)", lambda: wt.matmul(an, bn), lambda: torch.matmul(an, bn)),
         ("linear 2000x3000 -> 7000 bf16 (K off 64)", lambda: wt.linear(xo, wo), lambda: F.linear(xo, wo)),
     ]

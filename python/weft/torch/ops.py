@@ -17,7 +17,9 @@ rest from the tuning database, the table shipped with weft or the family's rule;
 WEFT_AUTOTUNE=1 the first call of a shape the database does not know times a few candidates
 first (_tune.py).
 No host sync and no other allocation, so calls can be captured in a CUDA graph once each shape
-class has run eagerly (its kernel compiles on the first call, which a capture cannot do).
+class has run eagerly (its kernel compiles on the first call, which a capture cannot do).  (matmul
+and linear with K, or matmul's contiguous b with N, off the multiples of 8 also allocate the
+padded or transposed copies of their operands: _gemm_staged.)
 
 The wrappers call the implementation directly in eager mode (the dispatcher's custom-op path
 costs host time on every call) and the registered op under torch.compile, so a compiled
@@ -285,7 +287,7 @@ def _gemm_staged(a, b, b_layout, m, n, k):
 def _gemm_oriented(b, b_layout):
     """A transposed view of a contiguous matrix (w.t() for w [N, K]) is B in the other layout: the
     kernel reads it as it lies, no copy."""
-    if b.dim() == 2 and not b.is_contiguous() and b.t().is_contiguous():
+    if isinstance(b, torch.Tensor) and b.dim() == 2 and not b.is_contiguous() and b.t().is_contiguous():
         return b.t(), "col" if b_layout == "row" else "row"
     return b, b_layout
 
@@ -369,8 +371,9 @@ def matmul(a, b):
 def linear(x, weight):
     """x [..., K] . weight^T for weight [N, K] (torch.nn.functional.linear without bias; weight
     contiguous or a transposed view of a contiguous [K, N]).  Any N (50257, 1: off the multiples
-    of 8, C is stored without TMA); K off the multiples of 8 costs a zero-padded copy of x and
-    weight (the kernels' TMA rows are 16-byte aligned)."""
+    of 8, C is stored without TMA; a transposed view then costs a copy of weight); K off the
+    multiples of 8 costs a zero-padded copy of x and weight (the kernels' TMA rows are 16-byte
+    aligned)."""
     if C.via_dispatcher(x, weight):
         return torch.ops.weft.linear(x, weight)
     return _gemm_impl("linear", x, weight, "col", "x", "weight")

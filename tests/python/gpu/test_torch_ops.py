@@ -295,7 +295,9 @@ def _calls():
     a, b, wl = rand((64, 256), torch.bfloat16), rand((256, 128), torch.bfloat16), rand((128, 256), torch.bfloat16)
     return [("softmax", lambda: wt.softmax(x)), ("rms_norm", lambda: wt.rms_norm(x, w)),
             ("rms_norm+residual", lambda: wt.rms_norm(x, w, residual=r)), ("row_reduce", lambda: wt.row_reduce(x, "max")),
-            ("matmul", lambda: wt.matmul(a, b)), ("linear", lambda: wt.linear(a, wl))]
+            ("matmul", lambda: wt.matmul(a, b)), ("linear", lambda: wt.linear(a, wl)),
+            # (a transposed B is read as it lies: no copy)
+            ("matmul b = w.t()", lambda: wt.matmul(a, wl.t())), ("linear weight = v.t()", lambda: wt.linear(a, b.t()))]
 
 
 def test_launch_path_has_no_sync_and_allocates_only_the_output():
@@ -324,10 +326,13 @@ def _opcheck_cases():
             (torch.ops.weft.add_rms_norm.default, (x, rand((8, 40), torch.bfloat16), w, 1e-6)),
             (torch.ops.weft.row_reduce.default, (rand((6, 70), torch.float32), "sum")),
             (torch.ops.weft.matmul.default, (a, b)),
-            (torch.ops.weft.linear.default, (a, wl))]
+            (torch.ops.weft.linear.default, (a, wl)),
+            # K = 77 and N = 20 (the operands padded and copied inside the op), and a transposed B
+            (torch.ops.weft.matmul.default, (rand((24, 77), torch.float16), rand((77, 20), torch.float16))),
+            (torch.ops.weft.matmul.default, (a, wl.t()))]
 
 
-@pytest.mark.parametrize("i", range(6))
+@pytest.mark.parametrize("i", range(8))
 def test_opcheck(i):
     op, args = _opcheck_cases()[i]
     print("  opcheck", op)
@@ -358,7 +363,48 @@ def test_torch_compile_fullgraph():
     assert torch.equal(r_eager, r_comp), "the residual written in place differs under torch.compile"
 
 
+def test_torch_compile_any_k_and_a_transposed_b():
+    """K = 77 and N = 20 (padded and copied inside the op) and B as w.t(), compiled whole: the same
+    bits as eager."""
+    def f(a, b, w):
+        return wt.matmul(a, b), wt.linear(a, w), wt.matmul(a, w.t())
+    args = (rand((48, 77), torch.bfloat16), rand((77, 20), torch.bfloat16), rand((20, 77), torch.bfloat16))
+    eager = f(*args)
+    torch._dynamo.reset()
+    comp = torch.compile(f, fullgraph=True)(*args)
+    for i, (e, c) in enumerate(zip(eager, comp)):
+        assert torch.equal(e, c), "compiled output %d differs from eager" % i
+    gemm_check("matmul K = 77 under compile", comp[0], args[0].double() @ args[1].double(), torch.bfloat16)
+
+
 # ---- CUDA graphs --------------------------------------------------------------------------
+
+def test_cuda_graph_captures_padded_and_transposed_gemm():
+    """K = 77 (both operands padded inside the op: the copies come from the graph's pool) and B as
+    w.t(), captured once and replayed over new values of a."""
+    dt = torch.bfloat16
+    a, b, w = rand((100, 77), dt), rand((77, 136), dt), rand((136, 77), dt)
+
+    def body():
+        return [wt.matmul(a, b), wt.matmul(a, w.t()), wt.linear(a, w)]
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            body()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        outs = body()
+    for i in range(3):
+        a.uniform_(-1, 1)
+        g.replay()
+        torch.cuda.synchronize()
+        ad = a.double()
+        for j, ref in enumerate([ad @ b.double(), ad @ w.double().t(), ad @ w.double().t()]):
+            gemm_check("padded graph replay %d call %d" % (i, j), outs[j], ref, dt)
+
 
 def test_cuda_graph_capture_10_replay_100():
     dt = torch.bfloat16
