@@ -379,6 +379,23 @@ def test_torch_compile_any_k_and_a_transposed_b():
 
 # ---- CUDA graphs --------------------------------------------------------------------------
 
+def _warmed_and_captured(body, before_capture=None):
+    """body run twice on a side stream (each shape's kernel compiled and loaded: a capture cannot),
+    then captured once: the graph and the outputs its replays write."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            body()
+    torch.cuda.current_stream().wait_stream(s)
+    if before_capture:
+        before_capture()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        outs = body()
+    return g, outs
+
+
 def test_cuda_graph_captures_padded_and_transposed_gemm():
     """K = 77 (both operands padded inside the op: the copies come from the graph's pool) and B as
     w.t(), captured once and replayed over new values of a."""
@@ -388,15 +405,7 @@ def test_cuda_graph_captures_padded_and_transposed_gemm():
     def body():
         return [wt.matmul(a, b), wt.matmul(a, w.t()), wt.linear(a, w)]
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            body()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        outs = body()
+    g, outs = _warmed_and_captured(body)
     for i in range(3):
         a.uniform_(-1, 1)
         g.replay()
@@ -417,16 +426,7 @@ def test_cuda_graph_capture_10_replay_100():
                 wt.row_reduce(x, "max"), wt.matmul(a, b), wt.linear(a, wl), wt.matmul(a, b), wt.softmax(a),
                 wt.rms_norm(x, w, residual=r)]   # 10 calls; the last adds x into r each replay
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            body()
-    torch.cuda.current_stream().wait_stream(s)
-    r.copy_(r_init)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        outs = body()
+    g, outs = _warmed_and_captured(body, before_capture=lambda: r.copy_(r_init))
     checked = 0
     for i in range(100):
         if i % 10 == 0:
