@@ -477,6 +477,8 @@ def test_errors_name_the_op_and_the_argument():
             lambda: wt.linear(a, b))
     _raises(TypeError, "weft.torch.matmul: a has dtype torch.float32; allowed: torch.float16, torch.bfloat16",
             lambda: wt.matmul(x, x))
+    _raises(TypeError, "weft.torch.matmul: b must be a torch.Tensor, not NoneType", lambda: wt.matmul(a, None))
+    _raises(TypeError, "weft.torch.linear: weight must be a torch.Tensor, not list", lambda: wt.linear(a, [[1.0]]))
     _raises(ValueError, "weft.torch.matmul: b (shape (64, 16), strides (32, 2)) is not contiguous",
             lambda: wt.matmul(a, rand((64, 32), torch.bfloat16)[:, ::2]))
     _raises(ValueError, "weft.torch.rms_norm: weight has 63 elements but x's last dim is 64",
